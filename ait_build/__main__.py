@@ -1,0 +1,5 @@
+import sys
+
+from ait_build.cli import main
+
+sys.exit(main())

@@ -1,0 +1,175 @@
+"""Symbolic dimensions: integer polynomials over named dims (batch, seq, ...).
+
+A shape entry is a `Dim`. Static dims are constant polynomials; `batch*seq` (from a reshape)
+and `2*batch` (from a concat) stay exact, so shape inference never guesses. Every named dim has a
+range (`DimRange`); with non-negative coefficients a Dim is monotonic, so its bounds are its value
+at the range ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+Monomial = tuple  # sorted tuple of symbol names, with repeats for powers
+
+
+class Dim:
+    """An immutable polynomial with integer coefficients over dim names."""
+
+    __slots__ = ("terms",)
+
+    def __init__(self, terms: Mapping[Monomial, int] | None = None):
+        clean = {m: c for m, c in (terms or {}).items() if c != 0}
+        object.__setattr__(self, "terms", tuple(sorted(clean.items())))
+
+    @staticmethod
+    def of(value: "Dim | int | str") -> "Dim":
+        if isinstance(value, Dim):
+            return value
+        if isinstance(value, bool):
+            raise TypeError("a dim cannot be a bool")
+        if isinstance(value, int):
+            return Dim({(): value})
+        if isinstance(value, str):
+            return Dim({(value,): 1})
+        raise TypeError(f"cannot make a dim from {value!r}")
+
+    # -- queries -------------------------------------------------------------------------------
+    @property
+    def is_static(self) -> bool:
+        return all(m == () for m, _ in self.terms)
+
+    @property
+    def value(self) -> int:
+        """The constant value; raises if the dim is symbolic."""
+        if not self.is_static:
+            raise ValueError(f"dim '{self}' is symbolic")
+        return self.terms[0][1] if self.terms else 0
+
+    @property
+    def symbols(self) -> frozenset:
+        return frozenset(s for m, _ in self.terms for s in m)
+
+    def eval(self, bindings: Mapping[str, int]) -> int:
+        total = 0
+        for mono, coeff in self.terms:
+            term = coeff
+            for sym in mono:
+                term *= bindings[sym]
+            total += term
+        return total
+
+    # -- arithmetic ----------------------------------------------------------------------------
+    def __add__(self, other):
+        other = Dim.of(other)
+        terms = dict(self.terms)
+        for m, c in other.terms:
+            terms[m] = terms.get(m, 0) + c
+        return Dim(terms)
+
+    __radd__ = __add__
+
+    def __neg__(self):
+        return Dim({m: -c for m, c in self.terms})
+
+    def __sub__(self, other):
+        return self + (-Dim.of(other))
+
+    def __rsub__(self, other):
+        return Dim.of(other) - self
+
+    def __mul__(self, other):
+        other = Dim.of(other)
+        terms: dict = {}
+        for m1, c1 in self.terms:
+            for m2, c2 in other.terms:
+                m = tuple(sorted(m1 + m2))
+                terms[m] = terms.get(m, 0) + c1 * c2
+        return Dim(terms)
+
+    __rmul__ = __mul__
+
+    def exact_div(self, other) -> "Dim | None":
+        """self / other when it divides exactly (by an int or a single-term dim), else None."""
+        other = Dim.of(other)
+        if len(other.terms) != 1:
+            return Dim.of(1) if other == self else None
+        (div_mono, div_coeff), = other.terms
+        if div_coeff == 0:
+            return None
+        out: dict = {}
+        for mono, coeff in self.terms:
+            rest = list(mono)
+            for sym in div_mono:
+                if sym not in rest:
+                    return None
+                rest.remove(sym)
+            if coeff % div_coeff:
+                return None
+            out[tuple(rest)] = coeff // div_coeff
+        return Dim(out)
+
+    # -- identity ------------------------------------------------------------------------------
+    def __eq__(self, other):
+        if isinstance(other, (int, str)) and not isinstance(other, bool):
+            other = Dim.of(other)
+        return isinstance(other, Dim) and self.terms == other.terms
+
+    def __hash__(self):
+        return hash(self.terms)
+
+    def __repr__(self):
+        return f"Dim({self})"
+
+    def __str__(self):
+        if not self.terms:
+            return "0"
+        parts = []
+        for mono, coeff in sorted(self.terms, key=lambda t: (-len(t[0]), t[0])):
+            names = "*".join(mono)
+            if not mono:
+                parts.append(str(coeff))
+            elif coeff == 1:
+                parts.append(names)
+            else:
+                parts.append(f"{coeff}*{names}")
+        return " + ".join(parts).replace("+ -", "- ")
+
+    def to_json(self):
+        return self.value if self.is_static else str(self)
+
+
+def shape_str(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def static_shape(shape) -> bool:
+    return all(d.is_static for d in shape)
+
+
+def numel(shape) -> Dim:
+    total = Dim.of(1)
+    for d in shape:
+        total = total * d
+    return total
+
+
+@dataclass(frozen=True)
+class DimRange:
+    """A named dim's allowed values; `opt` is the size kernels are tuned for."""
+
+    name: str
+    min: int
+    max: int
+    opt: int
+
+    def contains(self, value: int) -> bool:
+        return self.min <= value <= self.max
+
+
+def bounds(dim: Dim, ranges: Mapping[str, DimRange]) -> tuple[int, int]:
+    """(smallest, largest) value of `dim` over the ranges (dims have non-negative coefficients)."""
+    lo = dim.eval({n: r.min for n, r in ranges.items()})
+    hi = dim.eval({n: r.max for n, r in ranges.items()})
+    return min(lo, hi), max(lo, hi)

@@ -1,0 +1,93 @@
+"""Multi-head self-attention on projected q, k, v: softmax(q k^T * scale + bias) v per head.
+
+Inputs are [batch, seq, heads*head_dim] (or one packed [batch, seq, 3*heads*head_dim] tensor with
+`packed: true`), plus an optional additive bias broadcastable to [batch, heads, seq_q, seq_k]
+(a padding mask turned into 0 / -10000, as BERT does).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ait_build.errors import OpError
+from ait_build.ir.dims import shape_str
+from ait_build.ops.norm import softmax
+from ait_build.ops.registry import (Attr, OpDef, TType, broadcast_shapes, register, require_static,
+                                    same_float_dtype)
+
+
+def _split_inputs(attrs, inputs):
+    """(q, k, v, bias) from the input list, for both packed and separate forms."""
+    n = 1 if attrs["packed"] else 3
+    if len(inputs) not in (n, n + 1):
+        raise OpError(f"multi_head_attention expects {n} input(s) and an optional bias, got {len(inputs)}"
+                      + (" (set 'packed: true' for one qkv input)" if len(inputs) in (1, 2) and n == 3 else ""))
+    bias = inputs[n] if len(inputs) == n + 1 else None
+    return inputs[:n], bias
+
+
+def _mha_infer(attrs, inputs):
+    qkv, bias = _split_inputs(attrs, inputs)
+    h, d = attrs["num_heads"], attrs["head_dim"]
+    if h < 1 or d < 1:
+        raise OpError("num_heads and head_dim must be >= 1")
+    width = h * d * (3 if attrs["packed"] else 1)
+    for t in qkv:
+        if len(t.shape) != 3:
+            raise OpError(f"attention inputs must be [batch, seq, features], got {shape_str(t.shape)}")
+        if require_static(t.shape[2], "attention feature dim") != width:
+            raise OpError(f"attention input {shape_str(t.shape)} has {t.shape[2]} features; "
+                          f"num_heads*head_dim{'*3' if attrs['packed'] else ''} = {width}")
+    q = qkv[0]
+    if not attrs["packed"]:
+        k, v = qkv[1], qkv[2]
+        if k.shape != v.shape or k.shape[0] != q.shape[0]:
+            raise OpError(f"k {shape_str(k.shape)} and v {shape_str(v.shape)} must match and share "
+                          f"q's batch {q.shape[0]}")
+        seq_k = k.shape[1]
+    else:
+        seq_k = q.shape[1]
+    if bias is not None:
+        scores = (q.shape[0], h, q.shape[1], seq_k)
+        if len(bias.shape) > 4 or broadcast_shapes(scores, bias.shape) != scores:
+            raise OpError(f"attention bias {shape_str(bias.shape)} does not broadcast to "
+                          f"[batch, heads, seq_q, seq_k] = {shape_str(scores)}")
+    dtype = same_float_dtype(list(qkv) + ([bias] if bias is not None else []))
+    return [TType((q.shape[0], q.shape[1], q.shape[2] if not attrs["packed"] else
+                   qkv[0].shape[2].exact_div(3)), dtype)]
+
+
+def attention_scale(attrs) -> float:
+    return attrs["scale"] if attrs["scale"] is not None else 1.0 / math.sqrt(attrs["head_dim"])
+
+
+def _mha_reference(attrs, xs, ws):
+    qkv, bias = _split_inputs(attrs, xs)
+    h, d = attrs["num_heads"], attrs["head_dim"]
+    q, k, v = np.split(qkv[0], 3, axis=-1) if attrs["packed"] else qkv
+
+    def heads(t):  # [b, s, h*d] -> [b, h, s, d]
+        return t.reshape(t.shape[0], t.shape[1], h, d).transpose(0, 2, 1, 3)
+
+    scores = heads(q) @ heads(k).transpose(0, 1, 3, 2) * np.float32(attention_scale(attrs))
+    if bias is not None:
+        scores = scores + bias
+    if attrs["causal"]:
+        sq, sk = scores.shape[-2:]
+        scores = np.where(np.tril(np.ones((sq, sk), bool), sk - sq), scores, -np.inf)
+    out = softmax(scores, -1) @ heads(v)
+    b, _, s, _ = out.shape
+    return [np.ascontiguousarray(out.transpose(0, 2, 1, 3).reshape(b, s, h * d))]
+
+
+register(OpDef(
+    name="multi_head_attention", category="attention",
+    doc="softmax(q k^T * scale + bias) v over heads; q, k, v are [batch, seq, heads*head_dim]",
+    inputs=("q", "k?", "v?", "bias?"),
+    attrs=(Attr("num_heads", "int"), Attr("head_dim", "int"),
+           Attr("scale", "number_or_none", None, doc="default 1/sqrt(head_dim)"),
+           Attr("causal", "bool", False), Attr("packed", "bool", False,
+                                                doc="one [batch, seq, 3*heads*head_dim] input")),
+    infer=_mha_infer, reference=_mha_reference))

@@ -1,0 +1,160 @@
+"""Convolution and pooling over NHWC activations. Conv weights keep PyTorch's OIHW layout
+([out, in/groups, kh, kw]) so a torchvision state_dict loads unchanged; the layout pass re-lays
+them out for kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ait_build.errors import OpError
+from ait_build.ir.dims import Dim
+from ait_build.ops.epilogue import EPILOGUE_ATTRS, apply_epilogue, check_residual
+from ait_build.ops.registry import (Attr, OpDef, ParamSpec, TType, pair, register, require_rank,
+                                    require_static)
+
+WINDOW_ATTRS = (
+    Attr("kernel", "pair", doc="window size: int or [kh, kw]"),
+    Attr("stride", "pair", 1),
+    Attr("padding", "pair", 0, doc="zero padding on each side: int or [ph, pw]"),
+    Attr("dilation", "pair", 1),
+)
+
+
+def out_size(size: Dim, k: int, s: int, p: int, d: int, what: str) -> Dim:
+    n = require_static(size, f"{what} input height/width")
+    span = d * (k - 1) + 1
+    if n + 2 * p < span:
+        raise OpError(f"{what} window {k} (dilation {d}) is larger than the padded input {n + 2 * p}")
+    return Dim.of((n + 2 * p - span) // s + 1)
+
+
+def window_shape(attrs, x: TType, channels, what: str) -> tuple:
+    require_rank(x, 4, f"{what} input (NHWC)")
+    (kh, kw), (sh, sw) = pair(attrs["kernel"]), pair(attrs["stride"])
+    (ph, pw), (dh, dw) = pair(attrs["padding"]), pair(attrs.get("dilation", 1))
+    if min(kh, kw, sh, sw, dh, dw) < 1 or min(ph, pw) < 0:
+        raise OpError("kernel, stride and dilation must be >= 1 and padding >= 0")
+    n, h, w, _ = x.shape
+    return (n, out_size(h, kh, sh, ph, dh, what), out_size(w, kw, sw, pw, dw, what), channels)
+
+
+def windows(x, attrs, pad_value=0.0):
+    """A [N, Ho, Wo, KH, KW, C] strided view of the padded input."""
+    (kh, kw), (sh, sw) = pair(attrs["kernel"]), pair(attrs["stride"])
+    (ph, pw), (dh, dw) = pair(attrs["padding"]), pair(attrs.get("dilation", 1))
+    xp = np.pad(x, ((0, 0), (ph, ph), (pw, pw), (0, 0)), constant_values=pad_value)
+    n, hp, wp, c = xp.shape
+    ho, wo = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
+    s0, s1, s2, s3 = xp.strides
+    return as_strided(xp, (n, ho, wo, kh, kw, c), (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3),
+                      writeable=False)
+
+
+# -- conv2d -----------------------------------------------------------------------------------
+
+def _conv_channels(attrs, x: TType):
+    c = require_static(x.shape[3], "conv2d input channels")
+    g, o = attrs["groups"], attrs["out_channels"]
+    if g < 1 or c % g or o % g:
+        raise OpError(f"groups={g} must divide in_channels={c} and out_channels={o}")
+    return c, g, o
+
+
+def _conv_infer(attrs, inputs):
+    x = inputs[0]
+    _conv_channels(attrs, x)
+    shape = window_shape(attrs, x, Dim.of(attrs["out_channels"]), "conv2d")
+    check_residual(shape, inputs[1] if len(inputs) > 1 else None, "conv2d")
+    return [TType(shape, x.dtype)]
+
+
+def _conv_params(attrs, inputs):
+    c, g, o = _conv_channels(attrs, inputs[0])
+    kh, kw = pair(attrs["kernel"])
+    params = {"weight": ParamSpec((Dim.of(o), Dim.of(c // g), Dim.of(kh), Dim.of(kw)),
+                                  f"fan_in:{c // g * kh * kw}")}
+    if attrs["bias"]:
+        params["bias"] = ParamSpec((Dim.of(o),), f"bias:{c // g * kh * kw}")
+    return params
+
+
+def conv2d_nhwc(x, w, attrs):
+    """Reference conv: x [N,H,W,C], w [O, C/g, KH, KW] -> [N,Ho,Wo,O]."""
+    g = attrs["groups"]
+    win = windows(x, attrs)
+    n, ho, wo, kh, kw, c = win.shape
+    o = w.shape[0]
+    if g == 1:
+        cols = win.reshape(n * ho * wo, kh * kw * c)
+        return (cols @ w.transpose(2, 3, 1, 0).reshape(kh * kw * c, o)).reshape(n, ho, wo, o)
+    win = win.reshape(n, ho, wo, kh, kw, g, c // g)
+    wg = w.reshape(g, o // g, c // g, kh, kw)
+    out = np.einsum("nhwijgc,gocij->nhwgo", win, wg, optimize=True)
+    return np.ascontiguousarray(out.reshape(n, ho, wo, o))
+
+
+def _conv_reference(attrs, xs, ws):
+    acc = conv2d_nhwc(xs[0], ws["weight"], attrs)
+    return [apply_epilogue(acc, attrs, ws.get("bias"), xs[1] if len(xs) > 1 else None)]
+
+
+register(OpDef(
+    name="conv2d", category="conv",
+    doc="2-D convolution, NHWC input, PyTorch OIHW weight; optional fused epilogue",
+    inputs=("x", "residual?"),
+    attrs=(Attr("out_channels", "int"),) + WINDOW_ATTRS
+    + (Attr("groups", "int", 1, doc="in_channels for depthwise"), Attr("bias", "bool", True))
+    + EPILOGUE_ATTRS,
+    infer=_conv_infer, params=_conv_params, reference=_conv_reference))
+
+
+# -- pooling ----------------------------------------------------------------------------------
+
+def _pool_infer(what):
+    def infer(attrs, inputs):
+        x = inputs[0]
+        require_rank(x, 4, f"{what} input (NHWC)")
+        kh, kw = pair(attrs["kernel"])
+        ph, pw = pair(attrs["padding"])
+        if ph * 2 > kh or pw * 2 > kw:
+            raise OpError(f"padding {attrs['padding']} must be at most half the kernel {attrs['kernel']}")
+        return [TType(window_shape(attrs, x, x.shape[3], what), x.dtype)]
+    return infer
+
+
+register(OpDef(
+    name="max_pool2d", category="pool", doc="max over windows (padding never wins)",
+    attrs=WINDOW_ATTRS, infer=_pool_infer("max_pool2d"),
+    reference=lambda attrs, xs, ws: [windows(xs[0], attrs, -np.inf).max(axis=(3, 4))]))
+
+
+def _avg_pool_reference(attrs, xs, ws):
+    total = windows(xs[0], attrs).sum(axis=(3, 4), dtype=np.float32)
+    if attrs["count_include_pad"]:
+        kh, kw = pair(attrs["kernel"])
+        return [total / np.float32(kh * kw)]
+    ones = np.ones((1,) + xs[0].shape[1:3] + (1,), np.float32)
+    return [total / windows(ones, attrs).sum(axis=(3, 4))]
+
+
+register(OpDef(
+    name="avg_pool2d", category="pool", doc="mean over windows",
+    attrs=WINDOW_ATTRS[:3] + (Attr("count_include_pad", "bool", True),),
+    infer=_pool_infer("avg_pool2d"), reference=_avg_pool_reference))
+
+
+def _gap_infer(attrs, inputs):
+    x = inputs[0]
+    require_rank(x, 4, "global_avg_pool input (NHWC)")
+    n, _, _, c = x.shape
+    one = Dim.of(1)
+    return [TType((n, one, one, c) if attrs["keepdims"] else (n, c), x.dtype)]
+
+
+register(OpDef(
+    name="global_avg_pool", category="pool", doc="mean over H and W: [N,H,W,C] -> [N,C]",
+    attrs=(Attr("keepdims", "bool", False, doc="keep H and W as size 1: [N,1,1,C]"),),
+    infer=_gap_infer,
+    reference=lambda attrs, xs, ws: [xs[0].mean(axis=(1, 2), keepdims=attrs["keepdims"],
+                                                dtype=np.float32)]))

@@ -1,0 +1,70 @@
+"""Table lookups and constants: embedding (a weight table), gather (from a tensor), parameter
+(a stored weight used as a tensor, e.g. ViT's class token)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ait_build.errors import OpError
+from ait_build.ir.dims import Dim, shape_str
+from ait_build.ir.dtypes import INT_DTYPES
+from ait_build.ops.registry import Attr, OpDef, ParamSpec, TType, norm_axis, register
+
+
+def _require_indices(t: TType, what: str):
+    if t.dtype not in INT_DTYPES:
+        raise OpError(f"{what} indices must be int32 or int64, got {t.dtype}")
+
+
+def _embedding_infer(attrs, inputs):
+    _require_indices(inputs[0], "embedding")
+    return [TType(tuple(inputs[0].shape) + (Dim.of(attrs["embedding_dim"]),), attrs["_dtype"])]
+
+
+register(OpDef(
+    name="embedding", category="gather",
+    doc="rows of a [num_embeddings, embedding_dim] weight table, indexed by an int tensor",
+    inputs=("indices",),
+    attrs=(Attr("num_embeddings", "int"), Attr("embedding_dim", "int")),
+    infer=_embedding_infer,
+    params=lambda attrs, xs: {"weight": ParamSpec(
+        (Dim.of(attrs["num_embeddings"]), Dim.of(attrs["embedding_dim"])), "normal")},
+    reference=lambda attrs, xs, ws: [_take(ws["weight"], xs[0], 0)]))
+
+
+def _take(table, indices, axis):
+    size = table.shape[axis]
+    if indices.size and (indices.min() < -size or indices.max() >= size):
+        raise OpError(f"index out of range for a table of {size} rows "
+                      f"(min {indices.min()}, max {indices.max()})")
+    return np.take(table, indices, axis=axis)
+
+
+def _gather_infer(attrs, inputs):
+    data, indices = inputs
+    _require_indices(indices, "gather")
+    axis = norm_axis(attrs["axis"], len(data.shape))
+    shape = tuple(data.shape[:axis]) + tuple(indices.shape) + tuple(data.shape[axis + 1:])
+    return [TType(shape, data.dtype)]
+
+
+register(OpDef(
+    name="gather", category="gather", doc="np.take(data, indices, axis)",
+    inputs=("data", "indices"), attrs=(Attr("axis", "int", 0),), infer=_gather_infer,
+    reference=lambda attrs, xs, ws: [_take(xs[0], xs[1], attrs["axis"])]))
+
+
+def _parameter_infer(attrs, inputs):
+    if any(d == -1 for d in attrs["shape"]) or not all(d.is_static for d in attrs["shape"]):
+        raise OpError(f"parameter shape must be static, got {shape_str(attrs['shape'])}")
+    return [TType(tuple(attrs["shape"]), attrs["_dtype"])]
+
+
+register(OpDef(
+    name="parameter", category="gather",
+    doc="a stored weight (named `<name>` itself, not `<name>.weight`) used as a tensor",
+    inputs=(), attrs=(Attr("shape", "shape"), Attr("init", "str", "normal",
+                                                  ("normal", "zeros", "ones", "small"))),
+    infer=_parameter_infer,
+    params=lambda attrs, xs: {"value": ParamSpec(tuple(attrs["shape"]), attrs["init"])},
+    reference=lambda attrs, xs, ws: [ws["value"]]))

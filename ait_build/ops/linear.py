@@ -1,0 +1,91 @@
+"""GEMM-shaped ops: linear (PyTorch nn.Linear weights) and batched matmul; both carry the
+shared epilogue (bias, activation, residual)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ait_build.errors import OpError
+from ait_build.ir.dims import Dim, shape_str
+from ait_build.ops.epilogue import EPILOGUE_ATTRS, apply_epilogue, check_residual
+from ait_build.ops.registry import (Attr, OpDef, ParamSpec, TType, broadcast_shapes, register,
+                                    require_static, same_float_dtype)
+
+
+def _linear_infer(attrs, inputs):
+    x = inputs[0]
+    if len(x.shape) < 1:
+        raise OpError("linear input must have rank >= 1")
+    require_static(x.shape[-1], "linear input features (last dim)")
+    shape = tuple(x.shape[:-1]) + (Dim.of(attrs["out_features"]),)
+    check_residual(shape, inputs[1] if len(inputs) > 1 else None, "linear")
+    return [TType(shape, x.dtype)]
+
+
+def _linear_params(attrs, inputs):
+    k = require_static(inputs[0].shape[-1], "linear input features")
+    n = attrs["out_features"]
+    params = {"weight": ParamSpec((Dim.of(n), Dim.of(k)), f"fan_in:{k}")}
+    if attrs["bias"]:
+        params["bias"] = ParamSpec((Dim.of(n),), f"bias:{k}")
+    return params
+
+
+def _linear_reference(attrs, xs, ws):
+    acc = xs[0] @ ws["weight"].T
+    return [apply_epilogue(acc, attrs, ws.get("bias"), xs[1] if len(xs) > 1 else None)]
+
+
+register(OpDef(
+    name="linear", category="gemm",
+    doc="x @ weight.T + bias over the last dim; weight is [out_features, in_features]",
+    inputs=("x", "residual?"),
+    attrs=(Attr("out_features", "int"), Attr("bias", "bool", True)) + EPILOGUE_ATTRS,
+    infer=_linear_infer, params=_linear_params, reference=_linear_reference))
+
+
+def _matmul_infer(attrs, inputs):
+    a, b = inputs[0], inputs[1]
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        raise OpError(f"matmul needs rank >= 2 inputs, got {shape_str(a.shape)} and {shape_str(b.shape)}")
+    m, k = a.shape[-2:]
+    kb, n = (b.shape[-1], b.shape[-2]) if attrs["transpose_b"] else (b.shape[-2], b.shape[-1])
+    if k != kb:
+        raise OpError(f"matmul inner dims differ: {shape_str(a.shape)} @ {shape_str(b.shape)}"
+                      + (" (transposed)" if attrs["transpose_b"] else ""))
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    shape = tuple(batch) + (m, n)
+    check_residual(shape, inputs[2] if len(inputs) > 2 else None, "matmul")
+    return [TType(shape, same_float_dtype(inputs[:2]))]
+
+
+def _matmul_reference(attrs, xs, ws):
+    b = np.swapaxes(xs[1], -1, -2) if attrs["transpose_b"] else xs[1]
+    acc = np.matmul(xs[0], b)
+    if attrs["alpha"] != 1.0:
+        acc = acc * np.float32(attrs["alpha"])
+    return [apply_epilogue(acc, attrs, None, xs[2] if len(xs) > 2 else None)]
+
+
+register(OpDef(
+    name="matmul", category="gemm",
+    doc="batched a @ b with NumPy broadcasting over leading dims (bmm is the rank-3 case)",
+    inputs=("a", "b", "residual?"),
+    attrs=(Attr("transpose_b", "bool", False, doc="use b's last two dims swapped"),
+           Attr("alpha", "float", 1.0, doc="scales the product before the epilogue"))
+    + EPILOGUE_ATTRS,
+    infer=_matmul_infer, reference=_matmul_reference))
+
+
+def _bmm_infer(attrs, inputs):
+    for t in inputs[:2]:
+        if len(t.shape) != 3:
+            raise OpError(f"bmm needs rank-3 inputs [batch, m, k], got {shape_str(t.shape)}")
+    return _matmul_infer(attrs, inputs)
+
+
+register(OpDef(
+    name="bmm", category="gemm", doc="batched matmul of rank-3 tensors: [b,m,k] @ [b,k,n]",
+    inputs=("a", "b", "residual?"),
+    attrs=(Attr("transpose_b", "bool", False), Attr("alpha", "float", 1.0)) + EPILOGUE_ATTRS,
+    infer=_bmm_infer, reference=_matmul_reference))

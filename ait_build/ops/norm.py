@@ -1,0 +1,83 @@
+"""Normalization: batch_norm (inference, channels last), layer_norm (last dim, optional fused
+residual add), softmax."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ait_build.errors import OpError
+from ait_build.ir.dims import Dim, shape_str
+from ait_build.ops.registry import (Attr, OpDef, ParamSpec, TType, norm_axis, register,
+                                    require_static, same_float_dtype)
+
+
+def _bn_params(attrs, inputs):
+    c = Dim.of(require_static(inputs[0].shape[-1], "batch_norm channels (last dim)"))
+    return {"weight": ParamSpec((c,), "ones"), "bias": ParamSpec((c,), "small"),
+            "running_mean": ParamSpec((c,), "small"), "running_var": ParamSpec((c,), "variance")}
+
+
+def _bn_reference(attrs, xs, ws):
+    scale = ws["weight"] / np.sqrt(ws["running_var"] + np.float32(attrs["eps"]))
+    return [(xs[0] - ws["running_mean"]) * scale + ws["bias"]]
+
+
+register(OpDef(
+    name="batch_norm", category="norm",
+    doc="inference batch norm over the channel (last) dim, with running statistics",
+    attrs=(Attr("eps", "float", 1e-5),),
+    infer=lambda attrs, xs: [xs[0]], params=_bn_params, reference=_bn_reference))
+
+
+def _ln_infer(attrs, inputs):
+    x = inputs[0]
+    if len(x.shape) < 1:
+        raise OpError("layer_norm needs rank >= 1")
+    require_static(x.shape[-1], "layer_norm normalized (last) dim")
+    if len(inputs) > 1 and tuple(inputs[1].shape) != tuple(x.shape):
+        raise OpError(f"layer_norm residual {shape_str(inputs[1].shape)} differs from input "
+                      f"{shape_str(x.shape)}")
+    return [TType(x.shape, same_float_dtype(inputs))]
+
+
+def _ln_params(attrs, inputs):
+    c = Dim.of(require_static(inputs[0].shape[-1], "layer_norm normalized dim"))
+    if not attrs["affine"]:
+        return {}
+    return {"weight": ParamSpec((c,), "ones"), "bias": ParamSpec((c,), "small")}
+
+
+def layer_norm(x, eps, weight=None, bias=None):
+    mean = x.mean(axis=-1, keepdims=True, dtype=np.float64)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    y = ((x - mean) / np.sqrt(var + eps)).astype(np.float32)
+    if weight is not None:
+        y = y * weight + bias
+    return y
+
+
+register(OpDef(
+    name="layer_norm", category="norm",
+    doc="normalizes over the last dim; with a second input, normalizes (x + residual)",
+    inputs=("x", "residual?"),
+    attrs=(Attr("eps", "float", 1e-5), Attr("affine", "bool", True)),
+    infer=_ln_infer, params=_ln_params,
+    reference=lambda attrs, xs, ws: [layer_norm(xs[0] + xs[1] if len(xs) > 1 else xs[0],
+                                                attrs["eps"], ws.get("weight"), ws.get("bias"))]))
+
+
+def softmax(x, axis):
+    shifted = x - x.max(axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _softmax_infer(attrs, inputs):
+    norm_axis(attrs["axis"], len(inputs[0].shape))
+    return [inputs[0]]
+
+
+register(OpDef(
+    name="softmax", category="norm", doc="exp(x) / sum(exp(x)) along `axis`",
+    attrs=(Attr("axis", "int", -1),), infer=_softmax_infer,
+    reference=lambda attrs, xs, ws: [softmax(xs[0], attrs["axis"])]))

@@ -1,0 +1,242 @@
+"""Shape and data-movement ops: reshape, flatten, permute, transpose, expand, concat, split,
+slice, pad.
+
+Reference functions that need concrete sizes read `attrs["_env"]` (dim name -> value) and
+`attrs["_out_shapes"]`, which the executor adds for each call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ait_build.errors import OpError
+from ait_build.ir.dims import Dim, numel, shape_str
+from ait_build.ops.registry import Attr, OpDef, TType, norm_axis, register, same_float_dtype
+
+
+def _reshape_to(attrs, xs, ws):
+    return [xs[0].reshape(attrs["_out_shapes"][0])]
+
+
+def _reshape_infer(attrs, inputs):
+    x = inputs[0]
+    target = list(attrs["shape"])
+    unknown = [i for i, d in enumerate(target) if d == -1]
+    if len(unknown) > 1:
+        raise OpError("reshape shape may hold at most one -1")
+    for i, d in enumerate(target):
+        if d == 0:
+            if i >= len(x.shape):
+                raise OpError(f"reshape: 0 at position {i} copies a dim the input lacks")
+            target[i] = x.shape[i]
+        elif d != -1 and d.is_static and d.value < 0:
+            raise OpError(f"reshape: bad size {d}")
+    total = numel(x.shape)
+    known = numel([d for d in target if d != -1])
+    if unknown:
+        rest = total.exact_div(known)
+        if rest is None:
+            raise OpError(f"reshape: cannot infer -1: {shape_str(x.shape)} has {total} elements, "
+                          f"not a multiple of {known}")
+        target[unknown[0]] = rest
+    elif known != total:
+        raise OpError(f"reshape: {shape_str(x.shape)} ({total} elements) cannot become "
+                      f"{shape_str(target)} ({known} elements)")
+    return [TType(tuple(target), x.dtype)]
+
+
+register(OpDef(
+    name="reshape", category="shape",
+    doc="new shape with the same elements; entries are ints, dim names, -1 (inferred) or 0 (copy)",
+    attrs=(Attr("shape", "shape"),), infer=_reshape_infer, reference=_reshape_to))
+
+
+def _flatten_infer(attrs, inputs):
+    x = inputs[0]
+    rank = len(x.shape)
+    if rank == 0:
+        return [TType((Dim.of(1),), x.dtype)]
+    start, end = norm_axis(attrs["start_dim"], rank), norm_axis(attrs["end_dim"], rank)
+    if start > end:
+        raise OpError(f"flatten: start_dim {attrs['start_dim']} is after end_dim {attrs['end_dim']}")
+    shape = tuple(x.shape[:start]) + (numel(x.shape[start:end + 1]),) + tuple(x.shape[end + 1:])
+    return [TType(shape, x.dtype)]
+
+
+register(OpDef(
+    name="flatten", category="shape", doc="merges dims start_dim..end_dim into one",
+    attrs=(Attr("start_dim", "int", 1), Attr("end_dim", "int", -1)),
+    infer=_flatten_infer, reference=_reshape_to))
+
+
+def _permute_infer(attrs, inputs):
+    x = inputs[0]
+    dims = attrs["dims"]
+    rank = len(x.shape)
+    if sorted(norm_axis(d, rank) for d in dims) != list(range(rank)) or len(dims) != rank:
+        raise OpError(f"permute dims {list(dims)} are not a permutation of 0..{rank - 1}")
+    return [TType(tuple(x.shape[norm_axis(d, rank)] for d in dims), x.dtype)]
+
+
+register(OpDef(
+    name="permute", category="shape", doc="reorders dims: out.shape[i] = x.shape[dims[i]]",
+    attrs=(Attr("dims", "ints"),), infer=_permute_infer,
+    reference=lambda attrs, xs, ws: [np.ascontiguousarray(np.transpose(xs[0], attrs["dims"]))]))
+
+
+def _transpose_dims(attrs, rank):
+    a, b = norm_axis(attrs["dim0"], rank), norm_axis(attrs["dim1"], rank)
+    dims = list(range(rank))
+    dims[a], dims[b] = dims[b], dims[a]
+    return dims
+
+
+register(OpDef(
+    name="transpose", category="shape", doc="swaps two dims",
+    attrs=(Attr("dim0", "int"), Attr("dim1", "int")),
+    infer=lambda attrs, xs: _permute_infer({"dims": _transpose_dims(attrs, len(xs[0].shape))}, xs),
+    reference=lambda attrs, xs, ws: [np.ascontiguousarray(
+        np.transpose(xs[0], _transpose_dims(attrs, xs[0].ndim)))]))
+
+
+def _expand_infer(attrs, inputs):
+    x = inputs[0]
+    target = list(attrs["shape"])
+    if len(target) < len(x.shape):
+        raise OpError(f"expand: target {shape_str(target)} has fewer dims than {shape_str(x.shape)}")
+    offset = len(target) - len(x.shape)
+    for i, d in enumerate(x.shape):
+        t = target[offset + i]
+        if t == -1:
+            target[offset + i] = d
+        elif d != 1 and d != t:
+            raise OpError(f"expand: dim {i} of size {d} cannot become {t}")
+    if any(d == -1 for d in target):
+        raise OpError("expand: -1 is only allowed for existing dims")
+    return [TType(tuple(target), x.dtype)]
+
+
+register(OpDef(
+    name="expand", category="shape", doc="broadcasts size-1 dims to a larger shape (-1 keeps a dim)",
+    attrs=(Attr("shape", "shape"),), infer=_expand_infer,
+    reference=lambda attrs, xs, ws: [np.ascontiguousarray(
+        np.broadcast_to(xs[0], attrs["_out_shapes"][0]))]))
+
+
+def _concat_infer(attrs, inputs):
+    rank = len(inputs[0].shape)
+    axis = norm_axis(attrs["axis"], rank)
+    total = Dim.of(0)
+    for t in inputs:
+        if len(t.shape) != rank or any(a != b for i, (a, b) in enumerate(zip(t.shape, inputs[0].shape))
+                                       if i != axis):
+            raise OpError("concat inputs differ outside the concat axis: "
+                          + ", ".join(shape_str(t.shape) for t in inputs))
+        total = total + t.shape[axis]
+    shape = list(inputs[0].shape)
+    shape[axis] = total
+    return [TType(tuple(shape), same_float_dtype(inputs))]
+
+
+register(OpDef(
+    name="concat", category="shape", doc="joins tensors along `axis`", inputs=("*xs",),
+    attrs=(Attr("axis", "int"),), infer=_concat_infer,
+    reference=lambda attrs, xs, ws: [np.concatenate(xs, axis=attrs["axis"])]))
+
+
+def split_sizes(attrs, size: Dim) -> list:
+    if attrs.get("sizes"):
+        sizes = [Dim.of(s) for s in attrs["sizes"]]
+        if sum(sizes, Dim.of(0)) != size:
+            raise OpError(f"split sizes {list(attrs['sizes'])} do not add up to {size}")
+        return sizes
+    parts = attrs.get("sections") or 0
+    if parts < 1:
+        raise OpError("split needs 'sections' (>= 1) or 'sizes'")
+    each = size.exact_div(parts)
+    if each is None:
+        raise OpError(f"split: size {size} does not divide into {parts} equal sections")
+    return [each] * parts
+
+
+def _split_infer(attrs, inputs):
+    x = inputs[0]
+    axis = norm_axis(attrs["axis"], len(x.shape))
+    outs = []
+    for size in split_sizes(attrs, x.shape[axis]):
+        shape = list(x.shape)
+        shape[axis] = size
+        outs.append(TType(tuple(shape), x.dtype))
+    return outs
+
+
+def _split_reference(attrs, xs, ws):
+    axis = norm_axis(attrs["axis"], xs[0].ndim)
+    sizes = [s[axis] for s in attrs["_out_shapes"]]
+    return [np.ascontiguousarray(part)
+            for part in np.split(xs[0], np.cumsum(sizes)[:-1], axis=axis)]
+
+
+register(OpDef(
+    name="split", category="shape", doc="cuts a tensor into parts along `axis` (several outputs)",
+    attrs=(Attr("axis", "int", -1), Attr("sections", "int", 0, doc="equal parts"),
+           Attr("sizes", "ints", (), doc="explicit part sizes")),
+    outputs=lambda attrs: len(attrs["sizes"]) if attrs.get("sizes") else max(1, attrs.get("sections") or 1),
+    infer=_split_infer, reference=_split_reference))
+
+
+def _slice_infer(attrs, inputs):
+    x = inputs[0]
+    axis = norm_axis(attrs["axis"], len(x.shape))
+    size = x.shape[axis]
+    start, end, step = Dim.of(attrs["start"]), attrs["end"], attrs["step"]
+    if step < 1:
+        raise OpError("slice step must be >= 1")
+    end = size if end is None else Dim.of(end)
+    if size.is_static and start.is_static and end.is_static:
+        s = min(max(start.value, 0), size.value)
+        e = min(max(end.value, s), size.value)
+        length = Dim.of((e - s + step - 1) // step)
+    else:
+        if step != 1:
+            raise OpError("slice with a symbolic bound needs step 1")
+        length = end - start
+    shape = list(x.shape)
+    shape[axis] = length
+    return [TType(tuple(shape), x.dtype)]
+
+
+def _slice_reference(attrs, xs, ws):
+    env = attrs["_env"]
+    axis = norm_axis(attrs["axis"], xs[0].ndim)
+    start = Dim.of(attrs["start"]).eval(env)
+    end = None if attrs["end"] is None else Dim.of(attrs["end"]).eval(env)
+    index = [slice(None)] * xs[0].ndim
+    index[axis] = slice(start, end, attrs["step"])
+    return [np.ascontiguousarray(xs[0][tuple(index)])]
+
+
+register(OpDef(
+    name="slice", category="shape", doc="x[start:end:step] along `axis` (bounds may be dim names)",
+    attrs=(Attr("axis", "int"), Attr("start", "dim", 0), Attr("end", "dim_or_none", None),
+           Attr("step", "int", 1)),
+    infer=_slice_infer, reference=_slice_reference))
+
+
+def _pad_infer(attrs, inputs):
+    x = inputs[0]
+    pads = attrs["pads"]
+    if len(pads) != 2 * len(x.shape) or min(pads) < 0:
+        raise OpError(f"pad: 'pads' needs {2 * len(x.shape)} non-negative ints "
+                      "(before, after for each dim), got " + str(list(pads)))
+    shape = tuple(d + pads[2 * i] + pads[2 * i + 1] for i, d in enumerate(x.shape))
+    return [TType(shape, x.dtype)]
+
+
+register(OpDef(
+    name="pad", category="shape", doc="constant padding; pads = [before0, after0, before1, ...]",
+    attrs=(Attr("pads", "ints"), Attr("value", "float", 0.0)), infer=_pad_infer,
+    reference=lambda attrs, xs, ws: [np.pad(
+        xs[0], [(attrs["pads"][2 * i], attrs["pads"][2 * i + 1]) for i in range(xs[0].ndim)],
+        constant_values=attrs["value"])]))
+

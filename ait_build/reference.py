@@ -1,0 +1,116 @@
+"""The reference executor: runs a Graph in NumPy, one op row's reference at a time.
+
+It is the oracle for every backend. Floating-point tensors are computed in float32 whatever the
+model dtype (a float16 model's reference is its float32 ideal); integer tensors keep their type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ait_build.errors import AitError, OpError
+from ait_build.ir.dims import shape_str
+from ait_build.ir.dtypes import NUMPY, is_float
+from ait_build.ir.graph import Graph
+from ait_build.ops.registry import get_op
+
+
+def bind_dims(graph: Graph, inputs: dict) -> dict:
+    """Dim values from the input arrays' shapes, checked against the spec's ranges."""
+    env: dict = {}
+    for name in graph.inputs:
+        if name not in inputs:
+            raise AitError(f"missing input '{name}' (the model takes: {', '.join(graph.inputs)})")
+        spec = graph.tensors[name]
+        arr = inputs[name]
+        if len(arr.shape) != len(spec.shape):
+            raise AitError(f"input '{name}' has shape {list(arr.shape)}, expected rank {len(spec.shape)} "
+                           f"{shape_str(spec.shape)}")
+        for axis, (dim, size) in enumerate(zip(spec.shape, arr.shape)):
+            if dim.is_static:
+                if dim.value != size:
+                    raise AitError(f"input '{name}' dim {axis} is {size}, expected {dim.value}")
+                continue
+            (sym,) = dim.symbols  # input dims are plain names
+            if sym in env and env[sym] != size:
+                raise AitError(f"dim '{sym}' is {env[sym]} in one input and {size} in '{name}'")
+            r = graph.dims[sym]
+            if not r.contains(size):
+                raise AitError(f"input '{name}' dim {axis} ('{sym}') is {size}, outside [{r.min}, {r.max}]")
+            env[sym] = size
+    extra = set(inputs) - set(graph.inputs)
+    if extra:
+        raise AitError(f"unknown input(s): {', '.join(sorted(extra))}")
+    return env
+
+
+def _as_reference(arr: np.ndarray, dtype: str) -> np.ndarray:
+    if is_float(dtype):
+        return np.asarray(arr).astype(np.float32)
+    return np.asarray(arr).astype(NUMPY[dtype], copy=False)
+
+
+def run_reference(graph: Graph, inputs: dict, keep_all: bool = False) -> dict:
+    """Outputs (float32 for float tensors) for `inputs` (name -> array)."""
+    env = bind_dims(graph, inputs)
+    values = {name: _as_reference(inputs[name], graph.tensors[name].dtype) for name in graph.inputs}
+    last_use = {}
+    for i, node in enumerate(graph.nodes):
+        for t in node.inputs:
+            last_use[t] = i
+    for i, node in enumerate(graph.nodes):
+        op = get_op(node.op)
+        xs = [values[t] for t in node.inputs]
+        ws = {role: graph.weights.get(w) for role, w in node.weights.items()}
+        shapes = [tuple(d.eval(env) for d in graph.tensors[t].shape) for t in node.outputs]
+        attrs = dict(node.attrs, _env=env, _out_shapes=shapes)
+        try:
+            outs = op.reference(attrs, xs, ws)
+        except OpError as exc:
+            raise AitError(f"{node.loc}: {node.op} '{node.name}': {exc}") from None
+        for t, arr, shape in zip(node.outputs, outs, shapes):
+            if tuple(arr.shape) != shape:
+                raise AitError(f"internal: {node.op} '{node.name}' produced {list(arr.shape)}, "
+                               f"inferred {list(shape)}")
+            values[t] = _as_reference(arr, graph.tensors[t].dtype)
+        if not keep_all:
+            for t in node.inputs:
+                if last_use.get(t) == i and t not in graph.outputs:
+                    values.pop(t, None)
+    if keep_all:
+        return values
+    return {name: values[name] for name in graph.outputs}
+
+
+def random_inputs(graph: Graph, dims: dict | None = None, seed: int = 0) -> dict:
+    """Random inputs at the given dim values (default: each dim's opt)."""
+    rng = np.random.default_rng(seed)
+    env = {name: r.opt for name, r in graph.dims.items()}
+    env.update(dims or {})
+    out = {}
+    for name in graph.inputs:
+        t = graph.tensors[name]
+        shape = tuple(d.eval(env) for d in t.shape)
+        if is_float(t.dtype):
+            out[name] = rng.standard_normal(shape).astype(NUMPY[t.dtype])
+        elif t.dtype == "bool":
+            out[name] = rng.random(shape) < 0.5
+        else:
+            high = _index_bound(graph, name)
+            out[name] = rng.integers(0, high, shape).astype(NUMPY[t.dtype])
+    return out
+
+
+def _index_bound(graph: Graph, name: str) -> int:
+    """The largest safe value for an integer input: the smallest table it indexes (else 2)."""
+    bound = None
+    for node in graph.nodes:
+        if name in node.inputs and node.op == "embedding":
+            n = node.attrs["num_embeddings"]
+            bound = n if bound is None else min(bound, n)
+        if node.op == "gather" and len(node.inputs) > 1 and node.inputs[1] == name:
+            data = graph.tensors[node.inputs[0]]
+            dim = data.shape[node.attrs["axis"] % len(data.shape)]
+            if dim.is_static:
+                bound = dim.value if bound is None else min(bound, dim.value)
+    return bound or 2

@@ -1,0 +1,96 @@
+"""Op attributes from a spec node, checked against the op row's schema."""
+
+from __future__ import annotations
+
+from ait_build.errors import Location, SpecError, did_you_mean
+from ait_build.ir.dims import Dim
+from ait_build.ir.dtypes import ALL_DTYPES
+from ait_build.ops.registry import REQUIRED, OpDef
+from ait_build.spec.fields import type_name
+from ait_build.spec.yamlfile import YList
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _dim(value, dims, loc, what):
+    if _is_int(value):
+        return Dim.of(value)
+    if isinstance(value, str):
+        if value not in dims:
+            raise SpecError(f"{what}: unknown dim '{value}'" + did_you_mean(value, dims), loc)
+        return Dim.of(value)
+    raise SpecError(f"{what}: expected an integer or a dim name, got {type_name(value)}", loc)
+
+
+def convert(kind: str, value, name: str, dims: dict, loc: Location):
+    """One attribute value, converted to its canonical Python form."""
+    what = f"attribute '{name}'"
+    if kind == "int":
+        if not _is_int(value):
+            raise SpecError(f"{what} must be an integer, got {type_name(value)} ({value!r})", loc)
+        return value
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SpecError(f"{what} must be a number, got {type_name(value)} ({value!r})", loc)
+        return float(value)
+    if kind == "number_or_none":
+        if value is None:
+            return None
+        return convert("float", value, name, dims, loc)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise SpecError(f"{what} must be true or false, got {type_name(value)} ({value!r})", loc)
+        return value
+    if kind in ("str", "dtype"):
+        if not isinstance(value, str):
+            raise SpecError(f"{what} must be a string, got {type_name(value)}", loc)
+        return value
+    if kind == "ints":
+        if not isinstance(value, list) or not all(_is_int(v) for v in value):
+            raise SpecError(f"{what} must be a list of integers", loc)
+        return tuple(value)
+    if kind == "pair":
+        if _is_int(value):
+            return value
+        if isinstance(value, list) and len(value) == 2 and all(_is_int(v) for v in value):
+            return tuple(value)
+        raise SpecError(f"{what} must be an integer or a list of two integers", loc)
+    if kind == "shape":
+        if not isinstance(value, list):
+            raise SpecError(f"{what} must be a list of sizes", loc)
+        items = value.item_loc if isinstance(value, YList) else [loc] * len(value)
+        return tuple(_dim(v, dims, items[i], what) for i, v in enumerate(value))
+    if kind == "dim":
+        return _dim(value, dims, loc, what)
+    if kind == "dim_or_none":
+        return None if value is None else _dim(value, dims, loc, what)
+    raise AssertionError(f"unknown attribute kind {kind}")
+
+
+def parse_attrs(op: OpDef, raw: dict, locs: dict, dims: dict, node_loc: Location, node: str) -> dict:
+    """raw: attribute name -> (already substituted) value; locs: name -> Location."""
+    known = {a.name for a in op.attrs}
+    out = {}
+    for key in raw:
+        if key not in known:
+            raise SpecError(f"op '{op.name}' has no attribute '{key}'" + did_you_mean(key, known)
+                            + (f"; its attributes: {', '.join(sorted(known))}" if known else ""),
+                            locs.get(key, node_loc))
+    for attr in op.attrs:
+        if attr.name in raw:
+            value = convert(attr.kind, raw[attr.name], attr.name, dims, locs.get(attr.name, node_loc))
+            if attr.choices and value not in attr.choices:
+                raise SpecError(f"attribute '{attr.name}' must be one of "
+                                + ", ".join(str(c) for c in attr.choices) + f", got '{value}'"
+                                + did_you_mean(value, attr.choices), locs.get(attr.name, node_loc))
+            if attr.kind == "dtype" and value not in ALL_DTYPES:
+                raise SpecError(f"unknown dtype '{value}'" + did_you_mean(value, ALL_DTYPES),
+                                locs.get(attr.name, node_loc))
+            out[attr.name] = value
+        elif attr.default is REQUIRED:
+            raise SpecError(f"op '{op.name}' (node '{node}') needs attribute '{attr.name}'", node_loc)
+        else:
+            out[attr.name] = attr.default
+    return out

@@ -1,0 +1,133 @@
+"""Target spec -> a frozen `Target`. The target file is the single source of truth for the
+hardware: code asks its capabilities, never the architecture name."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+
+from ait_build.errors import Location, SpecError, did_you_mean
+from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
+from ait_build.spec.yamlfile import load_yaml, where
+
+BACKENDS = ("cpu", "cuda", "rocm")
+TARGET_FIELDS = ("apiVersion", "kind", "name", "description", "backend", "arch", "compiler",
+                 "device", "kernels", "capabilities", "profile_cache", "sources")
+COMPILER_FIELDS = ("cxx", "flags", "link_flags", "min_version")
+DEVICE_FIELDS = ("cores", "sm_count", "smem_per_block", "peak_fp16_tflops", "peak_fp32_tflops",
+                 "hbm_tbps", "memory_gb", "l2_mb", "simd")
+CAPABILITY_FIELDS = ("dtypes", "fused_epilogue", "fused_attention", "fused_layernorm",
+                     "channel_alignment", "cuda_graphs")
+CAPABILITY_DEFAULTS = {"dtypes": ("float32",), "fused_epilogue": True, "fused_attention": True,
+                       "fused_layernorm": True, "channel_alignment": 1, "cuda_graphs": False}
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    backend: str
+    arch: str
+    cxx: str
+    flags: tuple
+    link_flags: tuple
+    device: tuple  # sorted (key, value) pairs
+    kernels: tuple  # sorted (op, kernel family) pairs
+    capabilities: tuple  # sorted (key, value) pairs
+    profile_cache: str
+    source: str
+
+    def cap(self, key: str):
+        return dict(self.capabilities)[key]
+
+    def kernel(self, op: str, default: str = "") -> str:
+        return dict(self.kernels).get(op, default)
+
+    def fact(self, key: str, default=None):
+        return dict(self.device).get(key, default)
+
+    def digest(self) -> str:
+        """Content hash of the resolved target (SCons uses it as a Value node)."""
+        data = {k: v for k, v in self.__dict__.items() if k != "source"}
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=list).encode()).hexdigest()[:16]
+
+
+def _str_list(mapping, key, what) -> tuple:
+    if key not in mapping:
+        return ()
+    items = expect_list(mapping[key], where(mapping, key), f"{what}.{key}")
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise SpecError(f"{what}.{key} must be a list of strings", items.where(i))
+    return tuple(items)
+
+
+def load_target(path: str) -> Target:
+    doc = check_header(load_yaml(path), path, "Target")
+    check_keys(doc, TARGET_FIELDS, "a target spec", required=("name", "backend", "compiler"))
+    name = get(doc, "name", str, "the target")
+    backend = get(doc, "backend", str, "the target")
+    if backend not in BACKENDS:
+        raise SpecError(f"unknown backend '{backend}'" + did_you_mean(backend, BACKENDS)
+                        + f"; one of {', '.join(BACKENDS)}", where(doc, "backend"))
+    arch = get(doc, "arch", str, "the target", default="")
+    if backend != "cpu" and not arch:
+        raise SpecError(f"a {backend} target needs 'arch' (e.g. sm_90a, gfx90a)", doc.loc)
+    compiler = expect_map(doc["compiler"], where(doc, "compiler"), "compiler")
+    check_keys(compiler, COMPILER_FIELDS, "compiler", required=("cxx",))
+    device = expect_map(doc.get("device", {}), where(doc, "device"), "device") if "device" in doc else {}
+    if device:
+        check_keys(device, DEVICE_FIELDS, "device")
+        for key, value in device.items():
+            get(device, key, (int, float), "device")
+    kernels = expect_map(doc["kernels"], where(doc, "kernels"), "kernels") if "kernels" in doc else {}
+    for key in kernels:
+        get(kernels, key, str, "kernels")
+    caps = dict(CAPABILITY_DEFAULTS)
+    if "capabilities" in doc:
+        raw = expect_map(doc["capabilities"], where(doc, "capabilities"), "capabilities")
+        check_keys(raw, CAPABILITY_FIELDS, "capabilities")
+        for key, value in raw.items():
+            if key == "dtypes":
+                caps[key] = _str_list(raw, key, "capabilities")
+            elif key == "channel_alignment":
+                caps[key] = get(raw, key, int, "capabilities")
+                if caps[key] < 1:
+                    raise SpecError("channel_alignment must be >= 1", raw.where(key))
+            else:
+                caps[key] = get(raw, key, bool, "capabilities")
+    _str_list(doc, "sources", "target")
+    return Target(
+        name=name, backend=backend, arch=arch, cxx=get(compiler, "cxx", str, "compiler"),
+        flags=_str_list(compiler, "flags", "compiler"),
+        link_flags=_str_list(compiler, "link_flags", "compiler"),
+        device=tuple(sorted(device.items())), kernels=tuple(sorted(kernels.items())),
+        capabilities=tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v)
+                                  for k, v in caps.items())),
+        profile_cache=get(doc, "profile_cache", str, "the target", default=""), source=path)
+
+
+def targets_dir() -> str:
+    """targets/ of the project (or AIT_BUILD_TARGETS)."""
+    return os.environ.get("AIT_BUILD_TARGETS") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "targets")
+
+
+def known_targets(directory: str | None = None) -> list:
+    return sorted(os.path.splitext(os.path.basename(p))[0]
+                  for p in glob.glob(os.path.join(directory or targets_dir(), "*.yaml")))
+
+
+def find_target(name_or_path: str, directory: str | None = None) -> Target:
+    """A target by name (targets/<name>.yaml) or by path."""
+    if name_or_path.endswith((".yaml", ".yml")) or os.sep in name_or_path:
+        return load_target(name_or_path)
+    directory = directory or targets_dir()
+    path = os.path.join(directory, name_or_path + ".yaml")
+    if not os.path.isfile(path):
+        names = known_targets(directory)
+        raise SpecError(f"unknown target '{name_or_path}'" + did_you_mean(name_or_path, names)
+                        + f"; known targets: {', '.join(names) or 'none'}", Location(directory))
+    return load_target(path)
