@@ -33,6 +33,7 @@ class Node:
     attrs: dict = field(default_factory=dict)
     weights: dict = field(default_factory=dict)  # role -> weight tensor name
     loc: Location = field(default_factory=lambda: Location("<graph>"))
+    kernel: str = ""  # unique kernel key, set by the kernel dedup pass; equal keys share code
 
     @property
     def output(self) -> str:
@@ -50,6 +51,7 @@ class Graph:
     outputs: list  # tensor names
     weights: object = None  # ait_build.weights.WeightStore
     source: str = ""
+    memory_plan: object = None  # set by the memory planning pass (passes/plan_memory.py)
 
     # -- lookups -------------------------------------------------------------------------------
     def node(self, name: str) -> Node:
