@@ -14,9 +14,9 @@ import numpy as np
 from ait_build.errors import AitError
 
 
-def _load(path):
+def _load(path, weights=None):
     from ait_build.spec.model import load_model
-    return load_model(path)
+    return load_model(path, weights)
 
 
 def cmd_check(args) -> int:
@@ -92,7 +92,7 @@ def _plan_summary(graph, target, report, fmt) -> dict:
 
 def cmd_reference(args) -> int:
     from ait_build.reference import random_inputs, run_reference
-    graph = _load(args.spec)
+    graph = _load(args.spec, args.weights)
     dims = _parse_dims(args.dim)
     if args.batch is not None:
         dims["batch"] = args.batch
@@ -155,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, help="value of the 'batch' dim")
     p.add_argument("--dim", action="append", help="NAME=VALUE for a dim (repeatable)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--weights", help="a safetensors file replacing the spec's weights")
     p.add_argument("-o", "--output", help="write outputs to a safetensors file")
     p.set_defaults(func=cmd_reference)
 

@@ -44,7 +44,8 @@ class Scope:
 
 
 class ModelBuilder:
-    def __init__(self, path: str, doc: YMap):
+    def __init__(self, path: str, doc: YMap, weights_override: str | None = None):
+        self.weights_override = weights_override
         self.path = path
         self.doc = doc
         self.dtype = "float32"
@@ -179,6 +180,15 @@ class ModelBuilder:
                  for t in self.tensors.values() if t.kind == WEIGHT}
         value = doc.get("weights", None)
         loc = where(doc, "weights")
+        if self.weights_override is not None:  # a file given on the command line or by a test
+            if not os.path.isfile(self.weights_override):
+                raise SpecError(f"weights file '{self.weights_override}' not found")
+            store = WeightStore(self.weights_override, None, specs)
+            problems = store.check_file()
+            if problems:
+                raise SpecError(f"weights file '{self.weights_override}' does not match the spec: "
+                                + "; ".join(problems[:3]), Location(self.weights_override))
+            return store
         if value is None:
             return WeightStore(None, 0, specs)
         if isinstance(value, str):
@@ -446,7 +456,8 @@ class ModelBuilder:
         return [self._lookup(o, inner, block.loc) for o in block.outputs]
 
 
-def load_model(path: str) -> Graph:
-    """Read a model spec file into a shape-checked Graph (raises SpecError with a location)."""
+def load_model(path: str, weights: str | None = None) -> Graph:
+    """Read a model spec file into a shape-checked Graph (raises SpecError with a location).
+    `weights` names a safetensors file that replaces the spec's `weights` field."""
     doc = check_header(load_yaml(path), path, "Model")
-    return ModelBuilder(path, doc).build()
+    return ModelBuilder(path, doc, weights).build()
