@@ -10,23 +10,34 @@ import math
 import numpy as np
 
 from ait_build.errors import OpError
-from ait_build.ir.dtypes import ALL_DTYPES, NUMPY
-from ait_build.ops.registry import Attr, OpDef, TType, broadcast_shapes, register, same_float_dtype
+from ait_build.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, NUMPY
+from ait_build.ops.registry import (Attr, OpDef, TType, broadcast_shapes, register, require_float,
+                                    same_float_dtype)
 
-_erf = np.frompyfunc(math.erf, 1, 1)
+_erfc = np.frompyfunc(math.erfc, 1, 1)
+
+# The reference is the oracle: gelu and sigmoid are computed in float64 and rounded once, in
+# forms that do not cancel for x < 0 (1 + erf(t) = erfc(-t); 1 + tanh(u) = 2 sigmoid(2u)).
 
 
 def gelu_erf(x):
     x64 = x.astype(np.float64)
-    return (0.5 * x64 * (1.0 + _erf(x64 / math.sqrt(2.0)).astype(np.float64))).astype(x.dtype)
+    return (0.5 * x64 * _erfc(-x64 / math.sqrt(2.0)).astype(np.float64)).astype(x.dtype)
+
+
+def _sigmoid64(x64):
+    with np.errstate(over="ignore"):  # exp(-x) = inf for x < -709 gives the right 0
+        return 1.0 / (1.0 + np.exp(-x64))
 
 
 def gelu_tanh(x):
-    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    x64 = x.astype(np.float64)
+    inner = math.sqrt(2.0 / math.pi) * (x64 + 0.044715 * x64 ** 3)
+    return (x64 * _sigmoid64(2.0 * inner)).astype(x.dtype)
 
 
 def sigmoid(x):
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # tanh form: no overflow warnings for large |x|
+    return _sigmoid64(x.astype(np.float64)).astype(x.dtype)
 
 
 # name -> NumPy function; these are the unary ops and the epilogue activations
@@ -48,19 +59,31 @@ def _same(attrs, inputs):
     return [inputs[0]]
 
 
-def _unary_row(name, doc):
+def _same_float(attrs, inputs):
+    # the reference computes activations in float32; an int tensor would be silently truncated
+    require_float(inputs[0], "the input")
+    return [inputs[0]]
+
+
+def _same_numeric(attrs, inputs):
+    if inputs[0].dtype == "bool":
+        raise OpError("the input must be numeric, got bool")
+    return [inputs[0]]
+
+
+def _unary_row(name, doc, infer=_same_float):
     fn = ACTIVATIONS[name]
-    register(OpDef(name=name, category="elementwise", doc=doc, elementwise=True, infer=_same,
+    register(OpDef(name=name, category="elementwise", doc=doc, elementwise=True, infer=infer,
                    reference=lambda attrs, xs, ws: [fn(xs[0])]))
 
 
-_unary_row("relu", "max(x, 0)")
+_unary_row("relu", "max(x, 0); int tensors allowed, as in PyTorch", _same_numeric)
 _unary_row("silu", "x * sigmoid(x)")
 _unary_row("sigmoid", "1 / (1 + exp(-x))")
 _unary_row("tanh", "hyperbolic tangent")
 _unary_row("hardswish", "x * relu6(x + 3) / 6")
 register(OpDef(
-    name="gelu", category="elementwise", elementwise=True, infer=_same,
+    name="gelu", category="elementwise", elementwise=True, infer=_same_float,
     doc="Gaussian error linear unit; `approximate: tanh` for the tanh form",
     attrs=(Attr("approximate", "str", "none", ("none", "tanh")),),
     reference=lambda attrs, xs, ws: [
@@ -69,18 +92,30 @@ register(OpDef(name="identity", category="elementwise", doc="returns its input",
                infer=_same, reference=lambda attrs, xs, ws: [xs[0]]))
 
 
-def _infer_binary(attrs, inputs):
-    if attrs.get("scalar") is not None:
-        if len(inputs) != 1:
-            raise OpError("with 'scalar', give exactly one input")
-        return [inputs[0]]
-    if len(inputs) != 2:
+def _infer_binary(attrs, inputs, float_only=False):
+    scalar = attrs.get("scalar")
+    if scalar is not None and len(inputs) != 1:
+        raise OpError("with 'scalar', give exactly one input")
+    if scalar is None and len(inputs) != 2:
         raise OpError(f"expects 2 inputs (or 1 input and 'scalar'), got {len(inputs)}")
-    return [TType(broadcast_shapes(inputs[0].shape, inputs[1].shape), same_float_dtype(inputs))]
+    dtype = same_float_dtype(inputs)
+    if dtype == "bool":
+        raise OpError("arithmetic on bool tensors is not supported (cast to a number type)")
+    if float_only:  # true division of ints gives floats in PyTorch; we keep dtypes, so ask
+        require_float(inputs[0], "div input")
+    if scalar is not None and dtype not in FLOAT_DTYPES and not float(scalar).is_integer():
+        raise OpError(f"scalar {scalar} is not an integer but the input is {dtype} "
+                      "(cast the input to a float type)")
+    if scalar is not None:
+        return [inputs[0]]
+    return [TType(broadcast_shapes(inputs[0].shape, inputs[1].shape), dtype)]
 
 
 def _binary_row(name, doc):
     fn = BINARY[name]
+
+    def infer(attrs, inputs):
+        return _infer_binary(attrs, inputs, float_only=name == "div")
 
     def reference(attrs, xs, ws):
         if attrs.get("scalar") is not None:
@@ -88,7 +123,7 @@ def _binary_row(name, doc):
         return [fn(xs[0], xs[1])]
 
     register(OpDef(name=name, category="elementwise", doc=doc, elementwise=True,
-                   inputs=("a", "b?"), infer=_infer_binary, reference=reference,
+                   inputs=("a", "b?"), infer=infer, reference=reference,
                    attrs=(Attr("scalar", "number_or_none", None,
                                doc="a constant second operand instead of a second input"),)))
 
@@ -96,7 +131,7 @@ def _binary_row(name, doc):
 _binary_row("add", "a + b, NumPy broadcasting")
 _binary_row("sub", "a - b, NumPy broadcasting")
 _binary_row("mul", "a * b, NumPy broadcasting")
-_binary_row("div", "a / b, NumPy broadcasting")
+_binary_row("div", "a / b, NumPy broadcasting; float tensors only")
 
 
 register(OpDef(

@@ -17,10 +17,12 @@ EPILOGUE_ATTRS = (
 )
 
 
-def check_residual(out_shape, residual, what: str) -> None:
-    """The residual must broadcast to the output without growing it."""
+def check_residual(out_shape, residual, what: str, dtype: str | None = None) -> None:
+    """The residual must broadcast to the output without growing it (and share its dtype)."""
     if residual is None:
         return
+    if dtype is not None and residual.dtype != dtype:
+        raise OpError(f"residual is {residual.dtype} but the {what} output is {dtype} (insert a cast)")
     if broadcast_shapes(out_shape, residual.shape) != tuple(out_shape):
         raise OpError(f"residual {shape_str(residual.shape)} does not match the {what} output "
                       f"{shape_str(out_shape)}")

@@ -15,6 +15,7 @@ import numpy as np
 
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim, shape_str
+from ait_build.ir.dtypes import FLOAT_DTYPES
 
 REQUIRED = object()
 ATTR_KINDS = ("int", "float", "bool", "str", "ints", "pair", "shape", "dtype", "dim",
@@ -104,6 +105,7 @@ def _load_all():
     # importing the category modules registers their rows
     from ait_build.ops import (attention, conv, elementwise, embedding, linear, norm,  # noqa: F401
                                shape)
+    from ait_build.ops import fused  # noqa: F401  (internal ops the passes create)
 
 
 # -- shared helpers for rows ------------------------------------------------------------------
@@ -148,6 +150,17 @@ def same_float_dtype(inputs) -> str:
 def require_rank(t: TType, rank: int, what: str) -> None:
     if len(t.shape) != rank:
         raise OpError(f"{what} must have rank {rank}, got {shape_str(t.shape)}")
+
+
+def require_float(t: TType, what: str) -> None:
+    if t.dtype not in FLOAT_DTYPES:
+        raise OpError(f"{what} must be a float tensor, got {t.dtype} (insert a cast)")
+
+
+def require_positive(attrs: dict, *names: str) -> None:
+    for name in names:
+        if attrs[name] < 1:
+            raise OpError(f"'{name}' must be >= 1, got {attrs[name]}")
 
 
 def require_static(d: Dim, what: str) -> int:
