@@ -1,0 +1,330 @@
+"""SCons glue behind the SConstruct: variables, the generation builder, scanners, compile and
+link rules, CacheDir and progress lines.
+
+Per model and target the build is: spec --generate (emit())--> build/<target>/<model>/{src/*.cpp,
+<model>.h, manifest.json, weights.safetensors} --SharedObject per source--> obj/*.os --link-->
+lib<model>.so. Content signatures everywhere, so re-emitting identical bytes rebuilds nothing.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import os
+import re
+import sys
+import threading
+from dataclasses import dataclass
+
+import SCons.CacheDir
+import SCons.Defaults
+import SCons.Node.FS
+import SCons.Scanner
+import SCons.Scanner.C
+import SCons.Tool
+from SCons.Script import Builder, Default, Dir, Environment, Exit, GetOption, Help, SetOption
+from SCons.Script import Alias, Variables
+
+from ait_build.errors import AitError, did_you_mean
+
+VARIABLES = (
+    ("target", "target name(s) from targets/*.yaml, comma separated", "cpu"),
+    ("model", "model name(s) from specs/*.yaml, comma separated, or 'all'", "all"),
+    ("spec", "spec file path(s), comma separated (instead of model=)", ""),
+    ("cache", "CacheDir for compiled objects (default: $AIT_BUILD_CACHE; '' for none)", ""),
+    ("cache_readonly", "1: read the cache but never write to it (CI on pull requests)", "0"),
+    ("verbose", "1: print full command lines instead of one line per step", "0"),
+)
+# Modules whose code does not shape the generated sources (they are not hashed into generation).
+NOT_CODEGEN = ("runtime", "build_cli.py", "bench.py", "bench_models.py", "cli.py", "graph_view.py")
+JINJA_REF = re.compile(r"{%-?\s*(?:include|import|from|extends)\s+['\"]([^'\"]+)['\"]")
+
+
+@dataclass
+class Options:
+    root: str
+    targets: list
+    specs: list  # spec file paths
+    cache: str
+    cache_readonly: bool
+    verbose: bool
+
+
+def setup(arguments: dict) -> None:
+    """Entry point of the SConstruct: declares every node for the selected targets and models."""
+    root = Dir("#").abspath
+    try:
+        opts = parse_options(dict(arguments), root)
+        env = base_env(opts)
+        progress = Progress()
+        env["PRINT_CMD_LINE_FUNC"] = progress
+        outputs = []
+        for tname in opts.targets:
+            from ait_build.spec.target import find_target
+            target = find_target(tname, os.path.join(root, "targets"))
+            tenv = target_env(env, target, root)
+            for spec in opts.specs:
+                nodes, steps = model_rules(tenv, spec, target, root)
+                outputs += nodes
+                progress.total += steps
+    except AitError as exc:
+        text = str(exc)
+        print(text if ": error: " in text else f"scons: error: {text}", file=sys.stderr)
+        Exit(2)
+    Default(outputs)
+
+
+# -- variables ------------------------------------------------------------------------------------
+def known_models(root: str) -> list:
+    return sorted(os.path.splitext(os.path.basename(p))[0]
+                  for p in glob.glob(os.path.join(root, "specs", "*.yaml")))
+
+
+def parse_options(args: dict, root: str) -> Options:
+    """Validated variables; an unknown variable, target or model raises AitError listing the valid
+    ones (SCons would otherwise ignore a typo such as `traget=a100`)."""
+    from ait_build.spec.target import known_targets
+    names = [v[0] for v in VARIABLES]
+    targets_known = known_targets(os.path.join(root, "targets"))
+    models_known = known_models(root)
+    variables = Variables(None, args)
+    for name, help_text, default in VARIABLES:
+        variables.Add(name, help_text, default)
+    Help(variables.GenerateHelpText(Environment(tools=[], variables=variables))
+         + f"\nknown targets: {', '.join(targets_known)}\nknown models: {', '.join(models_known)}\n",
+         append=True)
+    for key in sorted(args):
+        if key not in names:
+            raise AitError(f"unknown variable '{key}'" + did_you_mean(key, names)
+                           + f"; variables: {', '.join(names)}")
+    get = lambda key: str(args.get(key, dict((v[0], v[2]) for v in VARIABLES)[key])).strip()
+    targets = _split(get("target"))
+    for name in targets:
+        if name not in targets_known:
+            raise AitError(f"unknown target '{name}'" + did_you_mean(name, targets_known)
+                           + f"; known targets: {', '.join(targets_known)}")
+    specs = [os.path.abspath(p) for p in _split(get("spec"))]
+    for path in specs:
+        if not os.path.isfile(path):
+            raise AitError(f"spec file '{path}' not found")
+    if not specs:
+        models = models_known if get("model") == "all" else _split(get("model"))
+        for name in models:
+            if name not in models_known:
+                raise AitError(f"unknown model '{name}'" + did_you_mean(name, models_known)
+                               + f"; known models: {', '.join(models_known) or 'none'}, or all")
+        specs = [os.path.join(root, "specs", m + ".yaml") for m in models]
+    if not targets or not specs:
+        raise AitError("nothing to build: give target= and model= (see scons -h)")
+    cache = get("cache") if "cache" in args else os.environ.get("AIT_BUILD_CACHE", "")
+    return Options(root=root, targets=targets, specs=specs, cache=cache,
+                   cache_readonly=_flag(get("cache_readonly"), "cache_readonly"),
+                   verbose=_flag(get("verbose"), "verbose"))
+
+
+def _split(text: str) -> list:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _flag(text: str, name: str) -> bool:
+    if text.lower() in ("1", "yes", "true", "on"):
+        return True
+    if text.lower() in ("0", "no", "false", "off", ""):
+        return False
+    raise AitError(f"{name}= takes 0 or 1, got '{text}'")
+
+
+# -- environments ---------------------------------------------------------------------------------
+class ReadOnlyCache(SCons.CacheDir.CacheDir):
+    """`cache_readonly=1`: fetch from the cache, never push (SCons' --cache-readonly is not
+    settable from an SConstruct)."""
+
+    def is_readonly(self) -> bool:
+        return True
+
+
+def base_env(opts: Options):
+    # The user's PATH reaches compilers such as nvcc; the target file still names the compiler.
+    env = Environment(tools=["default"], ENV={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    env.Decider("content")
+    os.makedirs(os.path.join(opts.root, "build"), exist_ok=True)
+    env.SConsignFile(os.path.join(opts.root, "build", ".sconsign"))
+    if not _jobs_given():
+        SetOption("num_jobs", os.cpu_count() or 1)
+    if opts.cache:
+        env.CacheDir(os.path.abspath(opts.cache), ReadOnlyCache if opts.cache_readonly else None)
+    if not opts.verbose:
+        env["SHCXXCOMSTR"] = "compiling ${SOURCE.file} (${AIT_LABEL})"
+        env["SHLINKCOMSTR"] = "linking ${TARGET.file} (${AIT_LABEL})"
+    _, shared = SCons.Tool.createObjBuilders(env)
+    for suffix in (".cu", ".hip"):  # GPU sources compile through the target's compiler as well
+        shared.add_action(suffix, "$SHCXXCOM")
+        shared.add_emitter(suffix, SCons.Defaults.SharedObjectEmitter)
+        SCons.Tool.SourceFileScanner.add_scanner(suffix, SCons.Scanner.C.CScanner())
+    env.Append(BUILDERS={"AitGenerate": Builder(
+        action=env.Action(generate_action, generate_message), emitter=generate_emitter,
+        source_scanner=SCons.Scanner.ScannerBase(scan_sources, name="ait-sources", recursive=True))})
+    return env
+
+
+def _jobs_given() -> bool:
+    words = sys.argv[1:] + os.environ.get("SCONSFLAGS", "").split()
+    return any(w == "-j" or w.startswith(("-j", "--jobs")) for w in words) or GetOption("num_jobs") > 1
+
+
+def target_env(env, target, root: str):
+    """A clone with the target's compiler, flags, include dirs and libraries (toolchain.py)."""
+    from ait_build import toolchain
+    tc = toolchain.for_target(target)  # raises AitError naming what to install
+    tenv = env.Clone()
+    tenv.Replace(CXX=tc.cxx, SHCXX=tc.cxx, SHLINK=tc.cxx, CXXFLAGS=list(tc.flags),
+                 SHCXXFLAGS=["$CXXFLAGS"], CPPPATH=list(tc.include_dirs), LIBPATH=list(tc.lib_dirs),
+                 LIBS=list(tc.libs), RPATH=list(tc.rpath),
+                 SHLINKFLAGS=["-shared"] + list(tc.link_flags))
+    if tc.family == "gcc":
+        # Reproducible objects: no checkout path in the output; `$( $)` keeps the path out of the
+        # command signature, so two checkouts share cache entries.
+        tenv.Append(CXXFLAGS=["$(", f"-ffile-prefix-map={root}=.", f"-fdebug-prefix-map={root}=.",
+                              "$)", "-frandom-seed=${TARGET}"])
+    return tenv
+
+
+# -- one model for one target ---------------------------------------------------------------------
+_PLANS: dict = {}
+
+
+def plan(spec: str, target):
+    """Emission planned for (spec, target), computed once per SCons run."""
+    key = (spec, target.digest())
+    if key not in _PLANS:
+        from ait_build.codegen.emit import plan_outputs
+        _PLANS[key] = plan_outputs(spec, target)
+    return _PLANS[key]
+
+
+def model_rules(env, spec: str, target, root: str) -> tuple:
+    """Declares generate -> compile -> link for one model; returns (output nodes, step count)."""
+    emission = plan(spec, target)
+    out = os.path.join(root, "build", target.name, emission.name)
+    label = f"{target.name}/{emission.name}"
+    genv = env.Clone(AIT_SPEC=spec, AIT_TARGET=target, AIT_LABEL=label,
+                     AIT_TEMPLATES=os.path.join(root, "templates"))
+    generated = genv.AitGenerate(target=os.path.join(out, emission.manifest), source=spec)
+    genv.Precious(generated)  # emit() leaves unchanged files alone; SCons must not delete them
+    by_path = {str(node.abspath): node for node in generated}
+    sources = [emission.model_source] + list(emission.kernel_sources)
+    objects = [genv.SharedObject(target=os.path.join(out, "obj", os.path.splitext(os.path.basename(s))[0]),
+                                 source=by_path[os.path.join(out, s)]) for s in sorted(sources)]
+    library = genv.SharedLibrary(target=os.path.join(out, emission.name), source=objects)
+    nodes = list(generated) + list(library)
+    Alias(emission.name, nodes)
+    Alias(label, nodes)
+    return nodes, 1 + len(objects) + 1
+
+
+def generate_emitter(target, source, env):
+    emission = plan(env["AIT_SPEC"], env["AIT_TARGET"])
+    out = os.path.dirname(target[0].abspath)
+    templates = sorted({t for deps in emission.template_deps.values() for t in deps})
+    targets = [os.path.join(out, f) for f in emission.files]
+    extra = [_template_path(t, env["AIT_TEMPLATES"]) for t in templates]
+    # Values print as themselves in --debug=explain, so they say what they are.
+    values = [env.Value(f"target {env['AIT_TARGET'].name} {env['AIT_TARGET'].digest()}"),
+              env.Value(f"ait_build sources {package_digest()}")]
+    return targets, list(source) + extra + values
+
+
+def generate_action(target, source, env):
+    from ait_build.codegen.emit import emit
+    out = os.path.dirname(target[0].abspath)
+    planned = plan(env["AIT_SPEC"], env["AIT_TARGET"])
+    try:
+        done = emit(env["AIT_SPEC"], env["AIT_TARGET"], out)
+    except AitError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 1
+    if list(done.files) != list(planned.files):
+        sys.stderr.write(f"internal error: emit() wrote {list(done.files)} but plan_outputs() "
+                         f"promised {list(planned.files)}\n")
+        return 1
+    return 0
+
+
+def generate_message(target, source, env):
+    return f"generating {len(target)} files ({env['AIT_LABEL']})"
+
+
+def _template_path(name: str, templates: str) -> str:
+    return name if os.path.isabs(name) else os.path.join(templates, name)
+
+
+# -- scanners and hashes --------------------------------------------------------------------------
+def scan_sources(node, env, path):
+    """Spec files -> included block files and a weights file; templates -> the templates they
+    `{% include %}`/`{% import %}`/`{% extends %}`. Recursion follows the found files."""
+    if not isinstance(node, SCons.Node.FS.File) or not node.exists():
+        return []
+    name = node.abspath
+    if name.endswith((".yaml", ".yml")):
+        return spec_references(name)
+    if name.endswith(".j2"):
+        text = node.get_text_contents()
+        return [_template_path(ref, env["AIT_TEMPLATES"]) for ref in JINJA_REF.findall(text)]
+    return []
+
+
+def spec_references(path: str) -> list:
+    """Files a spec or block file reads: `include:` entries and a `weights:` file, by path."""
+    import yaml
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+    except (OSError, yaml.YAMLError):
+        return []  # the loader reports it, with a location
+    if not isinstance(doc, dict):
+        return []
+    here = os.path.dirname(path)
+    refs = doc.get("include") or []
+    refs = [refs] if isinstance(refs, str) else [r for r in refs if isinstance(r, str)]
+    weights = doc.get("weights")
+    if isinstance(weights, dict):
+        weights = weights.get("file")
+    if isinstance(weights, str):
+        refs.append(weights)
+    found = [os.path.normpath(os.path.join(here, r)) for r in refs]
+    return [p for p in found if os.path.isfile(p)]
+
+
+def package_digest() -> str:
+    """Hash of the ait_build sources that shape generated code (a Value node of generation), so a
+    new compiler pass regenerates sources; runtime and CLI modules are left out."""
+    import ait_build
+    pkg = os.path.dirname(os.path.abspath(ait_build.__file__))
+    h = hashlib.sha256(getattr(ait_build, "__version__", "").encode())
+    for dirpath, dirnames, filenames in os.walk(pkg):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for fname in sorted(filenames):
+            path = os.path.join(dirpath, fname)
+            rel = os.path.relpath(path, pkg).replace(os.sep, "/")
+            if not fname.endswith(".py") or rel.split("/")[0] in NOT_CODEGEN:
+                continue
+            with open(path, "rb") as fh:
+                h.update(rel.encode() + b"\0" + fh.read() + b"\0")
+    return h.hexdigest()[:16]
+
+
+# -- progress -------------------------------------------------------------------------------------
+class Progress:
+    """PRINT_CMD_LINE_FUNC: '[k/n] compiling x.cpp (cpu/mlp)'. n counts every step of the selected
+    models; an incremental build runs fewer and ends early."""
+
+    def __init__(self):
+        self.total = 0
+        self.done = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, text, target, source, env):
+        with self.lock:
+            self.done += 1
+            sys.stdout.write(f"[{self.done}/{self.total}] {text}\n")
+            sys.stdout.flush()

@@ -1,0 +1,135 @@
+"""Test projects for the SCons builds: a tmp folder with the SConstruct, specs/, targets/ and
+templates/, so tests never touch the repository's build/. SCons runs in a subprocess, as a user
+runs it. While ait_build.codegen.emit or ait_build.toolchain is missing, a site_scons/site_init.py
+puts tests/build/fake_codegen.py in their place."""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_codegen.py")
+MODEL = "mlp"
+
+
+def _missing(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is None
+    except ModuleNotFoundError:
+        return True
+
+
+USE_FAKE = _missing("ait_build.codegen.emit") or _missing("ait_build.toolchain")
+
+SITE_INIT = f"""# installs the stand-in codegen (tests/build/conftest.py)
+import importlib.util, sys
+import ait_build
+spec = importlib.util.spec_from_file_location("fake_codegen", {FAKE!r})
+fake = importlib.util.module_from_spec(spec)
+sys.modules["fake_codegen"] = fake
+spec.loader.exec_module(fake)
+sys.modules["ait_build.codegen.emit"] = sys.modules["ait_build.toolchain"] = fake
+ait_build.toolchain = fake
+"""
+
+FAKE_TEMPLATES = {
+    "common/macros.j2": "{% macro banner(name) %}// kernel {{ name }}{% endmacro %}\n",
+    "cpu/kernel.cpp.j2": '{% import "common/macros.j2" as m %}{{ m.banner(name) }}\n'
+                         '// {{ op }} {{ attrs }}\n'
+                         'extern "C" float k_{{ name }}(float x) { return x + 1.0f; }\n',
+    "cpu/linear.cpp.j2": '// linear {{ attrs }}\n'
+                         'extern "C" float k_{{ name }}(float x) { return 2.0f * x; }\n',
+    "common/model.cpp.j2": '{% for k in kernels %}extern "C" float k_{{ k }}(float);\n{% endfor %}'
+                           'extern "C" float {{ name }}_run(float x) {\n'
+                           '{% for k in kernels %}  x = k_{{ k }}(x);\n{% endfor %}  return x;\n}\n',
+}
+
+
+@dataclass
+class Result:
+    rc: int
+    out: str
+    err: str
+
+    def steps(self, verb: str) -> set:
+        """Files named by progress lines '[k/n] <verb> FILE (...)'."""
+        return set(re.findall(rf"^\[\d+/\d+\] {verb} (\S+)", self.out, re.M))
+
+
+class Project:
+    def __init__(self, root: str, pythonpath: str = ""):
+        self.root = root
+        self.pythonpath = pythonpath
+
+    def scons(self, *args: str, check: bool = True, env: dict | None = None) -> Result:
+        extra, env = env or {}, dict(os.environ)
+        env.pop("AIT_BUILD_CACHE", None)  # a developer's cache must not serve the tests
+        env.update(extra)
+        if self.pythonpath:
+            env["PYTHONPATH"] = self.pythonpath
+        proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "-j2", f"model={MODEL}", *args],
+                              cwd=self.root, env=env, capture_output=True, text=True, timeout=600)
+        result = Result(proc.returncode, proc.stdout, proc.stderr)
+        if check and proc.returncode:
+            raise AssertionError(f"scons failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        return result
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.root, *parts)
+
+    def out(self, *parts: str) -> str:
+        return self.path("build", "cpu", MODEL, *parts)
+
+    def edit(self, rel: str, old: str, new: str) -> None:
+        with open(self.path(rel), encoding="utf-8") as fh:
+            text = fh.read()
+        assert old in text, f"{old!r} not in {rel}"
+        with open(self.path(rel), "w", encoding="utf-8") as fh:
+            fh.write(text.replace(old, new, 1))
+
+    def copy(self, dest: str) -> "Project":
+        shutil.copytree(self.root, dest, symlinks=True)
+        return Project(dest, self.pythonpath)
+
+
+_SNAPSHOT: list = []
+
+
+def package_snapshot() -> str:
+    """A copy of the ait_build package taken once per test run and put first on PYTHONPATH:
+    builds compare signatures across runs, and edits others make meanwhile must not count."""
+    if not _SNAPSHOT:
+        import ait_build
+        root = tempfile.mkdtemp(prefix="ait_build_pkg_")
+        atexit.register(shutil.rmtree, root, True)
+        shutil.copytree(os.path.dirname(os.path.abspath(ait_build.__file__)),
+                        os.path.join(root, "ait_build"), ignore=shutil.ignore_patterns("__pycache__"))
+        _SNAPSHOT.append(root)
+    return _SNAPSHOT[0]
+
+
+def make_project(dest: str) -> Project:
+    """A fresh project at `dest` (sources only)."""
+    os.makedirs(dest)
+    shutil.copy(os.path.join(REPO, "SConstruct"), dest)
+    shutil.copytree(os.path.join(REPO, "specs"), os.path.join(dest, "specs"))
+    shutil.copytree(os.path.join(REPO, "targets"), os.path.join(dest, "targets"))
+    if USE_FAKE:
+        for rel, text in FAKE_TEMPLATES.items():
+            os.makedirs(os.path.dirname(os.path.join(dest, "templates", rel)), exist_ok=True)
+            with open(os.path.join(dest, "templates", rel), "w") as fh:
+                fh.write(text)
+        os.makedirs(os.path.join(dest, "site_scons"))
+        with open(os.path.join(dest, "site_scons", "site_init.py"), "w") as fh:
+            fh.write(SITE_INIT)
+    else:
+        shutil.copytree(os.path.join(REPO, "templates"), os.path.join(dest, "templates"))
+    return Project(dest, package_snapshot())
