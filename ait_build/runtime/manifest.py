@@ -1,0 +1,191 @@
+"""manifest.json of a built model: its dims, inputs and outputs, and binding dim values from input
+shapes. Pure Python and NumPy, so it is tested without a compiler."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ait_build.errors import AitError
+
+
+class ModelError(AitError):
+    """A built model refused a call: bad inputs, a bad weights file or a kernel error."""
+
+
+@dataclass(frozen=True)
+class DimSpec:
+    name: str
+    min: int
+    max: int
+    opt: int
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    dtype: str
+    shape: tuple  # int or dim expression ("batch", "batch*seq")
+
+    def shape_text(self) -> str:
+        return "[" + ", ".join(str(d) for d in self.shape) + "]"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    name: str
+    target: str
+    backend: str
+    dims: tuple  # DimSpec, in the order the C API takes them
+    inputs: tuple  # TensorSpec, in the order the C API takes them
+    outputs: tuple
+    weights_file: str
+    weights_bytes: int
+    raw: dict
+
+    @property
+    def dim_names(self) -> list:
+        return [d.name for d in self.dims]
+
+
+def load_manifest(path: str) -> Manifest:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            raw = json.load(fh)
+        weights = raw.get("weights") or {}
+        return Manifest(
+            name=raw["name"], target=raw.get("target", ""), backend=raw.get("backend", "cpu"),
+            dims=tuple(DimSpec(d["name"], int(d["min"]), int(d["max"]), int(d.get("opt", d["max"])))
+                       for d in raw.get("dims", [])),
+            inputs=tuple(_tensor(t) for t in raw["inputs"]),
+            outputs=tuple(_tensor(t) for t in raw["outputs"]),
+            weights_file=weights.get("file", "weights.safetensors"),
+            weights_bytes=int(weights.get("bytes", -1)), raw=raw)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read the manifest ({exc.strerror}); is this a build "
+                         "directory (build/<target>/<model>)?") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ModelError(f"{path}: not a valid ait-build manifest ({type(exc).__name__}: {exc})") from None
+
+
+def _tensor(raw: dict) -> TensorSpec:
+    shape = tuple(d if isinstance(d, int) else str(d) for d in raw["shape"])
+    for d in shape:
+        if isinstance(d, str):
+            _parse(d)  # reject a malformed expression when loading, not when running
+    return TensorSpec(raw["name"], raw["dtype"], shape)
+
+
+# -- dim expressions ------------------------------------------------------------------------------
+_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+           ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b}
+
+
+@lru_cache(maxsize=None)
+def _parse(text: str) -> ast.AST:
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        raise ModelError(f"bad dim expression '{text}' in the manifest") from None
+    for node in ast.walk(tree):
+        ok = isinstance(node, (ast.Name, ast.BinOp, ast.UnaryOp, ast.USub, ast.Load)) or \
+            type(node) in _BINOPS or (isinstance(node, ast.Constant) and type(node.value) is int)
+        if not ok:
+            raise ModelError(f"bad dim expression '{text}' in the manifest")
+    return tree
+
+
+def symbols(expr) -> set:
+    if isinstance(expr, int):
+        return set()
+    return {n.id for n in ast.walk(_parse(expr)) if isinstance(n, ast.Name)}
+
+
+def evaluate(expr, env: dict) -> int:
+    """Value of an int or a dim expression ('2*batch*seq + 1') with the dims in `env`."""
+    if isinstance(expr, int):
+        return expr
+
+    def ev(node):
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return env[node.id]
+        if isinstance(node, ast.UnaryOp):
+            return -ev(node.operand)
+        return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+
+    return ev(_parse(expr))
+
+
+# -- binding --------------------------------------------------------------------------------------
+def bind_dims(manifest: Manifest, shapes: dict, given: dict | None = None) -> dict:
+    """Dim values from the input shapes (name -> tuple), checked for rank, static sizes, ranges and
+    consistency. `given` fixes dims up front. Expressions such as 'batch*seq' are solved for their
+    one unknown dim when it appears nowhere else."""
+    env = dict(given or {})
+    unknown = set(env) - set(manifest.dim_names)
+    if unknown:
+        raise ModelError(f"{manifest.name}: unknown dim(s) {', '.join(sorted(unknown))}; the model's "
+                         f"dims: {', '.join(manifest.dim_names) or 'none'}")
+    pending = []  # (input, axis, expression, size)
+    for spec in manifest.inputs:
+        shape = shapes[spec.name]
+        if len(shape) != len(spec.shape):
+            raise ModelError(f"input '{spec.name}' has shape {list(shape)} (rank {len(shape)}); "
+                             f"expected rank {len(spec.shape)} {spec.shape_text()}")
+        for axis, (dim, size) in enumerate(zip(spec.shape, shape)):
+            if isinstance(dim, int):
+                if dim != size:
+                    raise ModelError(f"input '{spec.name}' has shape {list(shape)}; axis {axis} "
+                                     f"must be {dim} {spec.shape_text()}")
+            elif dim.isidentifier():
+                if env.setdefault(dim, size) != size:
+                    raise ModelError(f"dim '{dim}' is {env[dim]} elsewhere but {size} in input "
+                                     f"'{spec.name}' (axis {axis}) {spec.shape_text()}")
+            else:
+                pending.append((spec, axis, dim, size))
+    _solve(pending, env)
+    missing = [d for d in manifest.dim_names if d not in env]
+    if missing:
+        raise ModelError(f"{manifest.name}: cannot tell dim(s) {', '.join(missing)} from the input "
+                         "shapes; pass them as dims={...}")
+    for d in manifest.dims:
+        if not d.min <= env[d.name] <= d.max:
+            raise ModelError(f"dim '{d.name}' is {env[d.name]}, outside the model's range "
+                             f"[{d.min}, {d.max}]")
+    for spec, axis, dim, size in pending:
+        if evaluate(dim, env) != size:
+            raise ModelError(f"input '{spec.name}' axis {axis} is {size}, but {dim} = "
+                             f"{evaluate(dim, env)} {spec.shape_text()}")
+    return env
+
+
+def _solve(pending: list, env: dict) -> None:
+    """Fills dims that appear only in expressions linear in them (n*x + c = size)."""
+    progress = True
+    while progress:
+        progress = False
+        for _, _, dim, size in pending:
+            free = symbols(dim) - set(env)
+            if len(free) != 1:
+                continue
+            (name,) = free
+            at0, at1 = evaluate(dim, {**env, name: 0}), evaluate(dim, {**env, name: 1})
+            slope = at1 - at0
+            if slope > 0 and (size - at0) % slope == 0 and (size - at0) // slope > 0:
+                value = (size - at0) // slope
+                if evaluate(dim, {**env, name: value}) == size:
+                    env[name] = value
+                    progress = True
+
+
+def output_shapes(manifest: Manifest, env: dict) -> dict:
+    return {o.name: tuple(evaluate(d, env) for d in o.shape) for o in manifest.outputs}
+
+
+def weights_path(build_dir: str, manifest: Manifest) -> str:
+    return os.path.join(build_dir, manifest.weights_file)

@@ -1,0 +1,189 @@
+"""`Model(build_dir)`: a built lib<model>.so loaded with ctypes and run on NumPy arrays.
+
+Inputs must already have the manifest's dtype: a float64 array for a float32 input is an error,
+not a silent cast (a cast would hide a 2x copy and, for float16 models, a precision loss the user
+did not ask for). Non-contiguous arrays are copied to C order. The generated run() is thread-safe,
+so one Model serves concurrent calls; close() waits for calls in flight.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+
+import numpy as np
+
+from ait_build.ir.dtypes import NUMPY, from_numpy
+from ait_build.runtime.manifest import (Manifest, ModelError, bind_dims, load_manifest,
+                                        output_shapes, weights_path)
+
+
+class CApi:
+    """The generated C API of one library: ait_<name>_{create,run,destroy,last_error}."""
+
+    def __init__(self, lib_path: str, name: str):
+        try:
+            self.lib = ctypes.CDLL(lib_path)
+        except OSError as exc:
+            raise ModelError(f"cannot load {lib_path}: {exc}") from None
+        prefix = f"ait_{name}_"
+        try:
+            self.create = self.lib[prefix + "create"]
+            self.run = self.lib[prefix + "run"]
+            self.destroy = self.lib[prefix + "destroy"]
+            self.last_error = self.lib[prefix + "last_error"]
+        except AttributeError as exc:
+            raise ModelError(f"{lib_path} lacks the C API for model '{name}': {exc}") from None
+        self.create.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+        self.create.restype = ctypes.c_int
+        self.run.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64),
+                             ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p),
+                             ctypes.c_void_p]
+        self.run.restype = ctypes.c_int
+        self.destroy.argtypes = [ctypes.c_void_p]
+        self.destroy.restype = None
+        self.last_error.argtypes = []
+        self.last_error.restype = ctypes.c_char_p
+
+    def error(self) -> str:
+        """The library's message for the last failure on this thread."""
+        text = self.last_error()
+        return text.decode("utf-8", "replace") if text else "(no message)"
+
+
+class Model:
+    """A built model. `Model("build/cpu/mlp").run({"x": array}) -> {"softmax": array}`."""
+
+    def __init__(self, build_dir: str, weights: str | None = None):
+        self.build_dir = os.path.abspath(build_dir)
+        self.manifest: Manifest = load_manifest(os.path.join(self.build_dir, "manifest.json"))
+        m = self.manifest
+        if m.backend != "cpu":
+            raise ModelError(f"{m.name} was built for '{m.target}' ({m.backend}); the Python "
+                             "runtime runs cpu builds so far")
+        self.weights = os.path.abspath(weights) if weights else weights_path(self.build_dir, m)
+        self._check_weights_file()
+        self._api = CApi(os.path.join(self.build_dir, f"lib{m.name}.so"), m.name)
+        handle = ctypes.c_void_p()
+        if self._api.create(self.weights.encode(), ctypes.byref(handle)) != 0 or not handle.value:
+            raise ModelError(f"{m.name}: cannot create the model from {self.weights}: "
+                             f"{self._api.error()}")
+        self._handle = handle
+        self._calls = 0
+        self._idle = threading.Condition()
+
+    def _check_weights_file(self) -> None:
+        try:
+            size = os.path.getsize(self.weights)
+        except OSError as exc:
+            raise ModelError(f"{self.manifest.name}: weights file {self.weights}: {exc.strerror}") from None
+        if self.manifest.weights_bytes >= 0 and size != self.manifest.weights_bytes:
+            raise ModelError(f"{self.manifest.name}: weights file {self.weights} has {size} bytes, "
+                             f"the build wrote {self.manifest.weights_bytes} (truncated or from "
+                             "another build?)")
+
+    # -- introspection -------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def inputs(self) -> dict:
+        return {t.name: t for t in self.manifest.inputs}
+
+    @property
+    def outputs(self) -> dict:
+        return {t.name: t for t in self.manifest.outputs}
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self, inputs: dict, dims: dict | None = None) -> dict:
+        """Outputs (name -> new array) for `inputs` (name -> array of the manifest's dtype).
+        `dims` gives dim values the input shapes cannot tell."""
+        arrays = self._check_inputs(inputs)
+        env = bind_dims(self.manifest, {k: a.shape for k, a in arrays.items()}, dims)
+        shapes = output_shapes(self.manifest, env)
+        outputs = {o.name: np.empty(shapes[o.name], dtype=NUMPY[o.dtype]) for o in self.manifest.outputs}
+        dim_values = (ctypes.c_int64 * max(1, len(env)))(*[env[d] for d in self.manifest.dim_names])
+        ins = _pointers([arrays[t.name] for t in self.manifest.inputs])
+        outs = _pointers([outputs[t.name] for t in self.manifest.outputs])
+        handle = self._enter()
+        try:
+            rc = self._api.run(handle, dim_values, ins, outs, None)
+            message = self._api.error() if rc else ""
+        finally:
+            self._leave()
+        if rc:
+            raise ModelError(f"{self.name}: run failed (code {rc}): {message}")
+        return outputs
+
+    __call__ = run
+
+    def _check_inputs(self, inputs: dict) -> dict:
+        if not isinstance(inputs, dict):
+            raise ModelError(f"{self.name}.run takes a dict of input name -> array, got "
+                             f"{type(inputs).__name__}")
+        expected = [t.name for t in self.manifest.inputs]
+        missing = [n for n in expected if n not in inputs]
+        extra = sorted(set(inputs) - set(expected))
+        if missing or extra:
+            parts = ([f"missing input(s) {', '.join(missing)}"] if missing else []) + \
+                    ([f"unknown input(s) {', '.join(extra)}"] if extra else [])
+            raise ModelError(f"{self.name}: {'; '.join(parts)}; the model takes {', '.join(expected)}")
+        arrays = {}
+        for spec in self.manifest.inputs:
+            value = inputs[spec.name]
+            if not isinstance(value, np.ndarray):
+                raise ModelError(f"input '{spec.name}' must be a NumPy array of {spec.dtype}, got "
+                                 f"{type(value).__name__}")
+            if value.dtype != NUMPY[spec.dtype]:
+                got = from_numpy(value.dtype) or str(value.dtype)
+                raise ModelError(f"input '{spec.name}' is {got}; the model expects {spec.dtype} "
+                                 f"(convert with .astype(...); ait-build does not cast silently)")
+            arrays[spec.name] = np.ascontiguousarray(value)
+        return arrays
+
+    def _enter(self):
+        with self._idle:
+            if self._handle is None:
+                raise ModelError(f"{self.name}: the model is closed")
+            self._calls += 1
+            return self._handle
+
+    def _leave(self) -> None:
+        with self._idle:
+            self._calls -= 1
+            self._idle.notify_all()
+
+    # -- lifetime ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Frees the model once the calls in flight return; later calls raise ModelError."""
+        idle = getattr(self, "_idle", None)
+        if idle is None:
+            return  # __init__ failed before the model existed
+        with idle:
+            while self._calls:
+                idle.wait()
+            handle, self._handle = self._handle, None
+        if handle is not None:
+            self._api.destroy(handle)
+
+    def __enter__(self) -> "Model":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may be gone already
+            pass
+
+    def __repr__(self) -> str:
+        ins = ", ".join(f"{t.name}: {t.dtype}{t.shape_text()}" for t in self.manifest.inputs)
+        return f"Model({self.name!r} for {self.manifest.target}; {ins})"
+
+
+def _pointers(arrays: list):
+    return (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])

@@ -1,0 +1,152 @@
+"""The Python runtime over a hand-written library with the generated C API (toy_model.cpp)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from ait_build.runtime import Model, ModelError
+from toylib import toy_expected
+
+
+def _inputs(batch=2, seq=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return {"x": rng.standard_normal((batch, 4)).astype(np.float32),
+            "tokens": rng.integers(0, 10, batch * seq).astype(np.int64)}
+
+
+@pytest.fixture
+def toy(toy_dir):
+    with Model(toy_dir) as model:
+        yield model
+
+
+def test_run_binds_dims_and_allocates_outputs(toy):
+    inputs = _inputs(batch=5, seq=7)
+    out = toy.run(inputs)
+    want = toy_expected(inputs["x"], inputs["tokens"])
+    assert set(out) == {"y", "count"}
+    assert out["y"].shape == (5, 4) and out["count"].shape == (5,)
+    np.testing.assert_array_equal(out["y"], want["y"])
+    np.testing.assert_array_equal(out["count"], want["count"])
+
+
+def test_non_contiguous_input_is_copied(toy):
+    inputs = _inputs(batch=4, seq=2)
+    wide = np.zeros((4, 8), np.float32)
+    wide[:, ::2] = inputs["x"]
+    out = toy.run({"x": wide[:, ::2], "tokens": inputs["tokens"]})
+    np.testing.assert_array_equal(out["y"], toy_expected(inputs["x"], inputs["tokens"])["y"])
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda i: i.pop("tokens"), "missing input(s) tokens; the model takes x, tokens"),
+    (lambda i: i.update(extra=i["x"]), "unknown input(s) extra"),
+    (lambda i: i.update(x=i["x"].astype(np.float64)), "input 'x' is float64; the model expects float32"),
+    (lambda i: i.update(tokens=i["tokens"].astype(np.int32)), "the model expects int64"),
+    (lambda i: i.update(x=i["x"].tolist()), "must be a NumPy array of float32, got list"),
+    (lambda i: i.update(x=i["x"][None]), "expected rank 2 [batch, 4]"),
+    (lambda i: i.update(x=np.zeros((2, 5), np.float32)), "axis 1 must be 4"),
+    (lambda i: i.update(x=np.zeros((65, 4), np.float32), tokens=np.zeros(65, np.int64)),
+     "dim 'batch' is 65, outside the model's range [1, 64]"),
+    (lambda i: i.update(tokens=np.zeros(7, np.int64)), "cannot tell dim(s) seq"),
+    (lambda i: i.update(tokens=np.zeros(2 * 33, np.int64)), "dim 'seq' is 33, outside"),
+])
+def test_bad_inputs_raise_clear_errors(toy, change, message):
+    inputs = _inputs()
+    change(inputs)
+    with pytest.raises(ModelError) as err:
+        toy.run(inputs)
+    assert message in str(err.value)
+
+
+def test_given_dims_are_checked_against_shapes(toy):
+    inputs = _inputs(batch=2, seq=3)
+    assert toy.run(inputs, dims={"seq": 3})["count"].shape == (2,)
+    with pytest.raises(ModelError, match=r"axis 0 is 6, but batch\*seq = 8"):
+        toy.run(inputs, dims={"seq": 4})
+    with pytest.raises(ModelError, match="unknown dim"):
+        toy.run(inputs, dims={"sequence": 3})
+
+
+def test_library_error_becomes_an_exception_with_its_message(toy):
+    inputs = _inputs()
+    inputs["tokens"][1] = -5
+    with pytest.raises(ModelError, match=r"run failed \(code 1\): token -5 is negative"):
+        toy.run(inputs)
+    assert toy.run(_inputs())["y"].shape == (2, 4)  # the model still works afterwards
+
+
+def test_concurrent_runs_match_serial_runs(toy):
+    cases = [_inputs(batch=1 + i % 7, seq=1 + i % 5, seed=i) for i in range(64)]
+    serial = [toy.run(c) for c in cases]
+    results: dict = {}
+    errors = []
+
+    def worker(k):
+        try:
+            for i in range(k, len(cases), 8):
+                for _ in range(20):
+                    out = toy.run(cases[i])
+                    if i in results:
+                        assert all(np.array_equal(out[n], results[i][n]) for n in out)
+                    results[i] = out
+        except Exception as exc:  # surfaced below: an assert in a thread would be lost
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for i, want in enumerate(serial):
+        for name in want:
+            np.testing.assert_array_equal(results[i][name], want[name])
+
+
+def test_close_is_idempotent_and_later_runs_fail(toy_dir):
+    model = Model(toy_dir)
+    model.close()
+    model.close()
+    with pytest.raises(ModelError, match="closed"):
+        model.run(_inputs())
+
+
+def _load_in_subprocess(build_dir: str) -> subprocess.CompletedProcess:
+    code = ("import sys\nfrom ait_build.runtime import Model, ModelError\n"
+            "try:\n    Model(sys.argv[1])\nexcept ModelError as exc:\n"
+            "    print('ModelError:', exc)\n    sys.exit(3)\n")
+    return subprocess.run([sys.executable, "-c", code, build_dir], capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("size_in_manifest", [True, False])
+def test_truncated_weights_raise_never_crash(toy_dir, tmp_path, size_in_manifest):
+    """With the manifest's byte count the runtime refuses the file itself; without it the
+    library's own check must answer with an error code (a crash shows as a signal here)."""
+    bad = str(tmp_path / "toy")
+    shutil.copytree(toy_dir, bad)
+    with open(os.path.join(bad, "weights.safetensors"), "r+b") as fh:
+        fh.truncate(10)
+    if not size_in_manifest:
+        with open(os.path.join(bad, "manifest.json")) as fh:
+            manifest = json.load(fh)
+        manifest["weights"]["bytes"] = -1
+        with open(os.path.join(bad, "manifest.json"), "w") as fh:
+            json.dump(manifest, fh)
+    proc = _load_in_subprocess(bad)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert ("has 10 bytes" if size_in_manifest else "wrong size") in proc.stdout
+
+
+def test_not_a_build_directory(tmp_path):
+    with pytest.raises(ModelError, match="cannot read the manifest"):
+        Model(str(tmp_path))
