@@ -10,15 +10,30 @@ from numpy.lib.stride_tricks import as_strided
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim
 from ait_build.ops.epilogue import EPILOGUE_ATTRS, apply_epilogue, check_residual
-from ait_build.ops.registry import (Attr, OpDef, ParamSpec, TType, pair, register, require_rank,
-                                    require_static)
+from ait_build.ops.registry import (Attr, OpDef, ParamSpec, TType, pair, register, require_float,
+                                    require_positive, require_rank, require_static)
 
-WINDOW_ATTRS = (
-    Attr("kernel", "pair", doc="window size: int or [kh, kw]"),
-    Attr("stride", "pair", 1),
-    Attr("padding", "pair", 0, doc="zero padding on each side: int or [ph, pw]"),
-    Attr("dilation", "pair", 1),
-)
+
+
+def _window_attrs(stride_default, stride_doc):
+    return (
+        Attr("kernel", "pair", doc="window size: int or [kh, kw]"),
+        Attr("stride", "pair", stride_default, doc=stride_doc),
+        Attr("padding", "pair", 0, doc="zero padding on each side: int or [ph, pw]"),
+        Attr("dilation", "pair", 1),
+    )
+
+
+CONV_WINDOW_ATTRS = _window_attrs(1, "int or [sh, sw]")
+# PyTorch's pools default the stride to the kernel size (nn.MaxPool2d(2) halves the image)
+POOL_WINDOW_ATTRS = _window_attrs(None, "int or [sh, sw]; default: the kernel size, as in PyTorch")
+
+
+def window_params(attrs) -> tuple:
+    """((kh, kw), (sh, sw), (ph, pw), (dh, dw)) with the pools' stride default resolved."""
+    kernel = pair(attrs["kernel"])
+    stride = kernel if attrs.get("stride") is None else pair(attrs["stride"])
+    return kernel, stride, pair(attrs.get("padding", 0)), pair(attrs.get("dilation", 1))
 
 
 def out_size(size: Dim, k: int, s: int, p: int, d: int, what: str) -> Dim:
@@ -30,19 +45,20 @@ def out_size(size: Dim, k: int, s: int, p: int, d: int, what: str) -> Dim:
 
 
 def window_shape(attrs, x: TType, channels, what: str) -> tuple:
+    """The NHWC output shape; `channels` None keeps the input's."""
     require_rank(x, 4, f"{what} input (NHWC)")
-    (kh, kw), (sh, sw) = pair(attrs["kernel"]), pair(attrs["stride"])
-    (ph, pw), (dh, dw) = pair(attrs["padding"]), pair(attrs.get("dilation", 1))
+    require_float(x, f"{what} input")
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = window_params(attrs)
     if min(kh, kw, sh, sw, dh, dw) < 1 or min(ph, pw) < 0:
         raise OpError("kernel, stride and dilation must be >= 1 and padding >= 0")
-    n, h, w, _ = x.shape
-    return (n, out_size(h, kh, sh, ph, dh, what), out_size(w, kw, sw, pw, dw, what), channels)
+    n, h, w, c = x.shape
+    return (n, out_size(h, kh, sh, ph, dh, what), out_size(w, kw, sw, pw, dw, what),
+            c if channels is None else channels)
 
 
 def windows(x, attrs, pad_value=0.0):
     """A [N, Ho, Wo, KH, KW, C] strided view of the padded input."""
-    (kh, kw), (sh, sw) = pair(attrs["kernel"]), pair(attrs["stride"])
-    (ph, pw), (dh, dw) = pair(attrs["padding"]), pair(attrs.get("dilation", 1))
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = window_params(attrs)
     xp = np.pad(x, ((0, 0), (ph, ph), (pw, pw), (0, 0)), constant_values=pad_value)
     n, hp, wp, c = xp.shape
     ho, wo = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
@@ -56,16 +72,17 @@ def windows(x, attrs, pad_value=0.0):
 def _conv_channels(attrs, x: TType):
     c = require_static(x.shape[3], "conv2d input channels")
     g, o = attrs["groups"], attrs["out_channels"]
-    if g < 1 or c % g or o % g:
+    require_positive(attrs, "out_channels", "groups")
+    if c % g or o % g:
         raise OpError(f"groups={g} must divide in_channels={c} and out_channels={o}")
     return c, g, o
 
 
 def _conv_infer(attrs, inputs):
     x = inputs[0]
+    shape = window_shape(attrs, x, Dim.of(attrs["out_channels"]), "conv2d")  # checks rank first
     _conv_channels(attrs, x)
-    shape = window_shape(attrs, x, Dim.of(attrs["out_channels"]), "conv2d")
-    check_residual(shape, inputs[1] if len(inputs) > 1 else None, "conv2d")
+    check_residual(shape, inputs[1] if len(inputs) > 1 else None, "conv2d", x.dtype)
     return [TType(shape, x.dtype)]
 
 
@@ -103,7 +120,7 @@ register(OpDef(
     name="conv2d", category="conv",
     doc="2-D convolution, NHWC input, PyTorch OIHW weight; optional fused epilogue",
     inputs=("x", "residual?"),
-    attrs=(Attr("out_channels", "int"),) + WINDOW_ATTRS
+    attrs=(Attr("out_channels", "int"),) + CONV_WINDOW_ATTRS
     + (Attr("groups", "int", 1, doc="in_channels for depthwise"), Attr("bias", "bool", True))
     + EPILOGUE_ATTRS,
     infer=_conv_infer, params=_conv_params, reference=_conv_reference))
@@ -114,25 +131,24 @@ register(OpDef(
 def _pool_infer(what):
     def infer(attrs, inputs):
         x = inputs[0]
-        require_rank(x, 4, f"{what} input (NHWC)")
-        kh, kw = pair(attrs["kernel"])
-        ph, pw = pair(attrs["padding"])
-        if ph * 2 > kh or pw * 2 > kw:
+        shape = window_shape(attrs, x, None, what)
+        (kh, kw), _, (ph, pw), _ = window_params(attrs)
+        if ph * 2 > kh or pw * 2 > kw:  # PyTorch's rule; more padding would make empty windows
             raise OpError(f"padding {attrs['padding']} must be at most half the kernel {attrs['kernel']}")
-        return [TType(window_shape(attrs, x, x.shape[3], what), x.dtype)]
+        return [TType(shape, x.dtype)]
     return infer
 
 
 register(OpDef(
     name="max_pool2d", category="pool", doc="max over windows (padding never wins)",
-    attrs=WINDOW_ATTRS, infer=_pool_infer("max_pool2d"),
+    attrs=POOL_WINDOW_ATTRS, infer=_pool_infer("max_pool2d"),
     reference=lambda attrs, xs, ws: [windows(xs[0], attrs, -np.inf).max(axis=(3, 4))]))
 
 
 def _avg_pool_reference(attrs, xs, ws):
     total = windows(xs[0], attrs).sum(axis=(3, 4), dtype=np.float32)
     if attrs["count_include_pad"]:
-        kh, kw = pair(attrs["kernel"])
+        kh, kw = pair(attrs["kernel"])  # without ceil_mode no window reaches past the padding
         return [total / np.float32(kh * kw)]
     ones = np.ones((1,) + xs[0].shape[1:3] + (1,), np.float32)
     return [total / windows(ones, attrs).sum(axis=(3, 4))]
@@ -140,13 +156,15 @@ def _avg_pool_reference(attrs, xs, ws):
 
 register(OpDef(
     name="avg_pool2d", category="pool", doc="mean over windows",
-    attrs=WINDOW_ATTRS[:3] + (Attr("count_include_pad", "bool", True),),
+    attrs=POOL_WINDOW_ATTRS[:3] + (Attr("count_include_pad", "bool", True,
+                                        doc="divide by kh*kw even where the window covers padding"),),
     infer=_pool_infer("avg_pool2d"), reference=_avg_pool_reference))
 
 
 def _gap_infer(attrs, inputs):
     x = inputs[0]
     require_rank(x, 4, "global_avg_pool input (NHWC)")
+    require_float(x, "global_avg_pool input")
     n, _, _, c = x.shape
     one = Dim.of(1)
     return [TType((n, one, one, c) if attrs["keepdims"] else (n, c), x.dtype)]

@@ -23,7 +23,11 @@ def check_residual(out_shape, residual, what: str, dtype: str | None = None) -> 
         return
     if dtype is not None and residual.dtype != dtype:
         raise OpError(f"residual is {residual.dtype} but the {what} output is {dtype} (insert a cast)")
-    if broadcast_shapes(out_shape, residual.shape) != tuple(out_shape):
+    try:
+        fits = broadcast_shapes(out_shape, residual.shape) == tuple(out_shape)
+    except OpError:  # say which input is wrong rather than "shapes do not broadcast"
+        fits = False
+    if not fits:
         raise OpError(f"residual {shape_str(residual.shape)} does not match the {what} output "
                       f"{shape_str(out_shape)}")
 

@@ -9,16 +9,19 @@ from ait_build.errors import OpError
 from ait_build.ir.dims import Dim, shape_str
 from ait_build.ops.epilogue import EPILOGUE_ATTRS, apply_epilogue, check_residual
 from ait_build.ops.registry import (Attr, OpDef, ParamSpec, TType, broadcast_shapes, register,
-                                    require_static, same_float_dtype)
+                                    require_float, require_positive, require_static,
+                                    same_float_dtype)
 
 
 def _linear_infer(attrs, inputs):
     x = inputs[0]
     if len(x.shape) < 1:
         raise OpError("linear input must have rank >= 1")
+    require_float(x, "linear input")
+    require_positive(attrs, "out_features")
     require_static(x.shape[-1], "linear input features (last dim)")
     shape = tuple(x.shape[:-1]) + (Dim.of(attrs["out_features"]),)
-    check_residual(shape, inputs[1] if len(inputs) > 1 else None, "linear")
+    check_residual(shape, inputs[1] if len(inputs) > 1 else None, "linear", x.dtype)
     return [TType(shape, x.dtype)]
 
 
@@ -44,10 +47,17 @@ register(OpDef(
     infer=_linear_infer, params=_linear_params, reference=_linear_reference))
 
 
+MATMUL_ATTRS = (Attr("transpose_b", "bool", False, doc="use b's last two dims swapped"),
+                Attr("alpha", "float", 1.0, doc="scales the product before the epilogue")) \
+    + EPILOGUE_ATTRS
+
+
 def _matmul_infer(attrs, inputs):
     a, b = inputs[0], inputs[1]
     if len(a.shape) < 2 or len(b.shape) < 2:
         raise OpError(f"matmul needs rank >= 2 inputs, got {shape_str(a.shape)} and {shape_str(b.shape)}")
+    dtype = same_float_dtype(inputs[:2])
+    require_float(a, "matmul input")
     m, k = a.shape[-2:]
     kb, n = (b.shape[-1], b.shape[-2]) if attrs["transpose_b"] else (b.shape[-2], b.shape[-1])
     if k != kb:
@@ -55,8 +65,8 @@ def _matmul_infer(attrs, inputs):
                       + (" (transposed)" if attrs["transpose_b"] else ""))
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
     shape = tuple(batch) + (m, n)
-    check_residual(shape, inputs[2] if len(inputs) > 2 else None, "matmul")
-    return [TType(shape, same_float_dtype(inputs[:2]))]
+    check_residual(shape, inputs[2] if len(inputs) > 2 else None, "matmul", dtype)
+    return [TType(shape, dtype)]
 
 
 def _matmul_reference(attrs, xs, ws):
@@ -69,23 +79,22 @@ def _matmul_reference(attrs, xs, ws):
 
 register(OpDef(
     name="matmul", category="gemm",
-    doc="batched a @ b with NumPy broadcasting over leading dims (bmm is the rank-3 case)",
+    doc="batched a @ b with NumPy broadcasting over leading dims; both ranks >= 2",
     inputs=("a", "b", "residual?"),
-    attrs=(Attr("transpose_b", "bool", False, doc="use b's last two dims swapped"),
-           Attr("alpha", "float", 1.0, doc="scales the product before the epilogue"))
-    + EPILOGUE_ATTRS,
-    infer=_matmul_infer, reference=_matmul_reference))
+    attrs=MATMUL_ATTRS, infer=_matmul_infer, reference=_matmul_reference))
 
 
 def _bmm_infer(attrs, inputs):
     for t in inputs[:2]:
         if len(t.shape) != 3:
             raise OpError(f"bmm needs rank-3 inputs [batch, m, k], got {shape_str(t.shape)}")
+    if inputs[0].shape[0] != inputs[1].shape[0]:  # torch.bmm does not broadcast; use matmul
+        raise OpError(f"bmm batch dims differ: {inputs[0].shape[0]} and {inputs[1].shape[0]} "
+                      "(matmul broadcasts)")
     return _matmul_infer(attrs, inputs)
 
 
 register(OpDef(
     name="bmm", category="gemm", doc="batched matmul of rank-3 tensors: [b,m,k] @ [b,k,n]",
     inputs=("a", "b", "residual?"),
-    attrs=(Attr("transpose_b", "bool", False), Attr("alpha", "float", 1.0)) + EPILOGUE_ATTRS,
-    infer=_bmm_infer, reference=_matmul_reference))
+    attrs=MATMUL_ATTRS, infer=_bmm_infer, reference=_matmul_reference))

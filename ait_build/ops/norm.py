@@ -8,7 +8,16 @@ import numpy as np
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim, shape_str
 from ait_build.ops.registry import (Attr, OpDef, ParamSpec, TType, norm_axis, register,
-                                    require_static, same_float_dtype)
+                                    require_float, require_static, same_float_dtype)
+
+
+def _bn_infer(attrs, inputs):
+    x = inputs[0]
+    if len(x.shape) < 2:  # PyTorch's batch_norm also wants [N, ..., C] (it puts C second)
+        raise OpError(f"batch_norm input must have rank >= 2, got {shape_str(x.shape)}")
+    require_float(x, "batch_norm input")
+    require_static(x.shape[-1], "batch_norm channels (last dim)")
+    return [x]
 
 
 def _bn_params(attrs, inputs):
@@ -24,15 +33,16 @@ def _bn_reference(attrs, xs, ws):
 
 register(OpDef(
     name="batch_norm", category="norm",
-    doc="inference batch norm over the channel (last) dim, with running statistics",
+    doc="inference batch norm with running statistics; channels are the LAST dim (NHWC)",
     attrs=(Attr("eps", "float", 1e-5),),
-    infer=lambda attrs, xs: [xs[0]], params=_bn_params, reference=_bn_reference))
+    infer=_bn_infer, params=_bn_params, reference=_bn_reference))
 
 
 def _ln_infer(attrs, inputs):
     x = inputs[0]
     if len(x.shape) < 1:
         raise OpError("layer_norm needs rank >= 1")
+    require_float(x, "layer_norm input")
     require_static(x.shape[-1], "layer_norm normalized (last) dim")
     if len(inputs) > 1 and tuple(inputs[1].shape) != tuple(x.shape):
         raise OpError(f"layer_norm residual {shape_str(inputs[1].shape)} differs from input "
@@ -73,6 +83,7 @@ def softmax(x, axis):
 
 
 def _softmax_infer(attrs, inputs):
+    require_float(inputs[0], "softmax input")
     norm_axis(attrs["axis"], len(inputs[0].shape))
     return [inputs[0]]
 

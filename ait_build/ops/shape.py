@@ -105,6 +105,9 @@ def _expand_infer(attrs, inputs):
     if len(target) < len(x.shape):
         raise OpError(f"expand: target {shape_str(target)} has fewer dims than {shape_str(x.shape)}")
     offset = len(target) - len(x.shape)
+    for t in target:
+        if t != -1 and t.is_static and t.value < 1:
+            raise OpError(f"expand: bad size {t} (sizes are >= 1, or -1 to keep a dim)")
     for i, d in enumerate(x.shape):
         t = target[offset + i]
         if t == -1:
@@ -124,6 +127,8 @@ register(OpDef(
 
 
 def _concat_infer(attrs, inputs):
+    if not inputs:
+        raise OpError("concat needs at least one input")
     rank = len(inputs[0].shape)
     axis = norm_axis(attrs["axis"], rank)
     total = Dim.of(0)
@@ -145,7 +150,11 @@ register(OpDef(
 
 
 def split_sizes(attrs, size: Dim) -> list:
+    if attrs.get("sizes") and attrs.get("sections"):
+        raise OpError("split takes 'sections' or 'sizes', not both")
     if attrs.get("sizes"):
+        if min(attrs["sizes"]) < 1:
+            raise OpError(f"split sizes {list(attrs['sizes'])} must all be >= 1")
         sizes = [Dim.of(s) for s in attrs["sizes"]]
         if sum(sizes, Dim.of(0)) != size:
             raise OpError(f"split sizes {list(attrs['sizes'])} do not add up to {size}")
@@ -185,22 +194,32 @@ register(OpDef(
     infer=_split_infer, reference=_split_reference))
 
 
+def _slice_bounds(attrs, size: Dim):
+    """(start, end) as Dims with Python's negative indices resolved against `size`."""
+    def resolve(bound):
+        bound = Dim.of(bound)
+        return size + bound if bound.is_static and bound.value < 0 else bound
+    return resolve(attrs["start"]), size if attrs["end"] is None else resolve(attrs["end"])
+
+
 def _slice_infer(attrs, inputs):
     x = inputs[0]
     axis = norm_axis(attrs["axis"], len(x.shape))
-    size = x.shape[axis]
-    start, end, step = Dim.of(attrs["start"]), attrs["end"], attrs["step"]
+    size, step = x.shape[axis], attrs["step"]
     if step < 1:
         raise OpError("slice step must be >= 1")
-    end = size if end is None else Dim.of(end)
-    if size.is_static and start.is_static and end.is_static:
-        s = min(max(start.value, 0), size.value)
-        e = min(max(end.value, s), size.value)
-        length = Dim.of((e - s + step - 1) // step)
+    start, end = Dim.of(attrs["start"]), attrs["end"]
+    if size.is_static and start.is_static and (end is None or end.is_static):
+        # Python slicing semantics: negative bounds count from the end, bounds are clamped
+        end = None if end is None else end.value
+        length = Dim.of(len(range(size.value)[start.value:end:step]))
     else:
         if step != 1:
-            raise OpError("slice with a symbolic bound needs step 1")
+            raise OpError("slice with a symbolic bound or dim needs step 1")
+        start, end = _slice_bounds(attrs, size)
         length = end - start
+    if length == 0:  # zero-size tensors are not supported downstream (PyTorch allows them)
+        raise OpError(f"slice [{attrs['start']}:{attrs['end']}:{step}] of a dim of size {size} is empty")
     shape = list(x.shape)
     shape[axis] = length
     return [TType(tuple(shape), x.dtype)]
@@ -213,7 +232,11 @@ def _slice_reference(attrs, xs, ws):
     end = None if attrs["end"] is None else Dim.of(attrs["end"]).eval(env)
     index = [slice(None)] * xs[0].ndim
     index[axis] = slice(start, end, attrs["step"])
-    return [np.ascontiguousarray(xs[0][tuple(index)])]
+    out = np.ascontiguousarray(xs[0][tuple(index)])
+    if out.shape[axis] != attrs["_out_shapes"][0][axis]:  # symbolic bounds past the dim's end
+        raise OpError(f"slice [{start}:{end}] of a dim of size {xs[0].shape[axis]} gives "
+                      f"{out.shape[axis]} elements, the graph expects {attrs['_out_shapes'][0][axis]}")
+    return [out]
 
 
 register(OpDef(

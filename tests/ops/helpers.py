@@ -24,7 +24,7 @@ def _plain(value):
     return value
 
 
-def write_spec(tmp_path, op: str, inputs: dict, attrs: dict, dims: dict | None = None,
+def write_spec(tmp_path, op: str, inputs: dict, attrs: dict, model_dims: dict | None = None,
                n_outputs: int = 1, dtype: str = "float32") -> str:
     """A model with the given inputs (name -> shape or (shape, dtype)) and one `op` node named
     'n' that reads all of them in order."""
@@ -38,7 +38,7 @@ def write_spec(tmp_path, op: str, inputs: dict, attrs: dict, dims: dict | None =
     if inputs or op != "parameter":
         node["inputs"] = list(inputs)
     doc = {"apiVersion": "ait-build/v1", "kind": "Model", "name": "one_op", "dtype": dtype,
-           "dims": {k: ({"max": v} if isinstance(v, int) else v) for k, v in (dims or {}).items()},
+           "dims": {k: ({"max": v} if isinstance(v, int) else v) for k, v in (model_dims or {}).items()},
            "inputs": spec_inputs or {"unused": {"shape": [1]}},
            "weights": {"random": {"seed": 0}},
            "graph": [node],
@@ -50,20 +50,21 @@ def write_spec(tmp_path, op: str, inputs: dict, attrs: dict, dims: dict | None =
     return str(path)
 
 
-def build(tmp_path, op: str, inputs: dict, dims: dict | None = None, n_outputs: int = 1, **attrs):
-    return load_model(write_spec(tmp_path, op, inputs, attrs, dims, n_outputs))
+def build(tmp_path, op: str, inputs: dict, model_dims: dict | None = None, n_outputs: int = 1,
+          **attrs):
+    return load_model(write_spec(tmp_path, op, inputs, attrs, model_dims, n_outputs))
 
 
-def out_types(tmp_path, op: str, inputs: dict, dims: dict | None = None, n_outputs: int = 1,
+def out_types(tmp_path, op: str, inputs: dict, model_dims: dict | None = None, n_outputs: int = 1,
               **attrs) -> list:
     """[(shape as strings/ints, dtype)] of the node's outputs."""
-    graph = build(tmp_path, op, inputs, dims, n_outputs, **attrs)
+    graph = build(tmp_path, op, inputs, model_dims, n_outputs, **attrs)
     return [([d.to_json() for d in graph.tensors[t].shape], graph.tensors[t].dtype)
             for t in graph.nodes[0].outputs]
 
 
 def run(tmp_path, op: str, arrays: dict, weights: dict | None = None, shapes: dict | None = None,
-        dims: dict | None = None, n_outputs: int = 1, **attrs) -> list:
+        model_dims: dict | None = None, n_outputs: int = 1, **attrs) -> list:
     """Run one `op` node on `arrays` (name -> ndarray) with the reference executor.
     `weights` (role -> array) replace the random init; `shapes` give symbolic input shapes."""
     inputs = {}
@@ -71,7 +72,7 @@ def run(tmp_path, op: str, arrays: dict, weights: dict | None = None, shapes: di
         shape = (shapes or {}).get(name, list(arr.shape))
         dtype = from_numpy(arr.dtype)
         inputs[name] = (shape, dtype) if dtype != "float32" else shape
-    graph = build(tmp_path, op, inputs, dims, n_outputs, **attrs)
+    graph = build(tmp_path, op, inputs, model_dims, n_outputs, **attrs)
     node = graph.nodes[0]
     for role, value in (weights or {}).items():
         name = node.weights[role]
@@ -94,11 +95,11 @@ def weights_of(tmp_path, op: str, inputs: dict, **attrs) -> dict:
             for role, name in graph.nodes[0].weights.items()}
 
 
-def spec_error(tmp_path, op: str, inputs: dict, match: str, dims: dict | None = None,
+def spec_error(tmp_path, op: str, inputs: dict, match: str, model_dims: dict | None = None,
                n_outputs: int = 1, **attrs) -> SpecError:
     """The SpecError that building the one-node model raises; its message must match `match`."""
     with pytest.raises(SpecError, match=match) as info:
-        build(tmp_path, op, inputs, dims, n_outputs, **attrs)
+        build(tmp_path, op, inputs, model_dims, n_outputs, **attrs)
     assert ":" in str(info.value).split(" error: ")[0], "the error must carry a location"
     return info.value
 
