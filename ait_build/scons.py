@@ -174,14 +174,16 @@ def _jobs_given() -> bool:
 
 def target_env(env, target, root: str):
     """A clone with the target's compiler, flags, include dirs and libraries (toolchain.py)."""
-    from ait_build import toolchain
-    tc = toolchain.for_target(target)  # raises AitError naming what to install
+    from ait_build.toolchain import toolchain_for
+    tc = toolchain_for(target)  # raises AitError naming what to install
     tenv = env.Clone()
-    tenv.Replace(CXX=tc.cxx, SHCXX=tc.cxx, SHLINK=tc.cxx, CXXFLAGS=list(tc.flags),
-                 SHCXXFLAGS=["$CXXFLAGS"], CPPPATH=list(tc.include_dirs), LIBPATH=list(tc.lib_dirs),
-                 LIBS=list(tc.libs), RPATH=list(tc.rpath),
+    # SHCCFLAGS empty: the target's flags are the whole story (-fPIC included), as in
+    # Toolchain.compile_command, so SCons and the codegen tests build the same objects.
+    tenv.Replace(CXX=tc.cxx, SHCXX=tc.cxx, SHLINK=tc.cxx, CXXFLAGS=list(tc.flags), SHCCFLAGS=[],
+                 CPPDEFINES=list(tc.defines), CPPPATH=list(tc.include_dirs),
+                 LIBPATH=list(tc.lib_dirs), LIBS=list(tc.libs), RPATH=list(tc.rpath),
                  SHLINKFLAGS=["-shared"] + list(tc.link_flags))
-    if tc.family == "gcc":
+    if target.backend == "cpu":  # host compilers (gcc, clang) take these directly
         # Reproducible objects: no checkout path in the output; `$( $)` keeps the path out of the
         # command signature, so two checkouts share cache entries.
         tenv.Append(CXXFLAGS=["$(", f"-ffile-prefix-map={root}=.", f"-fdebug-prefix-map={root}=.",

@@ -90,15 +90,15 @@ class Toolchain:
     cxx: str
     flags: tuple
     include_dirs: tuple = ()
-    lib_dirs: tuple = ()
-    libs: tuple = ()
-    rpath: tuple = ()
+    defines: tuple = ()
     link_flags: tuple = ()
-    family: str = "gcc"
+    libs: tuple = ()
+    lib_dirs: tuple = ()
+    rpath: tuple = ()
 
 
-def for_target(target):
-    if not shutil.which(target.cxx):
+def toolchain_for(target, check=True):
+    if check and not shutil.which(target.cxx):
         raise AitError(f"target '{target.name}' needs the C++ compiler '{target.cxx}', which is not "
                        "installed: install g++ (apt-get install g++)")
     return Toolchain(cxx=target.cxx, flags=tuple(target.flags), link_flags=tuple(target.link_flags))

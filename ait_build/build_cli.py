@@ -1,0 +1,202 @@
+"""`ait-build build` (SCons in a subprocess) and `ait-build run` (a built library on inputs)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from ait_build.errors import AitError
+
+
+def project_root(start: str | None = None) -> str:
+    """The folder holding the SConstruct, specs/ and targets/: the nearest one above `start` (the
+    working directory), else the ait-build checkout this package runs from."""
+    here = os.path.abspath(start or os.getcwd())
+    while True:
+        if os.path.isfile(os.path.join(here, "SConstruct")) and os.path.isdir(os.path.join(here, "targets")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.isfile(os.path.join(checkout, "SConstruct")):
+        return checkout
+    raise AitError("no SConstruct found above the working directory; run from an ait-build project")
+
+
+def spec_name(spec: str) -> str:
+    """A spec's model name (its build folder), read without building the graph."""
+    import yaml
+    try:
+        with open(spec, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+    except OSError as exc:
+        raise AitError(f"{spec}: {exc.strerror}") from None
+    except yaml.YAMLError:
+        doc = None
+    if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
+        from ait_build.spec.model import load_model
+        return load_model(spec).name  # reports the spec's own error, with its location
+    return doc["name"]
+
+
+def build(spec: str, target: str, jobs: int | None = None, cache: str | None = None,
+          cache_readonly: bool = False, verbose: bool = False, root: str | None = None,
+          quiet: bool = False) -> str:
+    """Builds one spec (a path, or a model name under specs/) for one target; returns the build
+    folder. SCons prints its progress; a failed build raises AitError."""
+    root = root or project_root()
+    if not spec.endswith((".yaml", ".yml")) and os.sep not in spec:
+        spec = os.path.join(root, "specs", spec + ".yaml")
+    spec = os.path.abspath(spec)
+    if not os.path.isfile(spec):
+        raise AitError(f"spec file '{spec}' not found")
+    name = spec_name(spec)
+    cmd = [sys.executable, "-m", "SCons", "-Q", "-C", root, f"target={target}", f"spec={spec}"]
+    if jobs:
+        cmd.append(f"-j{jobs}")
+    if cache is not None:
+        cmd.append(f"cache={cache}")
+    if cache_readonly:
+        cmd.append("cache_readonly=1")
+    if verbose:
+        cmd.append("verbose=1")
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL if quiet else None,
+                          stderr=subprocess.PIPE, text=True)
+    if proc.returncode:
+        text = proc.stderr.strip()
+        raise AitError(text.replace("scons: error: ", "") or f"scons exited with {proc.returncode}")
+    if proc.stderr:
+        sys.stderr.write(proc.stderr)
+    return os.path.join(root, "build", target, name)
+
+
+def cmd_build(args) -> int:
+    out = build(args.spec, args.target, args.jobs, args.cache, args.cache_readonly, args.verbose)
+    name = os.path.basename(out)
+    print(f"built {os.path.relpath(os.path.join(out, f'lib{name}.so'))} "
+          f"(header {name}.h, manifest.json, weights.safetensors)")
+    return 0
+
+
+# -- run ------------------------------------------------------------------------------------------
+def find_spec(manifest, given: str | None) -> str | None:
+    """The spec a build came from: `given`, else specs/<name>.yaml of the project, if any."""
+    if given:
+        return given
+    try:
+        path = os.path.join(project_root(), "specs", manifest.name + ".yaml")
+    except AitError:
+        return None
+    return path if os.path.isfile(path) else None
+
+
+def make_inputs(manifest, graph, dims: dict, seed: int) -> dict:
+    """Random inputs at each dim's opt (overridden by `dims`); from the spec's graph when there is
+    one, so integer inputs stay inside the tables they index."""
+    from ait_build.ir.dtypes import NUMPY
+    from ait_build.runtime.manifest import evaluate
+    env = {d.name: d.opt for d in manifest.dims}
+    unknown = set(dims) - set(env)
+    if unknown:
+        raise AitError(f"unknown dim(s) {', '.join(sorted(unknown))}; the model's dims: "
+                       f"{', '.join(env) or 'none'}")
+    env.update(dims)
+    if graph is not None:
+        from ait_build.reference import random_inputs
+        arrays = random_inputs(graph, env, seed=seed)
+        return {t.name: arrays[t.name].astype(NUMPY[t.dtype]) for t in manifest.inputs}
+    rng = np.random.default_rng(seed)
+    out = {}
+    for t in manifest.inputs:
+        shape = tuple(evaluate(d, env) for d in t.shape)
+        dtype = NUMPY[t.dtype]
+        out[t.name] = (rng.standard_normal(shape) if dtype.kind == "f" else rng.integers(0, 2, shape)).astype(dtype)
+    return out
+
+
+def describe(name: str, arr: np.ndarray) -> str:
+    flat = arr.astype(np.float64).ravel()
+    stats = f"mean={flat.mean():.6g} std={flat.std():.6g}" if flat.size else "empty"
+    return f"{name}: {arr.dtype}{list(arr.shape)} {stats} first={np.array2string(flat[:4], precision=5)}"
+
+
+def tolerance(dtype: str) -> tuple:
+    """(rtol, atol) for --check: float32 computes in float32; 16-bit models store 16-bit values."""
+    return (1e-3, 1e-4) if dtype == "float32" else (2e-2, 2e-2)
+
+
+def compare(ours: dict, ref: dict, dtype: str) -> list:
+    """Lines describing each output's agreement with the reference; 'MISMATCH' marks failures."""
+    rtol, atol = tolerance(dtype)
+    lines = []
+    for name, want in ref.items():
+        got = ours[name].astype(np.float32)
+        want = want.astype(np.float32)
+        err = float(np.max(np.abs(got - want))) if got.size else 0.0
+        ok = got.shape == want.shape and np.allclose(got, want, rtol=rtol, atol=atol)
+        lines.append(f"check {name}: max |ours - reference| = {err:.3g} (rtol {rtol}, atol {atol}) "
+                     + ("ok" if ok else "MISMATCH"))
+    return lines
+
+
+def cmd_run(args) -> int:
+    from ait_build.cli import _load_arrays, _parse_dims
+    from ait_build.runtime import Model
+    dims = _parse_dims(args.dim)
+    if args.batch is not None:
+        dims["batch"] = args.batch
+    with Model(args.build_dir) as model:
+        spec = find_spec(model.manifest, args.spec)
+        graph = None
+        if spec and (args.check or args.random_input):
+            from ait_build.spec.model import load_model
+            graph = load_model(spec)
+        if args.inputs:
+            inputs = _load_arrays(args.inputs)
+        elif args.random_input:
+            inputs = make_inputs(model.manifest, graph, dims, args.seed)
+        else:
+            raise AitError("give --random-input or --inputs FILE.safetensors")
+        outputs = model.run(inputs, dims=dims)
+        for name, arr in outputs.items():
+            print(describe(name, arr))
+        if args.output:
+            from ait_build.weights import save_safetensors
+            save_safetensors(outputs, args.output)
+            print(f"wrote {args.output}", file=sys.stderr)
+        if not args.check:
+            return 0
+        if graph is None:
+            raise AitError(f"--check needs the spec: give --spec (looked for specs/{model.name}.yaml)")
+        from ait_build.reference import run_reference
+        lines = compare(outputs, run_reference(graph, inputs), model.manifest.raw.get("dtype", "float32"))
+        print("\n".join(lines))
+        return 1 if any(line.endswith("MISMATCH") for line in lines) else 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("build", help="build a spec's library with SCons (build/<target>/<model>/)")
+    p.add_argument("spec", help="spec file, or a model name under specs/")
+    p.add_argument("--target", default="cpu", help="target name from targets/ (default: cpu)")
+    p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: all cores)")
+    p.add_argument("--cache", help="shared CacheDir (default: $AIT_BUILD_CACHE)")
+    p.add_argument("--cache-readonly", action="store_true", help="read the cache, never write it")
+    p.add_argument("-v", "--verbose", action="store_true", help="print full command lines")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("run", help="run a built library on random or given inputs")
+    p.add_argument("build_dir", help="a build folder: build/<target>/<model>")
+    p.add_argument("--random-input", action="store_true", help="random inputs at each dim's opt")
+    p.add_argument("--inputs", help="inputs from a safetensors file")
+    p.add_argument("--batch", type=int, help="value of the 'batch' dim")
+    p.add_argument("--dim", action="append", help="NAME=VALUE for a dim (repeatable)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--check", action="store_true", help="compare with the NumPy reference executor")
+    p.add_argument("--spec", help="the model's spec for --check (default: specs/<model>.yaml)")
+    p.add_argument("-o", "--output", help="write outputs to a safetensors file")
+    p.set_defaults(func=cmd_run)
