@@ -58,13 +58,13 @@ CASES = {
     "tiny_vit": (torch_models.tiny_vit, image(2, 32),
                  lambda m, x: {"heads.head": m(nchw(x))}, None),
     "tiny_bert": (torch_models.tiny_bert, bert_inputs(2, 24), bert_outputs, None),
-    "resnet50": (torch_models.resnet50, image(2, 224),
+    "resnet50": (torch_models.resnet50, image(1, 224),
                  lambda m, x: {"fc": m(nchw(x))}, BN_COUNTERS),
-    "vit_b16": (torch_models.vit, image(2, 224),
+    "vit_b16": (torch_models.vit, image(1, 224),
                 lambda m, x: {"heads.head": m(nchw(x))}, None),
     # the spec is BertModel's encoder alone: the embeddings and the pooler stay unused
     "bert_base": (torch_models.bert,
-                  {"hidden_states": np.random.default_rng(0).standard_normal((2, 128, 768), np.float32)},
+                  {"hidden_states": np.random.default_rng(0).standard_normal((1, 128, 768), np.float32)},
                   lambda m, x: {"last_hidden_state":
                                 m.encoder(torch.from_numpy(x["hidden_states"])).last_hidden_state},
                   r"(embeddings|pooler)\..*"),

@@ -16,7 +16,7 @@ def randomize(model: nn.Module, seed: int = 0) -> nn.Module:
     gen = torch.Generator().manual_seed(seed)
 
     def normal(t, std, mean=0.0):
-        t.copy_(mean + std * torch.randn(t.shape, generator=gen))
+        t.normal_(mean, std, generator=gen)
 
     with torch.no_grad():
         for module in model.modules():
@@ -25,7 +25,7 @@ def randomize(model: nn.Module, seed: int = 0) -> nn.Module:
                 normal(module.bias, 0.1)
             if isinstance(module, nn.BatchNorm2d):
                 normal(module.running_mean, 0.1)
-                module.running_var.copy_(0.5 + torch.rand(module.running_var.shape, generator=gen))
+                module.running_var.uniform_(0.5, 1.5, generator=gen)
             elif isinstance(module, nn.Linear):
                 # unit-scale projections give attention scores of order 1: a far from uniform softmax
                 normal(module.weight, module.in_features ** -0.5)
