@@ -84,8 +84,8 @@ def _plan_summary(graph, target, report, fmt) -> dict:
         {"passes": "; ".join(f"{n}: {s}" for n, s in report if s) or "none changed the graph"}
     try:
         from ait_build.codegen.plan import summarize
-    except ImportError:
-        return extra
+    except ImportError:  # the optimizer's own counts until codegen provides its plan
+        from ait_build.passes.summary import summarize
     extra.update(summarize(graph, target))
     return extra
 

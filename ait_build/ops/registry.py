@@ -105,6 +105,7 @@ def _load_all():
     # importing the category modules registers their rows
     from ait_build.ops import (attention, conv, elementwise, embedding, linear, norm,  # noqa: F401
                                shape)
+    from ait_build.ops import fused  # noqa: F401  (internal ops the passes create)
 
 
 # -- shared helpers for rows ------------------------------------------------------------------

@@ -1,0 +1,56 @@
+"""Internal ops that only the optimizer creates (never written in a spec).
+
+`fused_elementwise` runs a small program of elementwise ops in one pass over its output, so the
+intermediates stay in registers. Its single attribute, `program`, is a tuple of steps
+
+    (op, (arg, ...), ((attr, value), ...))
+
+where an arg names a node input (`x0`, `x1`, ...) or an earlier step (`t0`, `t1`, ...); the last
+step is the output. Step attrs hold only non-default values (`(("scalar", 8.0),)`). Shapes and the
+reference come from the rows of the ops the steps name, so the fused op cannot drift from them.
+The attribute is set by the pass, not parsed from YAML, so it is not declared in `attrs`.
+"""
+
+from __future__ import annotations
+
+from ait_build.errors import OpError
+from ait_build.ops.registry import OpDef, get_op, register
+
+
+def step_attrs(op: OpDef, pairs) -> dict:
+    """A step's full attrs: the row's defaults, then the step's own values."""
+    attrs = {a.name: a.default for a in op.attrs}
+    attrs.update(dict(pairs))
+    return attrs
+
+
+def _walk(program, inputs, apply):
+    """Runs `apply(row, attrs, args)` step by step; returns the last step's value."""
+    if not program:
+        raise OpError("fused_elementwise needs a non-empty program")
+    values = {f"x{i}": v for i, v in enumerate(inputs)}
+    out = None
+    for j, (name, args, pairs) in enumerate(program):
+        row = get_op(name)
+        if not row.elementwise or row.internal:
+            raise OpError(f"fused_elementwise step {j}: '{name}' is not a plain elementwise op")
+        try:
+            out = apply(row, step_attrs(row, pairs), [values[a] for a in args])
+        except KeyError as exc:
+            raise OpError(f"fused_elementwise step {j} reads {exc}, which is not defined yet") from None
+        values[f"t{j}"] = out
+    return out
+
+
+def _infer(attrs, inputs):
+    return [_walk(attrs["program"], inputs, lambda row, a, xs: row.infer(a, xs)[0])]
+
+
+def _reference(attrs, xs, ws):
+    return [_walk(attrs["program"], xs, lambda row, a, args: row.reference(a, args, {})[0])]
+
+
+register(OpDef(
+    name="fused_elementwise", category="elementwise", internal=True, elementwise=True,
+    doc="a chain or small DAG of elementwise ops run as one kernel (attr `program`)",
+    inputs=("*xs",), infer=_infer, reference=_reference))

@@ -1,0 +1,52 @@
+"""Batch-norm folding: an inference batch_norm right after a conv2d or linear is a per-channel
+scale and shift of that op's output, so it folds into the op's weight and bias:
+
+    w' = w * s,  b' = (b or 0) * s + beta - mean * s,  s = gamma / sqrt(var + eps)
+
+The folded arrays are new weights (`<op>.folded_weight`, `<op>.folded_bias`); the spec's weights
+and the safetensors file stay as they are. Only when the op's output feeds nothing but the
+batch_norm, and the op applies no epilogue of its own yet (an activation or residual would sit
+between the accumulator and the norm).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ait_build.ir.graph import Graph
+from ait_build.passes.rewrite import Uses, add_weight, remove_nodes, summary
+
+FOLDS_INTO = ("conv2d", "linear")
+
+
+def fold(graph: Graph, op, bn) -> None:
+    w = graph.weights
+    scale = w.get(bn.weights["weight"]) / np.sqrt(w.get(bn.weights["running_var"])
+                                                  + np.float32(bn.attrs["eps"]))
+    shift = w.get(bn.weights["bias"]) - w.get(bn.weights["running_mean"]) * scale
+    weight = w.get(op.weights["weight"])
+    folded_w = weight * scale.reshape((-1,) + (1,) * (weight.ndim - 1))  # out channels lead
+    old_bias = w.get(op.weights["bias"]) if "bias" in op.weights else 0.0
+    folded_b = old_bias * scale + shift
+    like = graph.tensors[op.weights["weight"]]
+    op.weights = {
+        "weight": add_weight(graph, f"{op.name}.folded_weight", folded_w, like.dtype, like),
+        "bias": add_weight(graph, f"{op.name}.folded_bias", folded_b, like.dtype, like),
+    }
+    op.attrs["bias"] = True
+    op.outputs = list(bn.outputs)
+
+
+def run(graph: Graph, target) -> str:
+    folded = []
+    uses = Uses(graph)
+    for bn in [n for n in graph.nodes if n.op == "batch_norm"]:
+        op = uses.made_by(bn.inputs[0], *FOLDS_INTO)
+        if op is None or uses.only_reader(op.output) is not bn:
+            continue
+        if op.attrs.get("activation", "none") != "none" or len(op.inputs) > 1:
+            continue
+        fold(graph, op, bn)
+        folded.append(bn)
+    remove_nodes(graph, folded)
+    return summary((len(folded), "batch norms folded into conv/linear weights"))

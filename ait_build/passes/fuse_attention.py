@@ -1,0 +1,220 @@
+"""Attention fusion, in two steps.
+
+1. The written-out pattern (BERT's spec spells it so) becomes one `multi_head_attention` node:
+
+       qh = permute(reshape(q, [b, s, h, d]), [0, 2, 1, 3])        (same for k and v)
+       p  = softmax(matmul(qh, kh, transpose_b) * scale + bias, -1)
+       out = reshape(permute(matmul(p, vh), [0, 2, 1, 3]), [b, s, h*d])
+
+   The scale may come from `div`/`mul` by a scalar or the matmul's `alpha`; K may also arrive
+   already transposed (a [0, 2, 3, 1] permute, or a [0, 1, 3, 2] one after the head split); the
+   additive bias (an attention mask) is optional. Every intermediate must have no other reader,
+   so the [b, h, s, s] score tensor is never written.
+2. When q, k and v of an attention node are three `linear`s of the same tensor with the same
+   shape and epilogue, they become one linear with concatenated weights (`<qkv>.packed_weight`)
+   and the attention reads the packed result (`packed: true`): one GEMM instead of three.
+
+Gated on the target's `fused_attention` capability.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ait_build.errors import OpError
+from ait_build.ir.graph import Graph, Node
+from ait_build.passes.rewrite import (Uses, add_weight, free_name, infer, new_value, node_names,
+                                      position, remove_nodes, summary)
+from ait_build.ops.registry import TType
+
+HEADS_FIRST = (0, 2, 1, 3)
+
+
+def _perm(graph: Graph, node: Node) -> tuple:
+    rank = len(graph.tensors[node.inputs[0]].shape)
+    if node.op == "permute":
+        return tuple(d % rank for d in node.attrs["dims"])
+    dims = list(range(rank))
+    a, b = node.attrs["dim0"] % rank, node.attrs["dim1"] % rank
+    dims[a], dims[b] = dims[b], dims[a]
+    return tuple(dims)
+
+
+def _permuted(graph: Graph, uses: Uses, t: str, dims: tuple, reader: Node, found: list):
+    """The node making `t` when it is a permute by `dims` read only by `reader`."""
+    node = uses.made_by(t, "permute", "transpose")
+    if node is None or uses.only_reader(t) is not reader or _perm(graph, node) != dims:
+        return None
+    found.append(node)
+    return node
+
+
+def _split_heads(graph, uses, t, dims, reader, found):
+    """(x, heads, head_dim) when t = permute(reshape(x [b, s, h*d] -> [b, s, h, d]), dims)."""
+    perm = _permuted(graph, uses, t, dims, reader, found)
+    if perm is None:
+        return None
+    rs = uses.made_by(perm.inputs[0], "reshape")
+    if rs is None or uses.only_reader(rs.output) is not perm:
+        return None
+    xs, ys = graph.tensors[rs.inputs[0]].shape, graph.tensors[rs.output].shape
+    if len(xs) != 3 or len(ys) != 4 or tuple(ys[:2]) != tuple(xs[:2]):
+        return None
+    if not (ys[2].is_static and ys[3].is_static) or xs[2] != ys[2] * ys[3]:
+        return None
+    found.append(rs)
+    return rs.inputs[0], ys[2].value, ys[3].value
+
+
+def _keys(graph, uses, mm, found):
+    kt = mm.inputs[1]
+    if mm.attrs["transpose_b"]:
+        return _split_heads(graph, uses, kt, HEADS_FIRST, mm, found)
+    direct = _split_heads(graph, uses, kt, (0, 2, 3, 1), mm, found)
+    if direct is not None:
+        return direct
+    swap = _permuted(graph, uses, kt, (0, 1, 3, 2), mm, found)
+    return _split_heads(graph, uses, swap.inputs[0], HEADS_FIRST, swap, found) if swap else None
+
+
+def _scores(graph, uses, t, reader, scale, bias, found):
+    """(qk matmul, scale, bias) when `t`, read by `reader`, is matmul(qh, kh) * scale + bias."""
+    node = uses.made_by(t)
+    if node is None or uses.only_reader(t) is not reader:
+        return None
+    scalar = node.attrs.get("scalar")
+    if node.op == "matmul":
+        if node.attrs["activation"] != "none":
+            return None
+        if len(node.inputs) > 2:  # a bias already fused as the residual, before any scale
+            if bias is not None or scale != 1.0:
+                return None
+            bias = node.inputs[2]
+        rest = node, scale * node.attrs["alpha"], bias
+    elif node.op in ("mul", "div") and scalar is not None:
+        factor = scalar if node.op == "mul" else 1.0 / scalar
+        rest = _scores(graph, uses, node.inputs[0], node, scale * factor, bias, found)
+    elif node.op == "add" and scalar is None and bias is None and scale == 1.0:
+        # softmax(x*s + bias) only: a bias added before the scale would be scaled too
+        a, b = node.inputs
+        rest = _scores(graph, uses, a, node, scale, b, found) or \
+            _scores(graph, uses, b, node, scale, a, found)
+    else:
+        return None
+    if rest is not None:
+        found.append(node)
+    return rest
+
+
+def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
+    """(attention node, nodes it replaces) for the pattern ending at `softmax`, or None."""
+    rank = len(graph.tensors[softmax.output].shape)
+    if rank != 4 or softmax.attrs["axis"] % rank != 3:
+        return None
+    found = [softmax]
+    scores = _scores(graph, uses, softmax.inputs[0], softmax, 1.0, None, found)
+    if scores is None:
+        return None
+    mm, scale, bias = scores
+    q = _split_heads(graph, uses, mm.inputs[0], HEADS_FIRST, mm, found)
+    k = _keys(graph, uses, mm, found)
+    pv = uses.only_reader(softmax.output)
+    if q is None or k is None or pv is None or pv.op != "matmul" or pv.inputs[0] != softmax.output:
+        return None
+    if pv.attrs["transpose_b"] or pv.attrs["alpha"] != 1.0 or pv.attrs["activation"] != "none" \
+            or len(pv.inputs) != 2:
+        return None
+    found.append(pv)
+    v = _split_heads(graph, uses, pv.inputs[1], HEADS_FIRST, pv, found)
+    back = uses.only_reader(pv.output)
+    if v is None or back is None or back.op not in ("permute", "transpose") \
+            or _perm(graph, back) != HEADS_FIRST:
+        return None
+    merge = uses.only_reader(back.output)
+    if merge is None or merge.op not in ("reshape", "flatten"):
+        return None
+    found += [back, merge]
+    if len({(h, d) for _, h, d in (q, k, v)}) != 1:
+        return None
+    _, heads, head_dim = q
+    parent = softmax.name.rpartition(".")[0]
+    name = free_name(names, (parent + "." if parent else "") + "attention")
+    node = Node(name, "multi_head_attention", [q[0], k[0], v[0]] + ([bias] if bias else []),
+                list(merge.outputs), {"num_heads": heads, "head_dim": head_dim, "scale": float(scale),
+                                      "causal": False, "packed": False}, {}, softmax.loc)
+    try:
+        (out,) = infer(graph, node)
+    except OpError:
+        return None  # e.g. a bias that does not broadcast to [b, h, s, s]
+    want = graph.tensors[merge.output]
+    if tuple(out.shape) != tuple(want.shape) or out.dtype != want.dtype:
+        return None
+    return node, found
+
+
+def _same_projection(nodes) -> bool:
+    first = nodes[0]
+    return all(n.op == "linear" and len(n.inputs) == 1 and n.inputs == first.inputs
+               and n.attrs == first.attrs for n in nodes) and len({id(n) for n in nodes}) == 3 \
+        and first.attrs["activation"] == "none"
+
+
+def pack_qkv(graph: Graph, uses: Uses, attn: Node, names: set) -> list:
+    """Merges attn's q/k/v projections into one linear; returns the nodes it replaces."""
+    projections = [uses.made_by(t) for t in attn.inputs[:3]]
+    if any(p is None for p in projections) or not _same_projection(projections):
+        return []
+    if any(uses.only_reader(p.output) is not attn for p in projections):
+        return []
+    prefix = _common_prefix([p.name for p in projections])
+    name = free_name(names | set(graph.tensors), prefix + "qkv" if prefix else attn.name + ".qkv")
+    names.add(name)
+    first = projections[0]
+    weights = {}
+    for role in first.weights:
+        parts = [graph.weights.get(p.weights[role]) for p in projections]
+        like = graph.tensors[first.weights[role]]
+        weights[role] = add_weight(graph, f"{name}.packed_{role}", np.concatenate(parts, axis=0),
+                                   like.dtype, like)
+    attrs = dict(first.attrs, out_features=3 * first.attrs["out_features"])
+    packed = Node(name, "linear", list(first.inputs), [], attrs, weights, first.loc)
+    (ttype,) = infer(graph, packed)
+    packed.outputs = [new_value(graph, name, TType(ttype.shape, ttype.dtype), first)]
+    graph.nodes.insert(min(position(graph, p) for p in projections), packed)
+    attn.inputs = [packed.output] + attn.inputs[3:]
+    attn.attrs["packed"] = True
+    return projections
+
+
+def _common_prefix(names: list) -> str:
+    """The shared dotted prefix ('layer.0.attention.self.') of the three projection names."""
+    parts = [n.split(".") for n in names]
+    shared = []
+    for group in zip(*parts):
+        if len(set(group)) != 1:
+            break
+        shared.append(group[0])
+    return ".".join(shared) + "." if shared and len(shared) < min(len(p) for p in parts) else ""
+
+
+def run(graph: Graph, target) -> str:
+    if not target.cap("fused_attention"):
+        return ""
+    names = node_names(graph)
+    fused = 0
+    for softmax in [n for n in graph.nodes if n.op == "softmax"]:
+        found = match(graph, Uses(graph), softmax, names)
+        if found is None:
+            continue
+        node, replaced = found
+        names.add(node.name)
+        graph.nodes[position(graph, replaced[-1])] = node
+        remove_nodes(graph, replaced[:-1])
+        fused += 1
+    packed = 0
+    for attn in [n for n in graph.nodes if n.op == "multi_head_attention" and not n.attrs["packed"]]:
+        replaced = pack_qkv(graph, Uses(graph), attn, names)
+        if replaced:
+            remove_nodes(graph, replaced)
+            packed += 1
+    return summary((fused, "attention patterns fused"), (packed, "q/k/v projections packed"))

@@ -1,0 +1,76 @@
+"""Layout: activations are NHWC from the spec on, so what is left is channel alignment.
+
+Tensor-core GEMM/conv kernels load rows with wide vector (TMA: 16-byte) accesses, so the reduced
+dim, the channels of a conv input or the features of a linear input, must be a multiple of the
+target's `channel_alignment`. When it is not (the 3-channel image of a stem conv), a `pad` node
+appends zero channels and the weight gets matching zero input channels (`<op>.padded_weight`):
+the extra products are zero, so the numerics are unchanged. Convs and linears that read the same
+tensor share one pad. With alignment 1 (cpu) the pass changes nothing.
+
+Output channels are left alone: padding them would need a slice after the op. Weight re-layout
+(OIHW -> OHWI, ...) is a backend choice and happens when a backend writes its weights file.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ait_build.ir.graph import Graph, Node
+from ait_build.ops.registry import TType
+from ait_build.passes.rewrite import add_weight, free_name, insert_before, node_names, new_value, summary
+
+# op -> axis of its weight that holds the input channels
+WEIGHT_IN_AXIS = {"conv2d": 1, "linear": 1}
+
+
+def _needs_pad(graph: Graph, node: Node, align: int) -> int:
+    """How many zero channels `node`'s input needs, or 0."""
+    if node.op not in WEIGHT_IN_AXIS or node.attrs.get("groups", 1) != 1:
+        return 0
+    channels = graph.tensors[node.inputs[0]].shape[-1]
+    if not channels.is_static:
+        return 0
+    return -channels.value % align
+
+
+def _pad_node(graph: Graph, node: Node, extra: int, names: set) -> Node:
+    src = graph.tensors[node.inputs[0]]
+    shape = tuple(src.shape[:-1]) + (src.shape[-1] + extra,)
+    name = free_name(names, f"{src.name}.channel_pad")
+    names.add(name)
+    out = new_value(graph, name, TType(shape, src.dtype), node)
+    pads = (0, 0) * (len(shape) - 1) + (0, extra)
+    return Node(name, "pad", [src.name], [out], {"pads": pads, "value": 0.0}, {}, node.loc)
+
+
+def _pad_weight(graph: Graph, node: Node, extra: int) -> None:
+    name = node.weights["weight"]
+    weight = graph.weights.get(name)
+    widths = [(0, 0)] * weight.ndim
+    widths[WEIGHT_IN_AXIS[node.op]] = (0, extra)
+    tensor = graph.tensors[name]
+    node.weights["weight"] = add_weight(graph, f"{node.name}.padded_weight", np.pad(weight, widths),
+                                        tensor.dtype, tensor)
+
+
+def run(graph: Graph, target) -> str:
+    align = target.cap("channel_alignment")
+    if align <= 1:
+        return ""
+    names = node_names(graph)
+    pads: dict = {}  # (input tensor, extra) -> pad node, shared by every op reading it
+    padded = 0
+    for node in list(graph.nodes):
+        extra = _needs_pad(graph, node, align)
+        if not extra:
+            continue
+        key = (node.inputs[0], extra)
+        if key not in pads:
+            pads[key] = _pad_node(graph, node, extra, names)
+            insert_before(graph, node, pads[key])
+        node.inputs[0] = pads[key].output
+        _pad_weight(graph, node, extra)
+        padded += 1
+    graph.remove_unused_tensors()
+    return summary((padded, f"conv/linear inputs padded to a multiple of {align} channels"),
+                   (len(pads), "pad nodes added"))

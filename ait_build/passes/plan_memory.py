@@ -1,0 +1,152 @@
+"""Memory planning: every intermediate tensor gets a byte offset in ONE workspace, sized for the
+largest dims (Graph.dims max), so a model allocates once and any batch size fits.
+
+Which tensors: values computed by nodes, except graph outputs (they go to the caller's buffers)
+and `parameter` outputs (views of weights). Lifetimes run from the producing node to the last
+reader, in execution order.
+
+Reuse, before placing:
+- views: a reshape/flatten output shares its input's bytes;
+- in place: an elementwise op (fused ones too) writes over an input of the same shape that no
+  later node reads (element i is read before element i is written, and nothing else is).
+Tensors sharing bytes form one group with the union of their lifetimes.
+
+Placement is greedy by size (largest group first, each into the tightest gap among the groups it
+overlaps in time, else on top), the offset rule of Pisarchyk & Lee (2020) that AITemplate also
+uses. The result is `graph.memory_plan`, a frozen MemoryPlan; the summary compares the workspace
+with the naive sum (one buffer per tensor) and the live peak (a lower bound for any placement).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ait_build.ir.dims import numel
+from ait_build.ir.dtypes import ITEMSIZE
+from ait_build.ir.graph import VALUE, Graph
+from ait_build.ops.registry import get_op
+
+VIEW_OPS = ("reshape", "flatten")
+ALIGNMENT = 64
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    offsets: dict  # tensor -> byte offset in the workspace
+    sizes: dict  # tensor -> bytes at the largest dims, rounded up to `alignment`
+    workspace_bytes: int
+    naive_bytes: int  # one buffer per tensor
+    alignment: int = ALIGNMENT
+    aliases: dict = field(default_factory=dict)  # tensor -> tensor whose bytes it reuses
+    peak_bytes: int = 0  # most bytes live at one node: no placement can do better
+
+
+def planned_tensors(graph: Graph) -> list:
+    outputs = set(graph.outputs)
+    return [t for n in graph.nodes if n.op != "parameter" for t in n.outputs
+            if graph.tensors[t].kind == VALUE and t not in outputs]
+
+
+def tensor_bytes(graph: Graph, name: str, env: dict, alignment: int) -> int:
+    t = graph.tensors[name]
+    raw = numel(t.shape).eval(env) * ITEMSIZE[t.dtype]
+    return -(-raw // alignment) * alignment
+
+
+class _Groups:
+    """Union-find over tensors that share bytes, tracking each group's lifetime."""
+
+    def __init__(self, start: dict, end: dict):
+        self.parent = {t: t for t in start}
+        self.start, self.end = dict(start), dict(end)
+
+    def find(self, t: str) -> str:
+        while self.parent[t] != t:
+            self.parent[t] = self.parent[self.parent[t]]
+            t = self.parent[t]
+        return t
+
+    def join(self, t: str, into: str) -> None:
+        a, b = self.find(t), self.find(into)
+        self.parent[a] = b
+        self.start[b] = min(self.start[a], self.start[b])
+        self.end[b] = max(self.end[a], self.end[b])
+
+
+def _share(graph: Graph, groups: _Groups, sizes: dict) -> dict:
+    aliases = {}
+    for i, node in enumerate(graph.nodes):
+        out = node.outputs[0]
+        if len(node.outputs) != 1 or out not in sizes:
+            continue
+        if node.op in VIEW_OPS and node.inputs[0] in sizes:
+            candidates = [node.inputs[0]]
+        elif get_op(node.op).elementwise:
+            shape = tuple(graph.tensors[out].shape)
+            candidates = [t for t in node.inputs if t in sizes and sizes[t] == sizes[out]
+                          and tuple(graph.tensors[t].shape) == shape
+                          and groups.end[groups.find(t)] == i]
+        else:
+            continue
+        if candidates:
+            groups.join(out, candidates[0])
+            aliases[out] = candidates[0]
+    return aliases
+
+
+def _place(order: list, size: dict, start: dict, end: dict) -> tuple:
+    """Greedy by size: (offsets by group, workspace bytes)."""
+    offsets, placed, top = {}, [], 0
+    for g in order:
+        busy = sorted((o, s) for h, o, s in placed if start[h] <= end[g] and start[g] <= end[h])
+        best, best_gap, cursor = None, None, 0
+        for o, s in busy:
+            gap = o - cursor
+            if gap >= size[g] and (best_gap is None or gap < best_gap):
+                best, best_gap = cursor, gap
+            cursor = max(cursor, o + s)
+        offsets[g] = best if best is not None else cursor
+        placed.append((g, offsets[g], size[g]))
+        top = max(top, offsets[g] + size[g])
+    return offsets, top
+
+
+def plan(graph: Graph, env: dict | None = None, alignment: int = ALIGNMENT) -> MemoryPlan:
+    """The plan at dim values `env` (default: every dim at its max)."""
+    env = env or graph.bounds_env("max")
+    names = planned_tensors(graph)
+    sizes = {t: tensor_bytes(graph, t, env, alignment) for t in names}
+    start, end = {}, {}
+    for i, node in enumerate(graph.nodes):
+        for t in node.outputs:
+            if t in sizes:
+                start[t] = end[t] = i
+        for t in node.inputs:
+            if t in sizes:
+                end[t] = i
+    groups = _Groups(start, end)
+    aliases = _share(graph, groups, sizes)
+    group_size: dict = {}
+    for t in names:
+        g = groups.find(t)
+        group_size[g] = max(group_size.get(g, 0), sizes[t])
+    roots = sorted(group_size, key=lambda g: (-group_size[g], groups.start[g], g))
+    offsets, workspace = _place(roots, group_size, groups.start, groups.end)
+    live = [0] * (len(graph.nodes) + 1)
+    for g in roots:
+        for i in range(groups.start[g], groups.end[g] + 1):
+            live[i] += group_size[g]
+    return MemoryPlan(offsets={t: offsets[groups.find(t)] for t in names}, sizes=sizes,
+                      workspace_bytes=workspace, naive_bytes=sum(sizes.values()),
+                      alignment=alignment, aliases=aliases, peak_bytes=max(live))
+
+
+def mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB"
+
+
+def run(graph: Graph, target) -> str:
+    graph.memory_plan = plan(graph)
+    p = graph.memory_plan
+    return (f"workspace {mib(p.workspace_bytes)} for {len(p.sizes)} tensors (naive sum "
+            f"{mib(p.naive_bytes)}, live peak {mib(p.peak_bytes)}, {len(p.aliases)} reuse an input)")

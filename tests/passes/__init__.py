@@ -1,0 +1,1 @@
+"""Tests of the graph passes (a package, so the shared helpers import as `.helpers`)."""

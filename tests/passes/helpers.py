@@ -1,0 +1,87 @@
+"""Shared helpers for the pass tests: small models from YAML text, targets with capabilities
+switched off, and the before/after check every pass test makes (graph valid, outputs unchanged)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import textwrap
+
+import numpy as np
+
+from ait_build.ir.graph import Graph, verify
+from ait_build.reference import random_inputs, run_reference
+from ait_build.spec.model import load_model
+from ait_build.spec.target import find_target
+
+HEADER = """\
+apiVersion: ait-build/v1
+kind: Model
+name: {name}
+dtype: {dtype}
+dims: {dims}
+inputs: {inputs}
+weights: {{random: {{seed: {seed}}}}}
+graph:
+{graph}
+outputs: {outputs}
+"""
+
+
+def model(graph: str, inputs: str, outputs: str, dims: str = "{batch: {min: 1, max: 4, opt: 2}}",
+          name: str = "t", dtype: str = "float32", seed: int = 0) -> Graph:
+    """A Graph from the `graph:` entries (YAML text) and one-line inputs/outputs/dims maps."""
+    text = HEADER.format(name=name, dtype=dtype, dims=dims, inputs=inputs, seed=seed,
+                         outputs=outputs, graph=textwrap.indent(textwrap.dedent(graph).strip(), "  "))
+    return load_text(text)
+
+
+def load_text(text: str) -> Graph:
+    fd, path = tempfile.mkstemp(suffix=".yaml", prefix="ait_pass_test_")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        return load_model(path)
+    finally:
+        os.unlink(path)
+
+
+def target(name: str = "cpu", **caps):
+    """A shipped target, with some capabilities replaced (e.g. fused_attention=False)."""
+    t = find_target(name)
+    merged = dict(t.capabilities, **caps)
+    return dataclasses.replace(t, capabilities=tuple(sorted(merged.items())))
+
+
+def apply(graph: Graph, run, tgt=None) -> tuple:
+    """(edited copy, summary) after one pass; the copy must still verify."""
+    after = graph.copy()
+    summary = run(after, tgt if tgt is not None else target())
+    verify(after)
+    return after, summary
+
+
+def assert_same_outputs(before: Graph, after: Graph, dims=None, seed: int = 0, rtol: float = 1e-5,
+                        atol: float = 1e-5) -> None:
+    inputs = random_inputs(before, dims, seed=seed)
+    want, got = run_reference(before, inputs), run_reference(after, inputs)
+    assert list(got) == list(want)
+    for name in want:
+        np.testing.assert_allclose(got[name], want[name], rtol=rtol, atol=atol, err_msg=name)
+
+
+def check_pass(graph: Graph, run, tgt=None, dims=None, **tol) -> tuple:
+    """Runs one pass, verifies the graph and checks that the reference outputs are unchanged."""
+    after, summary = apply(graph, run, tgt)
+    assert_same_outputs(graph, after, dims, **tol)
+    return after, summary
+
+
+def ops(graph: Graph) -> list:
+    return [n.op for n in graph.nodes]
+
+
+def node_of(graph: Graph, op: str):
+    (node,) = [n for n in graph.nodes if n.op == op]
+    return node

@@ -1,0 +1,49 @@
+import numpy as np
+
+from ait_build.passes import fold_constants
+
+from .helpers import check_pass, model, node_of, ops
+
+X = "{x: {shape: [batch, 4, 8]}}"
+
+
+def test_weight_only_chain_becomes_one_parameter_read():
+    g = model("""
+        - {name: pos, op: parameter, shape: [1, 4, 8], weights: {value: pos_table}}
+        - {name: scaled, op: mul, inputs: [pos], scalar: 2.0}
+        - {name: shifted, op: tanh, inputs: [scaled]}
+        - {name: y, op: add, inputs: [x, shifted]}
+        """, X, "[y]")
+    after, summary = check_pass(g, fold_constants.run)
+    assert ops(after) == ["parameter", "parameter", "parameter", "add"]
+    assert summary == "2 nodes folded into weights"
+    folded = after.node("shifted")
+    assert folded.op == "parameter" and folded.weights == {"value": "shifted.folded_weight"}
+    np.testing.assert_allclose(after.weights.get("shifted.folded_weight"),
+                               np.tanh(2 * g.weights.get("pos_table")), rtol=1e-6)
+    assert "shifted.folded_weight" not in g.weights  # the source graph's store is untouched
+
+
+def test_batch_dependent_and_output_nodes_are_not_folded():
+    g = model("""
+        - {name: cls, op: parameter, shape: [1, 1, 8], weights: {value: cls_token}}
+        - {name: cls_b, op: expand, inputs: [cls], shape: [batch, 1, 8]}
+        - {name: y, op: concat, inputs: [cls_b, x], axis: 1}
+        - {name: z, op: relu, inputs: [cls]}
+        """, X, "[y, z]")
+    after, summary = check_pass(g, fold_constants.run)
+    assert summary == ""
+    assert ops(after) == ops(g)
+
+
+def test_folding_never_bloats_weights():
+    g = model("""
+        - {name: small, op: parameter, shape: [1, 1, 1], weights: {value: one}}
+        - {name: big, op: expand, inputs: [small], shape: [64, 64, 8]}
+        - {name: y, op: add, inputs: [x, small]}
+        - {name: z, op: relu, inputs: [big]}
+        - {name: w, op: reshape, inputs: [z], shape: [-1]}
+        """, X, "[y, w]")
+    after, summary = check_pass(g, fold_constants.run)
+    assert summary == ""  # expand would grow 1 value to 32768; what reads it stays unfolded too
+    assert node_of(after, "expand").name == "big" and after.node("z").op == "relu"

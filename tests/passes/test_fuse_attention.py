@@ -1,0 +1,95 @@
+import pytest
+
+from ait_build.passes import fuse_attention
+
+from .helpers import check_pass, model, node_of, ops, target
+
+DIMS = "{batch: {min: 1, max: 4, opt: 2}, seq: {min: 1, max: 16, opt: 5}}"
+INPUTS = "{x: {shape: [batch, seq, 32]}, mask: {shape: [batch, 1, 1, seq]}}"
+
+
+def layer(scores: str = "", k_path: str = "", qk: str = "transpose_b: true") -> str:
+    """A written-out BERT self-attention (4 heads of 8) with replaceable score and key steps."""
+    heads = "[batch, seq, 4, 8]"
+    k_path = k_path or f"""
+        - {{name: k_split, op: reshape, inputs: [key], shape: {heads}}}
+        - {{name: k_heads, op: permute, dims: [0, 2, 1, 3]}}"""
+    scores = scores or """
+        - {name: scaled, op: div, inputs: [qk], scalar: 2.8284271}
+        - {name: masked, op: add, inputs: [scaled, mask]}"""
+    return f"""
+        - {{name: query, op: linear, inputs: [x], out_features: 32}}
+        - {{name: key, op: linear, inputs: [x], out_features: 32}}
+        - {{name: value, op: linear, inputs: [x], out_features: 32}}
+        - {{name: q_split, op: reshape, inputs: [query], shape: {heads}}}
+        - {{name: q_heads, op: permute, dims: [0, 2, 1, 3]}}{k_path}
+        - {{name: v_split, op: reshape, inputs: [value], shape: {heads}}}
+        - {{name: v_heads, op: permute, dims: [0, 2, 1, 3]}}
+        - {{name: qk, op: matmul, inputs: [q_heads, k_heads], {qk}}}{scores}
+        - {{name: probs, op: softmax, axis: -1}}
+        - {{name: context, op: matmul, inputs: [probs, v_heads]}}
+        - {{name: merge, op: permute, dims: [0, 2, 1, 3]}}
+        - {{name: out, op: reshape, shape: [batch, seq, 32]}}
+        """
+
+
+def build(text: str, outputs: str = "[out]"):
+    return model(text, INPUTS, outputs, dims=DIMS)
+
+
+def test_bert_pattern_becomes_one_packed_attention():
+    g = build(layer())
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2, "seq": 5})
+    assert ops(after) == ["linear", "multi_head_attention"]
+    assert summary == "1 attention patterns fused, 1 q/k/v projections packed"
+    attn, qkv = node_of(after, "multi_head_attention"), node_of(after, "linear")
+    assert attn.inputs == [qkv.output, "mask"] and attn.outputs == ["out"]
+    assert attn.attrs["packed"] and attn.attrs["num_heads"] == 4 and attn.attrs["head_dim"] == 8
+    assert attn.attrs["scale"] == pytest.approx(1 / 2.8284271)
+    assert qkv.attrs["out_features"] == 96 and qkv.name == "attention.qkv"
+    assert after.weights.get(qkv.weights["weight"]).shape == (96, 32)
+
+
+@pytest.mark.parametrize("variant", ["mul", "alpha", "k_transposed", "k_swapped"])
+def test_scale_and_key_layout_variants(variant):
+    kt = "[batch, seq, 4, 8]"
+    text = {
+        "mul": layer(scores="\n        - {name: scaled, op: mul, inputs: [qk], scalar: 0.35}"),
+        "alpha": layer(qk="transpose_b: true, alpha: 0.35", scores=" "),
+        "k_transposed": layer(qk="transpose_b: false", k_path=f"""
+        - {{name: k_split, op: reshape, inputs: [key], shape: {kt}}}
+        - {{name: k_heads, op: permute, dims: [0, 2, 3, 1]}}"""),
+        "k_swapped": layer(qk="transpose_b: false", k_path=f"""
+        - {{name: k_split, op: reshape, inputs: [key], shape: {kt}}}
+        - {{name: k_h, op: permute, dims: [0, 2, 1, 3]}}
+        - {{name: k_heads, op: transpose, dim0: -1, dim1: -2}}"""),
+    }[variant]
+    after, _ = check_pass(build(text), fuse_attention.run, dims={"batch": 3, "seq": 7})
+    assert ops(after) == ["linear", "multi_head_attention"]
+    scale = node_of(after, "multi_head_attention").attrs["scale"]
+    assert scale == pytest.approx(0.35 if variant in ("mul", "alpha") else 1 / 2.8284271)
+
+
+def test_not_fused_when_probabilities_are_an_output_or_bias_is_scaled():
+    g = build(layer(), outputs="[out, probs]")
+    after, summary = check_pass(g, fuse_attention.run)
+    assert summary == "" and "softmax" in ops(after)
+    scaled_bias = layer(scores="""
+        - {name: masked, op: add, inputs: [qk, mask]}
+        - {name: scaled, op: div, scalar: 2.0}""")
+    after, summary = check_pass(build(scaled_bias), fuse_attention.run)
+    assert summary == "" and "softmax" in ops(after)
+
+
+def test_projections_of_different_tensors_stay_separate():
+    text = layer().replace("{name: value, op: linear, inputs: [x]",
+                           "{name: x2, op: relu, inputs: [x]}\n        - {name: value, op: linear, inputs: [x2]")
+    after, summary = check_pass(build(text), fuse_attention.run)
+    assert summary == "1 attention patterns fused"
+    assert ops(after).count("linear") == 3 and not node_of(after, "multi_head_attention").attrs["packed"]
+
+
+def test_target_without_fused_attention_is_left_alone():
+    g = build(layer())
+    after, summary = check_pass(g, fuse_attention.run, target("cpu", fused_attention=False))
+    assert summary == "" and ops(after) == ops(g)

@@ -1,0 +1,93 @@
+import numpy as np
+import pytest
+
+from ait_build.passes import fuse_epilogue
+
+from .helpers import check_pass, model, node_of, ops, target
+
+X = "{x: {shape: [batch, 5, 16]}}"
+IMG = "{image: {shape: [batch, 8, 8, 8]}}"
+
+
+@pytest.mark.parametrize("act,approx,expect", [
+    ("relu", "", "relu"), ("gelu", "", "gelu"), ("gelu", ", approximate: tanh", "gelu_tanh"),
+    ("silu", "", "silu"), ("sigmoid", "", "sigmoid"), ("tanh", "", "tanh"),
+    ("hardswish", "", "hardswish")])
+def test_linear_bias_residual_activation(act, approx, expect):
+    g = model(f"""
+        - {{name: fc, op: linear, inputs: [x], out_features: 16, bias: false}}
+        - {{name: b, op: parameter, shape: [16], weights: {{value: extra_bias}}}}
+        - {{name: biased, op: add, inputs: [b, fc]}}
+        - {{name: res, op: add, inputs: [biased, x]}}
+        - {{name: act, op: {act}{approx}}}
+        """, X, "[act]")
+    after, summary = check_pass(g, fuse_epilogue.run)
+    fc = node_of(after, "linear")
+    assert ops(after) == ["linear"]  # the bias parameter read became the weight role
+    assert fc.attrs["activation"] == expect and fc.inputs == ["x", "x"] and fc.outputs == ["act"]
+    assert fc.weights["bias"] == "extra_bias"
+    assert summary == ("1 bias adds fused, 1 residual adds fused, 1 activations fused, "
+                       "1 parameter reads dropped")
+
+
+def test_bias_add_onto_an_existing_bias_sums_them():
+    g = model("""
+        - {name: conv, op: conv2d, out_channels: 8, kernel: 3, padding: 1}
+        - {name: b, op: parameter, shape: [1, 1, 1, 8], weights: {value: shift}}
+        - {name: biased, op: add, inputs: [conv, b]}
+        - {name: out, op: relu}
+        """, IMG, "[out]")
+    after, _ = check_pass(g, fuse_epilogue.run)
+    conv = node_of(after, "conv2d")
+    assert ops(after) == ["conv2d"] and conv.weights["bias"] == "conv.fused_bias"
+    np.testing.assert_allclose(after.weights.get("conv.fused_bias"),
+                               g.weights.get("conv.bias") + g.weights.get("shift").ravel())
+
+
+def test_residual_computed_later_moves_the_conv_down():
+    g = model("""
+        - {name: main, op: conv2d, out_channels: 8, kernel: 1}
+        - {name: side, op: conv2d, inputs: [image], out_channels: 8, kernel: 3, padding: 1}
+        - {name: sum, op: add, inputs: [main, side]}
+        - {name: out, op: relu}
+        """, IMG, "[out]")
+    after, summary = check_pass(g, fuse_epilogue.run)
+    assert [n.name for n in after.nodes] == ["side", "main"]
+    assert after.node("main").inputs == ["image", "side"]
+    assert after.node("main").attrs["activation"] == "relu"
+    assert summary == "1 residual adds fused, 1 activations fused"
+
+
+def test_matmul_takes_a_vector_as_residual_and_stops_at_the_activation():
+    g = model("""
+        - {name: mm, op: matmul, inputs: [x, x], transpose_b: true}
+        - {name: b, op: parameter, shape: [5], weights: {value: row_bias}}
+        - {name: biased, op: add, inputs: [mm, b]}
+        - {name: act, op: relu}
+        - {name: late, op: add, inputs: [act, act]}
+        """, X, "[late]")
+    after, _ = check_pass(g, fuse_epilogue.run)
+    mm = node_of(after, "matmul")
+    assert ops(after) == ["parameter", "matmul", "add"]
+    assert mm.inputs == ["x", "x", "b"] and mm.attrs["activation"] == "relu"
+
+
+def test_shared_or_growing_intermediates_are_not_fused():
+    g = model("""
+        - {name: fc, op: linear, inputs: [x], out_features: 16}
+        - {name: a, op: relu}
+        - {name: b, op: add, inputs: [fc, a]}
+        - {name: fc2, op: linear, inputs: [x], out_features: 1}
+        - {name: c, op: add, inputs: [fc2, x]}
+        """, X, "[b, c]")
+    after, summary = check_pass(g, fuse_epilogue.run)
+    assert summary == "" and ops(after) == ops(g)
+
+
+def test_capability_off():
+    g = model("""
+        - {name: fc, op: linear, inputs: [x], out_features: 16}
+        - {name: a, op: relu}
+        """, X, "[a]")
+    after, summary = check_pass(g, fuse_epilogue.run, target("cpu", fused_epilogue=False))
+    assert summary == "" and ops(after) == ["linear", "relu"]

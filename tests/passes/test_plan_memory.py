@@ -1,0 +1,107 @@
+import numpy as np
+import pytest
+
+from ait_build.ir.dtypes import NUMPY, is_float
+from ait_build.passes import plan_memory
+from ait_build.passes.rewrite import run_node
+from ait_build.reference import bind_dims, random_inputs, run_reference
+
+from .helpers import apply, model, ops
+
+X = "{x: {shape: [batch, 8, 16]}}"
+CHAIN = """
+- {name: a, op: linear, inputs: [x], out_features: 32}
+- {name: b, op: relu}
+- {name: c, op: reshape, shape: [batch, 256]}
+- {name: d, op: sigmoid}
+- {name: e, op: reshape, inputs: [d], shape: [batch, 8, 32]}
+- {name: f, op: linear, out_features: 16}
+- {name: g, op: add, inputs: [f, x]}
+- {name: h, op: linear, out_features: 16}
+- {name: i, op: mul, inputs: [h, g]}
+"""
+
+
+def storage(graph, t):
+    """The reference's array type for a tensor: float32 for every float dtype."""
+    dtype = graph.tensors[t].dtype
+    return np.float32 if is_float(dtype) else NUMPY[dtype]
+
+
+def run_in_workspace(graph, inputs):
+    """Executes the graph with every planned tensor stored in ONE byte buffer at its offset:
+    a wrong offset or lifetime clobbers a live value and changes the outputs."""
+    plan = graph.memory_plan
+    env = bind_dims(graph, inputs)
+    ws = np.zeros(plan.workspace_bytes, np.uint8)
+    values = {k: v.astype(storage(graph, k)) for k, v in inputs.items()}
+
+    def read(t):
+        if t not in plan.offsets:
+            return values[t]
+        shape = tuple(d.eval(env) for d in graph.tensors[t].shape)
+        count = int(np.prod(shape))
+        return np.frombuffer(ws, storage(graph, t), count, plan.offsets[t]).reshape(shape).copy()
+
+    for node in graph.nodes:
+        outs = run_node(graph, node, [read(t) for t in node.inputs], env)
+        for t, arr in zip(node.outputs, outs):
+            if t in plan.offsets:
+                raw = np.ascontiguousarray(arr, storage(graph, t)).view(np.uint8).ravel()
+                assert raw.size <= plan.sizes[t]
+                ws[plan.offsets[t]:plan.offsets[t] + raw.size] = raw
+            else:
+                values[t] = arr
+    return {t: values[t] for t in graph.outputs}
+
+
+def check_plan(graph):
+    plan = graph.memory_plan
+    assert plan.workspace_bytes <= plan.naive_bytes
+    assert plan.peak_bytes <= plan.workspace_bytes
+    assert all(o % plan.alignment == 0 for o in plan.offsets.values())
+    assert all(plan.offsets[t] + plan.sizes[t] <= plan.workspace_bytes for t in plan.offsets)
+    for batch in (1, graph.dims["batch"].max):
+        inputs = random_inputs(graph, {"batch": batch})
+        want = run_reference(graph, inputs)
+        got = run_in_workspace(graph, inputs)
+        for name in want:
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-6, err_msg=name)
+
+
+def test_chain_reuses_memory_views_and_in_place():
+    g = model(CHAIN, X, "[i]")
+    after, summary = apply(g, plan_memory.run)
+    assert ops(after) == ops(g)  # planning never edits the graph
+    plan = after.memory_plan
+    assert set(plan.offsets) == {"a", "b", "c", "d", "e", "f", "g", "h"}  # not the output i
+    # relu, sigmoid and the add run in place; reshapes are views
+    assert plan.aliases == {"b": "a", "c": "b", "d": "c", "e": "d", "g": "f"}
+    assert plan.sizes["a"] == 4 * 8 * 32 * 4  # batch at its max, 4 bytes per float32
+    assert plan.workspace_bytes < plan.naive_bytes
+    assert summary.startswith("workspace ") and "5 reuse an input" in summary
+    check_plan(after)
+
+
+def test_in_place_only_when_no_later_reader():
+    g = model("""
+        - {name: a, op: linear, inputs: [x], out_features: 16}
+        - {name: b, op: relu}
+        - {name: c, op: add, inputs: [a, b]}
+        - {name: d, op: tanh}
+        """, X, "[d]")
+    after, _ = apply(g, plan_memory.run)
+    plan = after.memory_plan
+    assert "b" not in plan.aliases  # a is read again by c
+    assert plan.aliases["c"] in ("a", "b")
+    check_plan(after)
+
+
+@pytest.mark.parametrize("spec", ["tiny_cnn", "tiny_bert", "tiny_vit"])
+def test_seed_graphs_run_correctly_from_one_workspace(spec):
+    from ait_build.passes import optimize
+    from ait_build.spec.model import load_model
+
+    from .helpers import target
+    graph, _ = optimize(load_model(f"specs/{spec}.yaml"), target("cpu"))
+    check_plan(graph)
