@@ -12,18 +12,18 @@ import math
 import numpy as np
 
 from ait_build.errors import OpError
-from ait_build.ir.dims import shape_str
+from ait_build.ir.dims import Dim, shape_str
 from ait_build.ops.norm import softmax
-from ait_build.ops.registry import (Attr, OpDef, TType, broadcast_shapes, register, require_static,
-                                    same_float_dtype)
+from ait_build.ops.registry import (Attr, OpDef, TType, broadcasts_to, register, require_float,
+                                    require_static, same_float_dtype)
 
 
 def _split_inputs(attrs, inputs):
     """(q, k, v, bias) from the input list, for both packed and separate forms."""
     n = 1 if attrs["packed"] else 3
     if len(inputs) not in (n, n + 1):
-        raise OpError(f"multi_head_attention expects {n} input(s) and an optional bias, got {len(inputs)}"
-                      + (" (set 'packed: true' for one qkv input)" if len(inputs) in (1, 2) and n == 3 else ""))
+        hint = " (set 'packed: true' for one qkv input)" if n == 3 and len(inputs) < 3 else ""
+        raise OpError(f"expects {n} input(s) and an optional bias, got {len(inputs)}{hint}")
     bias = inputs[n] if len(inputs) == n + 1 else None
     return inputs[:n], bias
 
@@ -49,14 +49,16 @@ def _mha_infer(attrs, inputs):
         seq_k = k.shape[1]
     else:
         seq_k = q.shape[1]
+    if attrs["causal"] and seq_k != q.shape[1]:  # top-left vs bottom-right alignment would differ
+        raise OpError(f"causal attention needs seq_q == seq_k, got {q.shape[1]} and {seq_k}")
     if bias is not None:
         scores = (q.shape[0], h, q.shape[1], seq_k)
-        if len(bias.shape) > 4 or broadcast_shapes(scores, bias.shape) != scores:
+        if not broadcasts_to(bias.shape, scores):
             raise OpError(f"attention bias {shape_str(bias.shape)} does not broadcast to "
                           f"[batch, heads, seq_q, seq_k] = {shape_str(scores)}")
     dtype = same_float_dtype(list(qkv) + ([bias] if bias is not None else []))
-    return [TType((q.shape[0], q.shape[1], q.shape[2] if not attrs["packed"] else
-                   qkv[0].shape[2].exact_div(3)), dtype)]
+    require_float(q, "attention input")
+    return [TType((q.shape[0], q.shape[1], Dim.of(h * d)), dtype)]
 
 
 def attention_scale(attrs) -> float:
@@ -76,7 +78,7 @@ def _mha_reference(attrs, xs, ws):
         scores = scores + bias
     if attrs["causal"]:
         sq, sk = scores.shape[-2:]
-        scores = np.where(np.tril(np.ones((sq, sk), bool), sk - sq), scores, -np.inf)
+        scores = np.where(np.tril(np.ones((sq, sk), bool)), scores, -np.inf)
     out = softmax(scores, -1) @ heads(v)
     b, _, s, _ = out.shape
     return [np.ascontiguousarray(out.transpose(0, 2, 1, 3).reshape(b, s, h * d))]
@@ -84,10 +86,12 @@ def _mha_reference(attrs, xs, ws):
 
 register(OpDef(
     name="multi_head_attention", category="attention",
-    doc="softmax(q k^T * scale + bias) v over heads; q, k, v are [batch, seq, heads*head_dim]",
+    doc="softmax(q k^T * scale + bias) v over heads; q, k, v are [batch, seq, heads*head_dim] "
+        "(packed: inputs are qkv and the optional bias)",
     inputs=("q", "k?", "v?", "bias?"),
     attrs=(Attr("num_heads", "int"), Attr("head_dim", "int"),
            Attr("scale", "number_or_none", None, doc="default 1/sqrt(head_dim)"),
-           Attr("causal", "bool", False), Attr("packed", "bool", False,
+           Attr("causal", "bool", False, doc="query i sees keys 0..i; needs seq_q == seq_k"),
+           Attr("packed", "bool", False,
                                                 doc="one [batch, seq, 3*heads*head_dim] input")),
     infer=_mha_infer, reference=_mha_reference))

@@ -8,7 +8,8 @@ import numpy as np
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim, shape_str
 from ait_build.ir.dtypes import INT_DTYPES
-from ait_build.ops.registry import Attr, OpDef, ParamSpec, TType, norm_axis, register
+from ait_build.ops.registry import (Attr, OpDef, ParamSpec, TType, norm_axis, register,
+                                    require_positive)
 
 
 def _require_indices(t: TType, what: str):
@@ -18,6 +19,7 @@ def _require_indices(t: TType, what: str):
 
 def _embedding_infer(attrs, inputs):
     _require_indices(inputs[0], "embedding")
+    require_positive(attrs, "num_embeddings", "embedding_dim")
     return [TType(tuple(inputs[0].shape) + (Dim.of(attrs["embedding_dim"]),), attrs["_dtype"])]
 
 
@@ -29,14 +31,17 @@ register(OpDef(
     infer=_embedding_infer,
     params=lambda attrs, xs: {"weight": ParamSpec(
         (Dim.of(attrs["num_embeddings"]), Dim.of(attrs["embedding_dim"])), "normal")},
-    reference=lambda attrs, xs, ws: [_take(ws["weight"], xs[0], 0)]))
+    reference=lambda attrs, xs, ws: [_take(ws["weight"], xs[0], 0, negative=False)]))
 
 
-def _take(table, indices, axis):
+def _take(table, indices, axis, negative=True):
+    """np.take with a range check; `negative` allows -size..-1 (ONNX Gather), as embedding
+    (like PyTorch's) does not."""
     size = table.shape[axis]
-    if indices.size and (indices.min() < -size or indices.max() >= size):
-        raise OpError(f"index out of range for a table of {size} rows "
-                      f"(min {indices.min()}, max {indices.max()})")
+    low = -size if negative else 0
+    if indices.size and (indices.min() < low or indices.max() >= size):
+        raise OpError(f"index out of range [{low}, {size}) (min {indices.min()}, "
+                      f"max {indices.max()})")
     return np.take(table, indices, axis=axis)
 
 
@@ -49,14 +54,16 @@ def _gather_infer(attrs, inputs):
 
 
 register(OpDef(
-    name="gather", category="gather", doc="np.take(data, indices, axis)",
+    name="gather", category="gather",
+    doc="np.take(data, indices, axis), i.e. ONNX Gather (torch.index_select for rank-1 indices; "
+        "not torch.gather); negative indices count from the end",
     inputs=("data", "indices"), attrs=(Attr("axis", "int", 0),), infer=_gather_infer,
     reference=lambda attrs, xs, ws: [_take(xs[0], xs[1], attrs["axis"])]))
 
 
 def _parameter_infer(attrs, inputs):
-    if any(d == -1 for d in attrs["shape"]) or not all(d.is_static for d in attrs["shape"]):
-        raise OpError(f"parameter shape must be static, got {shape_str(attrs['shape'])}")
+    if not all(d.is_static and d.value >= 1 for d in attrs["shape"]):
+        raise OpError(f"parameter shape must be static sizes >= 1, got {shape_str(attrs['shape'])}")
     return [TType(tuple(attrs["shape"]), attrs["_dtype"])]
 
 

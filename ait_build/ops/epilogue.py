@@ -9,7 +9,7 @@ from __future__ import annotations
 from ait_build.errors import OpError
 from ait_build.ir.dims import shape_str
 from ait_build.ops.elementwise import ACTIVATIONS
-from ait_build.ops.registry import Attr, broadcast_shapes
+from ait_build.ops.registry import Attr, broadcasts_to
 
 EPILOGUE_ATTRS = (
     Attr("activation", "str", "none", tuple(ACTIVATIONS),
@@ -23,11 +23,7 @@ def check_residual(out_shape, residual, what: str, dtype: str | None = None) -> 
         return
     if dtype is not None and residual.dtype != dtype:
         raise OpError(f"residual is {residual.dtype} but the {what} output is {dtype} (insert a cast)")
-    try:
-        fits = broadcast_shapes(out_shape, residual.shape) == tuple(out_shape)
-    except OpError:  # say which input is wrong rather than "shapes do not broadcast"
-        fits = False
-    if not fits:
+    if not broadcasts_to(residual.shape, out_shape):
         raise OpError(f"residual {shape_str(residual.shape)} does not match the {what} output "
                       f"{shape_str(out_shape)}")
 

@@ -139,6 +139,16 @@ def broadcast_shapes(*shapes) -> tuple:
     return tuple(out)
 
 
+def broadcasts_to(shape, target) -> bool:
+    """Whether `shape` broadcasts to `target` without growing it (a residual, a mask)."""
+    if len(shape) > len(target):
+        return False
+    try:
+        return broadcast_shapes(target, shape) == tuple(target)
+    except OpError:
+        return False
+
+
 def same_float_dtype(inputs) -> str:
     dtypes = {t.dtype for t in inputs}
     if len(dtypes) != 1:
