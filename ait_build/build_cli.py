@@ -44,17 +44,22 @@ def spec_name(spec: str) -> str:
     return doc["name"]
 
 
+def resolve_spec(spec: str, root: str | None = None) -> str:
+    """The absolute path of a spec given as a path or as a model name under specs/."""
+    if not spec.endswith((".yaml", ".yml")) and os.sep not in spec:
+        spec = os.path.join(root or project_root(), "specs", spec + ".yaml")
+    if not os.path.isfile(spec):
+        raise AitError(f"spec file '{spec}' not found")
+    return os.path.abspath(spec)
+
+
 def build(spec: str, target: str, jobs: int | None = None, cache: str | None = None,
           cache_readonly: bool = False, verbose: bool = False, root: str | None = None,
           quiet: bool = False) -> str:
     """Builds one spec (a path, or a model name under specs/) for one target; returns the build
     folder. SCons prints its progress; a failed build raises AitError."""
     root = root or project_root()
-    if not spec.endswith((".yaml", ".yml")) and os.sep not in spec:
-        spec = os.path.join(root, "specs", spec + ".yaml")
-    spec = os.path.abspath(spec)
-    if not os.path.isfile(spec):
-        raise AitError(f"spec file '{spec}' not found")
+    spec = resolve_spec(spec, root)
     name = spec_name(spec)
     cmd = [sys.executable, "-m", "SCons", "-Q", "-C", root, f"target={target}", f"spec={spec}"]
     if jobs:

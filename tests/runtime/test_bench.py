@@ -1,0 +1,60 @@
+"""bench: the PyTorch twins compute what the specs say, and the report adds up."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+from ait_build.bench import CpuClock, bench_onnxruntime, stats, table
+from ait_build.reference import random_inputs, run_reference
+from ait_build.spec.model import load_model
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(not HAVE_TORCH, reason="torch not installed")
+@pytest.mark.parametrize("name", ["mlp", "tiny_cnn", "tiny_vit", "tiny_bert"])
+def test_twin_matches_the_reference_executor(name):
+    import torch
+    from ait_build.bench_models import torch_twin
+    graph = load_model(os.path.join(REPO, "specs", f"{name}.yaml"))
+    twin = torch_twin(graph)
+    inputs = random_inputs(graph, seed=1)
+    want = run_reference(graph, inputs)
+    with torch.no_grad():
+        got = twin.module(*twin.to_args(inputs))
+    assert len(got) == len(twin.outputs)
+    for out_name, tensor in zip(twin.outputs, got):
+        np.testing.assert_allclose(tensor.numpy(), want[out_name], rtol=1e-4, atol=1e-5)
+
+
+def test_stats_and_clock():
+    calls = []
+    times = CpuClock().measure(lambda: calls.append(1), warmup=2, runs=5)
+    assert len(calls) == 7 and len(times) == 5 and all(t >= 0 for t in times)
+    s = stats([0.004, 0.001, 0.002, 0.003, 0.010], batch=8)
+    assert s["median_ms"] == pytest.approx(3.0) and s["min_ms"] == pytest.approx(1.0)
+    assert s["items_per_s"] == pytest.approx(8 / 0.003)
+
+
+def test_table_shows_ratios_and_skips():
+    report = {"model": "mlp", "target": "cpu", "machine": {"cpus": 2}, "runs": 5, "warmup": 1,
+              "clock": "time.perf_counter",
+              "results": [{"dims": {"batch": 1}, "ait_build": {"median_ms": 0.5},
+                           "torch": {"median_ms": 1.0, "ratio": 0.5, "max_abs_diff": 1e-7},
+                           "onnxruntime": {"skipped": "skipped: onnxruntime not installed"}}]}
+    text = table(report, ["torch", "onnxruntime"])
+    assert "| batch=1 | 0.500" in text and "| 0.50 " in text
+    assert "skipped: onnxruntime not installed" in text
+
+
+def test_missing_package_is_reported_as_skipped(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "onnxruntime" else real(name, *a))
+    assert bench_onnxruntime(None, {}, CpuClock(), 0, 1) == {"skipped": "skipped: onnxruntime not installed"}
