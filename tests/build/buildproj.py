@@ -75,7 +75,8 @@ class Project:
         env.update(extra)
         if self.pythonpath:
             env["PYTHONPATH"] = self.pythonpath
-        proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "-j2", f"model={MODEL}", *args],
+        models = [] if any(a.startswith("model=") for a in args) else [f"model={MODEL}"]
+        proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "-j2", *models, *args],
                               cwd=self.root, env=env, capture_output=True, text=True, timeout=600)
         result = Result(proc.returncode, proc.stdout, proc.stderr)
         if check and proc.returncode:
