@@ -10,8 +10,10 @@ import textwrap
 
 import numpy as np
 
+from ait_build.ir.dtypes import NUMPY, is_float
 from ait_build.ir.graph import Graph, verify
-from ait_build.reference import random_inputs, run_reference
+from ait_build.passes.rewrite import run_node
+from ait_build.reference import bind_dims, random_inputs, run_reference
 from ait_build.spec.model import load_model
 from ait_build.spec.target import find_target
 
@@ -85,3 +87,36 @@ def ops(graph: Graph) -> list:
 def node_of(graph: Graph, op: str):
     (node,) = [n for n in graph.nodes if n.op == op]
     return node
+
+
+def storage(graph, t):
+    """The reference's array type for a tensor: float32 for every float dtype."""
+    dtype = graph.tensors[t].dtype
+    return np.float32 if is_float(dtype) else NUMPY[dtype]
+
+
+def run_in_workspace(graph, inputs):
+    """Executes the graph with every planned tensor stored in ONE byte buffer at its offset:
+    a wrong offset or lifetime clobbers a live value and changes the outputs."""
+    plan = graph.memory_plan
+    env = bind_dims(graph, inputs)
+    ws = np.zeros(plan.workspace_bytes, np.uint8)
+    values = {k: v.astype(storage(graph, k)) for k, v in inputs.items()}
+
+    def read(t):
+        if t not in plan.offsets:
+            return values[t]
+        shape = tuple(d.eval(env) for d in graph.tensors[t].shape)
+        count = int(np.prod(shape))
+        return np.frombuffer(ws, storage(graph, t), count, plan.offsets[t]).reshape(shape).copy()
+
+    for node in graph.nodes:
+        outs = run_node(graph, node, [read(t) for t in node.inputs], env)
+        for t, arr in zip(node.outputs, outs):
+            if t in plan.offsets:
+                raw = np.ascontiguousarray(arr, storage(graph, t)).view(np.uint8).ravel()
+                assert raw.size <= plan.sizes[t]
+                ws[plan.offsets[t]:plan.offsets[t] + raw.size] = raw
+            else:
+                values[t] = arr
+    return {t: values[t] for t in graph.outputs}
