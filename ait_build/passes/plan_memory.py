@@ -7,8 +7,9 @@ reader, in execution order.
 
 Reuse, before placing:
 - views: a reshape/flatten output shares its input's bytes;
-- in place: an elementwise op (fused ones too) writes over an input of the same shape that no
-  later node reads (element i is read before element i is written, and nothing else is).
+- in place: an elementwise op (fused ones too), a row op (batch_norm, layer_norm, softmax) or a
+  GEMM/conv with a residual writes over an input (the residual, for GEMMs) of the same shape that
+  no later node reads: its kernel reads element i before it writes element i.
 Tensors sharing bytes form one group with the union of their lifetimes.
 
 Placement is greedy by size (largest group first, each into the tightest gap among the groups it
@@ -25,8 +26,10 @@ from ait_build.ir.dims import numel
 from ait_build.ir.dtypes import ITEMSIZE
 from ait_build.ir.graph import VALUE, Graph
 from ait_build.ops.registry import get_op
+from ait_build.passes.fuse_epilogue import DATA_INPUTS
 
 VIEW_OPS = ("reshape", "flatten")
+ROW_OPS = ("batch_norm", "layer_norm", "softmax")  # each output row depends on its input row only
 ALIGNMENT = 64
 
 
@@ -73,6 +76,14 @@ class _Groups:
         self.end[b] = max(self.end[a], self.end[b])
 
 
+def overwritable(node) -> list:
+    """Inputs the node's kernel may write its output over: it reads element i (or the whole row)
+    of them before writing element i. Every backend's kernels for these ops must allow it."""
+    if get_op(node.op).elementwise or node.op in ROW_OPS:
+        return list(node.inputs)
+    return list(node.inputs[DATA_INPUTS[node.op]:]) if node.op in DATA_INPUTS else []  # residual
+
+
 def _share(graph: Graph, groups: _Groups, sizes: dict) -> dict:
     aliases = {}
     for i, node in enumerate(graph.nodes):
@@ -81,13 +92,11 @@ def _share(graph: Graph, groups: _Groups, sizes: dict) -> dict:
             continue
         if node.op in VIEW_OPS and node.inputs[0] in sizes:
             candidates = [node.inputs[0]]
-        elif get_op(node.op).elementwise:
+        else:
             shape = tuple(graph.tensors[out].shape)
-            candidates = [t for t in node.inputs if t in sizes and sizes[t] == sizes[out]
+            candidates = [t for t in overwritable(node) if t in sizes and sizes[t] == sizes[out]
                           and tuple(graph.tensors[t].shape) == shape
                           and groups.end[groups.find(t)] == i]
-        else:
-            continue
         if candidates:
             groups.join(out, candidates[0])
             aliases[out] = candidates[0]

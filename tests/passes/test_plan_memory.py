@@ -70,3 +70,18 @@ def test_seed_graphs_run_correctly_from_one_workspace(spec):
     from .helpers import target
     graph, _ = optimize(load_model(f"specs/{spec}.yaml"), target("cpu"))
     check_plan(graph)
+
+
+def test_row_ops_and_gemm_residuals_write_over_their_last_use():
+    g = model("""
+        - {name: a, op: linear, inputs: [x], out_features: 16}
+        - {name: b, op: linear, inputs: [a], out_features: 16}
+        - {name: c, op: linear, inputs: [b, a], out_features: 16}
+        - {name: d, op: layer_norm, inputs: [c, b]}
+        - {name: e, op: softmax}
+        - {name: f, op: linear, inputs: [e], out_features: 8}
+        """, X, "[f]")
+    after, _ = apply(g, plan_memory.run)
+    # c over its residual a; d over c (b is the norm's residual, also free); e over d
+    assert after.memory_plan.aliases == {"c": "a", "d": "c", "e": "d"}
+    check_plan(after)
