@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ait_build.ir.dims import Dim
-from ait_build.ir.graph import INPUT, VALUE, WEIGHT, Graph, Node, Tensor
+from ait_build.ir.graph import VALUE, WEIGHT, Graph, Node, Tensor
 from ait_build.ops.registry import TType, get_op
 
 
@@ -87,10 +87,6 @@ def add_weight(graph: Graph, name: str, value: np.ndarray, dtype: str, like: Ten
     return name
 
 
-def weight_value(graph: Graph, name: str) -> np.ndarray:
-    return graph.weights.get(name)
-
-
 def infer(graph: Graph, node: Node) -> list:
     """The op row's output types for `node` as it stands now."""
     op = get_op(node.op)
@@ -115,10 +111,6 @@ def insert_before(graph: Graph, anchor: Node, node: Node) -> None:
 
 def is_value(graph: Graph, tensor: str) -> bool:
     return graph.tensors[tensor].kind == VALUE
-
-
-def is_input(graph: Graph, tensor: str) -> bool:
-    return graph.tensors[tensor].kind == INPUT
 
 
 def vector_len(shape) -> int | None:

@@ -100,3 +100,13 @@ def test_transformers_have_one_attention_per_layer(model, dims):
     assert not {"permute", "matmul", "gelu", "div"} & set(counts)
     if dims is not None:  # vit_b16's reference takes ~5 s a run here; tiny_vit has its layers
         assert_same_outputs(g, after, dims, rtol=1e-4, atol=1e-4)
+
+
+def test_report_rows(capsys):
+    from ait_build.passes import report
+    m = report.measure(spec("tiny_cnn"), target("cpu"), {"batch": 8})
+    assert m["nodes"][0] > m["nodes"][1] and m["kernels"][0] > m["kernels"][1]
+    assert m["peak"] <= m["workspace"] <= m["naive"] <= m["naive_before"]
+    text = report.tables([("tiny", m)])
+    assert f"| tiny (float32) | batch 8 | {m['nodes'][0]} -> {m['nodes'][1]} |" in text
+    assert "batch_norm 6" in text.splitlines()[-1] and "batch_norm" not in text.split("|")[-2]
