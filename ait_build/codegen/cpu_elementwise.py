@@ -1,0 +1,184 @@
+"""cpu lowering of elementwise work: activations, arithmetic, cast, batch_norm, fused_elementwise
+programs, dtype conversions at the model's edges. All of it is one template
+(cpu/elementwise.cpp.j2) with a C++ expression per element; the expressions call the inline
+functions of ait_cpu.h, so this table only names them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ait_build.codegen.cexpr import broadcast_strides, cexpr, collapse, contiguous_strides
+from ait_build.codegen.kernel import make_kernel
+from ait_build.codegen.storage import CTYPE
+from ait_build.errors import AitError
+
+TEMPLATE = "cpu/elementwise.cpp.j2"
+
+# activation name (ops/elementwise.py ACTIVATIONS) -> ait_cpu.h function
+ACT = {"none": "ait::identity", "relu": "ait::relu", "gelu": "ait::gelu",
+       "gelu_tanh": "ait::gelu_tanh", "silu": "ait::silu", "sigmoid": "ait::sigmoid",
+       "tanh": "ait::tanh", "hardswish": "ait::hardswish"}
+BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+
+
+@dataclass(frozen=True)
+class Operand:
+    var: str  # C++ pointer expression
+    ctype: str
+    shape: tuple  # Dim, broadcast against the output shape
+
+
+def float_literal(value) -> str:
+    v = float(np.float32(value))
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "HUGE_VALF" if v > 0 else "(-HUGE_VALF)"
+    text = format(v, ".9g")
+    if "e" not in text and "." not in text:
+        text += ".0"
+    return f"{text}f"
+
+
+def literal(value, dtype: str) -> str:
+    if dtype in ("int32", "int64"):
+        return f"static_cast<{CTYPE[dtype]}>({int(value)}LL)"
+    return float_literal(value)
+
+
+def elementwise(lw, label: str, out: Operand, operands: list, expr: str, stmts=()) -> None:
+    """One call of the elementwise template: out = expr(v0, v1, ...) with broadcasting."""
+    out_shape = tuple(out.shape)
+    lists = [contiguous_strides(out_shape)] + [broadcast_strides(o.shape, out_shape)
+                                               for o in operands]
+    sizes, strides = collapse(out_shape, *lists)
+    rank, n_in = len(sizes), len(operands)
+    in_strides = strides[1:]
+    kinds = []
+    for s in in_strides:
+        if s[-1] not in (0, 1):
+            raise AitError(f"internal: elementwise operand walks its inner axis with stride {s[-1]}")
+        kinds.append("s" if s[-1] == 0 else "v")
+    offsets = tuple(" + ".join(f"i{k} * s{i}_{k}" for k in range(rank - 1)) or "0"
+                    for i in range(n_in))
+    params = [(f"{out.ctype}*", "out")] + [(f"const {o.ctype}*", f"x{i}")
+                                           for i, o in enumerate(operands)]
+    params += [("int64_t", f"n{k}") for k in range(rank)]
+    params += [("int64_t", f"s{i}_{k}") for i in range(n_in) for k in range(rank - 1)]
+    context = dict(rank=rank, rows=" * ".join(f"n{k}" for k in range(rank - 1)) or "1",
+                   outer_dims=tuple(reversed(range(rank - 1))), n_in=n_in,
+                   in_ctypes=tuple(o.ctype for o in operands), in_kinds=tuple(kinds),
+                   in_offsets=offsets, out_ctype=out.ctype, expr=expr, stmts=tuple(stmts))
+    op = lw.node.op if lw.node is not None else "convert"
+    kernel = make_kernel(label, op, TEMPLATE, context, params)
+    args = [out.var] + [o.var for o in operands] + [cexpr(s) for s in sizes]
+    args += [cexpr(in_strides[i][k]) for i in range(n_in) for k in range(rank - 1)]
+    lw.call(kernel, args)
+
+
+def cast_expr(v: str, src: str, dst: str) -> str:
+    if dst == "bool":
+        return f"({v} != 0)"
+    as_float = v if src in ("float32", "float16", "bfloat16") else f"static_cast<float>({v})"
+    if dst == "float32":
+        return as_float
+    if dst == "float16":
+        return f"ait::round_f16({as_float})"
+    if dst == "bfloat16":
+        return f"ait::round_bf16({as_float})"
+    return f"static_cast<{CTYPE[dst]}>({v})"
+
+
+def op_expr(op: str, attrs: dict, args: list, dtypes: list, out_dtype: str) -> str:
+    """The C++ expression of one elementwise op over argument expressions."""
+    if op in ("relu", "silu", "sigmoid", "tanh", "hardswish"):
+        return f"{ACT[op]}({args[0]})"
+    if op == "gelu":
+        return f"{ACT['gelu_tanh' if attrs.get('approximate') == 'tanh' else 'gelu']}({args[0]})"
+    if op == "identity":
+        return args[0]
+    if op == "cast":
+        return cast_expr(args[0], dtypes[0], attrs["dtype"])
+    if op in BINARY:
+        if "bool" in dtypes:
+            raise AitError(f"'{op}' on bool tensors is not supported by the cpu backend")
+        if attrs.get("scalar") is not None:
+            args, dtypes = [args[0], literal(attrs["scalar"], dtypes[0])], [dtypes[0]] * 2
+        if op == "div" and dtypes[0] in ("int32", "int64"):  # NumPy: true division, then the cast
+            return (f"static_cast<{CTYPE[out_dtype]}>(static_cast<double>({args[0]}) / "
+                    f"static_cast<double>({args[1]}))")
+        return f"({args[0]} {BINARY[op]} {args[1]})"
+    raise AitError(f"the cpu backend has no elementwise form of op '{op}'")
+
+
+def operand(lw, tensor: str) -> Operand:
+    return Operand(lw.src(tensor), lw.ctype(tensor), lw.shape(tensor))
+
+
+def destination(lw, tensor: str) -> Operand:
+    return Operand(lw.dst(tensor), lw.ctype(tensor), lw.shape(tensor))
+
+
+def lower_simple(lw) -> None:
+    """Unary activations, binary arithmetic and cast: one op, one expression."""
+    node = lw.node
+    ins = [operand(lw, t) for t in node.inputs]
+    dtypes = [lw.dtype(t) for t in node.inputs]
+    out_dtype = lw.dtype(node.output)
+    expr = op_expr(node.op, node.attrs, [f"v{i}" for i in range(len(ins))], dtypes, out_dtype)
+    elementwise(lw, node.op, destination(lw, node.output), ins, expr)
+
+
+def lower_fused(lw) -> None:
+    """A fused_elementwise program: one local per step inside the inner loop."""
+    from ait_build.ops.fused import step_attrs
+    from ait_build.ops.registry import TType, get_op
+    node = lw.node
+    ins = [operand(lw, t) for t in node.inputs]
+    known = {f"x{i}": (f"v{i}", TType(lw.shape(t), lw.dtype(t))) for i, t in enumerate(node.inputs)}
+    stmts, names = [], []
+    for j, (op, args, pairs) in enumerate(node.attrs["program"]):
+        row = get_op(op)
+        attrs = step_attrs(row, pairs)
+        arg_types = [known[a][1] for a in args]
+        (out_type,) = row.infer(attrs, arg_types)
+        expr = op_expr(op, attrs, [known[a][0] for a in args], [t.dtype for t in arg_types],
+                       out_type.dtype)
+        stmts.append(f"const {CTYPE[out_type.dtype]} t{j} = {expr};")
+        known[f"t{j}"] = (f"t{j}", out_type)
+        names.append(op)
+    label = "fused_" + "_".join(dict.fromkeys(names))[:40].rstrip("_")
+    elementwise(lw, label, destination(lw, node.output), ins, f"t{len(stmts) - 1}", stmts)
+
+
+def lower_batch_norm(lw) -> None:
+    """(x - mean) * scale + bias per channel, scale computed here exactly as the reference does."""
+    node = lw.node
+    eps = np.float32(node.attrs["eps"])
+    c = lw.shape(node.output)[-1]
+    vec = (c,)
+
+    def scale(ws):
+        return ws["weight"] / np.sqrt(ws["running_var"] + eps)
+
+    mean = Operand(lw.weight("running_mean"), "float", vec)
+    sc = Operand(lw.derived_weight("bn_scale", scale, (c.value,)), "float", vec)
+    bias = Operand(lw.weight("bias"), "float", vec)
+    elementwise(lw, "batch_norm", destination(lw, node.output),
+                [operand(lw, node.inputs[0]), mean, sc, bias], "((v0 - v1) * v2 + v3)")
+
+
+def convert(lw, out: Operand, src: Operand, src_dtype: str, dst_dtype: str) -> None:
+    """Model-edge conversion between the user's dtype and float32 storage (or a plain copy)."""
+    if src.ctype == "uint16_t":
+        fn = "ait::f16_to_f32" if src_dtype == "float16" else "ait::bf16_to_f32"
+        expr = f"{fn}(v0)"
+    elif out.ctype == "uint16_t":
+        fn = "ait::f32_to_f16" if dst_dtype == "float16" else "ait::f32_to_bf16"
+        expr = f"{fn}(v0)"
+    else:
+        expr = "v0"
+    elementwise(lw, "convert", out, [src], expr)

@@ -1,0 +1,206 @@
+"""cpu lowering of GEMM-shaped ops: linear, matmul/bmm, conv2d (im2col or pointwise GEMM, direct
+depthwise) and fused attention. GEMMs go through OpenBLAS; the epilogue act(acc + bias +
+residual) runs on each tile right after it is computed (templates/cpu/_epilogue.j2). A residual
+that is neither the output's shape nor a per-column vector is added by a separate elementwise
+pass over the output instead."""
+
+from __future__ import annotations
+
+from ait_build.codegen.cexpr import broadcast_strides, cexpr, collapse, contiguous_strides, elements
+from ait_build.codegen.cpu_elementwise import ACT, Operand, elementwise, float_literal
+from ait_build.codegen.kernel import make_kernel
+from ait_build.ir.dims import Dim
+from ait_build.ops.attention import attention_scale
+from ait_build.ops.registry import pair
+
+# im2col chunks hold about this many floats (1.5 MiB): L2/L3-resident, and tall enough that
+# OpenBLAS's packing of the weights is amortized over many rows
+IM2COL_FLOATS = 393216
+ATTENTION_SCORE_FLOATS = 65536  # per-thread score block (256 KiB)
+
+
+def residual_mode(out_shape, res_shape) -> str | None:
+    """'full' (same elements as the output), 'row' (one value per output column) or None."""
+    strides = broadcast_strides(res_shape, out_shape)
+    if tuple(strides) == tuple(contiguous_strides(out_shape)) or all(d == 1 for d in out_shape):
+        return "full"
+    if all(s == 0 for s in strides[:-1]) and strides[-1] == 1:
+        return "row"
+    return None
+
+
+class Epilogue:
+    """The epilogue a GEMM-shaped node carries, split into what its kernel applies and what (an
+    odd residual) a following elementwise pass applies."""
+
+    def __init__(self, lw, data_inputs: int, has_bias: bool):
+        node = lw.node
+        self.act = node.attrs.get("activation", "none")
+        self.residual = node.inputs[data_inputs] if len(node.inputs) > data_inputs else None
+        self.mode = "none"
+        self.later = None
+        if self.residual is not None:
+            mode = residual_mode(lw.shape(node.output), lw.shape(self.residual))
+            if mode is None:
+                self.later = self.residual
+            else:
+                self.mode = mode
+        self.has_bias = has_bias
+        self.kernel_act = "none" if self.later else self.act
+
+    def context(self) -> dict:
+        return dict(has_bias=self.has_bias, res_mode=self.mode, act=ACT[self.kernel_act],
+                    has_epilogue=self.has_bias or self.mode != "none" or self.kernel_act != "none")
+
+    def params(self) -> list:
+        out = [("const float*", "bias")] if self.has_bias else []
+        return out + ([("const float*", "res")] if self.mode != "none" else [])
+
+    def args(self, lw, bias_var: str | None) -> list:
+        out = [bias_var] if self.has_bias else []
+        return out + ([lw.src(self.residual)] if self.mode != "none" else [])
+
+    def finish(self, lw, out: str) -> None:
+        """Adds an odd-shaped residual (and the activation) in place over the output."""
+        if self.later is None:
+            return
+        dst = Operand(lw.dst(out), "float", lw.shape(out))
+        res = Operand(lw.src(self.later), "float", lw.shape(self.later))
+        elementwise(lw, "residual", dst, [dst, res], f"{ACT[self.act]}((v0 + v1))")
+
+
+def gemm_call(lw, label, epi, out, a_var, w_var, bias_var, m, n, k, batch, a_bs, b_bs,
+              trans_b=False, alpha=1.0) -> None:
+    """The batched GEMM template; `batch`, `a_bs`, `b_bs`: batch sizes and operand strides."""
+    out_bs = contiguous_strides(batch)
+    sizes, (abs_, bbs, _) = collapse(batch, a_bs, b_bs, [s * m * n for s in out_bs])
+    if len(sizes) == 1 and sizes[0] == 1:
+        sizes, abs_, bbs = [], [], []
+    rank = len(sizes)
+    context = dict(epi.context(), trans_b=trans_b, batch=" * ".join(f"bn{i}" for i in range(rank)) or "1",
+                   batch_dims=tuple(reversed(range(rank))))
+    params = [("float*", "out"), ("const float*", "a"), ("const float*", "w")] + epi.params()
+    params += [("int64_t", "M"), ("int64_t", "N"), ("int64_t", "K"), ("float", "alpha")]
+    params += [("int64_t", f"{p}{i}") for p in ("bn", "as", "bs") for i in range(rank)]
+    kernel = make_kernel(label, lw.node.op, "cpu/gemm.cpp.j2", context, params)
+    args = [lw.dst(out), a_var, w_var] + epi.args(lw, bias_var)
+    args += [cexpr(m), cexpr(n), cexpr(k), float_literal(alpha)]
+    args += [cexpr(v) for v in list(sizes) + list(abs_) + list(bbs)]
+    lw.call(kernel, args)
+    epi.finish(lw, out)
+
+
+def _label(op: str, epi: Epilogue) -> str:
+    parts = [op] + (["bias"] if epi.has_bias else []) + (["res"] if epi.mode != "none" else [])
+    return "_".join(parts + ([epi.kernel_act] if epi.kernel_act != "none" else []))
+
+
+def lower_linear(lw) -> None:
+    node = lw.node
+    x, out = node.inputs[0], node.output
+    k = lw.shape(x)[-1]
+    n = Dim.of(node.attrs["out_features"])
+    epi = Epilogue(lw, 1, bool(node.attrs["bias"]))
+    w = lw.weight("weight", lambda a: a.T, "kn", (k.value, n.value))  # [K, N]: no transpose in BLAS
+    bias = lw.weight("bias") if epi.has_bias else None
+    m = elements(lw.shape(x)[:-1])
+    gemm_call(lw, _label("linear", epi), epi, out, lw.src(x), w, bias, m, n, k, (), (), ())
+
+
+def lower_matmul(lw) -> None:
+    node = lw.node
+    a, b, out = node.inputs[0], node.inputs[1], node.output
+    trans_b = bool(node.attrs["transpose_b"])
+    sa, sb, so = lw.shape(a), lw.shape(b), lw.shape(out)
+    m, k = sa[-2], sa[-1]
+    n = so[-1]
+    batch = so[:-2]
+    epi = Epilogue(lw, 2, False)
+    a_bs = [s * m * k for s in broadcast_strides(sa[:-2], batch)]
+    b_bs = [s * k * n for s in broadcast_strides(sb[:-2], batch)]
+    if batch and all(s == 0 for s in b_bs) and tuple(sa[:-2]) == tuple(batch):
+        m, batch, a_bs, b_bs = elements(batch) * m, (), (), ()  # one tall GEMM against shared b
+    gemm_call(lw, _label(node.op, epi), epi, out, lw.src(a), lw.src(b), None, m, n, k, batch,
+              a_bs, b_bs, trans_b, node.attrs["alpha"])
+
+
+def window_attrs(attrs) -> dict:
+    (kh, kw), (sh, sw) = pair(attrs["kernel"]), pair(attrs["stride"])
+    (ph, pw), (dh, dw) = pair(attrs["padding"]), pair(attrs.get("dilation", 1))
+    return dict(kh=kh, kw=kw, sh=sh, sw=sw, ph=ph, pw=pw, dh=dh, dw=dw)
+
+
+def lower_conv2d(lw) -> None:
+    node = lw.node
+    x, out = node.inputs[0], node.output
+    n, h, w, c = lw.shape(x)
+    _, ho, wo, o = lw.shape(out)
+    g = node.attrs["groups"]
+    win = window_attrs(node.attrs)
+    kh, kw = win["kh"], win["kw"]
+    epi = Epilogue(lw, 1, bool(node.attrs["bias"]))
+    bias = lw.weight("bias") if epi.has_bias else None
+    cv, ov = c.value, o.value
+    common = [lw.dst(out), lw.src(x)]
+    sizes = [cexpr(v) for v in (n, h, w, c, ho, wo, o)]
+    size_params = [("int64_t", s) for s in ("N", "H", "W", "C", "HO", "WO", "O")]
+    if g == cv == ov and cv > 1:  # depthwise: a direct loop over channels
+        wt = lw.weight("weight", lambda a: a.reshape(ov, kh, kw).transpose(1, 2, 0), "hwc",
+                       (kh, kw, ov))
+        params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
+        kernel = make_kernel(_label("depthwise_conv2d", epi), "conv2d",
+                             "cpu/depthwise_conv2d.cpp.j2", dict(epi.context(), **win),
+                             params + size_params)
+        lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes)
+        epi.finish(lw, out)
+        return
+    cg, og = cv // g, ov // g
+    wt = lw.weight("weight", lambda a: a.reshape(g, og, cg, kh, kw).transpose(0, 3, 4, 2, 1),
+                   "ghwio", (g, kh, kw, cg, og))
+    pointwise = kh == kw == 1 and win["sh"] == win["sw"] == 1 and win["ph"] == win["pw"] == 0 \
+        and g == 1
+    kg = kh * kw * cg
+    rows_max = lw.at_max(n * ho * wo)
+    chunk = max(1, min(rows_max, max(512, IM2COL_FLOATS // kg)))
+    context = dict(epi.context(), **win, groups=g, pointwise=pointwise, chunk=chunk)
+    params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
+    kernel = make_kernel(_label("conv2d_1x1" if pointwise else "conv2d", epi), "conv2d",
+                         "cpu/conv2d.cpp.j2", context, params + size_params)
+    lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes,
+            scratch_shared=0 if pointwise else chunk * kg * 4)
+    epi.finish(lw, out)
+
+
+def lower_attention(lw) -> None:
+    node = lw.node
+    attrs = node.attrs
+    heads, hd = attrs["num_heads"], attrs["head_dim"]
+    n_qkv = 1 if attrs["packed"] else 3
+    q = node.inputs[0]
+    bias = node.inputs[n_qkv] if len(node.inputs) > n_qkv else None
+    b, sq, width = lw.shape(q)
+    if attrs["packed"]:
+        base = lw.src(q)
+        qv, kv, vv = base, f"{base} + {heads * hd}", f"{base} + {2 * heads * hd}"
+        sk, ld = sq, [width] * 3
+    else:
+        qv, kv, vv = (lw.src(t) for t in node.inputs[:3])
+        sk = lw.shape(node.inputs[1])[1]
+        ld = [lw.shape(t)[2] for t in node.inputs[:3]]
+    scores = (b, Dim.of(heads), sq, sk)
+    bias_strides = broadcast_strides(lw.shape(bias), scores) if bias is not None else [0] * 4
+    sk_max = lw.at_max(sk)
+    q_block = max(32, min(256, ATTENTION_SCORE_FLOATS // max(sk_max, 1)))
+    context = dict(has_bias=bias is not None, causal=bool(attrs["causal"]), q_block=q_block,
+                   bias_inner=bias is not None and bias_strides[3] != 0)
+    params = [("float*", "out"), ("const float*", "q"), ("const float*", "k"), ("const float*", "v")]
+    params += [("const float*", "bias")] if bias is not None else []
+    params += [("int64_t", p) for p in ("B", "Sq", "Sk", "H", "D", "ldq", "ldk", "ldv")]
+    params += [("float", "scale")] + ([("int64_t", f"bs{i}") for i in range(3)] if bias else [])
+    kernel = make_kernel("attention" + ("_causal" if attrs["causal"] else ""), node.op,
+                         "cpu/attention.cpp.j2", context, params)
+    args = [lw.dst(node.output), qv, kv, vv] + ([lw.src(bias)] if bias is not None else [])
+    args += [cexpr(v) for v in (b, sq, sk, heads, hd, *ld)]
+    args += [float_literal(attention_scale(attrs))]
+    args += [cexpr(s) for s in bias_strides[:3]] if bias is not None else []
+    lw.call(kernel, args, scratch_thread=min(q_block, lw.at_max(sq)) * sk_max * 4)

@@ -1,0 +1,195 @@
+"""Spec -> the generated files of one model library.
+
+`plan_outputs` says which files a build will have (cheap: load, optimize, plan; nothing rendered,
+no weight values computed), for SCons emitters. `emit` renders them into a folder and rewrites a
+file only when its bytes change, so timestamps and SCons signatures stay put for unchanged kernels.
+
+Layout of the folder:
+    <name>.h              the C API
+    manifest.json         inputs, outputs, dims, kernels with source hashes, compiler, weights hash
+    weights.safetensors   folded weights in the layout the kernels read
+    src/model.cpp         owns workspace and weights, calls the kernels in order
+    src/<kernel>.cpp      one per unique kernel, named from its signature
+    src/ait_*.h           support headers shared by those sources
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+
+from ait_build import __version__
+from ait_build.codegen import weights_file
+from ait_build.codegen.plan import ModelPlan, plan_model, weight_arrays
+from ait_build.codegen.render import c_comment, render, template_deps
+from ait_build.errors import AitError
+
+MODEL_SOURCE = "src/model.cpp"
+MANIFEST = "manifest.json"
+WEIGHTS = "weights.safetensors"
+HEADER_TEMPLATE = "common/model.h.j2"
+
+
+@dataclass(frozen=True)
+class Emission:
+    name: str
+    files: list  # every relative path emit() writes, sorted
+    kernel_sources: list  # src/<kernel>.cpp, one per unique kernel, sorted
+    model_source: str
+    header: str
+    manifest: str
+    weights: str
+    template_deps: dict  # relative path -> ['templates/...'] it is rendered from
+    support_headers: list = field(default_factory=list)
+
+
+def _resolve_target(target):
+    if isinstance(target, str):
+        from ait_build.spec.target import find_target
+        return find_target(target)
+    return target
+
+
+def build_plan(spec_path: str, target, weights: str | None = None) -> ModelPlan:
+    from ait_build.passes import optimize
+    from ait_build.spec.model import load_model
+    target = _resolve_target(target)
+    graph = load_model(spec_path, weights)
+    optimized, _ = optimize(graph, target)
+    return plan_model(optimized, target)
+
+
+def _emission(plan: ModelPlan) -> Emission:
+    header = f"{plan.name}.h"
+    kernels = plan.unique_kernels()
+    deps = {k.source: list(template_deps(k.template)) for k in kernels}
+    deps[MODEL_SOURCE] = list(template_deps(plan.backend.MODEL_TEMPLATE))
+    deps[header] = list(template_deps(HEADER_TEMPLATE))
+    for path, template in plan.backend.SUPPORT_FILES.items():
+        deps[path] = list(template_deps(template))
+    support = sorted(plan.backend.SUPPORT_FILES)
+    sources = sorted(k.source for k in kernels)
+    files = sorted(set(sources) | set(support) | {MODEL_SOURCE, header, MANIFEST, WEIGHTS})
+    return Emission(name=plan.name, files=files, kernel_sources=sources, model_source=MODEL_SOURCE,
+                    header=header, manifest=MANIFEST, weights=WEIGHTS,
+                    template_deps=dict(sorted(deps.items())), support_headers=support)
+
+
+def plan_outputs(spec_path: str, target, weights: str | None = None) -> Emission:
+    """The files emit() would write, without rendering anything."""
+    return _emission(build_plan(spec_path, target, weights))
+
+
+def _io(plan: ModelPlan, names) -> list:
+    return [{"name": i.name, "dtype": i.dtype, "shape": [d.to_json() for d in i.shape]}
+            for i in plan.io(names)]
+
+
+def _shape_text(shape) -> str:
+    return "[" + ", ".join(str(d.to_json()) for d in shape) + "]"
+
+
+def render_sources(plan: ModelPlan, wl: weights_file.WeightsLayout) -> dict:
+    """relative path -> text of every source and header."""
+    out = {}
+    for k in plan.unique_kernels():
+        out[k.source] = render(k.template, k.render_context())
+    for path, template in plan.backend.SUPPORT_FILES.items():
+        out[path] = render(template, {})
+    ios = {"inputs": [dict(name=i.name, dtype=i.dtype, shape=_shape_text(i.shape))
+                      for i in plan.io(plan.graph.inputs)],
+           "outputs": [dict(name=o.name, dtype=o.dtype, shape=_shape_text(o.shape))
+                       for o in plan.io(plan.graph.outputs)]}
+    dims = [dict(name=d.name, min=d.min, max=d.max) for d in plan.dims]
+    common = dict(model=plan.name, target=plan.target.name, cname=plan.cname,
+                  CNAME=plan.cname.upper(), dims=dims, **ios)
+    header = f"{plan.name}.h"
+    out[header] = render(HEADER_TEMPLATE, common)
+    slots, total = plan.layout.offset_lines()
+    shared, per_thread = plan.scratch()
+    out[MODEL_SOURCE] = render(plan.backend.MODEL_TEMPLATE, dict(
+        common, header=header, kernels=[dict(name=k.name, params=k.params)
+                                        for k in plan.unique_kernels()],
+        header_len=len(wl.header), header_hash=wl.header_hash, data_len=wl.data_len,
+        arena_bytes=wl.arena_bytes,
+        weights=[dict(key=e.key, var=e.var, ctype=e.ctype, file_offset=e.file_offset,
+                      nbytes=e.nbytes, arena_offset=e.arena_offset) for e in wl.entries],
+        scratch_shared=shared, scratch_thread=per_thread, slots=slots, workspace_total=total,
+        values=[dict(tensor=c_comment(v.tensor), var=v.var, ctype=v.ctype, init=v.init,
+                     const=v.const) for v in plan.values.values()],
+        steps=[dict(comment=c_comment(f"{s.node or 'io'}: {s.kernel.label}"), kernel=s.kernel.name,
+                    args=", ".join(s.args)) for s in plan.steps]))
+    return out
+
+
+def weights_layout(plan: ModelPlan) -> weights_file.WeightsLayout:
+    return weights_file.layout(plan.weights, {"format": "ait-build", "model": plan.name,
+                                              "backend": plan.target.backend})
+
+
+def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, toolchain) -> dict:
+    kernels = [{"name": k.name, "op": k.op, "source": k.source,
+                "sha256": hashlib.sha256(sources[k.source].encode()).hexdigest()}
+               for k in plan.unique_kernels()]
+    return {
+        "name": plan.name,
+        "target": plan.target.name,
+        "backend": plan.target.backend,
+        "dtype": plan.graph.dtype,
+        "compute_dtype": "float32",
+        "dims": [{"name": d.name, "min": d.min, "max": d.max, "opt": d.opt} for d in plan.dims],
+        "inputs": _io(plan, plan.graph.inputs),
+        "outputs": _io(plan, plan.graph.outputs),
+        "kernels": kernels,
+        "kernel_calls": len(plan.steps),
+        "workspace_bytes": plan.workspace_bytes(),
+        "memory_plan": "optimizer" if plan.layout.planned is not None else "per-tensor",
+        "weights": {"file": WEIGHTS, "sha256": hashlib.sha256(weights_bytes).hexdigest(),
+                    "bytes": len(weights_bytes)},
+        "compiler": toolchain.manifest(),
+        "ait_build_version": __version__,
+    }
+
+
+def write_if_changed(path: str, data: bytes) -> bool:
+    """Writes `data` unless the file already holds exactly it. True when written."""
+    try:
+        if os.path.getsize(path) == len(data):
+            with open(path, "rb") as fh:
+                if fh.read() == data:
+                    return False
+    except OSError:
+        pass
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+    return True
+
+
+def emit(spec_path: str, target, out_dir: str, weights: str | None = None) -> Emission:
+    """Renders every file of the model library into out_dir (only changed files are written)."""
+    from ait_build.toolchain import toolchain_for
+    target = _resolve_target(target)
+    plan = build_plan(spec_path, target, weights)
+    emission = _emission(plan)
+    toolchain = toolchain_for(target)
+    wl = weights_layout(plan)
+    try:
+        blob = weights_file.file_bytes(wl, weight_arrays(plan))
+    except ValueError as exc:
+        raise AitError(f"internal: {exc}") from None
+    sources = render_sources(plan, wl)
+    data = {path: text.encode() for path, text in sources.items()}
+    data[WEIGHTS] = blob
+    data[MANIFEST] = (json.dumps(manifest(plan, sources, blob, toolchain), indent=2,
+                                 sort_keys=True) + "\n").encode()
+    missing = set(emission.files) ^ set(data)
+    if missing:
+        raise AitError(f"internal: emitted files differ from the plan: {sorted(missing)}")
+    for rel in emission.files:
+        write_if_changed(os.path.join(out_dir, rel), data[rel])
+    return emission

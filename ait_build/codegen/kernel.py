@@ -1,0 +1,62 @@
+"""Kernels and steps: what the planner hands to the renderer.
+
+A kernel is one generated C++ function: a template and the flat context it is rendered with.
+Its identity is a hash of exactly that (plus its parameter list), so two nodes share a kernel
+precisely when their code would be byte-identical, and the name (`conv2d_relu_1a2b3c4d`) doubles
+as file name and cache key. A step is one call of a kernel with C++ argument expressions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+CONTEXT_TYPES = (str, int, float, bool)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    label: str
+    op: str
+    template: str  # relative to templates/, e.g. 'cpu/gemm.cpp.j2'
+    context: tuple  # sorted (key, value) pairs; values are str/int/float/bool or tuples of them
+    params: str  # the C++ parameter list after the Ctx
+
+    @property
+    def source(self) -> str:
+        return f"src/{self.name}.cpp"
+
+    def render_context(self) -> dict:
+        ctx = dict(self.context)
+        ctx.update(name=self.name, op=self.op, label=self.label, params=self.params)
+        return ctx
+
+
+@dataclass(frozen=True)
+class Step:
+    node: str  # graph node this call implements ('' for input/output conversions)
+    kernel: Kernel
+    args: tuple  # C++ expressions, in parameter order
+    scratch_shared: int = 0  # bytes at max dims, shared by the team
+    scratch_thread: int = 0  # bytes at max dims, per OpenMP thread
+
+
+def _check_context(context: dict) -> None:
+    for key, value in context.items():
+        items = value if isinstance(value, tuple) else (value,)
+        if not all(isinstance(v, CONTEXT_TYPES) for v in items):
+            raise TypeError(f"kernel context '{key}' must be flat, got {value!r}")
+
+
+def make_kernel(label: str, op: str, template: str, context: dict, params: list) -> Kernel:
+    """`params` are (ctype, name) pairs; the name is derived from everything that shapes the code."""
+    _check_context(context)
+    param_text = ", ".join(f"{ctype} {name}" for ctype, name in params)
+    identity = json.dumps({"template": template, "op": op, "context": context,
+                           "params": param_text},
+                          sort_keys=True)
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
+    return Kernel(name=f"{label}_{digest}", label=label, op=op, template=template,
+                  context=tuple(sorted(context.items())), params=param_text)

@@ -1,0 +1,295 @@
+"""Kernel planning: an optimized Graph -> a ModelPlan (storage for every tensor, the weights in the
+layout kernels read, the ordered kernel calls, the unique kernels).
+
+Each node is handed to its backend's lowering function (backends/cpu.py's table) through a
+`Lowerer`, which knows where tensors live and records calls. Kernels are deduplicated by their
+rendered identity (kernel.py); the dedup pass's node.kernel key groups nodes the same way, and
+the plan reports both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ait_build.codegen.cexpr import cexpr
+from ait_build.codegen.kernel import Kernel, Step
+from ait_build.codegen.storage import (CTYPE, IO_CTYPE, SIZEOF, Layout, Value, align,
+                                       read_memory_plan, slot_bytes)
+from ait_build.errors import AitError
+from ait_build.ir.dims import Dim
+from ait_build.ir.graph import Graph
+
+# ops whose kernels read each element before writing the same element, so the memory plan may
+# put their output on top of a same-sized input
+INPLACE_SAFE = {"batch_norm", "layer_norm", "softmax", "cast", "fused_elementwise"}
+# GEMM-shaped ops may share their output with the residual only (the kernel accumulates onto it)
+RESIDUAL_INPLACE = {"linear", "matmul", "bmm", "conv2d"}
+
+
+@dataclass
+class WeightSlot:
+    key: str  # name in weights.safetensors
+    var: str
+    shape: tuple  # ints
+    dtype: str  # float32 | int32 | int64 | bool
+    make: Callable  # WeightStore -> ndarray in this layout
+
+
+@dataclass
+class IOInfo:
+    name: str
+    dtype: str
+    shape: tuple  # Dim
+
+
+@dataclass
+class ModelPlan:
+    graph: Graph
+    target: object
+    backend: object
+    values: dict = field(default_factory=dict)  # tensor -> Value
+    weights: dict = field(default_factory=dict)  # key -> WeightSlot
+    steps: list = field(default_factory=list)
+    kernels: dict = field(default_factory=dict)  # name -> Kernel
+    layout: Layout = None
+    notes: list = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.graph.name
+
+    @property
+    def cname(self) -> str:
+        return "ait_" + self.graph.name.replace("-", "_")
+
+    @property
+    def dims(self) -> list:
+        return list(self.graph.dims.values())
+
+    def io(self, names) -> list:
+        return [IOInfo(n, self.graph.tensors[n].dtype, tuple(self.graph.tensors[n].shape))
+                for n in names]
+
+    def at_max(self, dim) -> int:
+        return Dim.of(dim).eval(self.graph.bounds_env("max"))
+
+    def scratch(self) -> tuple:
+        """(shared, per-thread) scratch bytes: the largest any step needs."""
+        return (max((s.scratch_shared for s in self.steps), default=0),
+                max((s.scratch_thread for s in self.steps), default=0))
+
+    def workspace_bytes(self) -> int:
+        """Activations at the max dims plus one thread's scratch (more threads add per-thread)."""
+        shared, per_thread = self.scratch()
+        return self.layout.max_bytes(self.at_max) + align(shared) + align(per_thread)
+
+    def unique_kernels(self) -> list:
+        return [self.kernels[k] for k in sorted(self.kernels)]
+
+    def dedup_groups(self) -> int:
+        """How many distinct node.kernel keys the dedup pass set ('' when it has not run)."""
+        return len({n.kernel for n in self.graph.nodes if n.kernel})
+
+    # -- storage -------------------------------------------------------------------------------
+    def _new_var(self, prefix: str) -> str:
+        return f"{prefix}{len(self.values) + len(self.weights)}"
+
+    def add_value(self, tensor: str, ctype: str, init: str, kind: str, const=False, base="") -> Value:
+        value = Value(tensor, self._new_var("t"), ctype, init, const, kind, base)
+        self.values[tensor] = value
+        return value
+
+    def add_slot(self, tensor: str, ctype: str, shape) -> Value:
+        nbytes = slot_bytes(shape, ctype)
+        slot = self.layout.add(tensor, nbytes, align(self.at_max(nbytes)))
+        return self.add_value(tensor, ctype, f"reinterpret_cast<{ctype}*>(ws + o[{slot.index}])",
+                              "work")
+
+    def add_weight(self, key: str, make: Callable, shape: tuple, dtype: str) -> str:
+        if key not in self.weights:
+            self.weights[key] = WeightSlot(key, self._new_var("w"), tuple(int(d) for d in shape),
+                                           dtype, make)
+        return self.weights[key].var
+
+    def add_step(self, step: Step) -> None:
+        known = self.kernels.setdefault(step.kernel.name, step.kernel)
+        if known != step.kernel:
+            raise AitError(f"internal: two kernels share the name {step.kernel.name}")
+        self.steps.append(step)
+
+
+class Lowerer:
+    """What one node's lowering function sees."""
+
+    def __init__(self, plan: ModelPlan, node):
+        self.plan, self.node = plan, node  # node is None for the model-edge conversions
+
+    # tensors
+    def shape(self, tensor: str) -> tuple:
+        return tuple(self.plan.graph.tensors[tensor].shape)
+
+    def dtype(self, tensor: str) -> str:
+        return self.plan.graph.tensors[tensor].dtype
+
+    def ctype(self, tensor: str) -> str:
+        return CTYPE[self.dtype(tensor)]
+
+    def src(self, tensor: str) -> str:
+        return self.plan.values[tensor].var
+
+    def dst(self, tensor: str) -> str:
+        """The pointer a node writes `tensor` through: the user's output buffer when its type
+        matches, else a workspace slot."""
+        plan = self.plan
+        if tensor in plan.values:
+            return plan.values[tensor].var
+        graph = plan.graph
+        ctype = self.ctype(tensor)
+        if tensor in graph.outputs and IO_CTYPE[self.dtype(tensor)] == ctype:
+            index = graph.outputs.index(tensor)
+            return plan.add_value(tensor, ctype, f"static_cast<{ctype}*>(out[{index}])",
+                                  "output").var
+        return plan.add_slot(tensor, ctype, self.shape(tensor)).var
+
+    def view(self, out: str, base: str) -> bool:
+        """Makes `out` share `base`'s storage when that is safe; False means: copy."""
+        plan = self.plan
+        if out in plan.graph.outputs or out in plan.values:
+            return False
+        root = plan.values[base]
+        if root.kind == "view":
+            root = plan.values[root.base]
+        planned = plan.layout.planned
+        if planned is not None and root.kind == "work":
+            offsets = planned[0]
+            if root.tensor not in offsets or offsets.get(out) != offsets[root.tensor]:
+                return False
+        plan.add_value(out, root.ctype, root.var, "view", const=root.const, base=root.tensor)
+        return True
+
+    def view_weight(self, out: str, role: str) -> bool:
+        """`out` as a read-only view of one of the node's weights (the parameter op)."""
+        if out in self.plan.graph.outputs:
+            return False
+        var = self.weight(role)
+        self.plan.add_value(out, CTYPE[self.dtype(out)], var, "view", const=True)
+        return True
+
+    def weight(self, role: str, transform: Callable | None = None, tag: str = "",
+               shape: tuple | None = None) -> str:
+        """Pointer to the node's weight `role`, re-laid out by `transform` (named by `tag`)."""
+        name = self.node.weights[role]
+        tensor = self.plan.graph.tensors[name]
+        dtype = "float32" if tensor.dtype in ("float16", "bfloat16") else tensor.dtype
+        key = f"{name}@{tag}" if tag else name
+        fn = transform or (lambda a: a)
+        shape = shape if shape is not None else tuple(d.value for d in tensor.shape)
+        return self.plan.add_weight(key, lambda store: fn(store.get(name)), shape, dtype)
+
+    def derived_weight(self, tag: str, make: Callable, shape: tuple) -> str:
+        """A float32 array computed from several of the node's weights (e.g. batch-norm scale)."""
+        key = f"{self.node.name}@{tag}"
+        weights = dict(self.node.weights)
+        return self.plan.add_weight(
+            key, lambda store: make({r: store.get(w) for r, w in weights.items()}), shape, "float32")
+
+    # sizes and calls
+    @staticmethod
+    def c(dim) -> str:
+        return cexpr(dim)
+
+    def at_max(self, dim) -> int:
+        return self.plan.at_max(dim)
+
+    def call(self, kernel: Kernel, args: list, scratch_shared: int = 0, scratch_thread: int = 0):
+        self.plan.add_step(Step(self.node.name if self.node else "", kernel, tuple(str(a) for a in args),
+                                int(scratch_shared), int(scratch_thread)))
+
+
+def _checked_plan(graph: Graph) -> tuple:
+    """(memory plan, scale, note): the optimizer's plan when every node can live with its aliasing.
+    Float tensors are stored as float32 here, so a plan made for 2-byte floats is scaled by 2."""
+    planned = read_memory_plan(graph.memory_plan)
+    if planned is None:
+        return None, 1, ""
+    offsets, sizes = planned
+    env = graph.bounds_env("max")
+    scale = 1
+    for name, size in sizes.items():
+        t = graph.tensors.get(name)
+        if t is None:
+            continue
+        need = slot_bytes(t.shape, CTYPE[t.dtype]).eval(env)
+        while size * scale < need and scale < 4:
+            scale *= 2
+        if size * scale < need:
+            return None, 1, f"memory plan ignored: '{name}' needs {need} bytes"
+    for node in graph.nodes:
+        for out in node.outputs:
+            if out not in offsets:
+                continue
+            o0, o1 = offsets[out], offsets[out] + sizes[out]
+            for i, src in enumerate(node.inputs):
+                if src not in offsets or offsets[src] >= o1 or offsets[src] + sizes[src] <= o0:
+                    continue
+                same = offsets[src] == o0 and sizes[src] == sizes[out]
+                elementwise = node.op in INPLACE_SAFE or _is_elementwise(node.op)
+                residual = node.op in RESIDUAL_INPLACE and i == len(node.inputs) - 1 and i > 0
+                if not (same and (elementwise or residual)):
+                    return None, 1, (f"memory plan ignored: '{node.name}' ({node.op}) would "
+                                     f"overwrite its input '{src}'")
+    return planned, scale, ""
+
+
+def _is_elementwise(op: str) -> bool:
+    from ait_build.ops.registry import all_ops
+    row = all_ops().get(op)
+    return bool(row and row.elementwise)
+
+
+def plan_model(graph: Graph, target) -> ModelPlan:
+    from ait_build.backends import get_backend
+    backend = get_backend(target)
+    planned, scale, note = _checked_plan(graph)
+    plan = ModelPlan(graph=graph, target=target, backend=backend, layout=Layout(planned, scale))
+    if note:
+        plan.notes.append(note)
+    backend.lower_inputs(plan)
+    for node in graph.nodes:
+        lower = backend.LOWER.get(node.op)
+        if lower is None:
+            raise AitError(f"{node.loc}: the {target.backend} backend has no kernel for op "
+                           f"'{node.op}' (node '{node.name}')")
+        lower(Lowerer(plan, node))
+    backend.lower_outputs(plan)
+    return plan
+
+
+def weight_arrays(plan: ModelPlan) -> dict:
+    """key -> contiguous array, in the layout and dtype the kernels read."""
+    from ait_build.ir.dtypes import NUMPY
+    out = {}
+    for key, slot in sorted(plan.weights.items()):
+        arr = np.ascontiguousarray(slot.make(plan.graph.weights), dtype=NUMPY[slot.dtype])
+        if tuple(arr.shape) != slot.shape:
+            raise AitError(f"internal: weight '{key}' came out {list(arr.shape)}, "
+                           f"planned {list(slot.shape)}")
+        out[key] = arr
+    return out
+
+
+def summarize(graph: Graph, target) -> dict:
+    """Unique kernels and planned workspace, for `ait-build graph --target`."""
+    try:
+        plan = plan_model(graph, target)
+    except AitError as exc:
+        return {"kernels": f"not planned: {exc}"}
+    return {"kernels": len(plan.kernels), "kernel_calls": len(plan.steps),
+            "workspace_bytes": plan.workspace_bytes()}
+
+
+def sizeof(ctype: str) -> int:
+    return SIZEOF[ctype]

@@ -1,0 +1,55 @@
+"""The Jinja2 environment every source is rendered with: templates are files under templates/,
+undefined names are errors, and contexts are flat. `template_deps` lists the files a render
+reads (the template and everything it extends or includes), for SCons dependencies."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+
+import jinja2
+from jinja2 import meta
+
+PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TEMPLATES_DIR = os.path.join(PROJECT_ROOT, "templates")
+
+
+def c_string(value) -> str:
+    """A C string literal (JSON's escapes are valid C escapes for printable ASCII)."""
+    text = json.dumps(str(value), ensure_ascii=True)
+    return text.replace("?", "\\?")  # no trigraphs
+
+
+def c_comment(value) -> str:
+    """Text safe inside a // comment: no line breaks or line-continuing backslashes."""
+    return " ".join(str(value).replace("\\", "/").split())
+
+
+@functools.lru_cache(maxsize=None)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             trim_blocks=True, lstrip_blocks=True, autoescape=False)
+    env.filters["cstr"] = c_string
+    env.filters["comment"] = c_comment
+    return env
+
+
+def render(template: str, context: dict) -> str:
+    return environment().get_template(template).render(**context)
+
+
+@functools.lru_cache(maxsize=None)
+def template_deps(template: str) -> tuple:
+    """The template and every template it extends or includes, as 'templates/...' paths."""
+    env = environment()
+    seen, todo = [], [template]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.append(name)
+        source = env.loader.get_source(env, name)[0]
+        todo.extend(t for t in meta.find_referenced_templates(env.parse(source)) if t)
+    return tuple(sorted(f"templates/{name}" for name in seen))

@@ -1,0 +1,158 @@
+"""Compiler command lines per target: which compiler, which flags, where the BLAS lives.
+
+SCons and the codegen tests both build from these lines, so a library compiled either way is the
+same. A missing compiler or BLAS raises one AitError that names what to install.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from ait_build.errors import AitError
+
+# what to install when a compiler is missing, by compiler name
+INSTALL_HINTS = {
+    "g++": "install GCC's C++ compiler (Debian/Ubuntu: apt-get install g++)",
+    "c++": "install a C++ compiler (Debian/Ubuntu: apt-get install g++)",
+    "clang++": "install clang (Debian/Ubuntu: apt-get install clang)",
+    "nvcc": "install the CUDA toolkit (nvcc) and put it on PATH",
+    "hipcc": "install ROCm's hipcc (Debian/Ubuntu: apt-get install hipcc libamdhip64-dev)",
+}
+
+# target.device.simd (float32 lanes) -> instruction-set flags, per compiler machine prefix. The
+# target file says how wide the vectors are; the compiler's own machine says which ISA that is.
+SIMD_FLAGS = {
+    ("x86_64", 4): (),
+    ("x86_64", 8): ("-mavx2", "-mfma", "-mf16c"),
+    ("x86_64", 16): ("-mavx512f", "-mavx512vl", "-mavx512bw", "-mavx512dq", "-mfma", "-mf16c"),
+    ("aarch64", 4): (),
+}
+
+# always on for cpu: only the C API is exported (kernels stay private to each library), no
+# asserts, and the compile is deterministic
+CPU_EXTRA_FLAGS = ("-fvisibility=hidden", "-fvisibility-inlines-hidden", "-DNDEBUG",
+                   "-fno-math-errno")
+
+
+@dataclass(frozen=True)
+class Blas:
+    """Where the cblas header and library are, and the (prefixed) symbols the kernels call."""
+
+    include_dir: str
+    lib_dir: str
+    lib: str  # -l name
+    defines: tuple  # -D macros naming the symbols, so sources do not hard-code a BLAS
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    target: str
+    cxx: str
+    flags: tuple  # compile flags (also written to the manifest: no paths in them)
+    include_dirs: tuple
+    defines: tuple
+    link_flags: tuple
+    libs: tuple  # -l names
+    lib_dirs: tuple
+    rpath: tuple
+
+    def compile_command(self, source: str, obj: str, include_dirs=(), prefix_map: str = "") -> list:
+        """Compile one source; `prefix_map` (the build folder) keeps paths out of the object."""
+        cmd = [self.cxx, *self.flags, *(f"-D{d}" for d in self.defines)]
+        cmd += [f"-I{d}" for d in tuple(include_dirs) + self.include_dirs]
+        if prefix_map:
+            cmd.append(f"-ffile-prefix-map={prefix_map}=.")
+        return cmd + ["-c", source, "-o", obj]
+
+    def link_command(self, objects, library: str) -> list:
+        cmd = [self.cxx, "-shared", *self.link_flags, "-o", library, *objects]
+        cmd += [f"-L{d}" for d in self.lib_dirs] + [f"-Wl,-rpath,{d}" for d in self.rpath]
+        return cmd + [f"-l{lib}" for lib in self.libs]
+
+    def version(self) -> str:
+        return compiler_version(self.cxx)
+
+    def manifest(self) -> dict:
+        """What manifest.json records: no include or library paths (those differ per machine)."""
+        return {"cxx": self.cxx, "flags": list(self.flags), "version": self.version()}
+
+
+def require_compiler(cxx: str, target_name: str) -> str:
+    path = shutil.which(cxx)
+    if path is None:
+        hint = INSTALL_HINTS.get(os.path.basename(cxx), f"install '{cxx}' and put it on PATH")
+        raise AitError(f"target '{target_name}' compiles with '{cxx}', which is not on PATH: {hint}")
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_version(cxx: str) -> str:
+    try:
+        out = subprocess.run([cxx, "-dumpfullversion", "-dumpversion"], capture_output=True,
+                             text=True, timeout=60)
+    except OSError as exc:
+        raise AitError(f"cannot run '{cxx}': {exc}") from None
+    return out.stdout.strip() or "unknown"
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_machine(cxx: str) -> str:
+    try:
+        out = subprocess.run([cxx, "-dumpmachine"], capture_output=True, text=True, timeout=60)
+    except OSError:
+        return ""
+    return out.stdout.strip()
+
+
+@functools.lru_cache(maxsize=None)
+def find_openblas() -> Blas:
+    """OpenBLAS from the scipy-openblas32 wheel: headers, library and its `scipy_` symbol prefix."""
+    try:
+        import scipy_openblas32 as ob
+    except ImportError:
+        raise AitError("the cpu target needs OpenBLAS from the scipy-openblas32 wheel: "
+                       "pip install scipy-openblas32") from None
+    include_dir, lib_dir = ob.get_include_dir(), ob.get_lib_dir()
+    if not os.path.isfile(os.path.join(include_dir, "cblas.h")):
+        raise AitError(f"scipy-openblas32 has no cblas.h in {include_dir}; reinstall it: "
+                       "pip install --force-reinstall scipy-openblas32")
+    lib = ob.get_library()  # 'scipy_openblas'
+    if not any(name.startswith(f"lib{lib}.") for name in os.listdir(lib_dir)):
+        raise AitError(f"scipy-openblas32 has no lib{lib} in {lib_dir}; reinstall it: "
+                       "pip install --force-reinstall scipy-openblas32")
+    prefix = "scipy_"
+    defines = (f"AIT_SGEMM={prefix}cblas_sgemm",
+               f"AIT_BLAS_SET_THREADS={prefix}openblas_set_num_threads")
+    return Blas(include_dir, lib_dir, lib, defines)
+
+
+def simd_flags(target, cxx: str) -> tuple:
+    lanes = target.fact("simd")
+    if not lanes:
+        return ()
+    machine = compiler_machine(cxx).split("-")[0]
+    flags = SIMD_FLAGS.get((machine, int(lanes)))
+    if flags is None:
+        raise AitError(f"target '{target.name}' asks for {lanes}-lane float32 vectors, which "
+                       f"'{cxx}' ({machine or 'unknown machine'}) cannot target; fix device.simd")
+    return flags
+
+
+def toolchain_for(target, check: bool = True) -> Toolchain:
+    """The command lines for `target` (a spec.target.Target). `check` verifies the compiler and
+    the BLAS exist, raising one AitError that says what to install."""
+    if check:
+        require_compiler(target.cxx, target.name)
+    if target.backend != "cpu":
+        return Toolchain(target.name, target.cxx, tuple(target.flags), (), (), tuple(target.link_flags),
+                         (), (), ())
+    blas = find_openblas()
+    flags = tuple(target.flags) + simd_flags(target, target.cxx) + CPU_EXTRA_FLAGS
+    return Toolchain(target=target.name, cxx=target.cxx, flags=flags,
+                     include_dirs=(blas.include_dir,), defines=blas.defines,
+                     link_flags=tuple(target.link_flags), libs=(blas.lib,),
+                     lib_dirs=(blas.lib_dir,), rpath=(blas.lib_dir,))
