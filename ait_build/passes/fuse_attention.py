@@ -51,10 +51,9 @@ def _permuted(graph: Graph, uses: Uses, t: str, dims: tuple, reader: Node, found
 
 def _split_heads(graph, uses, t, dims, reader, found):
     """(x, heads, head_dim) when t = permute(reshape(x [b, s, h*d] -> [b, s, h, d]), dims)."""
-    perm = _permuted(graph, uses, t, dims, reader, found)
-    if perm is None:
-        return None
-    rs = uses.made_by(perm.inputs[0], "reshape")
+    mine = []
+    perm = _permuted(graph, uses, t, dims, reader, mine)
+    rs = uses.made_by(perm.inputs[0], "reshape") if perm is not None else None
     if rs is None or uses.only_reader(rs.output) is not perm:
         return None
     xs, ys = graph.tensors[rs.inputs[0]].shape, graph.tensors[rs.output].shape
@@ -62,7 +61,7 @@ def _split_heads(graph, uses, t, dims, reader, found):
         return None
     if not (ys[2].is_static and ys[3].is_static) or xs[2] != ys[2] * ys[3]:
         return None
-    found.append(rs)
+    found += mine + [rs]  # only a full match adds nodes to replace
     return rs.inputs[0], ys[2].value, ys[3].value
 
 
@@ -73,8 +72,12 @@ def _keys(graph, uses, mm, found):
     direct = _split_heads(graph, uses, kt, (0, 2, 3, 1), mm, found)
     if direct is not None:
         return direct
-    swap = _permuted(graph, uses, kt, (0, 1, 3, 2), mm, found)
-    return _split_heads(graph, uses, swap.inputs[0], HEADS_FIRST, swap, found) if swap else None
+    mine = []
+    swap = _permuted(graph, uses, kt, (0, 1, 3, 2), mm, mine)
+    heads = _split_heads(graph, uses, swap.inputs[0], HEADS_FIRST, swap, mine) if swap else None
+    if heads is not None:
+        found += mine
+    return heads
 
 
 def _scores(graph, uses, t, reader, scale, bias, found):
