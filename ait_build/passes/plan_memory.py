@@ -1,16 +1,16 @@
 """Memory planning: every intermediate tensor gets a byte offset in ONE workspace, sized for the
 largest dims (Graph.dims max), so a model allocates once and any batch size fits.
 
-Which tensors: values computed by nodes, except graph outputs (they go to the caller's buffers)
-and `parameter` outputs (views of weights). Lifetimes run from the producing node to the last
-reader, in execution order.
+Which tensors: values computed by nodes, except graph outputs (they go to the caller's buffers),
+`parameter` outputs (views of weights) and reshape/flatten outputs: tensors are contiguous, so
+those are views that own no bytes (`aliases` maps each to the tensor it reads). Lifetimes run from
+the producing node to the last reader, in execution order; reading a view reads what it views, and
+a view that is a graph output keeps what it views alive to the end.
 
-Reuse, before placing:
-- views: a reshape/flatten output shares its input's bytes;
-- in place: an elementwise op (fused ones too), a row op (batch_norm, layer_norm, softmax) or a
-  GEMM/conv with a residual writes over an input (the residual, for GEMMs) of the same shape that
-  no later node reads: its kernel reads element i before it writes element i.
-Tensors sharing bytes form one group with the union of their lifetimes.
+In place, before placing: an elementwise op (fused ones too), a row op (batch_norm, layer_norm,
+softmax) or a GEMM/conv with a residual writes over an input (the residual, for GEMMs) of the same
+shape that no later node reads: its kernel reads element i before it writes element i. Tensors
+sharing bytes form one group with the union of their lifetimes.
 
 Placement is greedy by size (largest group first, each into the tightest gap among the groups it
 overlaps in time, else on top), the offset rule of Pisarchyk & Lee (2020) that AITemplate also
@@ -40,14 +40,20 @@ class MemoryPlan:
     workspace_bytes: int
     naive_bytes: int  # one buffer per tensor
     alignment: int = ALIGNMENT
-    aliases: dict = field(default_factory=dict)  # tensor -> tensor whose bytes it reuses
+    aliases: dict = field(default_factory=dict)  # view or in-place output -> tensor it reuses
     peak_bytes: int = 0  # most bytes live at one node: no placement can do better
+
+    def home(self, tensor: str) -> str | None:
+        """The planned tensor whose bytes hold `tensor` (itself, or what a view reads), if any."""
+        while tensor not in self.offsets and tensor in self.aliases:
+            tensor = self.aliases[tensor]
+        return tensor if tensor in self.offsets else None
 
 
 def planned_tensors(graph: Graph) -> list:
     outputs = set(graph.outputs)
-    return [t for n in graph.nodes if n.op != "parameter" for t in n.outputs
-            if graph.tensors[t].kind == VALUE and t not in outputs]
+    return [t for n in graph.nodes if n.op != "parameter" and n.op not in VIEW_OPS
+            for t in n.outputs if graph.tensors[t].kind == VALUE and t not in outputs]
 
 
 def tensor_bytes(graph: Graph, name: str, env: dict, alignment: int) -> int:
@@ -84,22 +90,21 @@ def overwritable(node) -> list:
     return list(node.inputs[DATA_INPUTS[node.op]:]) if node.op in DATA_INPUTS else []  # residual
 
 
-def _share(graph: Graph, groups: _Groups, sizes: dict) -> dict:
+def _share(graph: Graph, groups: _Groups, sizes: dict, root) -> dict:
+    """In-place reuse: output -> the planned tensor it overwrites."""
     aliases = {}
     for i, node in enumerate(graph.nodes):
         out = node.outputs[0]
         if len(node.outputs) != 1 or out not in sizes:
             continue
-        if node.op in VIEW_OPS and node.inputs[0] in sizes:
-            candidates = [node.inputs[0]]
-        else:
-            shape = tuple(graph.tensors[out].shape)
-            candidates = [t for t in overwritable(node) if t in sizes and sizes[t] == sizes[out]
-                          and tuple(graph.tensors[t].shape) == shape
-                          and groups.end[groups.find(t)] == i]
-        if candidates:
-            groups.join(out, candidates[0])
-            aliases[out] = candidates[0]
+        shape = tuple(graph.tensors[out].shape)
+        for t in overwritable(node):
+            base = root(t)  # through views: a reshape keeps the element order
+            if base in sizes and sizes[base] == sizes[out] and \
+                    tuple(graph.tensors[t].shape) == shape and groups.end[groups.find(base)] == i:
+                groups.join(out, base)
+                aliases[out] = base
+                break
     return aliases
 
 
@@ -125,16 +130,26 @@ def plan(graph: Graph, env: dict | None = None, alignment: int = ALIGNMENT) -> M
     env = env or graph.bounds_env("max")
     names = planned_tensors(graph)
     sizes = {t: tensor_bytes(graph, t, env, alignment) for t in names}
+    views = {n.output: n.inputs[0] for n in graph.nodes if n.op in VIEW_OPS}
+
+    def root(t: str) -> str:
+        while t in views:
+            t = views[t]
+        return t
+
     start, end = {}, {}
     for i, node in enumerate(graph.nodes):
         for t in node.outputs:
             if t in sizes:
                 start[t] = end[t] = i
         for t in node.inputs:
-            if t in sizes:
-                end[t] = i
+            if root(t) in sizes:
+                end[root(t)] = i
+    for t in graph.outputs:  # a view returned as an output is copied out at the end
+        if root(t) in sizes:
+            end[root(t)] = len(graph.nodes) - 1
     groups = _Groups(start, end)
-    aliases = _share(graph, groups, sizes)
+    aliases = {**views, **_share(graph, groups, sizes, root)}
     group_size: dict = {}
     for t in names:
         g = groups.find(t)
@@ -157,5 +172,7 @@ def mib(n: int) -> str:
 def run(graph: Graph, target) -> str:
     graph.memory_plan = plan(graph)
     p = graph.memory_plan
+    in_place = sum(1 for t in p.aliases if t in p.offsets)
     return (f"workspace {mib(p.workspace_bytes)} for {len(p.sizes)} tensors (naive sum "
-            f"{mib(p.naive_bytes)}, live peak {mib(p.peak_bytes)}, {len(p.aliases)} reuse an input)")
+            f"{mib(p.naive_bytes)}, live peak {mib(p.peak_bytes)}; {in_place} written in place, "
+            f"{len(p.aliases) - in_place} views)")

@@ -103,12 +103,13 @@ def run_in_workspace(graph, inputs):
     ws = np.zeros(plan.workspace_bytes, np.uint8)
     values = {k: v.astype(storage(graph, k)) for k, v in inputs.items()}
 
-    def read(t):
-        if t not in plan.offsets:
+    def read(t):  # a view reads the bytes of the tensor it views
+        home = plan.home(t)
+        if home is None:
             return values[t]
         shape = tuple(d.eval(env) for d in graph.tensors[t].shape)
         count = int(np.prod(shape))
-        return np.frombuffer(ws, storage(graph, t), count, plan.offsets[t]).reshape(shape).copy()
+        return np.frombuffer(ws, storage(graph, t), count, plan.offsets[home]).reshape(shape).copy()
 
     for node in graph.nodes:
         outs = run_node(graph, node, [read(t) for t in node.inputs], env)
@@ -119,4 +120,4 @@ def run_in_workspace(graph, inputs):
                 ws[plan.offsets[t]:plan.offsets[t] + raw.size] = raw
             else:
                 values[t] = arr
-    return {t: values[t] for t in graph.outputs}
+    return {t: read(t) for t in graph.outputs}

@@ -39,12 +39,13 @@ def test_chain_reuses_memory_views_and_in_place():
     after, summary = apply(g, plan_memory.run)
     assert ops(after) == ops(g)  # planning never edits the graph
     plan = after.memory_plan
-    assert set(plan.offsets) == {"a", "b", "c", "d", "e", "f", "g", "h"}  # not the output i
-    # relu, sigmoid and the add run in place; reshapes are views
-    assert plan.aliases == {"b": "a", "c": "b", "d": "c", "e": "d", "g": "f"}
+    assert set(plan.offsets) == {"a", "b", "d", "f", "g", "h"}  # not the output i, nor views
+    # relu, sigmoid (through the view c) and the add run in place; reshapes are views
+    assert plan.aliases == {"b": "a", "c": "b", "d": "b", "e": "d", "g": "f"}
+    assert plan.home("e") == "d" and plan.offsets["d"] == plan.offsets["a"]
     assert plan.sizes["a"] == 4 * 8 * 32 * 4  # batch at its max, 4 bytes per float32
     assert plan.workspace_bytes < plan.naive_bytes
-    assert summary.startswith("workspace ") and "5 reuse an input" in summary
+    assert summary.startswith("workspace ") and "3 written in place, 2 views" in summary
     check_plan(after)
 
 
