@@ -11,7 +11,7 @@ import traceback
 
 import numpy as np
 
-from ait_build.errors import AitError
+from ait_build.errors import AitError, format_error
 
 
 def _load(path, weights=None):
@@ -20,29 +20,16 @@ def _load(path, weights=None):
 
 
 def cmd_check(args) -> int:
+    """Check every file (a model, target or blocks file, by its `kind`); exit 1 if any fails."""
+    from ait_build.spec.check import check_spec
     failed = 0
     for path in args.specs:
         try:
-            if _is_target(path):
-                from ait_build.spec.target import load_target
-                load_target(path)
-                print(f"{path}: ok (target)")
-            else:
-                graph = _load(path)
-                print(f"{path}: ok ({len(graph.nodes)} nodes, {len(graph.weight_names())} weights)")
+            print(f"{path}: {check_spec(path)}")
         except AitError as exc:
-            print(str(exc), file=sys.stderr)
+            print(format_error(exc), file=sys.stderr)
             failed += 1
     return 1 if failed else 0
-
-
-def _is_target(path: str) -> bool:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            head = fh.read(4096)
-    except OSError:
-        return False
-    return any(line.strip().replace(" ", "") == "kind:Target" for line in head.splitlines())
 
 
 def cmd_graph(args) -> int:
@@ -181,7 +168,7 @@ def main(argv=None) -> int:
     try:
         return args.func(args)
     except AitError as exc:
-        print(str(exc) if str(exc).count(": error: ") else f"error: {exc}", file=sys.stderr)
+        print(format_error(exc), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

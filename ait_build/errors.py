@@ -9,7 +9,7 @@ from typing import Iterable
 
 @dataclass(frozen=True)
 class Location:
-    """A 1-based position in a spec file."""
+    """A 1-based position in a spec file (line 0: the file as a whole)."""
 
     path: str
     line: int = 0
@@ -21,27 +21,31 @@ class Location:
         return f"{self.path}:{self.line}:{self.col}"
 
 
-UNKNOWN = Location("<unknown>")
-
-
 class AitError(Exception):
     """Base of every error the tool reports to a user (the CLI prints these without a traceback)."""
 
 
 class SpecError(AitError):
-    """A problem in a user's spec, with the place it comes from."""
+    """A problem in a user's spec, with the place it comes from when one is known. Notes add
+    context lines, each with its own place (e.g. the block use that expanded a bad node)."""
 
     def __init__(self, message: str, loc: Location | None = None, note: str | None = None):
         super().__init__(message)
         self.message = message
-        self.loc = loc or UNKNOWN
-        self.note = note
+        self.loc = loc
+        self.notes: list = [(loc, note)] if note else []
+
+    def add_note(self, note: str, loc: Location | None = None) -> None:
+        self.notes.append((loc, note))
 
     def __str__(self) -> str:
-        text = f"{self.loc}: error: {self.message}"
-        if self.note:
-            text += f"\n{self.loc}: note: {self.note}"
-        return text
+        lines = [f"{_prefix(self.loc)}error: {self.message}"]
+        lines += [f"{_prefix(loc)}note: {note}" for loc, note in self.notes]
+        return "\n".join(lines)
+
+
+def _prefix(loc: Location | None) -> str:
+    return f"{loc}: " if loc is not None else ""
 
 
 class OpError(AitError):
@@ -50,5 +54,17 @@ class OpError(AitError):
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest choice, or ''."""
-    close = difflib.get_close_matches(str(word), sorted(set(choices)), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(str(word), sorted({str(c) for c in choices}), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def format_error(exc: BaseException) -> str:
+    """How the CLI prints an AitError: located errors as they are, others as 'error: ...'."""
+    text = str(exc)
+    return text if isinstance(exc, SpecError) else f"error: {text}"
+
+
+def shown(value, limit: int = 60) -> str:
+    """repr(value) cut to `limit` characters, so a message never quotes a huge value."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ait_build.errors import Location, SpecError, did_you_mean
+from ait_build.errors import Location, SpecError, did_you_mean, shown
 from ait_build.ir.dims import Dim
 from ait_build.ir.dtypes import ALL_DTYPES
 from ait_build.ops.registry import REQUIRED, OpDef
@@ -29,11 +29,11 @@ def convert(kind: str, value, name: str, dims: dict, loc: Location):
     what = f"attribute '{name}'"
     if kind == "int":
         if not _is_int(value):
-            raise SpecError(f"{what} must be an integer, got {type_name(value)} ({value!r})", loc)
+            raise SpecError(f"{what} must be an integer, got {type_name(value)} ({shown(value)})", loc)
         return value
     if kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SpecError(f"{what} must be a number, got {type_name(value)} ({value!r})", loc)
+            raise SpecError(f"{what} must be a number, got {type_name(value)} ({shown(value)})", loc)
         return float(value)
     if kind == "number_or_none":
         if value is None:
@@ -41,7 +41,7 @@ def convert(kind: str, value, name: str, dims: dict, loc: Location):
         return convert("float", value, name, dims, loc)
     if kind == "bool":
         if not isinstance(value, bool):
-            raise SpecError(f"{what} must be true or false, got {type_name(value)} ({value!r})", loc)
+            raise SpecError(f"{what} must be true or false, got {type_name(value)} ({shown(value)})", loc)
         return value
     if kind in ("str", "dtype"):
         if not isinstance(value, str):

@@ -9,15 +9,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ait_build.errors import Location, SpecError, did_you_mean
+from ait_build.errors import Location, SpecError, did_you_mean, shown
 from ait_build.spec.fields import (check_header, check_keys, expect_list, expect_map, get,
                                    type_name)
-from ait_build.spec.yamlfile import YList, YMap, load_yaml, where
+from ait_build.spec.yamlfile import YList, YMap, load_yaml, where, ylist
 
 BLOCK_FIELDS = ("params", "inputs", "outputs", "graph", "doc")
 BLOCKS_FILE_FIELDS = ("apiVersion", "kind", "include", "blocks", "description")
 PARAM_TYPES = {"int": int, "float": (int, float), "bool": bool, "str": str}
 MAX_INCLUDE_DEPTH = 16
+RESERVED = ("i", "true", "false")  # names expressions give a meaning of their own
 NO_DEFAULT = object()
 
 
@@ -47,8 +48,10 @@ def parse_block(name: str, body, loc: Location) -> BlockDef:
         if "params" in body else {}
     for pname, spec in raw.items():
         ploc = raw.where(pname)
-        if not isinstance(pname, str) or not pname.isidentifier():
-            raise SpecError(f"block param name '{pname}' must be an identifier", ploc)
+        if not isinstance(pname, str) or not pname.isidentifier() or pname in RESERVED:
+            raise SpecError(f"block param name '{pname}' must be an identifier"
+                            + (" other than i, true and false (reserved)" if pname in RESERVED else ""),
+                            raw.key_loc[pname])
         if isinstance(spec, YMap):
             check_keys(spec, ("type", "default", "doc"), f"param '{pname}'")
             ptype = get(spec, "type", str, f"param '{pname}'")
@@ -59,6 +62,9 @@ def parse_block(name: str, body, loc: Location) -> BlockDef:
         else:
             ptype, default = None, spec
         params[pname] = BlockParam(pname, ptype, default, ploc)
+        if default is not NO_DEFAULT:
+            check_arg_type(params[pname], default, where(spec, "default") if isinstance(spec, YMap)
+                           else ploc, "the default of param")
     inputs = _names(body, "inputs", name, default=["x"])
     outputs = _names(body, "outputs", name, default=None)
     graph = expect_list(body["graph"], where(body, "graph"), f"graph of block '{name}'")
@@ -80,13 +86,13 @@ def _names(body, key, block, default):
     return list(items)
 
 
-def check_arg_type(param: BlockParam, value, loc: Location) -> None:
+def check_arg_type(param: BlockParam, value, loc: Location, what: str = "argument") -> None:
     if param.type is None:
         return
     kinds = PARAM_TYPES[param.type]
     if isinstance(value, bool) and param.type != "bool" or not isinstance(value, kinds):
-        raise SpecError(f"argument '{param.name}' must be {param.type}, got {type_name(value)} "
-                        f"({value!r})", loc)
+        raise SpecError(f"{what} '{param.name}' must be {param.type}, got {type_name(value)} "
+                        f"({shown(value)})", loc)
 
 
 class BlockLibrary:
@@ -99,8 +105,7 @@ class BlockLibrary:
         if "include" in doc:
             items = doc["include"]
             if isinstance(items, str):
-                items = YList([items])
-                items.loc, items.item_loc = where(doc, "include"), [where(doc, "include")]
+                items = ylist([items], where(doc, "include"))
             items = expect_list(items, where(doc, "include"), "include")
             for i, rel in enumerate(items):
                 if not isinstance(rel, str):
@@ -126,17 +131,30 @@ class BlockLibrary:
         real = os.path.realpath(full)
         chain = [p for p, _ in stack] + [os.path.realpath(including)]
         if real in chain:
-            shown = " -> ".join(os.path.basename(p) for p in chain + [real])
-            raise SpecError(f"include loop: {shown}", loc)
+            loop = " -> ".join(os.path.basename(p) for p in chain + [real])
+            raise SpecError(f"include loop: {loop}", loc)
         if len(stack) >= MAX_INCLUDE_DEPTH:
             raise SpecError(f"includes nested deeper than {MAX_INCLUDE_DEPTH}", loc)
         if not os.path.isfile(full):
             raise SpecError(f"included file '{rel}' not found (looked for {full})", loc)
-        doc = check_header(load_yaml(full), full, "Blocks")
-        check_keys(doc, BLOCKS_FILE_FIELDS, f"blocks file {rel}")
-        self.add_from(doc, full, tuple(stack) + ((os.path.realpath(including), loc),))
+        self.add_from(_read_blocks_file(full), full, tuple(stack) + ((os.path.realpath(including), loc),))
 
     def get(self, name, loc: Location) -> BlockDef:
+        if not isinstance(name, str):
+            raise SpecError(f"'block' must be a block name, got {type_name(name)}", loc)
         if name not in self.blocks:
             raise SpecError(f"unknown block '{name}'" + did_you_mean(name, self.blocks), loc)
         return self.blocks[name]
+
+
+def _read_blocks_file(path: str) -> YMap:
+    doc = check_header(load_yaml(path), path, "Blocks")
+    check_keys(doc, BLOCKS_FILE_FIELDS, "a blocks file")
+    return doc
+
+
+def load_blocks(path: str) -> BlockLibrary:
+    """A block file (`kind: Blocks`) with its includes, checked as far as it can be without args."""
+    library = BlockLibrary()
+    library.add_from(_read_blocks_file(path), path)
+    return library

@@ -18,6 +18,8 @@ _FUNCS = {"min": min, "max": max, "str": str, "int": int}
 _WHOLE = re.compile(r"^\$(\w+)$|^\$\{(.*)\}$", re.S)
 _PART = re.compile(r"\$\{([^}]*)\}|\$(\w+)")
 MAX_EXPR_CHARS = 200
+MAX_VALUE_CHARS = 1000  # a computed string (a tensor name, an op name) is never longer
+MAX_INT = 2**63
 
 
 def evaluate(text: str, env: dict, loc: Location):
@@ -27,10 +29,21 @@ def evaluate(text: str, env: dict, loc: Location):
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise SpecError(f"bad expression '{text}': {exc.msg}", loc) from None
-    return _eval(tree.body, env, loc, text)
+    try:
+        return _eval(tree.body, env, loc, text)
+    except (TypeError, ValueError, ArithmeticError) as exc:  # '1 < "a"', int("x"), min()
+        raise SpecError(f"cannot evaluate '{text}': {exc}", loc) from None
 
 
 def _eval(node, env, loc, text):
+    value = _eval_node(node, env, loc, text)
+    if isinstance(value, (str, list)) and len(value) > MAX_VALUE_CHARS or \
+            isinstance(value, int) and abs(value) > MAX_INT:
+        raise SpecError(f"expression '{text}' makes a value too large to be a spec value", loc)
+    return value
+
+
+def _eval_node(node, env, loc, text):
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool)):
         return node.value
     if isinstance(node, ast.Name):
@@ -42,10 +55,14 @@ def _eval(node, env, loc, text):
         return env[node.id]
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
         left, right = _eval(node.left, env, loc, text), _eval(node.right, env, loc, text)
-        try:
-            return _BINOPS[type(node.op)](left, right)
-        except (TypeError, ZeroDivisionError) as exc:
-            raise SpecError(f"cannot evaluate '{text}': {exc}", loc) from None
+        if isinstance(node.op, ast.Mod) and isinstance(left, str):  # '%0999999999d' % 1
+            raise SpecError(f"string formatting with % is not supported in expression '{text}'", loc)
+        if isinstance(node.op, ast.Mult):  # check 'x' * 10**9 before building it
+            seq, count = (left, right) if isinstance(left, (str, list)) else (right, left)
+            if isinstance(seq, (str, list)) and isinstance(count, int) \
+                    and count * len(seq) > MAX_VALUE_CHARS:
+                raise SpecError(f"expression '{text}' makes a value too large to be a spec value", loc)
+        return _BINOPS[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
         value = _eval(node.operand, env, loc, text)
         return (not value) if isinstance(node.op, ast.Not) else -value
@@ -64,10 +81,10 @@ def _eval(node, env, loc, text):
         cond = _eval(node.test, env, loc, text)
         return _eval(node.body if cond else node.orelse, env, loc, text)
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS
-            and not node.keywords):
+            and not node.keywords and all(not isinstance(a, ast.Starred) for a in node.args)):
         return _FUNCS[node.func.id](*[_eval(a, env, loc, text) for a in node.args])
     raise SpecError(f"unsupported syntax in expression '{text}' (use + - * / // %, comparisons, "
-                    "and/or/not, 'a if c else b', min, max)", loc)
+                    "and/or/not, 'a if c else b', min, max, int, str)", loc)
 
 
 def substitute(value, env: dict, loc: Location):

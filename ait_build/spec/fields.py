@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-from ait_build.errors import Location, SpecError, did_you_mean
-from ait_build.spec.yamlfile import YList, YMap, where
+from ait_build.errors import Location, SpecError, did_you_mean, shown
+from ait_build.spec.yamlfile import YList, YMap, type_name, where
 
 TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
               YMap: "a mapping", YList: "a list"}
-
-
-def type_name(value) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    for t, name in TYPE_NAMES.items():
-        if isinstance(value, t):
-            return name
-    return type(value).__name__
 
 
 def expect_map(value, loc: Location, what: str) -> YMap:
@@ -41,6 +30,14 @@ def check_keys(mapping: YMap, allowed, what: str, required=()) -> None:
     for key in required:
         if key not in mapping:
             raise SpecError(f"{what} is missing required field '{key}'", mapping.loc)
+    check_docs(mapping, what)
+
+
+def check_docs(mapping: YMap, what: str) -> None:
+    """Free-text fields are still typed: a misplaced list under 'doc' is a mistake."""
+    for key in ("doc", "description"):
+        if key in mapping:
+            get(mapping, key, str, what)
 
 
 def get(mapping: YMap, key: str, kind, what: str, default=None, required=False):
@@ -55,7 +52,7 @@ def get(mapping: YMap, key: str, kind, what: str, default=None, required=False):
     if not ok:
         names = " or ".join(TYPE_NAMES.get(k, k.__name__) for k in kinds)
         raise SpecError(f"'{key}' in {what} must be {names}, got {type_name(value)}"
-                        + (f" ({value!r})" if not isinstance(value, (YMap, YList)) else ""),
+                        + (f" ({shown(value)})" if not isinstance(value, (YMap, YList)) else ""),
                         where(mapping, key))
     return float(value) if float in kinds and int not in kinds and isinstance(value, int) else value
 
@@ -70,7 +67,7 @@ def _is(value, kind) -> bool:
 
 def check_header(doc, path: str, kind: str) -> YMap:
     """Every spec file starts with `apiVersion: ait-build/v1` and its `kind`."""
-    doc = expect_map(doc, Location(path, 1, 1), "a spec file")
+    doc = expect_map(doc, Location(path, 1, 1), "a spec file")  # parse_yaml checked it already
     version = doc.get("apiVersion")
     if version is None:
         raise SpecError("missing 'apiVersion' (expected 'ait-build/v1')", doc.loc)

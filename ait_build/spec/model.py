@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ait_build.errors import Location, OpError, SpecError, did_you_mean
+from ait_build.errors import Location, OpError, SpecError, did_you_mean, shown
 from ait_build.ir.dims import Dim, DimRange, bounds, numel, shape_str
 from ait_build.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES
 from ait_build.ir.graph import INPUT, WEIGHT, Graph, Node, Tensor, verify
@@ -14,9 +14,9 @@ from ait_build.ops.registry import TType, all_ops
 from ait_build.spec.attrs import parse_attrs
 from ait_build.spec.blocks import NO_DEFAULT, BlockDef, BlockLibrary, check_arg_type
 from ait_build.spec.expr import substitute
-from ait_build.spec.fields import (check_header, check_keys, expect_list, expect_map, get,
+from ait_build.spec.fields import (check_docs, check_header, check_keys, expect_list, expect_map, get,
                                    type_name)
-from ait_build.spec.yamlfile import YList, YMap, load_yaml, where
+from ait_build.spec.yamlfile import YList, YMap, load_yaml, where, ylist
 from ait_build.weights import WeightStore
 
 MODEL_FIELDS = ("apiVersion", "kind", "name", "description", "dtype", "dims", "inputs", "outputs",
@@ -24,7 +24,7 @@ MODEL_FIELDS = ("apiVersion", "kind", "name", "description", "dtype", "dims", "i
 NODE_FIELDS = ("name", "op", "inputs", "outputs", "when", "weights", "doc")
 BLOCK_USE_FIELDS = ("name", "block", "repeat", "args", "inputs", "when", "doc")
 MAX_REPEAT = 10_000
-MAX_NODES = 200_000
+MAX_NODES = 100_000  # the largest real models have a few thousand
 MAX_DIM = 2**31 - 1
 MAX_TENSOR_ELEMENTS = 2**40
 MAX_WEIGHT_ELEMENTS = 2**36
@@ -39,8 +39,10 @@ class Scope:
     env: dict  # values for $expressions
     prev: str | None = None  # last output, for implicit chaining
     prev_node: str = ""
+    prev_hint: str = ""  # how to name the first output of a multi-output previous node
     blocks: tuple = ()  # block names being expanded, to catch recursion
     counters: dict = field(default_factory=dict)
+    later: dict = field(default_factory=dict)  # names the graph defines further down -> Location
 
 
 class ModelBuilder:
@@ -55,7 +57,8 @@ class ModelBuilder:
         self.node_names: dict = {}
         self.weight_specs: dict = {}
         self.library = BlockLibrary()
-        self.ops = all_ops()
+        self.ops = {k: v for k, v in all_ops().items() if not v.internal}
+        self.min_nodes_cache: dict = {}
 
     # -- top level ------------------------------------------------------------------------------
     def build(self) -> Graph:
@@ -214,6 +217,7 @@ class ModelBuilder:
 
     # -- graph entries --------------------------------------------------------------------------
     def _entries(self, entries: YList, scope: Scope) -> None:
+        scope.later = _names_defined(entries)
         for i, entry in enumerate(entries):
             loc = entries.where(i)
             entry = expect_map(entry, loc, "a graph entry")
@@ -268,6 +272,12 @@ class ModelBuilder:
             raise SpecError(f"an input must be a tensor name, got {type_name(name)}", loc)
         if name in scope.names:
             return scope.names[name]
+        base = name.split(":")[0]
+        later = scope.later.get(base)
+        if later is not None and not any(k == base or k.startswith(base + ":") for k in scope.names):
+            raise SpecError(f"tensor '{name}' is used before the node that computes it (line "
+                            f"{later.line}); graphs run top to bottom, so a cycle cannot be written",
+                            loc)
         hint = did_you_mean(name, scope.names)
         raise SpecError(f"undefined tensor '{name}'" + (hint or (
             " (tensors must be defined before use; graphs run top to bottom, so cycles cannot "
@@ -277,28 +287,19 @@ class ModelBuilder:
         if "inputs" not in entry:
             if scope.prev is None:
                 raise SpecError(f"{what} has no 'inputs' and the previous node ({scope.prev_node}) "
-                                "has several outputs; name the input", loc)
+                                f"has several outputs; name the input, e.g. inputs: [{scope.prev_hint}]",
+                                loc)
             return [scope.prev]
         raw = entry["inputs"]
         if isinstance(raw, str):
-            raw = YList([raw])
-            raw.loc, raw.item_loc = where(entry, "inputs"), [where(entry, "inputs")]
+            raw = ylist([raw], where(entry, "inputs"))
         items = expect_list(raw, where(entry, "inputs"), f"inputs of {what}")
         return [self._lookup(self._sub(v, scope, items.where(i)), scope, items.where(i))
                 for i, v in enumerate(items)]
 
     def _op_node(self, entry: YMap, scope: Scope, loc: Location) -> None:
         op_name = self._sub(entry["op"], scope, where(entry, "op"))
-        public = {k: v for k, v in self.ops.items() if not v.internal}
-        if not isinstance(op_name, str) or op_name not in public:
-            raise SpecError(f"unknown op '{op_name}'" + did_you_mean(op_name, public), where(entry, "op"))
-        op = public[op_name]
-        for key in entry:
-            if key not in NODE_FIELDS and key not in {a.name for a in op.attrs}:
-                allowed = list(NODE_FIELDS) + [a.name for a in op.attrs]
-                raise SpecError(f"op '{op_name}' has no attribute '{key}'" + did_you_mean(key, allowed)
-                                + (f"; its attributes: {', '.join(a.name for a in op.attrs)}"
-                                   if op.attrs else ""), entry.key_loc[key])
+        op = op_for_entry(op_name, entry, self.ops)
         local = self._node_name(entry, scope, op_name, loc)
         full = scope.prefix + local
         self._claim(full, where(entry, "name") if "name" in entry else loc)
@@ -319,7 +320,7 @@ class ModelBuilder:
             out_types = op.infer(ctx, in_types)
             params = op.params(ctx, in_types) if op.params else {}
         except OpError as exc:
-            raise SpecError(f"{op_name} '{full}': {exc}", loc) from None
+            raise SpecError(f"{op_name} '{full}': {exc}", _blame(entry, raw, str(exc), loc)) from None
         weights = self._node_weights(entry, scope, full, op_name, params, loc)
         outputs = self._node_outputs(entry, scope, local, full, len(out_types), loc)
         for tid, ttype in zip(outputs, out_types):
@@ -328,6 +329,8 @@ class ModelBuilder:
         self.nodes.append(Node(full, op_name, inputs, outputs, attrs, weights, loc))
         scope.prev = outputs[0] if len(outputs) == 1 else None
         scope.prev_node = f"'{full}'"
+        if len(outputs) > 1:
+            scope.prev_hint = next(k for k, v in scope.names.items() if v == outputs[0] and k != local)
 
     def _node_weights(self, entry, scope, full, op_name, params, loc) -> dict:
         overrides = {}
@@ -341,7 +344,9 @@ class ModelBuilder:
         weights = {}
         for role, spec in params.items():
             if role in overrides:
-                wname = scope.prefix + str(self._sub(overrides[role], scope, overrides.where(role)))
+                wname = self._sub(overrides[role], scope, overrides.where(role))
+                self._check_name(wname, overrides.where(role), "weight")
+                wname = scope.prefix + wname
             else:
                 wname = full if op_name == "parameter" else f"{full}.{role}"
             shape = tuple(spec.shape)
@@ -405,7 +410,7 @@ class ModelBuilder:
             raise SpecError(f"block '{bname}' uses itself ({chain})", where(entry, "block"))
         repeat = self._sub(entry.get("repeat", 1), scope, where(entry, "repeat"))
         if not isinstance(repeat, int) or isinstance(repeat, bool) or not 1 <= repeat <= MAX_REPEAT:
-            raise SpecError(f"'repeat' must be an integer from 1 to {MAX_REPEAT}, got {repeat!r}",
+            raise SpecError(f"'repeat' must be an integer from 1 to {MAX_REPEAT}, got {shown(repeat)}",
                             where(entry, "repeat"))
         local = self._node_name(entry, scope, bname, loc)
         inputs = self._resolve_inputs(entry, scope, loc, f"block use '{scope.prefix + local}'")
@@ -419,20 +424,53 @@ class ModelBuilder:
                 raise SpecError(f"block '{bname}' has no param '{key}'" + did_you_mean(key, block.params)
                                 + (f"; its params: {', '.join(block.params)}" if block.params else ""),
                                 args.key_loc[key])
-        outputs = []
+        self._check_growth(repeat * self._min_nodes(block), bname, repeat, entry, loc)
+        outputs, start = [], len(self.nodes)
         for i in range(repeat):
             prefix = scope.prefix + local + (f".{i}" if "repeat" in entry else "") + "."
             env = self._block_env(block, args, dict(scope.env, i=i), loc)
             inner = Scope(prefix=prefix, names=dict(zip(block.inputs, inputs)), env=dict(env, i=i),
                           prev=inputs[0], prev_node=f"block input '{block.inputs[0]}'",
                           blocks=scope.blocks + (bname,))
-            self._entries(block.graph, inner)
-            outputs = self._block_outputs(block, inner)
+            try:
+                self._entries(block.graph, inner)
+                outputs = self._block_outputs(block, inner)
+            except SpecError as exc:  # the cause is often an argument given at the use site
+                exc.add_note(f"in block '{bname}' used as '{prefix[:-1]}'", loc)
+                raise
             inputs = [outputs[0]] + inputs[1:]
+            if i == 0:  # now the size of one instance is known
+                self._check_growth(repeat * (len(self.nodes) - start), bname, repeat, entry, loc, start)
         scope.names[local] = outputs[0]
         for oname, tid in zip(block.outputs or [], outputs):
             scope.names[f"{local}:{oname}"] = tid
         scope.prev, scope.prev_node = outputs[0], f"block '{scope.prefix + local}'"
+
+    def _check_growth(self, adds, bname, repeat, entry, loc, start=None) -> None:
+        """Fail before expanding a block use that would pass MAX_NODES, not after minutes."""
+        total = (len(self.nodes) if start is None else start) + adds
+        if total > MAX_NODES:
+            raise SpecError(f"block '{bname}' repeated {repeat} time(s) makes the model at least "
+                            f"{total} nodes; the limit is {MAX_NODES}",
+                            where(entry, "repeat") if "repeat" in entry else loc)
+
+    def _min_nodes(self, block: BlockDef) -> int:
+        """A lower bound of the nodes one instance of `block` adds (literal repeats, no 'when')."""
+        if block.name not in self.min_nodes_cache:
+            self.min_nodes_cache[block.name] = 0  # a block that uses itself is reported elsewhere
+            total = 0
+            for entry in block.graph:
+                if not isinstance(entry, YMap) or "when" in entry:
+                    continue
+                inner = self.library.blocks.get(entry.get("block")) if isinstance(entry.get("block"), str) else None
+                if inner is None:
+                    total += "op" in entry
+                    continue
+                repeat = entry.get("repeat", 1)
+                valid = isinstance(repeat, int) and not isinstance(repeat, bool) and 1 <= repeat <= MAX_REPEAT
+                total += (repeat if valid else 1) * self._min_nodes(inner)
+            self.min_nodes_cache[block.name] = total
+        return self.min_nodes_cache[block.name]
 
     def _block_env(self, block: BlockDef, args: YMap, outer_env: dict, loc: Location) -> dict:
         env = {}
@@ -454,6 +492,40 @@ class ModelBuilder:
                                 "list its 'outputs'", block.loc)
             return [inner.prev]
         return [self._lookup(o, inner, block.loc) for o in block.outputs]
+
+
+def op_for_entry(op_name, entry: YMap, ops: dict):
+    """The op row a graph entry names, with the entry's keys checked against it."""
+    if not isinstance(op_name, str) or op_name not in ops:
+        raise SpecError(f"unknown op '{op_name}'" + did_you_mean(op_name, ops), where(entry, "op"))
+    op = ops[op_name]
+    attrs = [a.name for a in op.attrs]
+    for key in entry:
+        if key not in NODE_FIELDS and key not in attrs:
+            raise SpecError(f"op '{op_name}' has no attribute '{key}'"
+                            + did_you_mean(key, list(NODE_FIELDS) + attrs)
+                            + (f"; its attributes: {', '.join(attrs)}" if attrs else ""), entry.key_loc[key])
+    check_docs(entry, f"node of op '{op_name}'")
+    return op
+
+
+def _names_defined(entries) -> dict:
+    """Literal node and output names in a graph list, to tell 'defined later' from 'undefined'."""
+    found: dict = {}
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, YMap):
+            continue
+        outputs = entry.get("outputs")
+        for name in [entry.get("name")] + (list(outputs) if isinstance(outputs, YList) else []):
+            if isinstance(name, str) and "$" not in name:
+                found.setdefault(name, entries.where(i))
+    return found
+
+
+def _blame(entry: YMap, attrs: dict, message: str, loc: Location) -> Location:
+    """Where a shape error points: the first attribute the message quotes, else the node."""
+    quoted = [(message.find(f"'{name}'"), name) for name in attrs if f"'{name}'" in message]
+    return entry.where(min(quoted)[1]) if quoted else loc
 
 
 def load_model(path: str, weights: str | None = None) -> Graph:

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass
 
 from ait_build.errors import Location, SpecError, did_you_mean
+from ait_build.ir.dtypes import ALL_DTYPES
 from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
 from ait_build.spec.yamlfile import load_yaml, where
 
@@ -81,7 +82,8 @@ def load_target(path: str) -> Target:
     if device:
         check_keys(device, DEVICE_FIELDS, "device")
         for key, value in device.items():
-            get(device, key, (int, float), "device")
+            if get(device, key, float, "device") <= 0:
+                raise SpecError(f"'{key}' in device must be positive, got {value}", device.where(key))
     kernels = expect_map(doc["kernels"], where(doc, "kernels"), "kernels") if "kernels" in doc else {}
     for key in kernels:
         get(kernels, key, str, "kernels")
@@ -92,10 +94,15 @@ def load_target(path: str) -> Target:
         for key, value in raw.items():
             if key == "dtypes":
                 caps[key] = _str_list(raw, key, "capabilities")
+                for i, name in enumerate(caps[key]):
+                    if name not in ALL_DTYPES:
+                        raise SpecError(f"unknown dtype '{name}' in capabilities.dtypes"
+                                        + did_you_mean(name, ALL_DTYPES), raw[key].where(i))
             elif key == "channel_alignment":
                 caps[key] = get(raw, key, int, "capabilities")
                 if caps[key] < 1:
-                    raise SpecError("channel_alignment must be >= 1", raw.where(key))
+                    raise SpecError(f"'channel_alignment' in capabilities must be at least 1, got "
+                                    f"{caps[key]}", raw.where(key))
             else:
                 caps[key] = get(raw, key, bool, "capabilities")
     _str_list(doc, "sources", "target")
