@@ -89,9 +89,13 @@ register(OpDef(
     doc="softmax(q k^T * scale + bias) v over heads; q, k, v are [batch, seq, heads*head_dim] "
         "(packed: inputs are qkv and the optional bias)",
     inputs=("q", "k?", "v?", "bias?"),
-    attrs=(Attr("num_heads", "int"), Attr("head_dim", "int"),
+    attrs=(Attr("num_heads", "int", doc="h"), Attr("head_dim", "int", doc="d; features = h * d"),
            Attr("scale", "number_or_none", None, doc="default 1/sqrt(head_dim)"),
            Attr("causal", "bool", False, doc="query i sees keys 0..i; needs seq_q == seq_k"),
            Attr("packed", "bool", False,
                                                 doc="one [batch, seq, 3*heads*head_dim] input")),
+    notes="torch.nn.functional.scaled_dot_product_attention with heads folded into the feature "
+          "dim ([b, s, h*d] <-> [b, h, s, d]); the bias is an additive float mask (attn_mask); "
+          "`causal` is is_causal (top-left, so seq_q must equal seq_k). Packed inputs are "
+          "[q | k | v] along features, as nn.MultiheadAttention's in_proj.",
     infer=_mha_infer, reference=_mha_reference))

@@ -20,7 +20,7 @@ def _window_attrs(stride_default, stride_doc):
         Attr("kernel", "pair", doc="window size: int or [kh, kw]"),
         Attr("stride", "pair", stride_default, doc=stride_doc),
         Attr("padding", "pair", 0, doc="zero padding on each side: int or [ph, pw]"),
-        Attr("dilation", "pair", 1),
+        Attr("dilation", "pair", 1, doc="spacing between window taps: int or [dh, dw]"),
     )
 
 
@@ -120,9 +120,14 @@ register(OpDef(
     name="conv2d", category="conv",
     doc="2-D convolution, NHWC input, PyTorch OIHW weight; optional fused epilogue",
     inputs=("x", "residual?"),
-    attrs=(Attr("out_channels", "int"),) + CONV_WINDOW_ATTRS
-    + (Attr("groups", "int", 1, doc="in_channels for depthwise"), Attr("bias", "bool", True))
+    attrs=(Attr("out_channels", "int", doc="O"),) + CONV_WINDOW_ATTRS
+    + (Attr("groups", "int", 1, doc="in_channels for depthwise"),
+       Attr("bias", "bool", True, doc="owns a `bias` weight"))
     + EPILOGUE_ATTRS,
+    weight_shapes=(("weight", "[out_channels, in_channels / groups, kh, kw]"),
+                   ("bias", "[out_channels] (with bias: true)")),
+    notes="torch.nn.functional.conv2d with the activations permuted to NHWC "
+          "(x.permute(0, 2, 3, 1)); zero padding only (no padding modes, no 'same').",
     infer=_conv_infer, params=_conv_params, reference=_conv_reference))
 
 
@@ -142,6 +147,7 @@ def _pool_infer(what):
 register(OpDef(
     name="max_pool2d", category="pool", doc="max over windows (padding never wins)",
     attrs=POOL_WINDOW_ATTRS, infer=_pool_infer("max_pool2d"),
+    notes="torch.nn.functional.max_pool2d on NHWC; no ceil_mode or return_indices.",
     reference=lambda attrs, xs, ws: [windows(xs[0], attrs, -np.inf).max(axis=(3, 4))]))
 
 
@@ -158,7 +164,8 @@ register(OpDef(
     name="avg_pool2d", category="pool", doc="mean over windows",
     attrs=POOL_WINDOW_ATTRS[:3] + (Attr("count_include_pad", "bool", True,
                                         doc="divide by kh*kw even where the window covers padding"),),
-    infer=_pool_infer("avg_pool2d"), reference=_avg_pool_reference))
+    infer=_pool_infer("avg_pool2d"), reference=_avg_pool_reference,
+    notes="torch.nn.functional.avg_pool2d on NHWC; no ceil_mode or divisor_override."))
 
 
 def _gap_infer(attrs, inputs):
@@ -174,5 +181,6 @@ register(OpDef(
     name="global_avg_pool", category="pool", doc="mean over H and W: [N,H,W,C] -> [N,C]",
     attrs=(Attr("keepdims", "bool", False, doc="keep H and W as size 1: [N,1,1,C]"),),
     infer=_gap_infer,
+    notes="adaptive_avg_pool2d(x, 1) followed by flatten, on NHWC.",
     reference=lambda attrs, xs, ws: [xs[0].mean(axis=(1, 2), keepdims=attrs["keepdims"],
                                                 dtype=np.float32)]))

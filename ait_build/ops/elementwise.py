@@ -22,7 +22,8 @@ _erfc = np.frompyfunc(math.erfc, 1, 1)
 
 def gelu_erf(x):
     x64 = x.astype(np.float64)
-    return (0.5 * x64 * _erfc(-x64 / math.sqrt(2.0)).astype(np.float64)).astype(x.dtype)
+    erfc = np.asarray(_erfc(-x64 / math.sqrt(2.0)), np.float64)  # frompyfunc gives objects
+    return np.asarray(0.5 * x64 * erfc, x.dtype)
 
 
 def _sigmoid64(x64):
@@ -33,11 +34,11 @@ def _sigmoid64(x64):
 def gelu_tanh(x):
     x64 = x.astype(np.float64)
     inner = math.sqrt(2.0 / math.pi) * (x64 + 0.044715 * x64 ** 3)
-    return (x64 * _sigmoid64(2.0 * inner)).astype(x.dtype)
+    return np.asarray(x64 * _sigmoid64(2.0 * inner), x.dtype)
 
 
 def sigmoid(x):
-    return _sigmoid64(x.astype(np.float64)).astype(x.dtype)
+    return np.asarray(_sigmoid64(x.astype(np.float64)), x.dtype)
 
 
 # name -> NumPy function; these are the unary ops and the epilogue activations
@@ -71,21 +72,24 @@ def _same_numeric(attrs, inputs):
     return [inputs[0]]
 
 
-def _unary_row(name, doc, infer=_same_float):
+def _unary_row(name, doc, torch_name, infer=_same_float):
     fn = ACTIVATIONS[name]
+    only = "" if infer is _same_numeric else "; float tensors only"
     register(OpDef(name=name, category="elementwise", doc=doc, elementwise=True, infer=infer,
-                   reference=lambda attrs, xs, ws: [fn(xs[0])]))
+                   reference=lambda attrs, xs, ws: [fn(xs[0])], notes=f"{torch_name}{only}."))
 
 
-_unary_row("relu", "max(x, 0); int tensors allowed, as in PyTorch", _same_numeric)
-_unary_row("silu", "x * sigmoid(x)")
-_unary_row("sigmoid", "1 / (1 + exp(-x))")
-_unary_row("tanh", "hyperbolic tangent")
-_unary_row("hardswish", "x * relu6(x + 3) / 6")
+_unary_row("relu", "max(x, 0); int tensors allowed, as in PyTorch", "torch.relu", _same_numeric)
+_unary_row("silu", "x * sigmoid(x)", "torch.nn.functional.silu")
+_unary_row("sigmoid", "1 / (1 + exp(-x))", "torch.sigmoid")
+_unary_row("tanh", "hyperbolic tangent", "torch.tanh")
+_unary_row("hardswish", "x * relu6(x + 3) / 6", "torch.nn.functional.hardswish")
 register(OpDef(
     name="gelu", category="elementwise", elementwise=True, infer=_same_float,
     doc="Gaussian error linear unit; `approximate: tanh` for the tanh form",
-    attrs=(Attr("approximate", "str", "none", ("none", "tanh")),),
+    attrs=(Attr("approximate", "str", "none", ("none", "tanh"),
+                doc="`tanh`: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))"),),
+    notes="torch.nn.functional.gelu, same `approximate` values; float tensors only.",
     reference=lambda attrs, xs, ws: [
         (gelu_tanh if attrs["approximate"] == "tanh" else gelu_erf)(xs[0])]))
 register(OpDef(name="identity", category="elementwise", doc="returns its input", elementwise=True,
@@ -111,7 +115,7 @@ def _infer_binary(attrs, inputs, float_only=False):
     return [TType(broadcast_shapes(inputs[0].shape, inputs[1].shape), dtype)]
 
 
-def _binary_row(name, doc):
+def _binary_row(name, doc, notes):
     fn = BINARY[name]
 
     def infer(attrs, inputs):
@@ -124,19 +128,24 @@ def _binary_row(name, doc):
 
     register(OpDef(name=name, category="elementwise", doc=doc, elementwise=True,
                    inputs=("a", "b?"), infer=infer, reference=reference,
+                   notes=notes,
                    attrs=(Attr("scalar", "number_or_none", None,
                                doc="a constant second operand instead of a second input"),)))
 
 
-_binary_row("add", "a + b, NumPy broadcasting")
-_binary_row("sub", "a - b, NumPy broadcasting")
-_binary_row("mul", "a * b, NumPy broadcasting")
-_binary_row("div", "a / b, NumPy broadcasting; float tensors only")
+# no type promotion: operands share a dtype and the result keeps it
+_SAME_TYPE = "; operands share one dtype, not bool; an int tensor takes only an integral scalar."
+_binary_row("add", "a + b, NumPy broadcasting", "torch.add" + _SAME_TYPE)
+_binary_row("sub", "a - b, NumPy broadcasting", "torch.sub" + _SAME_TYPE)
+_binary_row("mul", "a * b, NumPy broadcasting", "torch.mul" + _SAME_TYPE)
+_binary_row("div", "a / b, NumPy broadcasting; float tensors only",
+            "torch.div; int tensors are rejected (PyTorch would return floats).")
 
 
 register(OpDef(
     name="cast", category="elementwise", doc="converts to another dtype", elementwise=True,
-    attrs=(Attr("dtype", "dtype", choices=ALL_DTYPES),),
+    attrs=(Attr("dtype", "dtype", choices=ALL_DTYPES, doc="the output dtype"),),
+    notes="Tensor.to(dtype): float to int truncates toward zero, to bool tests != 0.",
     infer=lambda attrs, xs: [TType(xs[0].shape, attrs["dtype"])],
     reference=lambda attrs, xs, ws: [_cast(xs[0], attrs["dtype"])]))
 

@@ -27,8 +27,12 @@ register(OpDef(
     name="embedding", category="gather",
     doc="rows of a [num_embeddings, embedding_dim] weight table, indexed by an int tensor",
     inputs=("indices",),
-    attrs=(Attr("num_embeddings", "int"), Attr("embedding_dim", "int")),
+    attrs=(Attr("num_embeddings", "int", doc="rows of the table"),
+           Attr("embedding_dim", "int", doc="the output's last dim")),
     infer=_embedding_infer,
+    weight_shapes=(("weight", "[num_embeddings, embedding_dim]"),),
+    notes="torch.nn.functional.embedding without padding_idx/max_norm; indices outside "
+          "[0, num_embeddings) are an error at run time.",
     params=lambda attrs, xs: {"weight": ParamSpec(
         (Dim.of(attrs["num_embeddings"]), Dim.of(attrs["embedding_dim"])), "normal")},
     reference=lambda attrs, xs, ws: [_take(ws["weight"], xs[0], 0, negative=False)]))
@@ -57,7 +61,10 @@ register(OpDef(
     name="gather", category="gather",
     doc="np.take(data, indices, axis), i.e. ONNX Gather (torch.index_select for rank-1 indices; "
         "not torch.gather); negative indices count from the end",
-    inputs=("data", "indices"), attrs=(Attr("axis", "int", 0),), infer=_gather_infer,
+    inputs=("data", "indices"), attrs=(Attr("axis", "int", 0, doc="the dim of `data` to index"),),
+    infer=_gather_infer,
+    notes="Not torch.gather: the indices tensor replaces dim `axis` (out.shape = "
+          "data.shape[:axis] + indices.shape + data.shape[axis+1:]).",
     reference=lambda attrs, xs, ws: [_take(xs[0], xs[1], attrs["axis"])]))
 
 
@@ -70,8 +77,12 @@ def _parameter_infer(attrs, inputs):
 register(OpDef(
     name="parameter", category="gather",
     doc="a stored weight (named `<name>` itself, not `<name>.weight`) used as a tensor",
-    inputs=(), attrs=(Attr("shape", "shape"), Attr("init", "str", "normal",
-                                                  ("normal", "zeros", "ones", "small"))),
+    inputs=(), attrs=(Attr("shape", "shape", doc="static sizes"),
+                      Attr("init", "str", "normal", ("normal", "zeros", "ones", "small"),
+                           doc="the fill under `weights: {random: ...}`")),
     infer=_parameter_infer,
+    weight_shapes=(("value", "`shape`"),),
+    notes="nn.Parameter. Name the stored tensor with `weights: {value: NAME}` (e.g. class_token): "
+          "left to the default, the weight would share the node's name.",
     params=lambda attrs, xs: {"value": ParamSpec(tuple(attrs["shape"]), attrs["init"])},
     reference=lambda attrs, xs, ws: [ws["value"]]))

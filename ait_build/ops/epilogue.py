@@ -22,7 +22,8 @@ def check_residual(out_shape, residual, what: str, dtype: str | None = None) -> 
     if residual is None:
         return
     if dtype is not None and residual.dtype != dtype:
-        raise OpError(f"residual is {residual.dtype} but the {what} output is {dtype} (insert a cast)")
+        raise OpError(f"residual is {residual.dtype} but the {what} output is {dtype} "
+                      "(insert a cast)")
     if not broadcasts_to(residual.shape, out_shape):
         raise OpError(f"residual {shape_str(residual.shape)} does not match the {what} output "
                       f"{shape_str(out_shape)}")

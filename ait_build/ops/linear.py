@@ -43,7 +43,11 @@ register(OpDef(
     name="linear", category="gemm",
     doc="x @ weight.T + bias over the last dim; weight is [out_features, in_features]",
     inputs=("x", "residual?"),
-    attrs=(Attr("out_features", "int"), Attr("bias", "bool", True)) + EPILOGUE_ATTRS,
+    attrs=(Attr("out_features", "int", doc="N"),
+           Attr("bias", "bool", True, doc="owns a `bias` weight")) + EPILOGUE_ATTRS,
+    weight_shapes=(("weight", "[out_features, in_features]"),
+                   ("bias", "[out_features] (with bias: true)")),
+    notes="torch.nn.functional.linear; the epilogue adds the residual before the activation.",
     infer=_linear_infer, params=_linear_params, reference=_linear_reference))
 
 
@@ -81,7 +85,8 @@ register(OpDef(
     name="matmul", category="gemm",
     doc="batched a @ b with NumPy broadcasting over leading dims; both ranks >= 2",
     inputs=("a", "b", "residual?"),
-    attrs=MATMUL_ATTRS, infer=_matmul_infer, reference=_matmul_reference))
+    attrs=MATMUL_ATTRS, infer=_matmul_infer, reference=_matmul_reference,
+    notes="torch.matmul for float tensors of rank >= 2 (1-D operands are not promoted)."))
 
 
 def _bmm_infer(attrs, inputs):
@@ -97,4 +102,5 @@ def _bmm_infer(attrs, inputs):
 register(OpDef(
     name="bmm", category="gemm", doc="batched matmul of rank-3 tensors: [b,m,k] @ [b,k,n]",
     inputs=("a", "b", "residual?"),
-    attrs=MATMUL_ATTRS, infer=_bmm_infer, reference=_matmul_reference))
+    attrs=MATMUL_ATTRS, infer=_bmm_infer, reference=_matmul_reference,
+    notes="torch.bmm: equal batch sizes, no broadcasting."))

@@ -34,7 +34,11 @@ def _bn_reference(attrs, xs, ws):
 register(OpDef(
     name="batch_norm", category="norm",
     doc="inference batch norm with running statistics; channels are the LAST dim (NHWC)",
-    attrs=(Attr("eps", "float", 1e-5),),
+    attrs=(Attr("eps", "float", 1e-5, doc="added to the running variance"),),
+    weight_shapes=tuple((role, "[channels]") for role in ("weight", "bias", "running_mean",
+                                                           "running_var")),
+    notes="torch.nn.functional.batch_norm(training=False), but channels are the last dim "
+          "(PyTorch: dim 1).",
     infer=_bn_infer, params=_bn_params, reference=_bn_reference))
 
 
@@ -70,8 +74,12 @@ register(OpDef(
     name="layer_norm", category="norm",
     doc="normalizes over the last dim; with a second input, normalizes (x + residual)",
     inputs=("x", "residual?"),
-    attrs=(Attr("eps", "float", 1e-5), Attr("affine", "bool", True)),
+    attrs=(Attr("eps", "float", 1e-5, doc="added to the variance"),
+           Attr("affine", "bool", True, doc="scale by `weight` and add `bias`")),
     infer=_ln_infer, params=_ln_params,
+    weight_shapes=(("weight", "[last dim] (with affine: true)"),
+                   ("bias", "[last dim] (with affine: true)")),
+    notes="torch.nn.functional.layer_norm with normalized_shape = the last dim only.",
     reference=lambda attrs, xs, ws: [layer_norm(xs[0] + xs[1] if len(xs) > 1 else xs[0],
                                                 attrs["eps"], ws.get("weight"), ws.get("bias"))]))
 
@@ -90,5 +98,6 @@ def _softmax_infer(attrs, inputs):
 
 register(OpDef(
     name="softmax", category="norm", doc="exp(x) / sum(exp(x)) along `axis`",
-    attrs=(Attr("axis", "int", -1),), infer=_softmax_infer,
+    attrs=(Attr("axis", "int", -1, doc="the dim that sums to 1"),), infer=_softmax_infer,
+    notes="torch.softmax(x, dim=axis).",
     reference=lambda attrs, xs, ws: [softmax(xs[0], attrs["axis"])]))

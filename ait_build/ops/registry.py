@@ -64,6 +64,9 @@ class OpDef:
     elementwise: bool = False
     internal: bool = False  # created by passes, not written in specs
     outputs: Callable | None = None  # (attrs) -> number of outputs, when not 1
+    # for docs/ops.md: (role, shape formula) of each weight, and how the op differs from PyTorch
+    weight_shapes: tuple = ()
+    notes: str = ""
 
     def input_range(self) -> tuple:
         if any(name.startswith("*") for name in self.inputs):

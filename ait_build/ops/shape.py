@@ -14,6 +14,11 @@ from ait_build.ir.dims import Dim, numel, shape_str
 from ait_build.ops.registry import Attr, OpDef, TType, norm_axis, register, same_float_dtype
 
 
+def _contiguous(x):
+    # np.ascontiguousarray would turn a rank-0 array into rank 1
+    return np.asarray(x, order="C")
+
+
 def _reshape_to(attrs, xs, ws):
     return [xs[0].reshape(attrs["_out_shapes"][0])]
 
@@ -48,7 +53,9 @@ def _reshape_infer(attrs, inputs):
 register(OpDef(
     name="reshape", category="shape",
     doc="new shape with the same elements; entries are ints, dim names, -1 (inferred) or 0 (copy)",
-    attrs=(Attr("shape", "shape"),), infer=_reshape_infer, reference=_reshape_to))
+    attrs=(Attr("shape", "shape", doc="the new shape"),), infer=_reshape_infer,
+    reference=_reshape_to,
+    notes="torch.reshape, plus ONNX's 0 (copy the input dim at that position) and dim names."))
 
 
 def _flatten_infer(attrs, inputs):
@@ -65,8 +72,10 @@ def _flatten_infer(attrs, inputs):
 
 register(OpDef(
     name="flatten", category="shape", doc="merges dims start_dim..end_dim into one",
-    attrs=(Attr("start_dim", "int", 1), Attr("end_dim", "int", -1)),
-    infer=_flatten_infer, reference=_reshape_to))
+    attrs=(Attr("start_dim", "int", 1, doc="first dim merged"),
+           Attr("end_dim", "int", -1, doc="last dim merged (inclusive)")),
+    infer=_flatten_infer, reference=_reshape_to,
+    notes="nn.Flatten: start_dim defaults to 1 (torch.flatten's default is 0)."))
 
 
 def _permute_infer(attrs, inputs):
@@ -80,8 +89,9 @@ def _permute_infer(attrs, inputs):
 
 register(OpDef(
     name="permute", category="shape", doc="reorders dims: out.shape[i] = x.shape[dims[i]]",
-    attrs=(Attr("dims", "ints"),), infer=_permute_infer,
-    reference=lambda attrs, xs, ws: [np.ascontiguousarray(np.transpose(xs[0], attrs["dims"]))]))
+    attrs=(Attr("dims", "ints", doc="a permutation of 0..rank-1 (negative allowed)"),),
+    infer=_permute_infer, notes="torch.permute.",
+    reference=lambda attrs, xs, ws: [_contiguous(np.transpose(xs[0], attrs["dims"]))]))
 
 
 def _transpose_dims(attrs, rank):
@@ -93,9 +103,10 @@ def _transpose_dims(attrs, rank):
 
 register(OpDef(
     name="transpose", category="shape", doc="swaps two dims",
-    attrs=(Attr("dim0", "int"), Attr("dim1", "int")),
+    attrs=(Attr("dim0", "int", doc="one dim"), Attr("dim1", "int", doc="the other dim")),
+    notes="torch.transpose.",
     infer=lambda attrs, xs: _permute_infer({"dims": _transpose_dims(attrs, len(xs[0].shape))}, xs),
-    reference=lambda attrs, xs, ws: [np.ascontiguousarray(
+    reference=lambda attrs, xs, ws: [_contiguous(
         np.transpose(xs[0], _transpose_dims(attrs, xs[0].ndim)))]))
 
 
@@ -121,8 +132,10 @@ def _expand_infer(attrs, inputs):
 
 register(OpDef(
     name="expand", category="shape", doc="broadcasts size-1 dims to a larger shape (-1 keeps a dim)",
-    attrs=(Attr("shape", "shape"),), infer=_expand_infer,
-    reference=lambda attrs, xs, ws: [np.ascontiguousarray(
+    attrs=(Attr("shape", "shape", doc="the target shape; -1 keeps the input's dim"),),
+    infer=_expand_infer,
+    notes="Tensor.expand; sizes must be >= 1 (no zero-size tensors).",
+    reference=lambda attrs, xs, ws: [_contiguous(
         np.broadcast_to(xs[0], attrs["_out_shapes"][0]))]))
 
 
@@ -145,7 +158,8 @@ def _concat_infer(attrs, inputs):
 
 register(OpDef(
     name="concat", category="shape", doc="joins tensors along `axis`", inputs=("*xs",),
-    attrs=(Attr("axis", "int"),), infer=_concat_infer,
+    attrs=(Attr("axis", "int", doc="the dim joined along"),), infer=_concat_infer,
+    notes="torch.cat; inputs share one dtype.",
     reference=lambda attrs, xs, ws: [np.concatenate(xs, axis=attrs["axis"])]))
 
 
@@ -182,44 +196,47 @@ def _split_infer(attrs, inputs):
 def _split_reference(attrs, xs, ws):
     axis = norm_axis(attrs["axis"], xs[0].ndim)
     sizes = [s[axis] for s in attrs["_out_shapes"]]
-    return [np.ascontiguousarray(part)
+    return [_contiguous(part)
             for part in np.split(xs[0], np.cumsum(sizes)[:-1], axis=axis)]
 
 
 register(OpDef(
     name="split", category="shape", doc="cuts a tensor into parts along `axis` (several outputs)",
-    attrs=(Attr("axis", "int", -1), Attr("sections", "int", 0, doc="equal parts"),
-           Attr("sizes", "ints", (), doc="explicit part sizes")),
+    attrs=(Attr("axis", "int", -1, doc="the dim cut"),
+           Attr("sections", "int", 0, doc="the number of equal parts"),
+           Attr("sizes", "ints", (), doc="explicit part sizes, each >= 1")),
+    notes="`sizes` is torch.split with a list; `sections` is torch.chunk but must divide exactly. "
+          "torch.split(x, n) (parts of size n) is written with `sizes`. Outputs are `<name>:0`, "
+          "`<name>:1`, ...",
     outputs=lambda attrs: len(attrs["sizes"]) if attrs.get("sizes") else max(1, attrs.get("sections") or 1),
     infer=_split_infer, reference=_split_reference))
 
 
-def _slice_bounds(attrs, size: Dim):
-    """(start, end) as Dims with Python's negative indices resolved against `size`."""
-    def resolve(bound):
-        bound = Dim.of(bound)
+def slice_range(attrs, size: Dim) -> tuple:
+    """(first index, length) of the slice of a dim of `size`, with Python's semantics: negative
+    bounds count from the end, static bounds are clamped. Kernels read their offset from here."""
+    start, end, step = Dim.of(attrs["start"]), attrs["end"], attrs["step"]
+    if size.is_static and start.is_static and (end is None or end.is_static):
+        picked = range(size.value)[start.value:None if end is None else end.value:step]
+        return Dim.of(picked.start), Dim.of(len(picked))
+    if step != 1:
+        raise OpError("slice with a symbolic bound or dim needs step 1")
+
+    def resolve(bound):  # symbolic: not clamped; the executor checks the bounds at run time
         return size + bound if bound.is_static and bound.value < 0 else bound
-    return resolve(attrs["start"]), size if attrs["end"] is None else resolve(attrs["end"])
+    start = resolve(start)
+    return start, (size if end is None else resolve(Dim.of(end))) - start
 
 
 def _slice_infer(attrs, inputs):
     x = inputs[0]
     axis = norm_axis(attrs["axis"], len(x.shape))
-    size, step = x.shape[axis], attrs["step"]
-    if step < 1:
+    if attrs["step"] < 1:
         raise OpError("slice step must be >= 1")
-    start, end = Dim.of(attrs["start"]), attrs["end"]
-    if size.is_static and start.is_static and (end is None or end.is_static):
-        # Python slicing semantics: negative bounds count from the end, bounds are clamped
-        end = None if end is None else end.value
-        length = Dim.of(len(range(size.value)[start.value:end:step]))
-    else:
-        if step != 1:
-            raise OpError("slice with a symbolic bound or dim needs step 1")
-        start, end = _slice_bounds(attrs, size)
-        length = end - start
-    if length == 0:  # zero-size tensors are not supported downstream (PyTorch allows them)
-        raise OpError(f"slice [{attrs['start']}:{attrs['end']}:{step}] of a dim of size {size} is empty")
+    _, length = slice_range(attrs, x.shape[axis])
+    if length.is_static and length.value < 1:  # zero-size tensors are not supported downstream
+        raise OpError(f"slice [{attrs['start']}:{attrs['end']}:{attrs['step']}] of a dim of size "
+                      f"{x.shape[axis]} is empty")
     shape = list(x.shape)
     shape[axis] = length
     return [TType(tuple(shape), x.dtype)]
@@ -232,7 +249,7 @@ def _slice_reference(attrs, xs, ws):
     end = None if attrs["end"] is None else Dim.of(attrs["end"]).eval(env)
     index = [slice(None)] * xs[0].ndim
     index[axis] = slice(start, end, attrs["step"])
-    out = np.ascontiguousarray(xs[0][tuple(index)])
+    out = _contiguous(xs[0][tuple(index)])
     if out.shape[axis] != attrs["_out_shapes"][0][axis]:  # symbolic bounds past the dim's end
         raise OpError(f"slice [{start}:{end}] of a dim of size {xs[0].shape[axis]} gives "
                       f"{out.shape[axis]} elements, the graph expects {attrs['_out_shapes'][0][axis]}")
@@ -241,15 +258,21 @@ def _slice_reference(attrs, xs, ws):
 
 register(OpDef(
     name="slice", category="shape", doc="x[start:end:step] along `axis` (bounds may be dim names)",
-    attrs=(Attr("axis", "int"), Attr("start", "dim", 0), Attr("end", "dim_or_none", None),
-           Attr("step", "int", 1)),
+    attrs=(Attr("axis", "int", doc="the dim sliced"),
+           Attr("start", "dim", 0, doc="first index (negative: from the end)"),
+           Attr("end", "dim_or_none", None, doc="one past the last index; null: the dim's end"),
+           Attr("step", "int", 1, doc=">= 1")),
+    notes="Python/PyTorch slicing (negative bounds count from the end, static bounds are "
+          "clamped); an empty result is an error; symbolic bounds need step 1.",
     infer=_slice_infer, reference=_slice_reference))
 
 
 def _pad_infer(attrs, inputs):
     x = inputs[0]
     pads = attrs["pads"]
-    if len(pads) != 2 * len(x.shape) or min(pads) < 0:
+    if not x.shape:
+        raise OpError("pad needs a tensor of rank >= 1")
+    if len(pads) != 2 * len(x.shape) or any(p < 0 for p in pads):
         raise OpError(f"pad: 'pads' needs {2 * len(x.shape)} non-negative ints "
                       "(before, after for each dim), got " + str(list(pads)))
     shape = tuple(d + pads[2 * i] + pads[2 * i + 1] for i, d in enumerate(x.shape))
@@ -258,7 +281,10 @@ def _pad_infer(attrs, inputs):
 
 register(OpDef(
     name="pad", category="shape", doc="constant padding; pads = [before0, after0, before1, ...]",
-    attrs=(Attr("pads", "ints"), Attr("value", "float", 0.0)), infer=_pad_infer,
+    attrs=(Attr("pads", "ints", doc="2 * rank sizes: [before0, after0, before1, after1, ...]"),
+           Attr("value", "float", 0.0, doc="the fill")), infer=_pad_infer,
+    notes="torch.nn.functional.pad(mode='constant'), but `pads` lists dim 0 FIRST and every dim "
+          "(F.pad lists the last dim first and may stop early); no negative pads.",
     reference=lambda attrs, xs, ws: [np.pad(
         xs[0], [(attrs["pads"][2 * i], attrs["pads"][2 * i + 1]) for i in range(xs[0].ndim)],
         constant_values=attrs["value"])]))

@@ -5,6 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ait_build.ir.dims import Dim
+from ait_build.ops.shape import slice_range
+
 from .helpers import out_types, run, run1, spec_error
 
 F32 = np.float32
@@ -123,6 +126,16 @@ def test_slice_symbolic_bounds(tmp_path):
     with pytest.raises(Exception, match="slice .* gives 5 elements, the graph expects 7"):
         run1(tmp_path, "slice", {"x": x}, shapes={"x": ["batch", "seq", 4]}, model_dims=DIMS,
              axis=1, start=0, end=7)
+
+
+@pytest.mark.parametrize("start, end, step, size, expected", [
+    (-2, None, 1, 4, (2, 2)), (1, 100, 2, 6, (1, 3)), (-100, 2, 1, 5, (0, 2)),
+    (1, -1, 1, "seq", ("1", "seq - 2")), (-3, None, 1, "seq", ("seq - 3", "3")),
+])
+def test_slice_range_gives_kernels_their_offset(start, end, step, size, expected):
+    attrs = {"start": Dim.of(start), "end": None if end is None else Dim.of(end), "step": step}
+    first, length = slice_range(attrs, Dim.of(size))
+    assert (str(first), str(length)) == tuple(str(e) for e in expected)
 
 
 # -- pad ----------------------------------------------------------------------------------------
