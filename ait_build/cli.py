@@ -173,6 +173,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `ait-build check ... | head`: the reader left, nothing is wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception:  # a bug in ait-build, not in the user's input
         if os.environ.get("AIT_BUILD_DEBUG"):
             traceback.print_exc()

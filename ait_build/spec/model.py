@@ -322,8 +322,11 @@ class ModelBuilder:
         except OpError as exc:
             raise SpecError(f"{op_name} '{full}': {exc}", _blame(entry, raw, str(exc), loc)) from None
         weights = self._node_weights(entry, scope, full, op_name, params, loc)
-        outputs = self._node_outputs(entry, scope, local, full, len(out_types), loc)
+        outputs = self._node_outputs(entry, scope, local, full, len(out_types), loc, set(weights.values()))
         for tid, ttype in zip(outputs, out_types):
+            if tid in self.tensors:
+                raise SpecError(f"node '{full}' would compute tensor '{tid}', which is already "
+                                + self._describe(tid), where(entry, "name") if "name" in entry else loc)
             self._check_size(ttype.shape, loc, f"output of '{full}'")
             self.tensors[tid] = Tensor(tid, tuple(ttype.shape), ttype.dtype, loc=loc)
         self.nodes.append(Node(full, op_name, inputs, outputs, attrs, weights, loc))
@@ -355,7 +358,10 @@ class ModelBuilder:
             dtype = spec.dtype or self.dtype
             existing = self.tensors.get(wname)
             if existing is not None:
-                if existing.kind != WEIGHT or existing.shape != shape:
+                if existing.kind != WEIGHT:
+                    raise SpecError(f"weight '{wname}' of node '{full}' has the name of "
+                                    + self._describe(wname) + "; rename one of them", loc)
+                if existing.shape != shape:
                     raise SpecError(f"weight '{wname}' is used with shape {shape_str(shape)} here and "
                                     f"{shape_str(existing.shape)} at {existing.loc}", loc)
             else:
@@ -367,7 +373,7 @@ class ModelBuilder:
             weights[role] = wname
         return weights
 
-    def _node_outputs(self, entry, scope, local, full, count, loc) -> list:
+    def _node_outputs(self, entry, scope, local, full, count, loc, own_weights) -> list:
         if "outputs" in entry:
             names = expect_list(entry["outputs"], where(entry, "outputs"), f"outputs of '{full}'")
             if len(names) != count:
@@ -385,12 +391,18 @@ class ModelBuilder:
             scope.names.setdefault(local, result[0])
             return result
         if count == 1:
-            scope.names[local] = full
-            return [full]
+            tid = f"{full}:0" if full in own_weights else full  # 'parameter': the weight has the name
+            scope.names[local] = tid
+            return [tid]
         result = [f"{full}:{i}" for i in range(count)]
         for i, tid in enumerate(result):
             scope.names[f"{local}:{i}"] = tid
         return result
+
+    def _describe(self, tid: str) -> str:
+        tensor = self.tensors[tid]
+        what = {INPUT: "a model input", WEIGHT: "a weight"}.get(tensor.kind, "a tensor")
+        return f"{what} (defined at {tensor.loc})"
 
     def _check_size(self, shape, loc, what) -> None:
         if not shape:

@@ -94,10 +94,10 @@ def load_target(path: str) -> Target:
         for key, value in raw.items():
             if key == "dtypes":
                 caps[key] = _str_list(raw, key, "capabilities")
-                for i, name in enumerate(caps[key]):
-                    if name not in ALL_DTYPES:
-                        raise SpecError(f"unknown dtype '{name}' in capabilities.dtypes"
-                                        + did_you_mean(name, ALL_DTYPES), raw[key].where(i))
+                for i, dtype in enumerate(caps[key]):
+                    if dtype not in ALL_DTYPES:
+                        raise SpecError(f"unknown dtype '{dtype}' in capabilities.dtypes"
+                                        + did_you_mean(dtype, ALL_DTYPES), raw[key].where(i))
             elif key == "channel_alignment":
                 caps[key] = get(raw, key, int, "capabilities")
                 if caps[key] < 1:

@@ -1,0 +1,145 @@
+"""Model graphs: implicit chaining, node names, multi-output ops, weight naming and overrides,
+output renaming, dims and dtypes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ait_build.errors import SpecError
+from ait_build.ir.dims import Dim, DimRange
+from ait_build.spec.model import load_model
+from ait_build.weights import save_safetensors
+
+
+def _model(write, graph, outputs, inputs="  x: {shape: [batch, 16]}", extra="", name="m.yaml"):
+    return write(name, "name: m\ndims:\n  batch: {min: 2, max: 32, opt: 8}\n  seq: {max: 128}\n"
+                 f"inputs:\n{inputs}\n{extra}\ngraph:\n{graph}\noutputs: {outputs}\n")
+
+
+def test_implicit_chaining_and_default_names(write):
+    g = load_model(_model(write, "  - {op: linear, out_features: 8}\n  - {op: relu}\n  - {op: relu}",
+                          "[relu_1]"))
+    assert [(n.name, n.op, n.inputs) for n in g.nodes] == [
+        ("linear", "linear", ["x"]), ("relu", "relu", ["linear"]), ("relu_1", "relu", ["relu"])]
+
+
+def test_chaining_starts_from_the_first_input(write):
+    g = load_model(_model(write, "  - {op: relu}\n  - {name: s, op: add, inputs: [relu, y]}", "[s]",
+                          inputs="  x: {shape: [batch, 16]}\n  y: {shape: [batch, 16]}"))
+    assert g.node("relu").inputs == ["x"] and g.inputs == ["x", "y"]
+
+
+def test_inputs_may_be_a_single_name(write):
+    g = load_model(_model(write, "  - {name: a, op: relu}\n  - {name: b, op: gelu, inputs: x}", "[a, b]"))
+    assert g.node("b").inputs == ["x"]
+
+
+def test_multi_output_nodes_by_index(write):
+    g = load_model(_model(write, "  - {name: parts, op: split, sections: 2}\n"
+                                 "  - {name: s, op: add, inputs: ['parts:1', 'parts:0']}", "[s]"))
+    split = g.node("parts")
+    assert split.outputs == ["parts:0", "parts:1"]
+    assert [str(d) for d in g.tensors["parts:0"].shape] == ["batch", "8"]
+    assert g.node("s").inputs == ["parts:1", "parts:0"]
+
+
+def test_multi_output_nodes_with_named_outputs(write):
+    g = load_model(_model(write, "  - {name: qk, op: split, sections: 2, outputs: [q, k]}\n"
+                                 "  - {name: s, op: mul, inputs: [q, k]}", "[s, k]"))
+    assert g.node("qk").outputs == ["q", "k"]
+    assert g.node("s").inputs == ["q", "k"] and g.outputs == ["s", "k"]
+
+
+def test_expressions_in_inputs(write):
+    blocks = """
+blocks:
+  pick:
+    params: {use_skip: false}
+    graph:
+      - {name: r, op: relu}
+      - {name: out, op: add, inputs: [r, "${'x' if use_skip else 'r'}"]}
+"""
+    path = _model(write, "  - {name: b, block: pick, args: {use_skip: true}}", "[b]", name="m2.yaml")
+    with open(path, "a") as fh:
+        fh.write(blocks)
+    g = load_model(path)
+    assert g.node("b.out").inputs == ["b.r", "x"]
+
+
+def test_weight_names_follow_state_dict_names(write):
+    g = load_model(_model(write, "  - {name: encoder.fc1, op: linear, out_features: 8}\n"
+                                 "  - {name: norm, op: layer_norm}", "[norm]"))
+    assert g.weight_names() == ["encoder.fc1.bias", "encoder.fc1.weight", "norm.bias", "norm.weight"]
+    assert [d.value for d in g.tensors["encoder.fc1.weight"].shape] == [8, 16]  # [out, in] like nn.Linear
+
+
+def test_weight_overrides_share_a_tensor(write):
+    g = load_model(_model(write, "  - {name: a, op: linear, out_features: 16, weights: {weight: tied}}\n"
+                                 "  - {name: b, op: linear, out_features: 16, weights: {weight: tied}}", "[b]"))
+    assert g.node("a").weights["weight"] == g.node("b").weights["weight"] == "tied"
+    assert g.weight_names() == ["a.bias", "b.bias", "tied"]
+
+
+def test_parameter_op_names_its_weight(write):
+    g = load_model(_model(write, "  - {name: cls_token, op: parameter, shape: [1, 16]}\n"
+                                 "  - {name: pos, op: parameter, shape: [4, 16], weights: {value: pos_embed}}\n"
+                                 "  - {name: s, op: add, inputs: [x, cls_token]}", "[s, pos]"))
+    assert "cls_token" in g.weight_names() and "pos_embed" in g.weight_names()
+    # the node's output cannot share its weight's name, but the spec still calls it cls_token
+    assert g.node("s").inputs == ["x", "cls_token:0"] and g.node("cls_token").weights == {"value": "cls_token"}
+
+
+def test_outputs_are_renamed_to_the_name_the_spec_uses(write):
+    g = load_model(_model(write, "  - {name: parts, op: split, sections: 2}", "['parts:1']"))
+    assert g.outputs == ["parts:1"]
+    blocks = "blocks:\n  b:\n    graph:\n      - {name: fc, op: linear, out_features: 4}\n"
+    path = _model(write, "  - {name: head, block: b}", "[head]", extra=blocks)
+    g = load_model(path)
+    assert g.outputs == ["head"] and g.node("head.fc").outputs == ["head"]
+
+
+def test_dims_have_ranges_and_defaults(write):
+    g = load_model(_model(write, "  - {op: relu}", "[relu]", inputs="  x: {shape: [batch, seq, 16]}"))
+    assert g.dims["batch"] == DimRange("batch", 2, 32, 8)
+    assert g.dims["seq"] == DimRange("seq", 1, 128, 128)  # min 1, opt = max by default
+    assert g.tensors["x"].shape == (Dim.of("batch"), Dim.of("seq"), Dim.of(16))
+
+
+def test_symbolic_dims_flow_through_reshape(write):
+    g = load_model(_model(write, "  - {name: r, op: reshape, shape: [batch, seq, 4, 4]}", "[r]",
+                          inputs="  x: {shape: [batch, seq, 16]}"))
+    assert [str(d) for d in g.tensors["r"].shape] == ["batch", "seq", "4", "4"]
+
+
+def test_dtypes_of_model_and_inputs(write):
+    path = write("m.yaml", "name: m\ndtype: float16\ninputs:\n  ids: {shape: [2, 8], dtype: int64}\n"
+                           "graph:\n  - {name: emb, op: embedding, num_embeddings: 10, embedding_dim: 4}\n"
+                           "outputs: [emb]\n")
+    g = load_model(path)
+    assert g.dtype == "float16" and g.tensors["ids"].dtype == "int64"
+    assert g.tensors["emb"].dtype == "float16" and g.tensors["emb.weight"].dtype == "float16"
+
+
+def test_weights_from_a_safetensors_file_next_to_the_spec(write, tmp_path):
+    save_safetensors({"fc.weight": np.ones((4, 16), np.float32), "fc.bias": np.zeros(4, np.float32)},
+                     str(tmp_path / "w" / "m.safetensors"))
+    path = _model(write, "  - {name: fc, op: linear, out_features: 4}", "[fc]", extra="weights: w/m.safetensors")
+    g = load_model(path)
+    assert g.weights.get("fc.weight").shape == (4, 16)
+
+
+def test_weights_argument_replaces_the_spec_field(write, tmp_path):
+    save_safetensors({"fc.weight": np.ones((4, 16), np.float32), "fc.bias": np.zeros(4, np.float32)},
+                     str(tmp_path / "other.safetensors"))
+    path = _model(write, "  - {name: fc, op: linear, out_features: 4}", "[fc]", extra="weights: {random: {seed: 3}}")
+    g = load_model(path, weights=str(tmp_path / "other.safetensors"))
+    assert float(g.weights.get("fc.weight").sum()) == 64.0
+    with pytest.raises(SpecError, match="not found"):
+        load_model(path, weights=str(tmp_path / "missing.safetensors"))
+
+
+def test_random_weights_are_seeded(write):
+    path = _model(write, "  - {name: fc, op: linear, out_features: 4}", "[fc]", extra="weights: {random: {seed: 3}}")
+    a, b = load_model(path).weights.get("fc.weight"), load_model(path).weights.get("fc.weight")
+    assert np.array_equal(a, b) and a.std() > 0

@@ -1,0 +1,56 @@
+"""Target specs: every checked-in target loads, and lookups by name say what exists."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ait_build.errors import SpecError
+from ait_build.spec.target import find_target, known_targets, load_target, targets_dir
+
+EXPECTED = {"cpu": ("cpu", ""), "a100": ("cuda", "sm_80"), "h100": ("cuda", "sm_90a"),
+            "h200": ("cuda", "sm_90a"), "mi250": ("rocm", "gfx90a")}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_checked_in_targets_load(name):
+    target = find_target(name)
+    assert (target.backend, target.arch) == EXPECTED[name]
+    assert target.name == name and target.cxx
+    assert "float32" in target.cap("dtypes")
+
+
+def test_find_target_by_path():
+    path = os.path.join(targets_dir(), "h200.yaml")
+    assert find_target(path) == load_target(path)
+
+
+def test_unknown_target_lists_the_known_ones():
+    with pytest.raises(SpecError) as info:
+        find_target("h20")
+    message = info.value.message
+    assert "unknown target 'h20' (did you mean 'h200'?)" in message
+    assert "known targets: " + ", ".join(known_targets()) in message
+    assert set(EXPECTED) <= set(known_targets())
+
+
+def test_defaults_and_digest(write):
+    path = write("t.yaml", "name: t\nbackend: cpu\ncompiler: {cxx: g++}\n", kind="Target")
+    target = load_target(path)
+    assert target.arch == "" and target.flags == () and target.cap("cuda_graphs") is False
+    assert target.cap("channel_alignment") == 1 and target.kernel("gemm", "none") == "none"
+    other = load_target(write("u.yaml", "name: t\nbackend: cpu\ncompiler: {cxx: g++, flags: [-O2]}\n",
+                              kind="Target"))
+    assert target.digest() != other.digest()
+
+
+def test_capabilities_and_device_facts(write):
+    path = write("t.yaml", "name: t\nbackend: cuda\narch: sm_80\ncompiler: {cxx: nvcc}\n"
+                           "device: {sm_count: 108, hbm_tbps: 2.0}\n"
+                           "capabilities: {dtypes: [float16], channel_alignment: 8, cuda_graphs: true}\n"
+                           "kernels: {gemm: cutlass_sm80}\n", kind="Target")
+    target = load_target(path)
+    assert target.fact("sm_count") == 108 and target.fact("hbm_tbps") == 2.0
+    assert target.cap("dtypes") == ("float16",) and target.cap("channel_alignment") == 8
+    assert target.kernel("gemm") == "cutlass_sm80"
