@@ -64,7 +64,7 @@ def setup(arguments: dict) -> None:
             target = find_target(tname, os.path.join(root, "targets"))
             tenv = target_env(env, target, root)
             for spec in opts.specs:
-                nodes, steps = model_rules(tenv, spec, target, root)
+                nodes, steps = model_rules(tenv, spec, tname, target, root)
                 outputs += nodes
                 progress.total += steps
     except AitError as exc:
@@ -204,12 +204,13 @@ def plan(spec: str, target):
     return _PLANS[key]
 
 
-def model_rules(env, spec: str, target, root: str) -> tuple:
-    """Declares generate -> compile -> link for one model; returns (output nodes, step count)."""
+def model_rules(env, spec: str, tname: str, target, root: str) -> tuple:
+    """Declares generate -> compile -> link for one model; returns (output nodes, step count).
+    Outputs go to build/<tname>/<model>, with tname the target as the user named it."""
     emission = plan(spec, target)
-    out = os.path.join(root, "build", target.name, emission.name)
-    label = f"{target.name}/{emission.name}"
-    genv = env.Clone(AIT_SPEC=spec, AIT_TARGET=target, AIT_LABEL=label,
+    out = os.path.join(root, "build", tname, emission.name)
+    label = f"{tname}/{emission.name}"
+    genv = env.Clone(AIT_SPEC=spec, AIT_TARGET=target, AIT_LABEL=label, AIT_ROOT=root,
                      AIT_TEMPLATES=os.path.join(root, "templates"))
     generated = genv.AitGenerate(target=os.path.join(out, emission.manifest), source=spec)
     genv.Precious(generated)  # emit() leaves unchanged files alone; SCons must not delete them
@@ -229,7 +230,7 @@ def generate_emitter(target, source, env):
     out = os.path.dirname(target[0].abspath)
     templates = sorted({t for deps in emission.template_deps.values() for t in deps})
     targets = [os.path.join(out, f) for f in emission.files]
-    extra = [_template_path(t, env["AIT_TEMPLATES"]) for t in templates]
+    extra = [t if os.path.isabs(t) else os.path.join(env["AIT_ROOT"], t) for t in templates]
     # Values print as themselves in --debug=explain, so they say what they are.
     values = [env.Value(f"target {env['AIT_TARGET'].name} {env['AIT_TARGET'].digest()}"),
               env.Value(f"ait_build sources {package_digest()}")]
@@ -256,10 +257,6 @@ def generate_message(target, source, env):
     return f"generating {len(target)} files ({env['AIT_LABEL']})"
 
 
-def _template_path(name: str, templates: str) -> str:
-    return name if os.path.isabs(name) else os.path.join(templates, name)
-
-
 # -- scanners and hashes --------------------------------------------------------------------------
 def scan_sources(node, env, path):
     """Spec files -> included block files and a weights file; templates -> the templates they
@@ -271,7 +268,7 @@ def scan_sources(node, env, path):
         return spec_references(name)
     if name.endswith(".j2"):
         text = node.get_text_contents()
-        return [_template_path(ref, env["AIT_TEMPLATES"]) for ref in JINJA_REF.findall(text)]
+        return [os.path.join(env["AIT_TEMPLATES"], ref) for ref in JINJA_REF.findall(text)]
     return []
 
 
@@ -318,15 +315,20 @@ def package_digest() -> str:
 # -- progress -------------------------------------------------------------------------------------
 class Progress:
     """PRINT_CMD_LINE_FUNC: '[k/n] compiling x.cpp (cpu/mlp)'. n counts every step of the selected
-    models; an incremental build runs fewer and ends early."""
+    models; an incremental build runs fewer and ends early. A step with several targets (the
+    generation) prints one cache retrieval per file, all under the step's number."""
 
     def __init__(self):
         self.total = 0
         self.done = 0
+        self.seen: dict = {}  # executor id -> step number
         self.lock = threading.Lock()
 
     def __call__(self, text, target, source, env):
+        key = id(target[0].get_executor()) if target else None
         with self.lock:
-            self.done += 1
-            sys.stdout.write(f"[{self.done}/{self.total}] {text}\n")
+            if key is None or key not in self.seen:
+                self.done += 1
+                self.seen[key] = self.done
+            sys.stdout.write(f"[{self.seen[key]}/{self.total}] {text}\n")
             sys.stdout.flush()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_codegen.py")
@@ -64,17 +66,36 @@ class Result:
         return set(re.findall(rf"^\[\d+/\d+\] {verb} (\S+)", self.out, re.M))
 
 
+PLAN_SCRIPT = """
+import dataclasses, json, os, sys
+root, spec, fake = sys.argv[1], sys.argv[2], sys.argv[3]
+os.chdir(root)
+if fake:
+    import importlib.util
+    mod_spec = importlib.util.spec_from_file_location("fake_codegen", fake)
+    codegen = importlib.util.module_from_spec(mod_spec)
+    sys.modules["fake_codegen"] = codegen
+    mod_spec.loader.exec_module(codegen)
+else:
+    import ait_build.codegen.emit as codegen
+from ait_build.spec.target import find_target
+print(json.dumps(dataclasses.asdict(codegen.plan_outputs(spec, find_target("cpu", "targets")))))
+"""
+
+
 class Project:
-    def __init__(self, root: str, pythonpath: str = ""):
+    """A checkout-like folder: SConstruct, specs/, targets/, templates/ and its own copy of the
+    ait_build package (first on PYTHONPATH, so the code generator renders this project's
+    templates and edits to the copy count)."""
+
+    def __init__(self, root: str):
         self.root = root
-        self.pythonpath = pythonpath
 
     def scons(self, *args: str, check: bool = True, env: dict | None = None) -> Result:
         extra, env = env or {}, dict(os.environ)
         env.pop("AIT_BUILD_CACHE", None)  # a developer's cache must not serve the tests
         env.update(extra)
-        if self.pythonpath:
-            env["PYTHONPATH"] = self.pythonpath
+        env["PYTHONPATH"] = self.root
         models = [] if any(a.startswith("model=") for a in args) else [f"model={MODEL}"]
         proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "-j2", *models, *args],
                               cwd=self.root, env=env, capture_output=True, text=True, timeout=600)
@@ -98,7 +119,16 @@ class Project:
 
     def copy(self, dest: str) -> "Project":
         shutil.copytree(self.root, dest, symlinks=True)
-        return Project(dest, self.pythonpath)
+        return Project(dest)
+
+    def plan(self, model: str = MODEL) -> SimpleNamespace:
+        """The Emission of a spec as this project's package plans it (in a subprocess)."""
+        proc = subprocess.run([sys.executable, "-c", PLAN_SCRIPT, self.root,
+                               self.path("specs", f"{model}.yaml"), FAKE if USE_FAKE else ""],
+                              env=dict(os.environ, PYTHONPATH=self.root), capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return SimpleNamespace(**json.loads(proc.stdout))
 
 
 _SNAPSHOT: list = []
@@ -133,4 +163,7 @@ def make_project(dest: str) -> Project:
             fh.write(SITE_INIT)
     else:
         shutil.copytree(os.path.join(REPO, "templates"), os.path.join(dest, "templates"))
-    return Project(dest, package_snapshot())
+    # the package sits in the project, as in a checkout: the code generator finds its templates
+    # beside the package, and PYTHONPATH puts this copy before the installed one
+    shutil.copytree(os.path.join(package_snapshot(), "ait_build"), os.path.join(dest, "ait_build"))
+    return Project(dest)

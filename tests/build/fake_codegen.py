@@ -52,8 +52,8 @@ def plan_outputs(spec_path, target, weights=None):
     graph = load_model(spec_path, weights)
     kernels = _kernels(graph)
     sources = [f"src/{k}.cpp" for k in kernels]
-    deps = {f"src/{k}.cpp": [_template_for(op)] for k, (op, _) in kernels.items()}
-    deps["src/model.cpp"] = ["common/model.cpp.j2"]
+    deps = {f"src/{k}.cpp": ["templates/" + _template_for(op)] for k, (op, _) in kernels.items()}
+    deps["src/model.cpp"] = ["templates/common/model.cpp.j2"]
     files = sorted(sources + ["src/model.cpp", f"{graph.name}.h", "manifest.json", "weights.safetensors"])
     return Emission(name=graph.name, files=files, kernel_sources=sources, header=f"{graph.name}.h",
                     template_deps=deps)
