@@ -1,12 +1,10 @@
-"""Test projects for the SCons builds: a tmp folder with the SConstruct, specs/, targets/ and
-templates/, so tests never touch the repository's build/. SCons runs in a subprocess, as a user
-runs it. While ait_build.codegen.emit or ait_build.toolchain is missing, a site_scons/site_init.py
-puts tests/build/fake_codegen.py in their place."""
+"""Test projects for the SCons builds: a tmp folder with the SConstruct, specs/, targets/,
+templates/ and the package, so tests never touch the repository's build/. SCons runs in a
+subprocess, as a user runs it."""
 
 from __future__ import annotations
 
 import atexit
-import importlib.util
 import json
 import os
 import re
@@ -18,41 +16,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FAKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_codegen.py")
 MODEL = "mlp"
-
-
-def _missing(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is None
-    except ModuleNotFoundError:
-        return True
-
-
-USE_FAKE = _missing("ait_build.codegen.emit") or _missing("ait_build.toolchain")
-
-SITE_INIT = f"""# installs the stand-in codegen (tests/build/conftest.py)
-import importlib.util, sys
-import ait_build
-spec = importlib.util.spec_from_file_location("fake_codegen", {FAKE!r})
-fake = importlib.util.module_from_spec(spec)
-sys.modules["fake_codegen"] = fake
-spec.loader.exec_module(fake)
-sys.modules["ait_build.codegen.emit"] = sys.modules["ait_build.toolchain"] = fake
-ait_build.toolchain = fake
-"""
-
-FAKE_TEMPLATES = {
-    "common/macros.j2": "{% macro banner(name) %}// kernel {{ name }}{% endmacro %}\n",
-    "cpu/kernel.cpp.j2": '{% import "common/macros.j2" as m %}{{ m.banner(name) }}\n'
-                         '// {{ op }} {{ attrs }}\n'
-                         'extern "C" float k_{{ name }}(float x) { return x + 1.0f; }\n',
-    "cpu/linear.cpp.j2": '// linear {{ attrs }}\n'
-                         'extern "C" float k_{{ name }}(float x) { return 2.0f * x; }\n',
-    "common/model.cpp.j2": '{% for k in kernels %}extern "C" float k_{{ k }}(float);\n{% endfor %}'
-                           'extern "C" float {{ name }}_run(float x) {\n'
-                           '{% for k in kernels %}  x = k_{{ k }}(x);\n{% endfor %}  return x;\n}\n',
-}
 
 
 @dataclass
@@ -68,18 +32,10 @@ class Result:
 
 PLAN_SCRIPT = """
 import dataclasses, json, os, sys
-root, spec, fake = sys.argv[1], sys.argv[2], sys.argv[3]
-os.chdir(root)
-if fake:
-    import importlib.util
-    mod_spec = importlib.util.spec_from_file_location("fake_codegen", fake)
-    codegen = importlib.util.module_from_spec(mod_spec)
-    sys.modules["fake_codegen"] = codegen
-    mod_spec.loader.exec_module(codegen)
-else:
-    import ait_build.codegen.emit as codegen
+root, spec = sys.argv[1], sys.argv[2]
+from ait_build.codegen.emit import plan_outputs
 from ait_build.spec.target import find_target
-print(json.dumps(dataclasses.asdict(codegen.plan_outputs(spec, find_target("cpu", "targets")))))
+print(json.dumps(dataclasses.asdict(plan_outputs(spec, find_target("cpu", os.path.join(root, "targets"))))))
 """
 
 
@@ -124,7 +80,7 @@ class Project:
     def plan(self, model: str = MODEL) -> SimpleNamespace:
         """The Emission of a spec as this project's package plans it (in a subprocess)."""
         proc = subprocess.run([sys.executable, "-c", PLAN_SCRIPT, self.root,
-                               self.path("specs", f"{model}.yaml"), FAKE if USE_FAKE else ""],
+                               self.path("specs", f"{model}.yaml")],
                               env=dict(os.environ, PYTHONPATH=self.root), capture_output=True,
                               text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
@@ -153,16 +109,7 @@ def make_project(dest: str) -> Project:
     shutil.copy(os.path.join(REPO, "SConstruct"), dest)
     shutil.copytree(os.path.join(REPO, "specs"), os.path.join(dest, "specs"))
     shutil.copytree(os.path.join(REPO, "targets"), os.path.join(dest, "targets"))
-    if USE_FAKE:
-        for rel, text in FAKE_TEMPLATES.items():
-            os.makedirs(os.path.dirname(os.path.join(dest, "templates", rel)), exist_ok=True)
-            with open(os.path.join(dest, "templates", rel), "w") as fh:
-                fh.write(text)
-        os.makedirs(os.path.join(dest, "site_scons"))
-        with open(os.path.join(dest, "site_scons", "site_init.py"), "w") as fh:
-            fh.write(SITE_INIT)
-    else:
-        shutil.copytree(os.path.join(REPO, "templates"), os.path.join(dest, "templates"))
+    shutil.copytree(os.path.join(REPO, "templates"), os.path.join(dest, "templates"))
     # the package sits in the project, as in a checkout: the code generator finds its templates
     # beside the package, and PYTHONPATH puts this copy before the installed one
     shutil.copytree(os.path.join(package_snapshot(), "ait_build"), os.path.join(dest, "ait_build"))
