@@ -41,7 +41,8 @@ def convert(kind: str, value, name: str, dims: dict, loc: Location):
         return convert("float", value, name, dims, loc)
     if kind == "bool":
         if not isinstance(value, bool):
-            raise SpecError(f"{what} must be true or false, got {type_name(value)} ({shown(value)})", loc)
+            raise SpecError(f"{what} must be true or false, got {type_name(value)} ({shown(value)})",
+                            loc)
         return value
     if kind in ("str", "dtype"):
         if not isinstance(value, str):

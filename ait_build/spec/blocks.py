@@ -137,7 +137,8 @@ class BlockLibrary:
             raise SpecError(f"includes nested deeper than {MAX_INCLUDE_DEPTH}", loc)
         if not os.path.isfile(full):
             raise SpecError(f"included file '{rel}' not found (looked for {full})", loc)
-        self.add_from(_read_blocks_file(full), full, tuple(stack) + ((os.path.realpath(including), loc),))
+        stack = tuple(stack) + ((os.path.realpath(including), loc),)
+        self.add_from(_read_blocks_file(full), full, stack)
 
     def get(self, name, loc: Location) -> BlockDef:
         if not isinstance(name, str):

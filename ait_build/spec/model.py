@@ -1,51 +1,31 @@
-"""Model spec -> Graph: header and field checks, dims, inputs, blocks with repeat, implicit
-chaining, shape inference with located errors, weights."""
+"""Model spec -> Graph: field checks, inputs, op nodes with implicit chaining and names, shape
+inference with located errors, weight naming. Block uses are expanded by expand.py; dims and the
+weights source are parsed by model_fields.py."""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
-
-from ait_build.errors import Location, OpError, SpecError, did_you_mean, shown
-from ait_build.ir.dims import Dim, DimRange, bounds, numel, shape_str
+from ait_build.errors import Location, OpError, SpecError, did_you_mean
+from ait_build.ir.dims import Dim, bounds, numel, shape_str
 from ait_build.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES
 from ait_build.ir.graph import INPUT, WEIGHT, Graph, Node, Tensor, verify
 from ait_build.ops.registry import TType, all_ops
 from ait_build.spec.attrs import parse_attrs
-from ait_build.spec.blocks import NO_DEFAULT, BlockDef, BlockLibrary, check_arg_type
+from ait_build.spec.blocks import BlockLibrary
+from ait_build.spec.expand import MAX_NODES, BlockExpander, Scope
 from ait_build.spec.expr import substitute
 from ait_build.spec.fields import (check_docs, check_header, check_keys, expect_list, expect_map, get,
                                    type_name)
+from ait_build.spec.model_fields import MAX_DIM, check_name, open_weights, parse_dims
 from ait_build.spec.yamlfile import YList, YMap, load_yaml, where, ylist
-from ait_build.weights import WeightStore
 
 MODEL_FIELDS = ("apiVersion", "kind", "name", "description", "dtype", "dims", "inputs", "outputs",
                 "weights", "include", "blocks", "graph")
 NODE_FIELDS = ("name", "op", "inputs", "outputs", "when", "weights", "doc")
-BLOCK_USE_FIELDS = ("name", "block", "repeat", "args", "inputs", "when", "doc")
-MAX_REPEAT = 10_000
-MAX_NODES = 100_000  # the largest real models have a few thousand
-MAX_DIM = 2**31 - 1
 MAX_TENSOR_ELEMENTS = 2**40
 MAX_WEIGHT_ELEMENTS = 2**36
 
 
-@dataclass
-class Scope:
-    """Names visible inside the model or one block instance."""
-
-    prefix: str  # prepended to node names: 'layer1.0.'
-    names: dict  # local name -> tensor id
-    env: dict  # values for $expressions
-    prev: str | None = None  # last output, for implicit chaining
-    prev_node: str = ""
-    prev_hint: str = ""  # how to name the first output of a multi-output previous node
-    blocks: tuple = ()  # block names being expanded, to catch recursion
-    counters: dict = field(default_factory=dict)
-    later: dict = field(default_factory=dict)  # names the graph defines further down -> Location
-
-
-class ModelBuilder:
+class ModelBuilder(BlockExpander):
     def __init__(self, path: str, doc: YMap, weights_override: str | None = None):
         self.weights_override = weights_override
         self.path = path
@@ -55,7 +35,6 @@ class ModelBuilder:
         self.tensors: dict = {}
         self.nodes: list = []
         self.node_names: dict = {}
-        self.weight_specs: dict = {}
         self.library = BlockLibrary()
         self.ops = {k: v for k, v in all_ops().items() if not v.internal}
         self.min_nodes_cache: dict = {}
@@ -72,7 +51,7 @@ class ModelBuilder:
         if self.dtype not in FLOAT_DTYPES:
             raise SpecError(f"model dtype must be one of {', '.join(FLOAT_DTYPES)}, got '{self.dtype}'"
                             + did_you_mean(self.dtype, FLOAT_DTYPES), where(doc, "dtype"))
-        self._dims(doc)
+        self.dims = parse_dims(doc)
         self.library.add_from(doc, self.path)
         scope = Scope(prefix="", names={}, env={})
         inputs = self._inputs(doc, scope)
@@ -83,33 +62,12 @@ class ModelBuilder:
         outputs = self._outputs(doc, scope)
         graph = Graph(name=name, dtype=self.dtype, dims=self.dims, tensors=self.tensors,
                       nodes=self.nodes, inputs=inputs, outputs=outputs, source=self.path)
-        graph.weights = self._weights(doc)
+        graph.weights = open_weights(doc, self.path, self.weights_override, {
+            t.name: (tuple(d.value for d in t.shape), t.init)
+            for t in self.tensors.values() if t.kind == WEIGHT})
         graph.remove_unused_tensors()
         verify(graph)
         return graph
-
-    def _dims(self, doc):
-        if "dims" not in doc:
-            return
-        dims = expect_map(doc["dims"], where(doc, "dims"), "dims")
-        for dname, spec in dims.items():
-            loc = dims.key_loc[dname]
-            if not isinstance(dname, str) or not dname.isidentifier():
-                raise SpecError(f"dim name '{dname}' must be an identifier", loc)
-            spec = expect_map(spec, dims.where(dname), f"dim '{dname}'")
-            check_keys(spec, ("min", "max", "opt", "doc"), f"dim '{dname}'", required=("max",))
-            lo = get(spec, "min", int, f"dim '{dname}'", default=1)
-            hi = get(spec, "max", int, f"dim '{dname}'")
-            opt = get(spec, "opt", int, f"dim '{dname}'", default=hi)
-            if lo < 1:
-                raise SpecError(f"dim '{dname}': min must be >= 1, got {lo}", where(spec, "min"))
-            if hi > MAX_DIM:
-                raise SpecError(f"dim '{dname}': max {hi} is over the limit {MAX_DIM}", where(spec, "max"))
-            if lo > hi:
-                raise SpecError(f"dim '{dname}': min {lo} is larger than max {hi}", spec.loc)
-            if not lo <= opt <= hi:
-                raise SpecError(f"dim '{dname}': opt {opt} is outside [{lo}, {hi}]", where(spec, "opt"))
-            self.dims[dname] = DimRange(dname, lo, hi, opt)
 
     def _inputs(self, doc, scope) -> list:
         inputs = expect_map(doc["inputs"], where(doc, "inputs"), "inputs")
@@ -118,7 +76,7 @@ class ModelBuilder:
         names = []
         for iname, spec in inputs.items():
             loc = inputs.key_loc[iname]
-            self._check_name(iname, loc, "input")
+            check_name(iname, loc, "input")
             spec = expect_map(spec, inputs.where(iname), f"input '{iname}'")
             check_keys(spec, ("shape", "dtype", "doc"), f"input '{iname}'", required=("shape",))
             shape_list = expect_list(spec["shape"], where(spec, "shape"), f"shape of input '{iname}'")
@@ -178,43 +136,6 @@ class ModelBuilder:
             n.inputs = [new if t == old else t for t in n.inputs]
             n.outputs = [new if t == old else t for t in n.outputs]
 
-    def _weights(self, doc) -> WeightStore:
-        specs = {t.name: (tuple(d.value for d in t.shape), t.init)
-                 for t in self.tensors.values() if t.kind == WEIGHT}
-        value = doc.get("weights", None)
-        loc = where(doc, "weights")
-        if self.weights_override is not None:  # a file given on the command line or by a test
-            if not os.path.isfile(self.weights_override):
-                raise SpecError(f"weights file '{self.weights_override}' not found")
-            store = WeightStore(self.weights_override, None, specs)
-            problems = store.check_file()
-            if problems:
-                raise SpecError(f"weights file '{self.weights_override}' does not match the spec: "
-                                + "; ".join(problems[:3]), Location(self.weights_override))
-            return store
-        if value is None:
-            return WeightStore(None, 0, specs)
-        if isinstance(value, str):
-            path = os.path.join(os.path.dirname(self.path), value)
-            if not os.path.isfile(path):
-                raise SpecError(f"weights file '{value}' not found (looked for {path})", loc)
-            store = WeightStore(path, None, specs)
-            try:
-                problems = store.check_file()
-            except Exception as exc:  # a corrupt file: report it at the field that names it
-                raise SpecError(str(exc), loc) from None
-            if problems:
-                more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-                raise SpecError(f"weights file '{value}' does not match the spec: "
-                                + "; ".join(problems[:3]) + more, loc)
-            return store
-        spec = expect_map(value, loc, "weights")
-        check_keys(spec, ("random",), "weights", required=("random",))
-        rnd = expect_map(spec["random"], where(spec, "random"), "weights.random")
-        check_keys(rnd, ("seed",), "weights.random")
-        seed = get(rnd, "seed", int, "weights.random", default=0)
-        return WeightStore(None, seed, specs)
-
     # -- graph entries --------------------------------------------------------------------------
     def _entries(self, entries: YList, scope: Scope) -> None:
         scope.later = _names_defined(entries)
@@ -248,21 +169,16 @@ class ModelBuilder:
             if not isinstance(name, (str, int)) or isinstance(name, bool):
                 raise SpecError(f"'name' must be a string, got {type_name(name)}", where(entry, "name"))
             name = str(name)
-            self._check_name(name, where(entry, "name"), "node")
+            check_name(name, where(entry, "name"), "node")
             return name
         count = scope.counters.get(kind, 0)
         scope.counters[kind] = count + 1
         return kind if count == 0 else f"{kind}_{count}"
 
-    @staticmethod
-    def _check_name(name, loc, what):
-        if not isinstance(name, str) or not name or any(c.isspace() or c in ":$[]{}," for c in name):
-            raise SpecError(f"{what} name '{name}' may not be empty or hold spaces or any of : $ [ ] {{ }} ,",
-                            loc)
-
     def _claim(self, full: str, loc: Location) -> None:
         if full in self.node_names:
-            raise SpecError(f"duplicate node name '{full}' (first defined at {self.node_names[full]})", loc)
+            raise SpecError(f"duplicate node name '{full}' (first defined at {self.node_names[full]})",
+                            loc)
         if len(self.nodes) >= MAX_NODES:
             raise SpecError(f"the model has more than {MAX_NODES} nodes", loc)
         self.node_names[full] = loc
@@ -322,7 +238,8 @@ class ModelBuilder:
         except OpError as exc:
             raise SpecError(f"{op_name} '{full}': {exc}", _blame(entry, raw, str(exc), loc)) from None
         weights = self._node_weights(entry, scope, full, op_name, params, loc)
-        outputs = self._node_outputs(entry, scope, local, full, len(out_types), loc, set(weights.values()))
+        outputs = self._node_outputs(entry, scope, local, full, len(out_types), loc,
+                                     set(weights.values()))
         for tid, ttype in zip(outputs, out_types):
             if tid in self.tensors:
                 raise SpecError(f"node '{full}' would compute tensor '{tid}', which is already "
@@ -348,7 +265,7 @@ class ModelBuilder:
         for role, spec in params.items():
             if role in overrides:
                 wname = self._sub(overrides[role], scope, overrides.where(role))
-                self._check_name(wname, overrides.where(role), "weight")
+                check_name(wname, overrides.where(role), "weight")
                 wname = scope.prefix + wname
             else:
                 wname = full if op_name == "parameter" else f"{full}.{role}"
@@ -382,7 +299,7 @@ class ModelBuilder:
             result = []
             for i, oname in enumerate(names):
                 oname = self._sub(oname, scope, names.where(i))
-                self._check_name(oname, names.where(i), "output")
+                check_name(oname, names.where(i), "output")
                 if oname in scope.names:
                     raise SpecError(f"output name '{oname}' is already defined", names.where(i))
                 tid = scope.prefix + oname
@@ -412,100 +329,6 @@ class ModelBuilder:
             raise SpecError(f"{what} would hold {hi} elements at the largest dims; the limit is "
                             f"{MAX_TENSOR_ELEMENTS} (2^40)", loc)
 
-    # -- blocks ---------------------------------------------------------------------------------
-    def _block_use(self, entry: YMap, scope: Scope, loc: Location) -> None:
-        check_keys(entry, BLOCK_USE_FIELDS, "a block use")
-        bname = self._sub(entry["block"], scope, where(entry, "block"))
-        block = self.library.get(bname, where(entry, "block"))
-        if bname in scope.blocks:
-            chain = " -> ".join(scope.blocks + (bname,))
-            raise SpecError(f"block '{bname}' uses itself ({chain})", where(entry, "block"))
-        repeat = self._sub(entry.get("repeat", 1), scope, where(entry, "repeat"))
-        if not isinstance(repeat, int) or isinstance(repeat, bool) or not 1 <= repeat <= MAX_REPEAT:
-            raise SpecError(f"'repeat' must be an integer from 1 to {MAX_REPEAT}, got {shown(repeat)}",
-                            where(entry, "repeat"))
-        local = self._node_name(entry, scope, bname, loc)
-        inputs = self._resolve_inputs(entry, scope, loc, f"block use '{scope.prefix + local}'")
-        if len(inputs) != len(block.inputs):
-            raise SpecError(f"block '{bname}' takes {len(block.inputs)} input(s) "
-                            f"({', '.join(block.inputs)}), got {len(inputs)}",
-                            where(entry, "inputs") if "inputs" in entry else loc)
-        args = expect_map(entry["args"], where(entry, "args"), "args") if "args" in entry else YMap()
-        for key in args:
-            if key not in block.params:
-                raise SpecError(f"block '{bname}' has no param '{key}'" + did_you_mean(key, block.params)
-                                + (f"; its params: {', '.join(block.params)}" if block.params else ""),
-                                args.key_loc[key])
-        self._check_growth(repeat * self._min_nodes(block), bname, repeat, entry, loc)
-        outputs, start = [], len(self.nodes)
-        for i in range(repeat):
-            prefix = scope.prefix + local + (f".{i}" if "repeat" in entry else "") + "."
-            env = self._block_env(block, args, dict(scope.env, i=i), loc)
-            inner = Scope(prefix=prefix, names=dict(zip(block.inputs, inputs)), env=dict(env, i=i),
-                          prev=inputs[0], prev_node=f"block input '{block.inputs[0]}'",
-                          blocks=scope.blocks + (bname,))
-            try:
-                self._entries(block.graph, inner)
-                outputs = self._block_outputs(block, inner)
-            except SpecError as exc:  # the cause is often an argument given at the use site
-                exc.add_note(f"in block '{bname}' used as '{prefix[:-1]}'", loc)
-                raise
-            inputs = [outputs[0]] + inputs[1:]
-            if i == 0:  # now the size of one instance is known
-                self._check_growth(repeat * (len(self.nodes) - start), bname, repeat, entry, loc, start)
-        scope.names[local] = outputs[0]
-        for oname, tid in zip(block.outputs or [], outputs):
-            scope.names[f"{local}:{oname}"] = tid
-        scope.prev, scope.prev_node = outputs[0], f"block '{scope.prefix + local}'"
-
-    def _check_growth(self, adds, bname, repeat, entry, loc, start=None) -> None:
-        """Fail before expanding a block use that would pass MAX_NODES, not after minutes."""
-        total = (len(self.nodes) if start is None else start) + adds
-        if total > MAX_NODES:
-            raise SpecError(f"block '{bname}' repeated {repeat} time(s) makes the model at least "
-                            f"{total} nodes; the limit is {MAX_NODES}",
-                            where(entry, "repeat") if "repeat" in entry else loc)
-
-    def _min_nodes(self, block: BlockDef) -> int:
-        """A lower bound of the nodes one instance of `block` adds (literal repeats, no 'when')."""
-        if block.name not in self.min_nodes_cache:
-            self.min_nodes_cache[block.name] = 0  # a block that uses itself is reported elsewhere
-            total = 0
-            for entry in block.graph:
-                if not isinstance(entry, YMap) or "when" in entry:
-                    continue
-                inner = self.library.blocks.get(entry.get("block")) if isinstance(entry.get("block"), str) else None
-                if inner is None:
-                    total += "op" in entry
-                    continue
-                repeat = entry.get("repeat", 1)
-                valid = isinstance(repeat, int) and not isinstance(repeat, bool) and 1 <= repeat <= MAX_REPEAT
-                total += (repeat if valid else 1) * self._min_nodes(inner)
-            self.min_nodes_cache[block.name] = total
-        return self.min_nodes_cache[block.name]
-
-    def _block_env(self, block: BlockDef, args: YMap, outer_env: dict, loc: Location) -> dict:
-        env = {}
-        for pname, param in block.params.items():
-            if pname in args:
-                value = substitute(args[pname], outer_env, args.where(pname))
-                check_arg_type(param, value, args.where(pname))
-            elif param.default is not NO_DEFAULT:
-                value = param.default
-            else:
-                raise SpecError(f"block '{block.name}' needs argument '{pname}'", loc)
-            env[pname] = value
-        return env
-
-    def _block_outputs(self, block: BlockDef, inner: Scope) -> list:
-        if block.outputs is None:
-            if inner.prev is None:
-                raise SpecError(f"block '{block.name}' ends in a node with several outputs; "
-                                "list its 'outputs'", block.loc)
-            return [inner.prev]
-        return [self._lookup(o, inner, block.loc) for o in block.outputs]
-
-
 def op_for_entry(op_name, entry: YMap, ops: dict):
     """The op row a graph entry names, with the entry's keys checked against it."""
     if not isinstance(op_name, str) or op_name not in ops:
@@ -516,7 +339,8 @@ def op_for_entry(op_name, entry: YMap, ops: dict):
         if key not in NODE_FIELDS and key not in attrs:
             raise SpecError(f"op '{op_name}' has no attribute '{key}'"
                             + did_you_mean(key, list(NODE_FIELDS) + attrs)
-                            + (f"; its attributes: {', '.join(attrs)}" if attrs else ""), entry.key_loc[key])
+                            + (f"; its attributes: {', '.join(attrs)}" if attrs else ""),
+                            entry.key_loc[key])
     check_docs(entry, f"node of op '{op_name}'")
     return op
 

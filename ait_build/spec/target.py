@@ -9,7 +9,7 @@ import json
 import os
 from dataclasses import dataclass
 
-from ait_build.errors import Location, SpecError, did_you_mean
+from ait_build.errors import SpecError, did_you_mean
 from ait_build.ir.dtypes import ALL_DTYPES
 from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
 from ait_build.spec.yamlfile import load_yaml, where
@@ -78,6 +78,7 @@ def load_target(path: str) -> Target:
         raise SpecError(f"a {backend} target needs 'arch' (e.g. sm_90a, gfx90a)", doc.loc)
     compiler = expect_map(doc["compiler"], where(doc, "compiler"), "compiler")
     check_keys(compiler, COMPILER_FIELDS, "compiler", required=("cxx",))
+    get(compiler, "min_version", (str, float), "compiler")  # a version: '12.4' or 12.4
     device = expect_map(doc.get("device", {}), where(doc, "device"), "device") if "device" in doc else {}
     if device:
         check_keys(device, DEVICE_FIELDS, "device")
@@ -136,5 +137,5 @@ def find_target(name_or_path: str, directory: str | None = None) -> Target:
     if not os.path.isfile(path):
         names = known_targets(directory)
         raise SpecError(f"unknown target '{name_or_path}'" + did_you_mean(name_or_path, names)
-                        + f"; known targets: {', '.join(names) or 'none'}", Location(directory))
+                        + f"; known targets: {', '.join(names) or 'none'} (the files in {directory})")
     return load_target(path)

@@ -84,12 +84,17 @@ def where(container, key) -> Location | None:
     return getattr(container, "loc", None)
 
 
+_NOTHING = object()  # no mapping key pending; no document read yet
+
+
 class _Frame:
+    """A mapping or list being built, with its expanded size so far."""
+
     __slots__ = ("value", "loc", "size", "anchor", "key", "key_loc")
 
     def __init__(self, value, loc, anchor):
         self.value, self.loc, self.anchor = value, loc, anchor
-        self.size, self.key, self.key_loc = 1, _Frame, None  # key = _Frame: no key pending
+        self.size, self.key, self.key_loc = 1, _NOTHING, None
 
 
 class _Builder:
@@ -104,7 +109,7 @@ class _Builder:
         self.constructor = yaml.constructor.SafeConstructor()
 
     def run(self, loader):
-        root, root_loc, doc_loc = _Frame, None, None  # root = _Frame: no document yet
+        root, root_loc, doc_loc = _NOTHING, None, None
         while True:
             event = loader.get_event()
             if isinstance(event, yaml.StreamEndEvent):
@@ -112,7 +117,7 @@ class _Builder:
             if isinstance(event, yaml.DocumentStartEvent):
                 doc_loc = located(self.path, event.start_mark)
             elif isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent, yaml.CollectionStartEvent)):
-                if not self.stack and root is not _Frame and not _empty(event):
+                if not self.stack and root is not _NOTHING and not _empty(event):
                     raise SpecError("file holds more than one YAML document; put one spec per file",
                                     doc_loc)
                 result = self.node(event)
@@ -133,10 +138,10 @@ class _Builder:
         if isinstance(event, yaml.AliasEvent):
             if event.anchor not in self.anchors:
                 open_anchors = {f.anchor for f in self.stack}
-                raise SpecError(f"alias '*{event.anchor}' refers to a node that contains it"
-                                if event.anchor in open_anchors
-                                else f"alias '*{event.anchor}' has no anchor '&{event.anchor}' before it",
-                                loc)
+                name = event.anchor
+                raise SpecError(f"alias '*{name}' refers to a node that contains it"
+                                if name in open_anchors
+                                else f"alias '*{name}' has no anchor '&{name}' before it", loc)
             value, size = self.anchors[event.anchor]
         elif isinstance(event, yaml.ScalarEvent):
             value, size = self.scalar(event, loc), 1
@@ -179,7 +184,7 @@ class _Builder:
         if isinstance(parent, YList):
             parent.append(value)
             parent.item_loc.append(loc)
-        elif frame.key is _Frame:  # this node is a key
+        elif frame.key is _NOTHING:  # this node is a key
             if isinstance(value, (YMap, YList)):
                 raise SpecError("a mapping key must be a plain value, not a mapping or a list", loc)
             if value in parent:
@@ -190,14 +195,14 @@ class _Builder:
             parent[frame.key] = value
             parent.key_loc[frame.key] = frame.key_loc
             parent.value_loc[frame.key] = loc
-            frame.key = _Frame
+            frame.key = _NOTHING
 
     def scalar(self, event, loc):
         tag = event.tag
         if tag is None or tag == "!":
             tag = self.resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
         if tag == _MERGE and self.stack and isinstance(self.stack[-1].value, YMap) \
-                and self.stack[-1].key is _Frame:
+                and self.stack[-1].key is _NOTHING:
             raise SpecError("YAML merge keys ('<<') are not supported; use blocks instead", loc)
         if tag in _TEXT_TAGS or tag == _MERGE:
             return event.value
@@ -258,13 +263,15 @@ def _reader_error(exc: yaml.reader.ReaderError, text: str, path: str) -> SpecErr
     before = text[:exc.position]
     line = before.count("\n") + 1
     col = exc.position - (before.rfind("\n") + 1) + 1
-    return SpecError(f"character U+{exc.character:04X} is not allowed in YAML", Location(path, line, col))
+    return SpecError(f"character U+{exc.character:04X} is not allowed in YAML",
+                     Location(path, line, col))
 
 
 def parse_yaml(text: str, path: str):
     """Parse one YAML document, a mapping, from `text` into YMap/YList/scalars with positions."""
     if len(text.encode("utf-8", "replace")) > MAX_FILE_BYTES:
-        raise SpecError(f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB", Location(path, 1, 1))
+        raise SpecError(f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB",
+                        Location(path, 1, 1))
     loader = None
     try:
         loader = _Loader(text)
@@ -278,7 +285,7 @@ def parse_yaml(text: str, path: str):
     finally:
         if loader is not None:
             loader.dispose()
-    if root is _Frame:
+    if root is _NOTHING:
         raise SpecError("file is empty (expected a mapping with 'apiVersion' and 'kind')",
                         Location(path, 1, 1))
     if not isinstance(root, YMap):

@@ -1,0 +1,85 @@
+"""A model spec's own fields, each a plain function: dims and their ranges, the weights source,
+and the rule for names."""
+
+from __future__ import annotations
+
+import os
+
+from ait_build.errors import Location, SpecError
+from ait_build.ir.dims import DimRange
+from ait_build.spec.fields import check_keys, expect_map, get
+from ait_build.spec.yamlfile import YMap, where
+from ait_build.weights import WeightStore
+
+MAX_DIM = 2**31 - 1
+NAME_FORBIDDEN = ":$[]{},"  # ':' indexes outputs, the others are YAML or expression syntax
+
+
+def check_name(name, loc: Location, what: str) -> None:
+    if not isinstance(name, str) or not name or any(c.isspace() or c in NAME_FORBIDDEN for c in name):
+        raise SpecError(f"{what} name '{name}' may not be empty or hold spaces or any of "
+                        ": $ [ ] { } ,", loc)
+
+
+def parse_dims(doc: YMap) -> dict:
+    """`dims:` -> name -> DimRange."""
+    result: dict = {}
+    if "dims" not in doc:
+        return result
+    dims = expect_map(doc["dims"], where(doc, "dims"), "dims")
+    for dname, spec in dims.items():
+        loc = dims.key_loc[dname]
+        if not isinstance(dname, str) or not dname.isidentifier():
+            raise SpecError(f"dim name '{dname}' must be an identifier", loc)
+        what = f"dim '{dname}'"
+        spec = expect_map(spec, dims.where(dname), what)
+        check_keys(spec, ("min", "max", "opt", "doc"), what, required=("max",))
+        lo = get(spec, "min", int, what, default=1)
+        hi = get(spec, "max", int, what)
+        opt = get(spec, "opt", int, what, default=hi)
+        if lo < 1:
+            raise SpecError(f"{what}: min must be >= 1, got {lo}", where(spec, "min"))
+        if hi > MAX_DIM:
+            raise SpecError(f"{what}: max {hi} is over the limit {MAX_DIM}", where(spec, "max"))
+        if lo > hi:
+            raise SpecError(f"{what}: min {lo} is larger than max {hi}", spec.loc)
+        if not lo <= opt <= hi:
+            raise SpecError(f"{what}: opt {opt} is outside [{lo}, {hi}]", where(spec, "opt"))
+        result[dname] = DimRange(dname, lo, hi, opt)
+    return result
+
+
+def open_weights(doc: YMap, spec_path: str, override: str | None, specs: dict) -> WeightStore:
+    """The weight store the `weights:` field (or an override file) describes; `specs` maps each
+    weight name to (shape, init). A file must hold every weight with its exact shape."""
+    if override is not None:  # a file given on the command line or by a test
+        if not os.path.isfile(override):
+            raise SpecError(f"weights file '{override}' not found")
+        return _checked_file(override, override, specs, None)
+    value = doc.get("weights", None)
+    loc = where(doc, "weights")
+    if value is None:
+        return WeightStore(None, 0, specs)
+    if isinstance(value, str):
+        path = os.path.join(os.path.dirname(spec_path), value)
+        if not os.path.isfile(path):
+            raise SpecError(f"weights file '{value}' not found (looked for {path})", loc)
+        return _checked_file(path, value, specs, loc)
+    spec = expect_map(value, loc, "weights")
+    check_keys(spec, ("random",), "weights", required=("random",))
+    rnd = expect_map(spec["random"], where(spec, "random"), "weights.random")
+    check_keys(rnd, ("seed",), "weights.random")
+    return WeightStore(None, get(rnd, "seed", int, "weights.random", default=0), specs)
+
+
+def _checked_file(path: str, shown: str, specs: dict, loc: Location | None) -> WeightStore:
+    store = WeightStore(path, None, specs)
+    try:
+        problems = store.check_file()
+    except Exception as exc:  # safetensors raises several types for a corrupt file
+        raise SpecError(str(exc), loc) from None
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise SpecError(f"weights file '{shown}' does not match the spec: "
+                        + "; ".join(problems[:3]) + more, loc)
+    return store
