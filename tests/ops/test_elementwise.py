@@ -165,3 +165,14 @@ def test_binary_vs_torch(tmp_path, op):
     expected = getattr(torch, op)(torch.from_numpy(a), torch.from_numpy(b)).numpy()
     # one float32 operation on both sides, correctly rounded: bit-exact
     np.testing.assert_array_equal(run1(tmp_path, op, {"a": a, "b": b}), expected)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int32", "int64", "bool"])
+def test_cast_vs_torch(tmp_path, dtype):
+    torch = pytest.importorskip("torch")
+    x = np.concatenate([rand(300) * 100, v(0, -0.5, 0.5, -1.5, 2.5, 65504, 1e-8)])
+    ref = torch.from_numpy(x).to(getattr(torch, dtype))
+    ref = ref.float().numpy() if ref.is_floating_point() else ref.numpy()
+    # rounding to nearest even (floats) and truncation toward zero (ints) on both sides: exact
+    np.testing.assert_array_equal(run1(tmp_path, "cast", {"x": x}, dtype=dtype), ref)
