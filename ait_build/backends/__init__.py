@@ -11,7 +11,7 @@ import importlib
 
 from ait_build.errors import AitError
 
-BACKEND_MODULES = {"cpu": "ait_build.backends.cpu"}
+BACKEND_MODULES = {"cpu": "ait_build.backends.cpu", "cuda": "ait_build.backends.cuda"}
 
 
 def get_backend(target):
@@ -20,4 +20,7 @@ def get_backend(target):
         raise AitError(f"target '{target.name}': code generation for the {name} backend is not "
                        f"available yet (backends with code generation: "
                        f"{', '.join(sorted(BACKEND_MODULES))})")
-    return importlib.import_module(BACKEND_MODULES[name])
+    try:
+        return importlib.import_module(BACKEND_MODULES[name])
+    except ImportError as exc:
+        raise AitError(f"target '{target.name}': the {name} backend cannot be loaded: {exc}") from None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ait_build.codegen.cexpr import broadcast_strides, cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.cpu_elementwise import Operand, elementwise, literal
-from ait_build.codegen.kernel import make_kernel
+from ait_build.codegen.kernel import make_kernel, template_for
 from ait_build.codegen.render import c_string
 from ait_build.ir.dims import Dim
 from ait_build.ops.registry import norm_axis
@@ -25,8 +25,8 @@ def copy(lw, out_var: str, in_var: str, ctype: str, sizes, in_strides, out_strid
                    outer_dims=tuple(reversed(range(rank - 1))), ctype=ctype)
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "in")]
     params += [("int64_t", f"{p}{k}") for p in ("n", "is", "os") for k in range(rank)]
-    kernel = make_kernel(label, lw.node.op if lw.node is not None else "copy", COPY_TEMPLATE,
-                         context, params)
+    kernel = make_kernel(label, lw.node.op if lw.node is not None else "copy",
+                         template_for(lw.plan, "copy", COPY_TEMPLATE), context, params)
     args = [out_var, in_var] + [cexpr(v) for v in list(sizes) + list(ist) + list(ost)]
     lw.call(kernel, args)
 
@@ -140,8 +140,8 @@ def gather(lw, out: str, data_var: str, data_shape, ctype: str, indices: str, ax
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "data"), (f"const {idx_ctype}*", "idx"),
               ("int64_t", "outer"), ("int64_t", "L"), ("int64_t", "inner"), ("int64_t", "I"),
               ("const char*", "what")]
-    kernel = make_kernel("gather", lw.node.op, GATHER_TEMPLATE, dict(ctype=ctype, negative=negative),
-                         params)
+    kernel = make_kernel("gather", lw.node.op, template_for(lw.plan, "gather", GATHER_TEMPLATE),
+                         dict(ctype=ctype, negative=negative), params)
     lw.call(kernel, [lw.dst(out), data_var, lw.src(indices), cexpr(outer),
                      cexpr(data_shape[axis]), cexpr(inner), cexpr(elements(lw.shape(indices))),
                      c_string(f"{lw.node.op} '{lw.node.name}'")])

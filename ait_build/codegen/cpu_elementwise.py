@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ait_build.codegen.cexpr import broadcast_strides, cexpr, collapse, contiguous_strides
-from ait_build.codegen.kernel import make_kernel
+from ait_build.codegen.kernel import make_kernel, template_for
 from ait_build.codegen.storage import CTYPE
 from ait_build.errors import AitError
 
@@ -73,7 +73,7 @@ def elementwise(lw, label: str, out: Operand, operands: list, expr: str, stmts=(
                    in_ctypes=tuple(o.ctype for o in operands), in_kinds=tuple(kinds),
                    in_offsets=offsets, out_ctype=out.ctype, expr=expr, stmts=tuple(stmts))
     op = lw.node.op if lw.node is not None else "convert"
-    kernel = make_kernel(label, op, TEMPLATE, context, params)
+    kernel = make_kernel(label, op, template_for(lw.plan, "elementwise", TEMPLATE), context, params)
     args = [out.var] + [o.var for o in operands] + [cexpr(s) for s in sizes]
     args += [cexpr(in_strides[i][k]) for i in range(n_in) for k in range(rank - 1)]
     lw.call(kernel, args)

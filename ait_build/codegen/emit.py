@@ -52,13 +52,16 @@ def _resolve_target(target):
     return target
 
 
-def build_plan(spec_path: str, target, weights: str | None = None) -> ModelPlan:
-    from ait_build.passes import optimize
+def build_plan(spec_path: str, target, weights: str | None = None,
+               optimize: bool = True) -> ModelPlan:
+    """`optimize=False` plans the graph as written (every op its own kernel), for tests."""
+    from ait_build.passes import optimize as run_passes
     from ait_build.spec.model import load_model
     target = _resolve_target(target)
     graph = load_model(spec_path, weights)
-    optimized, _ = optimize(graph, target)
-    return plan_model(optimized, target)
+    if optimize:
+        graph, _ = run_passes(graph, target)
+    return plan_model(graph, target)
 
 
 def _emission(plan: ModelPlan) -> Emission:
@@ -77,9 +80,10 @@ def _emission(plan: ModelPlan) -> Emission:
                     template_deps=dict(sorted(deps.items())), support_headers=support)
 
 
-def plan_outputs(spec_path: str, target, weights: str | None = None) -> Emission:
+def plan_outputs(spec_path: str, target, weights: str | None = None,
+                 optimize: bool = True) -> Emission:
     """The files emit() would write, without rendering anything."""
-    return _emission(build_plan(spec_path, target, weights))
+    return _emission(build_plan(spec_path, target, weights, optimize))
 
 
 def _io(plan: ModelPlan, names) -> list:
@@ -170,11 +174,12 @@ def write_if_changed(path: str, data: bytes) -> bool:
     return True
 
 
-def emit(spec_path: str, target, out_dir: str, weights: str | None = None) -> Emission:
+def emit(spec_path: str, target, out_dir: str, weights: str | None = None,
+         optimize: bool = True) -> Emission:
     """Renders every file of the model library into out_dir (only changed files are written)."""
     from ait_build.toolchain import toolchain_for
     target = _resolve_target(target)
-    plan = build_plan(spec_path, target, weights)
+    plan = build_plan(spec_path, target, weights, optimize)
     emission = _emission(plan)
     toolchain = toolchain_for(target)
     wl = weights_layout(plan)

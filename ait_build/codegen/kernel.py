@@ -9,6 +9,7 @@ as file name and cache key. A step is one call of a kernel with C++ argument exp
 from __future__ import annotations
 
 import hashlib
+import os
 import json
 from dataclasses import dataclass
 
@@ -26,7 +27,9 @@ class Kernel:
 
     @property
     def source(self) -> str:
-        return f"src/{self.name}.cpp"
+        """src/<name> with the template's own suffix ('gemm.cu.j2' -> .cu; cpu's stay .cpp)."""
+        stem = self.template[:-3] if self.template.endswith(".j2") else self.template
+        return f"src/{self.name}{os.path.splitext(stem)[1] or '.cpp'}"
 
     def render_context(self) -> dict:
         ctx = dict(self.context)
@@ -60,3 +63,10 @@ def make_kernel(label: str, op: str, template: str, context: dict, params: list)
     digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
     return Kernel(name=f"{label}_{digest}", label=label, op=op, template=template,
                   context=tuple(sorted(context.items())), params=param_text)
+
+
+def template_for(plan, kind: str, default: str) -> str:
+    """The plan's backend's template for a lowering shared between backends (the cuda backend
+    lowers elementwise and data-movement ops with cpu_elementwise/cpu_data, into its own
+    templates with the same context and parameters)."""
+    return getattr(plan.backend, "TEMPLATES", {}).get(kind, default)

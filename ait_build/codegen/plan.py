@@ -14,10 +14,10 @@ from typing import Callable
 
 import numpy as np
 
-from ait_build.codegen.cexpr import cexpr
+from ait_build.codegen.cexpr import cexpr, elements
 from ait_build.codegen.kernel import Kernel, Step
 from ait_build.codegen.storage import (CTYPE, IO_CTYPE, SIZEOF, Layout, Value, align,
-                                       read_memory_plan, slot_bytes)
+                                       read_memory_plan)
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
 from ait_build.ir.graph import Graph
@@ -61,6 +61,16 @@ class ModelPlan:
     def name(self) -> str:
         return self.graph.name
 
+    # storage types: a backend may define its own CTYPE / IO_CTYPE / SIZEOF (cuda stores float16
+    # as __half); the defaults are the cpu's float32 storage
+    @property
+    def ctypes(self) -> dict:
+        return getattr(self.backend, "CTYPE", CTYPE)
+
+    @property
+    def io_ctypes(self) -> dict:
+        return getattr(self.backend, "IO_CTYPE", IO_CTYPE)
+
     @property
     def cname(self) -> str:
         return "ait_" + self.graph.name.replace("-", "_")
@@ -103,7 +113,7 @@ class ModelPlan:
         return value
 
     def add_slot(self, tensor: str, ctype: str, shape) -> Value:
-        nbytes = slot_bytes(shape, ctype)
+        nbytes = slot_bytes(shape, ctype, self.backend)
         slot = self.layout.add(tensor, nbytes, align(self.at_max(nbytes)))
         return self.add_value(tensor, ctype, f"reinterpret_cast<{ctype}*>(ws + o[{slot.index}])",
                               "work")
@@ -148,7 +158,7 @@ class Lowerer:
             return plan.values[tensor].var
         graph = plan.graph
         ctype = self.ctype(tensor)
-        if tensor in graph.outputs and IO_CTYPE[self.dtype(tensor)] == ctype:
+        if tensor in graph.outputs and self.plan.io_ctypes[self.dtype(tensor)] == ctype:
             index = graph.outputs.index(tensor)
             return plan.add_value(tensor, ctype, f"static_cast<{ctype}*>(out[{index}])",
                                   "output").var
@@ -175,15 +185,19 @@ class Lowerer:
         if out in self.plan.graph.outputs:
             return False
         var = self.weight(role)
-        self.plan.add_value(out, CTYPE[self.dtype(out)], var, "view", const=True)
+        self.plan.add_value(out, self.ctype(out), var, "view", const=True)
         return True
 
     def weight(self, role: str, transform: Callable | None = None, tag: str = "",
-               shape: tuple | None = None) -> str:
-        """Pointer to the node's weight `role`, re-laid out by `transform` (named by `tag`)."""
+               shape: tuple | None = None, dtype: str | None = None) -> str:
+        """Pointer to the node's weight `role`, re-laid out by `transform` (named by `tag`), stored
+        as `dtype` (default: float32 for every float, as the cpu computes)."""
         name = self.node.weights[role]
         tensor = self.plan.graph.tensors[name]
-        dtype = "float32" if tensor.dtype in ("float16", "bfloat16") else tensor.dtype
+        default = "float32" if tensor.dtype in ("float16", "bfloat16") else tensor.dtype
+        dtype = dtype or default
+        if dtype != default:  # another storage type is another weight
+            tag = f"{tag}.{dtype}" if tag else dtype
         key = f"{name}@{tag}" if tag else name
         fn = transform or (lambda a: a)
         shape = shape if shape is not None else tuple(d.value for d in tensor.shape)
@@ -209,7 +223,12 @@ class Lowerer:
                                 int(scratch_shared), int(scratch_thread)))
 
 
-def _checked_plan(graph: Graph) -> tuple:
+def slot_bytes(shape, ctype: str, backend=None) -> Dim:
+    sizes = {**SIZEOF, **getattr(backend, "SIZEOF", {})}
+    return elements(shape) * sizes[ctype]
+
+
+def _checked_plan(graph: Graph, backend=None) -> tuple:
     """(memory plan, scale, note): the optimizer's plan when every node can live with its aliasing.
     Float tensors are stored as float32 here, so a plan made for 2-byte floats is scaled by 2."""
     planned = read_memory_plan(graph.memory_plan)
@@ -222,7 +241,7 @@ def _checked_plan(graph: Graph) -> tuple:
         t = graph.tensors.get(name)
         if t is None:
             continue
-        need = slot_bytes(t.shape, CTYPE[t.dtype]).eval(env)
+        need = slot_bytes(t.shape, getattr(backend, "CTYPE", CTYPE)[t.dtype], backend).eval(env)
         while size * scale < need and scale < 4:
             scale *= 2
         if size * scale < need:
@@ -253,7 +272,7 @@ def _is_elementwise(op: str) -> bool:
 def plan_model(graph: Graph, target) -> ModelPlan:
     from ait_build.backends import get_backend
     backend = get_backend(target)
-    planned, scale, note = _checked_plan(graph)
+    planned, scale, note = _checked_plan(graph, backend)
     plan = ModelPlan(graph=graph, target=target, backend=backend, layout=Layout(planned, scale))
     if note:
         plan.notes.append(note)
@@ -290,6 +309,3 @@ def summarize(graph: Graph, target) -> dict:
     return {"kernels": len(plan.kernels), "kernel_calls": len(plan.steps),
             "workspace_bytes": plan.workspace_bytes()}
 
-
-def sizeof(ctype: str) -> int:
-    return SIZEOF[ctype]

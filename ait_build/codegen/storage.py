@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ait_build.codegen.cexpr import cexpr, elements
+from ait_build.codegen.cexpr import cexpr
 from ait_build.ir.dims import Dim
 
 ALIGN = 64
@@ -99,9 +99,9 @@ class Layout:
             prev = None
             for s in self.slots:
                 lines.append((s.index, "0" if prev is None else
-                              f"o[{prev.index}] + ait_align({cexpr(prev.nbytes)})"))
+                              f"o[{prev.index}] + ait::align64({cexpr(prev.nbytes)})"))
                 prev = s
-            total = "0" if prev is None else f"o[{prev.index}] + ait_align({cexpr(prev.nbytes)})"
+            total = "0" if prev is None else f"o[{prev.index}] + ait::align64({cexpr(prev.nbytes)})"
         return lines, total
 
     def max_bytes(self, at_max) -> int:
@@ -109,6 +109,3 @@ class Layout:
             return self.cursor
         return sum(align(at_max(s.nbytes)) for s in self.slots)
 
-
-def slot_bytes(shape, ctype: str) -> Dim:
-    return elements(shape) * SIZEOF[ctype]

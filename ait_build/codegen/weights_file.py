@@ -18,7 +18,9 @@ import numpy as np
 from ait_build.ir.dtypes import ITEMSIZE, SAFETENSORS
 
 ARENA_ALIGN = 64
-CTYPES = {"float32": "float", "int32": "int32_t", "int64": "int64_t", "bool": "uint8_t"}
+# the GPU backends keep float16/bfloat16 weights in their own type (CUDA's names)
+CTYPES = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16",
+          "int32": "int32_t", "int64": "int64_t", "bool": "uint8_t"}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,163 @@
+"""The generated C API never crashes on bad input: NULL pointers, dims out of range, bad indices,
+missing/truncated/foreign weights files all give an error code and a message. run() is safe to
+call from several threads at once."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import threading
+
+import numpy as np
+import pytest
+
+from ait_build.reference import random_inputs, run_reference
+from ait_build.spec.model import load_model
+
+from .conftest import tolerance, write_spec
+
+OK, ARGUMENT, SHAPE, WEIGHTS = 0, 1, 2, 3
+
+API_MODEL = dict(
+    dims={"batch": {"min": 1, "max": 16, "opt": 4}},
+    inputs={"ids": {"shape": ["batch", 5], "dtype": "int64"}},
+    graph=[{"name": "emb", "op": "embedding", "num_embeddings": 11, "embedding_dim": 24},
+           {"name": "fc", "op": "linear", "out_features": 32, "activation": "gelu"},
+           {"name": "ln", "op": "layer_norm"},
+           {"name": "out", "op": "linear", "out_features": 8}],
+    outputs=["out"])
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory, build_spec):
+    spec = write_spec(tmp_path_factory.mktemp("api"), "api", **API_MODEL)
+    model, out_dir, _ = build_spec(spec, name="api")
+    return model, out_dir, load_model(spec)
+
+
+def call_run(model, dims, inputs, outputs):
+    return model.run_fn(model.handle, dims, inputs, outputs, None)
+
+
+def buffers(batch=2):
+    ids = np.arange(batch * 5, dtype=np.int64).reshape(batch, 5) % 11
+    out = np.zeros((batch, 5, 8), np.float32)
+    return (ids, out, (ctypes.c_int64 * 1)(batch), (ctypes.c_void_p * 1)(ids.ctypes.data),
+            (ctypes.c_void_p * 1)(out.ctypes.data))
+
+
+def test_null_pointers_are_argument_errors(api):
+    model = api[0]
+    ids, out, dims, ins, outs = buffers()
+    assert call_run(model, dims, None, outs) == ARGUMENT
+    assert "inputs is NULL" in model.error()
+    assert call_run(model, None, ins, outs) == ARGUMENT
+    assert "dims is NULL" in model.error()
+    null_in = (ctypes.c_void_p * 1)(None)
+    assert call_run(model, dims, null_in, outs) == ARGUMENT
+    assert "input 0 ('ids') is NULL" in model.error()
+    assert model.run_fn(None, dims, ins, outs, None) == ARGUMENT
+    assert model.create(None, ctypes.byref(ctypes.c_void_p())) == ARGUMENT
+    assert model.create(model.weights.encode(), None) == ARGUMENT
+    model.destroy(None)  # a no-op, like free(NULL)
+    assert call_run(model, dims, ins, outs) == OK and model.error() == ""
+
+
+@pytest.mark.parametrize("batch", [0, 17, -3])
+def test_dims_outside_their_range(api, batch):
+    model = api[0]
+    ids, out, dims, ins, outs = buffers()
+    dims[0] = batch
+    assert call_run(model, dims, ins, outs) == SHAPE
+    assert f"dim 'batch' is {batch}, outside [1, 16]" in model.error()
+
+
+def test_bad_index_is_an_error_not_a_crash(api):
+    model = api[0]
+    ids, out, dims, ins, outs = buffers()
+    ids[1, 3] = 11
+    assert call_run(model, dims, ins, outs) == ARGUMENT
+    assert "embedding 'emb': index 11 at position 8 is out of range [0, 11)" in model.error()
+    ids[1, 3] = -1  # embedding (like PyTorch's) takes no negative ids
+    assert call_run(model, dims, ins, outs) == ARGUMENT
+
+
+def test_last_error_is_per_thread(api):
+    model = api[0]
+    ids, out, dims, ins, outs = buffers()
+    dims[0] = 99
+    assert call_run(model, dims, ins, outs) == SHAPE
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(model.error()))
+    t.start()
+    t.join()
+    assert seen == [""] and "outside" in model.error()
+
+
+def _create(model, path) -> tuple:
+    handle = ctypes.c_void_p()
+    rc = model.create(str(path).encode(), ctypes.byref(handle))
+    if handle:
+        model.destroy(handle)
+    return rc, model.error()
+
+
+def test_bad_weights_files(api, tmp_path):
+    model, out_dir, _ = api
+    good = os.path.join(out_dir, "weights.safetensors")
+    data = open(good, "rb").read()
+    cases = {
+        "missing": None,
+        "empty": b"",
+        "truncated_header": data[:40],
+        "truncated_data": data[:-100],
+        "too_long": data + b"\0" * 8,
+        "garbage": b"\xff" * len(data),
+    }
+    # a header for another model: same file with one tensor renamed (same length, other bytes)
+    cases["other_model"] = data.replace(b"emb.weight", b"emb.weighz", 1)
+    expected = {"missing": "cannot open", "empty": "not a safetensors file",
+                "truncated_header": "truncated inside its header", "truncated_data": "truncated",
+                "too_long": "too long", "garbage": "header", "other_model": "does not match"}
+    for name, content in cases.items():
+        path = tmp_path / name
+        if content is not None:
+            path.write_bytes(content)
+        rc, message = _create(model, path)
+        assert rc == WEIGHTS, name
+        assert expected[name] in message and str(path) in message, (name, message)
+    assert _create(model, tmp_path)[0] == WEIGHTS  # a directory
+    assert _create(model, good)[0] == OK
+
+
+def test_weights_from_another_build_of_the_same_shapes_load(api, tmp_path):
+    model, out_dir, graph = api
+    other = tmp_path / "w.safetensors"
+    shutil.copy(os.path.join(out_dir, "weights.safetensors"), other)
+    assert _create(model, other)[0] == OK
+
+
+def test_concurrent_runs_match_serial(api):
+    model, _, graph = api
+    batches = [1, 3, 16, 7, 2, 16, 5, 9]
+    feeds = [random_inputs(graph, {"batch": b}, seed=i) for i, b in enumerate(batches)]
+    serial = [model.run(f)["out"] for f in feeds]
+    results = [None] * len(feeds)
+
+    def work(i):
+        for _ in range(5):
+            got = model.run(feeds[i])["out"]
+            if results[i] is None:
+                results[i] = got
+            assert np.array_equal(got, results[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(feeds))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, f in enumerate(feeds):
+        np.testing.assert_array_equal(results[i], serial[i])
+        ref = run_reference(graph, f)["out"]
+        np.testing.assert_allclose(serial[i], ref, **tolerance(ref))

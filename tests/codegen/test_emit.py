@@ -1,0 +1,137 @@
+"""emit(): deterministic bytes, files written only when they change, plan_outputs agreeing with
+emit, the shape of the generated header and manifest, kernel naming and sharing, and the
+weights file being a plain safetensors file in the kernels' layout."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from ait_build.codegen.emit import emit, plan_outputs
+from ait_build.codegen.render import PROJECT_ROOT
+from ait_build.errors import AitError
+from ait_build.spec.model import load_model
+from ait_build.spec.target import find_target
+from ait_build.toolchain import toolchain_for
+
+SPECS = os.path.join(PROJECT_ROOT, "specs")
+MLP = os.path.join(SPECS, "mlp.yaml")
+
+
+def read_tree(root: str) -> dict:
+    out = {}
+    for folder, _, files in os.walk(root):
+        for f in files:
+            path = os.path.join(folder, f)
+            with open(path, "rb") as fh:
+                out[os.path.relpath(path, root)] = fh.read()
+    return out
+
+
+@pytest.mark.parametrize("spec", ["mlp.yaml", "tiny_bert.yaml"])
+def test_two_emits_are_byte_identical(tmp_path, cpu_target, spec):
+    a = emit(os.path.join(SPECS, spec), cpu_target, str(tmp_path / "a"))
+    b = emit(os.path.join(SPECS, spec), cpu_target, str(tmp_path / "deeper" / "b"))
+    tree_a, tree_b = read_tree(str(tmp_path / "a")), read_tree(str(tmp_path / "deeper" / "b"))
+    assert a == b
+    assert sorted(tree_a) == a.files
+    assert tree_a == tree_b
+    for rel, data in tree_a.items():  # nothing machine- or folder-specific inside
+        assert str(tmp_path).encode() not in data, rel
+        assert PROJECT_ROOT.encode() not in data, rel
+
+
+def test_emit_rewrites_only_changed_files(tmp_path, cpu_target):
+    out = str(tmp_path / "out")
+    emission = emit(MLP, cpu_target, out)
+    stamps = {f: os.stat(os.path.join(out, f)).st_mtime_ns for f in emission.files}
+    victim = os.path.join(out, emission.kernel_sources[0])
+    with open(victim, "a") as fh:
+        fh.write("// edited\n")
+    edited = os.stat(victim).st_mtime_ns
+    emit(MLP, cpu_target, out)
+    after = {f: os.stat(os.path.join(out, f)).st_mtime_ns for f in emission.files}
+    changed = [f for f in emission.files if after[f] != stamps[f]]
+    assert changed == [emission.kernel_sources[0]]
+    assert after[emission.kernel_sources[0]] != edited
+    with open(victim) as fh:
+        assert "// edited" not in fh.read()
+
+
+def test_plan_outputs_matches_emit(tmp_path, cpu_target):
+    planned = plan_outputs(os.path.join(SPECS, "tiny_cnn.yaml"), "cpu")
+    emitted = emit(os.path.join(SPECS, "tiny_cnn.yaml"), cpu_target, str(tmp_path))
+    assert planned == emitted
+    assert planned.files == sorted(planned.files)
+    assert planned.model_source == "src/model.cpp" and planned.header == "tiny_cnn.h"
+    for src in planned.kernel_sources:
+        deps = planned.template_deps[src]
+        assert "templates/cpu/kernel.cpp.j2" in deps, src  # the base every kernel extends
+        assert all(os.path.isfile(os.path.join(PROJECT_ROOT, d)) for d in deps)
+    conv = [s for s in planned.kernel_sources if "conv2d" in s]
+    assert conv and "templates/cpu/_epilogue.j2" in planned.template_deps[conv[0]]
+
+
+def test_header_and_manifest_shape(tmp_path, cpu_target):
+    out = str(tmp_path)
+    emission = emit(MLP, cpu_target, out)
+    with open(os.path.join(out, "mlp.h")) as fh:
+        header = fh.read()
+    for line in ("typedef struct ait_mlp ait_mlp;",
+                 "int ait_mlp_create(const char* weights_path, ait_mlp** out);",
+                 "int ait_mlp_run(ait_mlp* m, const int64_t* dims, const void* const* inputs,",
+                 "void ait_mlp_destroy(ait_mlp* m);", "const char* ait_mlp_last_error(void);",
+                 "#define AIT_MLP_OK 0", "#define AIT_MLP_ERROR_WEIGHTS 3",
+                 "#define AIT_MLP_NUM_DIMS 1", " *   0: x float32 [batch, 32]",
+                 " *   0: softmax float32 [batch, 16]", " *   0: batch in [1, 64]"):
+        assert line in header, line
+    with open(os.path.join(out, "manifest.json")) as fh:
+        text = fh.read()
+    manifest = json.loads(text)
+    assert text == json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+    assert manifest["name"] == "mlp" and manifest["target"] == "cpu" and manifest["backend"] == "cpu"
+    assert manifest["dims"] == [{"name": "batch", "min": 1, "max": 64, "opt": 8}]
+    assert manifest["inputs"] == [{"name": "x", "dtype": "float32", "shape": ["batch", 32]}]
+    assert manifest["outputs"] == [{"name": "softmax", "dtype": "float32", "shape": ["batch", 16]}]
+    assert [k["source"] for k in manifest["kernels"]] == emission.kernel_sources
+    for k in manifest["kernels"]:
+        with open(os.path.join(out, k["source"]), "rb") as fh:
+            import hashlib
+            assert hashlib.sha256(fh.read()).hexdigest() == k["sha256"]
+    assert manifest["weights"]["file"] == "weights.safetensors"
+    assert manifest["weights"]["bytes"] == os.path.getsize(os.path.join(out, "weights.safetensors"))
+    assert manifest["compiler"]["cxx"] == "g++" and manifest["compiler"]["version"]
+    assert manifest["workspace_bytes"] > 0 and manifest["memory_plan"] == "optimizer"
+
+
+def test_weights_file_holds_the_kernel_layout(tmp_path, cpu_target):
+    emit(MLP, cpu_target, str(tmp_path))
+    stored = load_file(str(tmp_path / "weights.safetensors"))
+    graph = load_model(MLP)
+    # linear weights are stored transposed ([in, out]) so the GEMM reads B untransposed
+    np.testing.assert_array_equal(stored["fc1.weight@kn"], graph.weights.get("fc1.weight").T)
+    np.testing.assert_array_equal(stored["fc1.bias"], graph.weights.get("fc1.bias"))
+
+
+def test_equal_layers_share_kernels(cpu_target):
+    emission = plan_outputs(os.path.join(SPECS, "tiny_bert.yaml"), cpu_target)
+    from ait_build.codegen.emit import build_plan
+    plan = build_plan(os.path.join(SPECS, "tiny_bert.yaml"), cpu_target)
+    # two encoder layers, every kernel of the second is one of the first's
+    assert len(plan.steps) > len(emission.kernel_sources) + 5
+    names = [k.rsplit("/", 1)[1][:-4] for k in emission.kernel_sources]
+    assert len(set(names)) == len(names)
+    assert all(n.rsplit("_", 1)[1].isalnum() and len(n.rsplit("_", 1)[1]) == 8 for n in names)
+
+
+def test_unknown_backend_and_missing_compiler(tmp_path):
+    with pytest.raises(AitError, match="code generation for the rocm backend"):
+        plan_outputs(MLP, find_target("mi250"))
+    import dataclasses
+    broken = dataclasses.replace(find_target("cpu"), cxx="no-such-g++")
+    with pytest.raises(AitError, match="not on PATH"):
+        toolchain_for(broken)

@@ -1,0 +1,157 @@
+"""Every op through the cpu backend: small models with many nodes (each node's result is a model
+output), built as written (no optimizer: each op gets its own kernel), compiled once per group,
+run at two batch sizes and compared with the reference executor."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ait_build.reference import random_inputs, run_reference
+from ait_build.spec.model import load_model
+
+from .conftest import tolerance, write_spec
+
+B = {"batch": {"min": 1, "max": 8, "opt": 3}}
+
+
+def n(name, op, inputs, **attrs):
+    return {"name": name, "op": op, "inputs": inputs, **attrs}
+
+
+GROUPS = {
+    "elementwise": dict(
+        inputs={"x": {"shape": ["batch", 5, 8]}, "y": {"shape": ["batch", 5, 8]},
+                "row": {"shape": [8]}, "col": {"shape": ["batch", 5, 1]},
+                "i": {"shape": ["batch", 5, 8], "dtype": "int32"}},
+        graph=[n("relu", "relu", ["x"]), n("silu", "silu", ["x"]), n("sigmoid", "sigmoid", ["x"]),
+               n("tanh", "tanh", ["x"]), n("hardswish", "hardswish", ["x"]),
+               n("gelu", "gelu", ["x"]), n("gelu_tanh", "gelu", ["x"], approximate="tanh"),
+               n("identity", "identity", ["x"]),
+               n("add", "add", ["x", "y"]), n("sub_row", "sub", ["x", "row"]),
+               n("mul_col", "mul", ["x", "col"]), n("div", "div", ["x", "y"]),
+               n("add_scalar", "add", ["x"], scalar=2.5), n("div_scalar", "div", ["x"], scalar=3),
+               n("to_f16", "cast", ["x"], dtype="float16"),
+               n("to_bf16", "cast", ["x"], dtype="bfloat16"),
+               n("to_i32", "cast", ["x"], dtype="int32"), n("to_bool", "cast", ["x"], dtype="bool"),
+               n("i_to_f", "cast", ["i"], dtype="float32"), n("i_add", "add", ["i", "i"]),
+               n("bn", "batch_norm", ["x"], eps=1e-3),
+               n("chain_view", "reshape", ["x"], shape=["batch", 40]),
+               n("chain_relu", "relu", ["chain_view"])],
+        outputs=["relu", "silu", "sigmoid", "tanh", "hardswish", "gelu", "gelu_tanh", "identity",
+                 "add", "sub_row", "mul_col", "div", "add_scalar", "div_scalar", "to_f16",
+                 "to_bf16", "to_i32", "to_bool", "i_to_f", "i_add", "bn", "chain_relu"]),
+    "shape": dict(
+        inputs={"x": {"shape": ["batch", 4, 6]}, "x1": {"shape": ["batch", 1, 6]}},
+        graph=[n("reshape", "reshape", ["x"], shape=["batch", 24]),
+               n("flatten", "flatten", ["x"]), n("permute", "permute", ["x"], dims=[2, 0, 1]),
+               n("transpose", "transpose", ["x"], dim0=1, dim1=2),
+               n("expand", "expand", ["x1"], shape=["batch", 4, 6]),
+               n("concat", "concat", ["x", "x1", "x"], axis=1),
+               {"name": "split", "op": "split", "inputs": ["x"], "axis": 2, "sizes": [1, 2, 3],
+                "outputs": ["split_a", "split_b", "split_c"]},
+               n("slice", "slice", ["x"], axis=2, start=1, end=5, step=2),
+               n("slice_dim", "slice", ["x"], axis=0, start=0, end="batch"),
+               n("pad", "pad", ["x"], pads=[0, 0, 1, 2, 3, 0], value=-1.5),
+               n("param", "parameter", [], shape=[4, 6], weights={"value": "table"}),
+               n("plus_param", "add", ["x", "param"])],
+        outputs=["reshape", "flatten", "permute", "transpose", "expand", "concat", "split_a",
+                 "split_b", "split_c", "slice", "slice_dim", "pad", "param", "plus_param"]),
+    "gemm": dict(
+        inputs={"x": {"shape": ["batch", 6, 16]}, "res": {"shape": ["batch", 6, 12]},
+                "res_row": {"shape": [12]}, "res_odd": {"shape": ["batch", 1, 12]},
+                "b": {"shape": ["batch", 16, 5]}, "bt": {"shape": ["batch", 5, 16]},
+                "a4": {"shape": ["batch", 2, 6, 16]}, "b3": {"shape": [2, 16, 5]},
+                "a2": {"shape": [6, 16]}, "w": {"shape": [16, 5]}},
+        graph=[n("linear", "linear", ["x"], out_features=12),
+               n("linear_relu", "linear", ["x"], out_features=12, bias=False, activation="relu"),
+               n("linear_res", "linear", ["x", "res"], out_features=12, activation="gelu"),
+               n("linear_row", "linear", ["x", "res_row"], out_features=12),
+               n("linear_odd", "linear", ["x", "res_odd"], out_features=12, activation="tanh"),
+               n("matmul", "matmul", ["x", "b"]),
+               n("matmul_t", "matmul", ["x", "bt"], transpose_b=True, alpha=0.5),
+               n("matmul_bcast", "matmul", ["a4", "b3"], activation="silu"),
+               n("matmul_a2", "matmul", ["a2", "b"]),
+               n("matmul_shared", "matmul", ["x", "w"]),
+               n("bmm", "bmm", ["x", "b", "matmul"], activation="sigmoid")],
+        outputs=["linear", "linear_relu", "linear_res", "linear_row", "linear_odd", "matmul",
+                 "matmul_t", "matmul_bcast", "matmul_a2", "matmul_shared", "bmm"]),
+    "conv": dict(
+        inputs={"img": {"shape": ["batch", 9, 9, 4]}, "res": {"shape": ["batch", 9, 9, 8]},
+                "res4": {"shape": ["batch", 5, 5, 4]}},
+        graph=[n("c3", "conv2d", ["img"], out_channels=8, kernel=3, padding=1, activation="relu"),
+               n("c3s2d2", "conv2d", ["img"], out_channels=8, kernel=3, stride=2, dilation=2,
+                 padding=2, bias=False),
+               n("c1", "conv2d", ["img", "res"], out_channels=8, kernel=1, activation="hardswish"),
+               n("c1s2", "conv2d", ["img"], out_channels=8, kernel=1, stride=2),
+               n("c_rect", "conv2d", ["img"], out_channels=8, kernel=[5, 3], padding=[2, 1]),
+               n("grouped", "conv2d", ["img"], out_channels=6, kernel=3, groups=2, padding=1),
+               n("depthwise", "conv2d", ["img"], out_channels=4, kernel=3, groups=4, padding=1,
+                 activation="silu"),
+               n("dw_s2", "conv2d", ["img", "res4"], out_channels=4, kernel=3, groups=4, stride=2,
+                 padding=1, bias=False),
+               n("maxpool", "max_pool2d", ["img"], kernel=3, stride=2, padding=1),
+               n("avgpool", "avg_pool2d", ["img"], kernel=3, stride=2, padding=1),
+               n("avgpool_x", "avg_pool2d", ["img"], kernel=2, stride=2, padding=1,
+                 count_include_pad=False),
+               n("gap", "global_avg_pool", ["img"]),
+               n("gap_keep", "global_avg_pool", ["img"], keepdims=True)],
+        outputs=["c3", "c3s2d2", "c1", "c1s2", "c_rect", "grouped", "depthwise", "dw_s2",
+                 "maxpool", "avgpool", "avgpool_x", "gap", "gap_keep"]),
+    "norm_attention": dict(
+        inputs={"x": {"shape": ["batch", 7, 16]}, "r": {"shape": ["batch", 7, 16]},
+                "kv": {"shape": ["batch", 5, 16]}, "qkv": {"shape": ["batch", 7, 48]},
+                "mask": {"shape": ["batch", 1, 1, 7]}, "full": {"shape": ["batch", 2, 7, 5]}},
+        graph=[n("ln", "layer_norm", ["x"]), n("ln_res", "layer_norm", ["x", "r"], eps=1e-6),
+               n("ln_plain", "layer_norm", ["x"], affine=False),
+               n("softmax", "softmax", ["x"]), n("softmax_mid", "softmax", ["x"], axis=1),
+               n("mha", "multi_head_attention", ["x", "r", "x", "mask"], num_heads=2, head_dim=8),
+               n("mha_cross", "multi_head_attention", ["x", "kv", "kv", "full"], num_heads=2,
+                 head_dim=8, scale=0.3),
+               n("mha_packed", "multi_head_attention", ["qkv"], num_heads=2, head_dim=8,
+                 packed=True, causal=True)],
+        outputs=["ln", "ln_res", "ln_plain", "softmax", "softmax_mid", "mha", "mha_cross",
+                 "mha_packed"]),
+    "lookup": dict(
+        inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
+                "ids32": {"shape": ["batch", 3], "dtype": "int32"},
+                "data": {"shape": ["batch", 5, 4]}, "at": {"shape": [3], "dtype": "int32"}},
+        graph=[n("emb", "embedding", ["ids"], num_embeddings=5, embedding_dim=8),
+               n("emb32", "embedding", ["ids32"], num_embeddings=5, embedding_dim=8),
+               n("gather", "gather", ["data", "at"], axis=1)],
+        outputs=["emb", "emb32", "gather"]),
+}
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory, build_spec):
+    cache = {}
+
+    def get(group: str):
+        if group not in cache:
+            spec = write_spec(tmp_path_factory.mktemp(group), f"ops_{group}",
+                              dims=B, **GROUPS[group])
+            cache[group] = (build_spec(spec, optimize=False, name=group)[0], load_model(spec))
+        return cache[group]
+
+    return get
+
+
+def inputs_for(graph, batch: int, seed: int) -> dict:
+    inputs = random_inputs(graph, {"batch": batch}, seed=seed)
+    if "at" in inputs:  # gather may index from the end: negative indices too
+        inputs["at"] = np.array([-1, 3, -5], np.int32)
+    return inputs
+
+
+@pytest.mark.parametrize("group", sorted(GROUPS))
+@pytest.mark.parametrize("batch", [1, 5])
+def test_op_matches_reference(models, group, batch):
+    model, graph = models(group)
+    inputs = inputs_for(graph, batch, seed=batch)
+    ref = run_reference(graph, inputs)
+    got = model.run(inputs)
+    for name, expected in ref.items():
+        dtype = graph.tensors[name].dtype
+        actual = got[name].astype(np.float32) if dtype != "bool" else got[name]
+        np.testing.assert_allclose(actual, expected, **tolerance(expected), err_msg=name)
