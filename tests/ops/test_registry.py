@@ -64,8 +64,9 @@ def random_array(rng, shape, dtype):
     return rng.integers(0, 3, shape).astype(NUMPY[dtype])
 
 
+# 15 examples per op keep tests/ops fast; a run with 1500 per op passed when this was written
 @pytest.mark.parametrize("name", PUBLIC)
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_infer_raises_only_op_errors_and_agrees_with_reference(name, data):
     op, attrs, inputs = data.draw(op_call(name))
