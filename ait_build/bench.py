@@ -133,7 +133,8 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int, warmup
     ctx = Context(graph)
     report = {"spec": os.path.relpath(spec), "model": graph.name, "target": target,
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                          "python": sys.version.split()[0]},
+                          "python": sys.version.split()[0],
+                          "loadavg_before": os.getloadavg()},  # other work skews timings
               "runs": runs, "warmup": warmup, "results": []}
     with Model(build_dir) as model:
         clock = CLOCKS.get(model.manifest.backend)
@@ -158,6 +159,7 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int, warmup
                 else:
                     row[name] = got
             report["results"].append(row)
+    report["machine"]["loadavg_after"] = os.getloadavg()
     return report
 
 
@@ -175,8 +177,10 @@ def table(report: dict, vs: list) -> str:
         rows.append(row)
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
-    title = (f"{report['model']} on {report['target']} ({report['machine']['cpus']} cpus), "
-             f"median of {report['runs']} runs after {report['warmup']} warm-up ({report['clock']})")
+    load = report["machine"].get("loadavg_before", (0.0,))[0]
+    title = (f"{report['model']} on {report['target']} ({report['machine']['cpus']} cpus, load "
+             f"{load:.1f}), median of {report['runs']} runs after {report['warmup']} warm-up "
+             f"({report['clock']})")
     return "\n".join([title, line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
                      + [line(r) for r in rows])
 

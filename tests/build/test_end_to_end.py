@@ -95,3 +95,29 @@ def test_cpp_example_prints_what_python_computes(project, tmp_path):
     x = ((np.arange(3 * 32) % 7 - 3) * 0.25).astype(np.float32).reshape(3, 32)
     with Model(build_dir) as model:
         np.testing.assert_allclose(printed, model.run({"x": x})["softmax"], rtol=1e-6, atol=1e-9)
+
+
+def test_cli_build_then_bench(project, tmp_path, monkeypatch, capsys):
+    import importlib.util
+    import json
+    from ait_build.cli import main
+    monkeypatch.chdir(project.root)  # the CLI builds in the project around the working directory
+    assert main(["build", "specs/mlp.yaml", "--target", "cpu", "-j", "2"]) == 0
+    assert "built build/cpu/mlp/libmlp.so" in capsys.readouterr().out
+    report = str(tmp_path / "bench.json")
+    assert main(["bench", "mlp", "--batch", "1,2", "--runs", "3", "--warmup", "1",
+                 "--vs", "torch,onnxruntime", "--json", report]) == 0
+    table = capsys.readouterr().out
+    assert "| batch=2 |" in table
+    with open(report) as fh:
+        data = json.load(fh)
+    assert [r["dims"] for r in data["results"]] == [{"batch": 1}, {"batch": 2}]
+    for row in data["results"]:
+        assert row["ait_build"]["runs"] == 3 and row["ait_build"]["median_ms"] > 0
+        for name, package in (("torch", "torch"), ("onnxruntime", "onnxruntime")):
+            if importlib.util.find_spec(package) is None:
+                assert row[name] == {"skipped": f"skipped: {package} not installed"}
+            else:
+                assert row[name]["max_abs_diff"] < 1e-5
+                assert row[name]["ratio"] == pytest.approx(
+                    row["ait_build"]["median_ms"] / row[name]["median_ms"])
