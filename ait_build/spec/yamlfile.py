@@ -10,6 +10,7 @@ bomb fails at its first oversized alias instead of eating time and memory.
 from __future__ import annotations
 
 import os
+import stat
 
 import yaml
 
@@ -298,10 +299,12 @@ def load_yaml(path: str, shown_as: str | None = None):
     """Read and parse a YAML file; errors name the file as `shown_as` (default: the given path)."""
     shown = shown_as or path
     try:
-        if os.path.isdir(path):
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
             raise SpecError("is a directory, expected a YAML file", Location(shown))
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
+        if not stat.S_ISREG(info.st_mode):  # a pipe or a device could block or never end
+            raise SpecError("is not a regular file, expected a YAML file", Location(shown))
+        if info.st_size > MAX_FILE_BYTES:
             raise SpecError(f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB",
                             Location(shown, 1, 1))
         with open(path, "rb") as fh:

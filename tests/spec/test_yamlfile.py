@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ait_build.errors import Location, SpecError
@@ -51,3 +53,11 @@ def test_file_size_limit(monkeypatch, tmp_path):
 def test_a_directory_is_not_a_spec(tmp_path):
     with pytest.raises(SpecError, match="is a directory"):
         yamlfile.load_yaml(str(tmp_path))
+
+
+def test_pipes_and_devices_are_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "spec.yaml"
+    os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
+    for path in (str(fifo), "/dev/zero"):
+        with pytest.raises(SpecError, match="is not a regular file"):
+            yamlfile.load_yaml(path)
