@@ -180,6 +180,7 @@ def target_env(env, target, root: str):
     # SHCCFLAGS empty: the target's flags are the whole story (-fPIC included), as in
     # Toolchain.compile_command, so SCons and the codegen tests build the same objects.
     tenv.Replace(CXX=tc.cxx, SHCXX=tc.cxx, SHLINK=tc.cxx, CXXFLAGS=list(tc.flags), SHCCFLAGS=[],
+                 SHCXXFLAGS=["$CXXFLAGS"],  # not SCons' bare -fPIC, which nvcc refuses
                  CPPDEFINES=list(tc.defines), CPPPATH=list(tc.include_dirs),
                  LIBPATH=list(tc.lib_dirs), LIBS=list(tc.libs), RPATH=list(tc.rpath),
                  SHLINKFLAGS=["-shared"] + list(tc.link_flags))
@@ -188,6 +189,8 @@ def target_env(env, target, root: str):
         # command signature, so two checkouts share cache entries.
         tenv.Append(CXXFLAGS=["$(", f"-ffile-prefix-map={root}=.", f"-fdebug-prefix-map={root}=.",
                               "$)", "-frandom-seed=${TARGET}"])
+    elif tc.host_prefix:  # nvcc: the same prefix map, handed to the host compiler
+        tenv.Append(CXXFLAGS=["$(", *tc.host_prefix, f"-ffile-prefix-map={root}=.", "$)"])
     return tenv
 
 
@@ -245,6 +248,12 @@ def generate_action(target, source, env):
         done = emit(env["AIT_SPEC"], env["AIT_TARGET"], out)
     except AitError as exc:
         sys.stderr.write(f"{exc}\n")
+        return 1
+    except Exception as exc:  # a bug in ait-build: say so in one line, as the CLI does
+        if os.environ.get("AIT_BUILD_DEBUG"):
+            raise
+        sys.stderr.write(f"internal error generating {env['AIT_LABEL']}: {type(exc).__name__}: "
+                         f"{exc} (set AIT_BUILD_DEBUG=1 for the traceback, and please report it)\n")
         return 1
     if list(done.files) != list(planned.files):
         sys.stderr.write(f"internal error: emit() wrote {list(done.files)} but plan_outputs() "
