@@ -82,7 +82,7 @@ register(OpDef(
                            doc="the fill under `weights: {random: ...}`")),
     infer=_parameter_infer,
     weight_shapes=(("value", "`shape`"),),
-    notes="nn.Parameter. Name the stored tensor with `weights: {value: NAME}` (e.g. class_token): "
-          "left to the default, the weight would share the node's name.",
+    notes="nn.Parameter: the weight is stored under the node's own name, or under NAME with "
+          "`weights: {value: NAME}` (ViT's class_token).",
     params=lambda attrs, xs: {"value": ParamSpec(tuple(attrs["shape"]), attrs["init"])},
     reference=lambda attrs, xs, ws: [ws["value"]]))

@@ -56,6 +56,13 @@ def test_parameter_is_stored_under_the_given_name(tmp_path):
     np.testing.assert_array_equal(out, value)
 
 
+def test_parameter_weight_defaults_to_the_node_name(tmp_path):
+    graph = build(tmp_path, "parameter", {}, shape=[2, 3])
+    (node,) = graph.nodes
+    assert node.weights == {"value": "n"}
+    assert [d.value for d in graph.tensors[node.outputs[0]].shape] == [2, 3]
+
+
 @pytest.mark.parametrize("init, check", [("zeros", lambda a: (a == 0).all()),
                                          ("normal", lambda a: a.std() > 0.1)])
 def test_parameter_random_init(tmp_path, init, check):
