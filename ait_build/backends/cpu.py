@@ -75,7 +75,7 @@ def lower_outputs(plan) -> None:
     from ait_build.codegen.plan import Lowerer
     lw = Lowerer(plan, None)
     for i, name in enumerate(plan.graph.outputs):
-        value = plan.values[name]
+        value = plan.use(name)  # live until its conversion
         if value.kind == "output":
             continue
         t = plan.graph.tensors[name]

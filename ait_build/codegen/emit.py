@@ -111,8 +111,9 @@ def render_sources(plan: ModelPlan, wl: weights_file.WeightsLayout) -> dict:
                   CNAME=plan.cname.upper(), dims=dims, **ios)
     header = f"{plan.name}.h"
     out[header] = render(HEADER_TEMPLATE, common)
-    slots, total = plan.layout.offset_lines()
     shared, per_thread = plan.scratch()
+    groups = [dict(size=size, start=g.start, end=g.end, tensors=c_comment(", ".join(g.tensors))[:100])
+              for g, size in zip(plan.layout.groups, plan.layout.size_exprs())]
     out[MODEL_SOURCE] = render(plan.backend.MODEL_TEMPLATE, dict(
         common, header=header, kernels=[dict(name=k.name, params=k.params)
                                         for k in plan.unique_kernels()],
@@ -120,7 +121,7 @@ def render_sources(plan: ModelPlan, wl: weights_file.WeightsLayout) -> dict:
         arena_bytes=wl.arena_bytes,
         weights=[dict(key=e.key, var=e.var, ctype=e.ctype, file_offset=e.file_offset,
                       nbytes=e.nbytes, arena_offset=e.arena_offset) for e in wl.entries],
-        scratch_shared=shared, scratch_thread=per_thread, slots=slots, workspace_total=total,
+        scratch_shared=shared, scratch_thread=per_thread, groups=groups,
         values=[dict(tensor=c_comment(v.tensor), var=v.var, ctype=v.ctype, init=v.init,
                      const=v.const) for v in plan.values.values()],
         steps=[dict(comment=c_comment(f"{s.node or 'io'}: {s.kernel.label}"), kernel=s.kernel.name,
@@ -149,7 +150,8 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, toolchain) ->
         "kernels": kernels,
         "kernel_calls": len(plan.steps),
         "workspace_bytes": plan.workspace_bytes(),
-        "memory_plan": "optimizer" if plan.layout.planned is not None else "per-tensor",
+        "workspace_bytes_opt": plan.workspace_bytes("opt"),
+        "memory_plan": "optimizer" if plan.graph.memory_plan is not None else "lifetimes",
         "weights": {"file": WEIGHTS, "sha256": hashlib.sha256(weights_bytes).hexdigest(),
                     "bytes": len(weights_bytes)},
         "compiler": toolchain.manifest(),

@@ -16,17 +16,16 @@ import numpy as np
 
 from ait_build.codegen.cexpr import cexpr, elements
 from ait_build.codegen.kernel import Kernel, Step
-from ait_build.codegen.storage import (CTYPE, IO_CTYPE, SIZEOF, Layout, Value, align,
-                                       read_memory_plan)
+from ait_build.codegen.storage import CTYPE, IO_CTYPE, SIZEOF, Layout, Value, align
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
 from ait_build.ir.graph import Graph
 
-# ops whose kernels read each element before writing the same element, so the memory plan may
-# put their output on top of a same-sized input
-INPLACE_SAFE = {"batch_norm", "layer_norm", "softmax", "cast", "fused_elementwise"}
+# ops whose kernels read each element (or row) before writing it, so the memory plan may put
+# their output on top of a same-sized input (besides every elementwise op)
+INPLACE_SAFE = {"batch_norm", "layer_norm", "softmax"}
 # GEMM-shaped ops may share their output with the residual only (the kernel accumulates onto it)
-RESIDUAL_INPLACE = {"linear", "matmul", "bmm", "conv2d"}
+RESIDUAL_INPLACE = {"linear": 1, "matmul": 2, "bmm": 2, "conv2d": 1}  # op -> data inputs
 
 
 @dataclass
@@ -54,8 +53,9 @@ class ModelPlan:
     weights: dict = field(default_factory=dict)  # key -> WeightSlot
     steps: list = field(default_factory=list)
     kernels: dict = field(default_factory=dict)  # name -> Kernel
-    layout: Layout = None
+    layout: Layout = field(default_factory=Layout)
     notes: list = field(default_factory=list)
+    position: int = 0  # 0: input conversions, i + 1: node i, len(nodes) + 1: output conversions
 
     @property
     def name(self) -> str:
@@ -91,10 +91,10 @@ class ModelPlan:
         return (max((s.scratch_shared for s in self.steps), default=0),
                 max((s.scratch_thread for s in self.steps), default=0))
 
-    def workspace_bytes(self) -> int:
-        """Activations at the max dims plus one thread's scratch (more threads add per-thread)."""
+    def workspace_bytes(self, which: str = "max") -> int:
+        """Activations at the max (or min/opt) dims plus one thread's scratch."""
         shared, per_thread = self.scratch()
-        return self.layout.max_bytes(self.at_max) + align(shared) + align(per_thread)
+        return self.layout.bytes_at(self.graph.bounds_env(which)) + align(shared) + align(per_thread)
 
     def unique_kernels(self) -> list:
         return [self.kernels[k] for k in sorted(self.kernels)]
@@ -107,16 +107,24 @@ class ModelPlan:
     def _new_var(self, prefix: str) -> str:
         return f"{prefix}{len(self.values) + len(self.weights)}"
 
-    def add_value(self, tensor: str, ctype: str, init: str, kind: str, const=False, base="") -> Value:
-        value = Value(tensor, self._new_var("t"), ctype, init, const, kind, base)
+    def add_value(self, tensor: str, ctype: str, init: str, kind: str, const=False, base="",
+                  group=-1) -> Value:
+        value = Value(tensor, self._new_var("t"), ctype, init, const, kind, base, group)
         self.values[tensor] = value
         return value
 
     def add_slot(self, tensor: str, ctype: str, shape) -> Value:
-        nbytes = slot_bytes(shape, ctype, self.backend)
-        slot = self.layout.add(tensor, nbytes, align(self.at_max(nbytes)))
-        return self.add_value(tensor, ctype, f"reinterpret_cast<{ctype}*>(ws + o[{slot.index}])",
-                              "work")
+        group = self.layout.add(tensor, slot_bytes(shape, ctype, self.backend), self.position)
+        return self.add_value(tensor, ctype, f"reinterpret_cast<{ctype}*>(ws + o[{group.index}])",
+                              "work", group=group.index)
+
+    def use(self, tensor: str) -> Value:
+        """The tensor's value, its workspace group kept live at the current position."""
+        value = self.values[tensor]
+        root = self.values[value.base] if value.kind == "view" and value.base else value
+        if root.group >= 0:
+            self.layout.touch(root.group, self.position)
+        return value
 
     def add_weight(self, key: str, make: Callable, shape: tuple, dtype: str) -> str:
         if key not in self.weights:
@@ -145,17 +153,17 @@ class Lowerer:
         return self.plan.graph.tensors[tensor].dtype
 
     def ctype(self, tensor: str) -> str:
-        return CTYPE[self.dtype(tensor)]
+        return self.plan.ctypes[self.dtype(tensor)]
 
     def src(self, tensor: str) -> str:
-        return self.plan.values[tensor].var
+        return self.plan.use(tensor).var
 
     def dst(self, tensor: str) -> str:
         """The pointer a node writes `tensor` through: the user's output buffer when its type
         matches, else a workspace slot."""
         plan = self.plan
         if tensor in plan.values:
-            return plan.values[tensor].var
+            return plan.use(tensor).var
         graph = plan.graph
         ctype = self.ctype(tensor)
         if tensor in graph.outputs and self.plan.io_ctypes[self.dtype(tensor)] == ctype:
@@ -165,19 +173,16 @@ class Lowerer:
         return plan.add_slot(tensor, ctype, self.shape(tensor)).var
 
     def view(self, out: str, base: str) -> bool:
-        """Makes `out` share `base`'s storage when that is safe; False means: copy."""
+        """Makes `out` share `base`'s storage (its readers keep the storage live); False for model
+        outputs, which must be copied to the caller's buffer."""
         plan = self.plan
         if out in plan.graph.outputs or out in plan.values:
             return False
-        root = plan.values[base]
-        if root.kind == "view":
+        root = plan.use(base)
+        if root.kind == "view" and root.base:
             root = plan.values[root.base]
-        planned = plan.layout.planned
-        if planned is not None and root.kind == "work":
-            offsets = planned[0]
-            if root.tensor not in offsets or offsets.get(out) != offsets[root.tensor]:
-                return False
-        plan.add_value(out, root.ctype, root.var, "view", const=root.const, base=root.tensor)
+        plan.add_value(out, root.ctype, root.var, "view", const=root.const,
+                       base=root.tensor if root.kind != "view" else "")
         return True
 
     def view_weight(self, out: str, role: str) -> bool:
@@ -228,39 +233,26 @@ def slot_bytes(shape, ctype: str, backend=None) -> Dim:
     return elements(shape) * sizes[ctype]
 
 
-def _checked_plan(graph: Graph, backend=None) -> tuple:
-    """(memory plan, scale, note): the optimizer's plan when every node can live with its aliasing.
-    Float tensors are stored as float32 here, so a plan made for 2-byte floats is scaled by 2."""
-    planned = read_memory_plan(graph.memory_plan)
-    if planned is None:
-        return None, 1, ""
-    offsets, sizes = planned
-    env = graph.bounds_env("max")
-    scale = 1
-    for name, size in sizes.items():
-        t = graph.tensors.get(name)
-        if t is None:
+def in_place_aliases(graph: Graph) -> tuple:
+    """(out -> input it overwrites, notes): the memory plan's in-place reuses that our kernels
+    allow (views need no alias: they share a pointer). Others are dropped with a note."""
+    plan = graph.memory_plan
+    aliases = dict(getattr(plan, "aliases", None) or {}) if plan is not None else {}
+    producer = graph.producers()
+    keep, notes = {}, []
+    for out, src in sorted(aliases.items()):
+        node = producer.get(out)
+        if node is None or node.op in ("reshape", "flatten"):
             continue
-        need = slot_bytes(t.shape, getattr(backend, "CTYPE", CTYPE)[t.dtype], backend).eval(env)
-        while size * scale < need and scale < 4:
-            scale *= 2
-        if size * scale < need:
-            return None, 1, f"memory plan ignored: '{name}' needs {need} bytes"
-    for node in graph.nodes:
-        for out in node.outputs:
-            if out not in offsets:
-                continue
-            o0, o1 = offsets[out], offsets[out] + sizes[out]
-            for i, src in enumerate(node.inputs):
-                if src not in offsets or offsets[src] >= o1 or offsets[src] + sizes[src] <= o0:
-                    continue
-                same = offsets[src] == o0 and sizes[src] == sizes[out]
-                elementwise = node.op in INPLACE_SAFE or _is_elementwise(node.op)
-                residual = node.op in RESIDUAL_INPLACE and i == len(node.inputs) - 1 and i > 0
-                if not (same and (elementwise or residual)):
-                    return None, 1, (f"memory plan ignored: '{node.name}' ({node.op}) would "
-                                     f"overwrite its input '{src}'")
-    return planned, scale, ""
+        same = tuple(graph.tensors[out].shape) == tuple(graph.tensors[src].shape) and \
+            graph.tensors[out].dtype == graph.tensors[src].dtype
+        ok = node.op in INPLACE_SAFE or _is_elementwise(node.op) or (
+            node.op in RESIDUAL_INPLACE and src in node.inputs[RESIDUAL_INPLACE[node.op]:])
+        if same and ok:
+            keep[out] = src
+        else:
+            notes.append(f"'{out}' gets its own bytes: {node.op} '{node.name}' cannot overwrite '{src}'")
+    return keep, notes
 
 
 def _is_elementwise(op: str) -> bool:
@@ -272,17 +264,18 @@ def _is_elementwise(op: str) -> bool:
 def plan_model(graph: Graph, target) -> ModelPlan:
     from ait_build.backends import get_backend
     backend = get_backend(target)
-    planned, scale, note = _checked_plan(graph, backend)
-    plan = ModelPlan(graph=graph, target=target, backend=backend, layout=Layout(planned, scale))
-    if note:
-        plan.notes.append(note)
+    aliases, notes = in_place_aliases(graph)
+    plan = ModelPlan(graph=graph, target=target, backend=backend, layout=Layout(aliases),
+                     notes=notes)
     backend.lower_inputs(plan)
-    for node in graph.nodes:
+    for i, node in enumerate(graph.nodes):
         lower = backend.LOWER.get(node.op)
         if lower is None:
             raise AitError(f"{node.loc}: the {target.backend} backend has no kernel for op "
                            f"'{node.op}' (node '{node.name}')")
+        plan.position = i + 1
         lower(Lowerer(plan, node))
+    plan.position = len(graph.nodes) + 1
     backend.lower_outputs(plan)
     return plan
 

@@ -1,16 +1,18 @@
-"""Where each tensor lives in the generated forward(): a user buffer, a weight, a workspace slot,
-or a view of another tensor.
+"""Where each tensor lives in the generated forward(): a user buffer, a weight, a view of another
+tensor, or a group in the workspace.
 
-With the optimizer's memory plan (graph.memory_plan), planned tensors sit at its constant offsets
-in one workspace sized at the max dims. Without one, every tensor gets its own slot and the
-offsets are computed at run time from the actual dims, so an unplanned model still runs in memory
-proportional to the batch it is given. Tensors the plan does not cover (float16 staging buffers,
-copies) are appended after the planned region.
+Workspace tensors form groups: one tensor, or several the optimizer's memory plan lets share
+bytes (an elementwise/row op or a GEMM residual written in place). A group is live from the first
+to the last node that touches any of its tensors or their views. Offsets are placed at run time
+for the actual dims (ait::place in ait_runtime.h, the plan's greedy best-fit rule), because a plan
+made at the max dims can need far more memory than a small batch: BERT-base at batch 256 and
+sequence 4096 needs 24 GiB, at batch 1 and 128 a few MiB. `place` below is the same rule in
+Python, for the manifest's workspace size at the max dims.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ait_build.codegen.cexpr import cexpr
 from ait_build.ir.dims import Dim
@@ -40,72 +42,62 @@ class Value:
     init: str
     const: bool = False
     kind: str = "work"  # input | output | work | view | weight
-    base: str = ""  # the tensor whose storage a view shares
+    base: str = ""  # views: the tensor whose storage they share
+    group: int = -1  # work tensors: their workspace group
 
 
 @dataclass
-class Slot:
+class Group:
     index: int
-    tensor: str
-    nbytes: Dim  # at the actual dims
-    offset: int | None  # constant (planned) offset, or None for run-time layout
+    tensors: list
+    sizes: list  # Dim bytes of each member (they share the largest)
+    start: int  # first and last position (0: input conversions, i + 1: node i, n + 1: outputs)
+    end: int
 
 
-def read_memory_plan(plan) -> tuple | None:
-    """(offsets, sizes) dicts in bytes from graph.memory_plan (an object or a dict), or None."""
-    if plan is None:
-        return None
-
-    def field(name):
-        return plan.get(name) if isinstance(plan, dict) else getattr(plan, name, None)
-
-    offsets, sizes = field("offsets"), field("sizes")
-    if not offsets or not sizes:
-        return None
-    return dict(offsets), dict(sizes)
-
-
+@dataclass
 class Layout:
-    """Workspace slots and their offsets."""
+    aliases: dict = field(default_factory=dict)  # tensor -> tensor whose bytes it may reuse
+    groups: list = field(default_factory=list)
+    of: dict = field(default_factory=dict)  # tensor -> group index
 
-    def __init__(self, planned: tuple | None, scale: int = 1):
-        self.slots: list = []
-        self.planned = planned  # (offsets, sizes) or None
-        self.scale = scale
-        end = max((o + planned[1].get(t, 0) for t, o in planned[0].items()), default=0) \
-            if planned else 0
-        self.cursor = align(end * scale)  # where unplanned slots go when a plan exists
-
-    def add(self, tensor: str, nbytes: Dim, max_bytes: int) -> Slot:
-        offset = None
-        if self.planned is not None:
-            if tensor in self.planned[0]:
-                offset = self.planned[0][tensor] * self.scale
-            else:
-                offset = self.cursor
-                self.cursor = align(self.cursor + max_bytes)
-        slot = Slot(len(self.slots), tensor, nbytes, offset)
-        self.slots.append(slot)
-        return slot
-
-    def offset_lines(self) -> list:
-        """[(index, C++ offset expression)] in slot order, then the total bytes expression."""
-        lines = []
-        if self.planned is not None:
-            for s in self.slots:
-                lines.append((s.index, str(s.offset)))
-            total = str(self.cursor)
+    def add(self, tensor: str, nbytes: Dim, position: int) -> Group:
+        """A workspace home for `tensor`: the group of the tensor it may overwrite, else a new one."""
+        shared = self.of.get(self.aliases.get(tensor, ""))
+        if shared is not None:
+            group = self.groups[shared]
+            group.tensors.append(tensor)
+            group.sizes.append(nbytes)
         else:
-            prev = None
-            for s in self.slots:
-                lines.append((s.index, "0" if prev is None else
-                              f"o[{prev.index}] + ait::align64({cexpr(prev.nbytes)})"))
-                prev = s
-            total = "0" if prev is None else f"o[{prev.index}] + ait::align64({cexpr(prev.nbytes)})"
-        return lines, total
+            group = Group(len(self.groups), [tensor], [nbytes], position, position)
+            self.groups.append(group)
+        self.of[tensor] = group.index
+        self.touch(group.index, position)
+        return group
 
-    def max_bytes(self, at_max) -> int:
-        if self.planned is not None:
-            return self.cursor
-        return sum(align(at_max(s.nbytes)) for s in self.slots)
+    def touch(self, index: int, position: int) -> None:
+        group = self.groups[index]
+        group.start, group.end = min(group.start, position), max(group.end, position)
 
+    def size_exprs(self) -> list:
+        """C++ bytes of each group (the largest member, 64-byte aligned by the caller)."""
+        out = []
+        for g in self.groups:
+            exprs = list(dict.fromkeys(cexpr(s) for s in g.sizes))
+            out.append(exprs[0] if len(exprs) == 1 else
+                       "std::max<int64_t>({" + ", ".join(exprs) + "})")
+        return out
+
+    def bytes_at(self, env: dict) -> int:
+        sizes = [align(max(s.eval(env) for s in g.sizes)) for g in self.groups]
+        return place(sizes, [(g.start, g.end) for g in self.groups])[1]
+
+
+def place(sizes: list, lifetimes: list) -> tuple:
+    """(offsets, bytes spanned): the memory plan's greedy best-fit (largest first; ties: earlier
+    start, then index), which ait::place repeats in C++ at run time."""
+    from ait_build.passes.plan_memory import _place  # one implementation of the rule
+    order = sorted(range(len(sizes)), key=lambda g: (-sizes[g], lifetimes[g][0], g))
+    by_group, top = _place(order, dict(enumerate(sizes)), {g: lt[0] for g, lt in enumerate(lifetimes)},
+                           {g: lt[1] for g, lt in enumerate(lifetimes)})
+    return [by_group[g] for g in range(len(sizes))], top
