@@ -107,30 +107,61 @@ COMPETITORS = {"torch": bench_torch, "onnxruntime": bench_onnxruntime}
 class Context:
     """What the competitors share for one spec: its graph and, built once, the PyTorch twin."""
 
-    def __init__(self, graph):
+    def __init__(self, graph, twin_name: str):
         self.graph = graph
+        self.twin_name = twin_name
         self._twin = None
 
     def twin(self):
         if self._twin is None:
             from ait_build.bench_models import torch_twin
-            self._twin = torch_twin(self.graph)
+            self._twin = torch_twin(self.graph, self.twin_name)
         return self._twin
 
 
 # -- the command ----------------------------------------------------------------------------------
+def dtype_variant(spec: str, dtype: str, root: str) -> str:
+    """A copy of `spec` computing in `dtype` (named <name>_<dtype>), under build/specs/ with its
+    includes and weights file made absolute: GPU specs are float16, cpu comparisons float32."""
+    import yaml
+    with open(spec, encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh)
+    if doc.get("dtype", "float32") == dtype:
+        return spec
+    here = os.path.dirname(spec)
+    absolute = lambda p: p if os.path.isabs(p) else os.path.normpath(os.path.join(here, p))
+    if "include" in doc:
+        doc["include"] = [absolute(p) for p in ([doc["include"]] if isinstance(doc["include"], str)
+                                                else doc["include"])]
+    if isinstance(doc.get("weights"), str):
+        doc["weights"] = absolute(doc["weights"])
+    elif isinstance(doc.get("weights"), dict) and "file" in doc["weights"]:
+        doc["weights"]["file"] = absolute(doc["weights"]["file"])
+    doc["dtype"], doc["name"] = dtype, f"{doc['name']}_{dtype}"
+    path = os.path.join(root, "build", "specs", doc["name"] + ".yaml")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    text = f"# {os.path.relpath(spec, root)} with dtype {dtype}, written by ait-build bench\n" + \
+        yaml.safe_dump(doc, sort_keys=False)
+    from ait_build.codegen.emit import write_if_changed
+    write_if_changed(path, text.encode())  # an unchanged variant keeps the build up to date
+    return path
+
+
 def run_bench(spec: str, target: str, batches: list, vs: list, runs: int, warmup: int,
-              dims: dict, jobs: int | None = None) -> dict:
-    from ait_build.build_cli import build, make_inputs, resolve_spec
+              dims: dict, jobs: int | None = None, dtype: str | None = None) -> dict:
+    from ait_build.build_cli import build, make_inputs, project_root, resolve_spec, spec_name
     from ait_build.runtime import Model
     from ait_build.spec.model import load_model
     unknown = [v for v in vs if v not in COMPETITORS]
     if unknown:
         raise AitError(f"unknown --vs {', '.join(unknown)}; choose from {', '.join(COMPETITORS)}")
     spec = resolve_spec(spec)
+    twin_name = spec_name(spec)
+    if dtype:
+        spec = dtype_variant(spec, dtype, project_root())
     build_dir = build(spec, target, jobs=jobs)
     graph = load_model(spec)
-    ctx = Context(graph)
+    ctx = Context(graph, twin_name)
     report = {"spec": os.path.relpath(spec), "model": graph.name, "target": target,
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                           "python": sys.version.split()[0],
@@ -190,7 +221,7 @@ def cmd_bench(args) -> int:
     batches = [int(b) for b in args.batch.split(",") if b.strip()]
     vs = [v.strip() for v in (args.vs or "").split(",") if v.strip()]
     report = run_bench(args.spec, args.target, batches, vs, args.runs, args.warmup,
-                       _parse_dims(args.dim), args.jobs)
+                       _parse_dims(args.dim), args.jobs, args.dtype)
     print(table(report, vs))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
@@ -206,6 +237,8 @@ def register(sub) -> None:
     p.add_argument("--batch", default="1", help="comma-separated batch sizes (default: 1)")
     p.add_argument("--dim", action="append", help="NAME=VALUE for other dims (default: opt)")
     p.add_argument("--vs", default="", help="comma list from: " + ", ".join(COMPETITORS))
+    p.add_argument("--dtype", choices=["float32", "float16", "bfloat16"],
+                   help="build a copy of the spec with this dtype (e.g. float32 on cpu)")
     p.add_argument("--runs", type=int, default=20, help="timed runs per case (default: 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed runs first (default: 3)")
     p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs when building")

@@ -133,14 +133,16 @@ TWINS = {
 }
 
 
-def torch_twin(graph) -> Twin:
-    """The twin of `graph` (a loaded spec) in eval mode, float32, holding the spec's weights."""
-    if graph.name not in TWINS:
-        raise AitError(f"no PyTorch twin for model '{graph.name}'; twins exist for "
+def torch_twin(graph, name: str | None = None) -> Twin:
+    """The twin of `graph` (a loaded spec; `name` picks the twin, default the model's name) in
+    eval mode, float32, holding the spec's weights."""
+    name = name or graph.name
+    if name not in TWINS:
+        raise AitError(f"no PyTorch twin for model '{name}'; twins exist for "
                        f"{', '.join(sorted(TWINS))} (ait_build/bench_models.py)")
     torch, _ = _nn()
     torch.manual_seed(0)
-    module, to_args, outputs, input_names = TWINS[graph.name]()
+    module, to_args, outputs, input_names = TWINS[name]()
     load_spec_weights(module, graph)
     return Twin(module.eval(), to_args, outputs, input_names)
 

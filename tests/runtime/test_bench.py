@@ -58,3 +58,16 @@ def test_missing_package_is_reported_as_skipped(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "onnxruntime" else real(name, *a))
     assert bench_onnxruntime(None, {}, CpuClock(), 0, 1) == {"skipped": "skipped: onnxruntime not installed"}
+
+
+def test_dtype_variant_keeps_includes_and_weights(tmp_path):
+    from ait_build.bench import dtype_variant
+    original = load_model(os.path.join(REPO, "specs", "tiny_cnn.yaml"))
+    path = dtype_variant(os.path.join(REPO, "specs", "tiny_cnn.yaml"), "float16", str(tmp_path))
+    assert path == str(tmp_path / "build" / "specs" / "tiny_cnn_float16.yaml")
+    variant = load_model(path)  # its blocks/resnet.yaml include resolves from the new folder
+    assert (variant.name, variant.dtype) == ("tiny_cnn_float16", "float16")
+    assert variant.weight_names() == original.weight_names()
+    assert [n.op for n in variant.nodes] == [n.op for n in original.nodes]
+    assert dtype_variant(os.path.join(REPO, "specs", "tiny_cnn.yaml"), "float32", str(tmp_path)) \
+        == os.path.join(REPO, "specs", "tiny_cnn.yaml")  # already float32: the spec itself
