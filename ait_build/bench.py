@@ -166,6 +166,7 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int, warmup
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                           "python": sys.version.split()[0],
                           "loadavg_before": os.getloadavg()},  # other work skews timings
+              "env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")},
               "runs": runs, "warmup": warmup, "results": []}
     with Model(build_dir) as model:
         clock = CLOCKS.get(model.manifest.backend)
@@ -218,6 +219,11 @@ def table(report: dict, vs: list) -> str:
 
 def cmd_bench(args) -> int:
     from ait_build.cli import _parse_dims
+    # Every side here uses OpenMP (ours and PyTorch's libgomp). Idle OpenMP threads sleep by
+    # default, and on small VMs waking them costs milliseconds per parallel region (8 ms each on
+    # our 2-core machine: PyTorch's ResNet-50 ran 260 ms instead of 90). Spinning threads time the
+    # kernels, not the scheduler. It must be set before libgomp loads; the user's value wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE")
     batches = [int(b) for b in args.batch.split(",") if b.strip()]
     vs = [v.strip() for v in (args.vs or "").split(",") if v.strip()]
     report = run_bench(args.spec, args.target, batches, vs, args.runs, args.warmup,
