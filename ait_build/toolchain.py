@@ -33,9 +33,17 @@ SIMD_FLAGS = {
 }
 
 # always on for cpu: only the C API is exported (kernels stay private to each library), no
-# asserts, and the compile is deterministic
+# asserts; no errno or FP-exception flags from math, which is what lets GCC vectorize the
+# branch-free exp/erf/tanh selects in ait_cpu.h (values are unchanged: no -ffast-math)
 CPU_EXTRA_FLAGS = ("-fvisibility=hidden", "-fvisibility-inlines-hidden", "-DNDEBUG",
-                   "-fno-math-errno")
+                   "-fno-math-errno", "-fno-trapping-math")
+
+
+# always on for cuda: every source is CUDA (model.cpp too), position-independent and with only
+# the C API exported, no device asserts (they serialize wgmma: DESIGN.md). nvcc links the CUDA
+# runtime statically by default, so a library needs no libcudart on the library path.
+CUDA_EXTRA_FLAGS = ("-x", "cu", "-Xcompiler", "-fPIC", "-Xcompiler", "-fvisibility=hidden",
+                    "-DNDEBUG")
 
 
 @dataclass(frozen=True)
@@ -59,13 +67,14 @@ class Toolchain:
     libs: tuple  # -l names
     lib_dirs: tuple
     rpath: tuple
+    host_prefix: tuple = ()  # how host-compiler-only flags are passed (nvcc: -Xcompiler)
 
     def compile_command(self, source: str, obj: str, include_dirs=(), prefix_map: str = "") -> list:
         """Compile one source; `prefix_map` (the build folder) keeps paths out of the object."""
         cmd = [self.cxx, *self.flags, *(f"-D{d}" for d in self.defines)]
         cmd += [f"-I{d}" for d in tuple(include_dirs) + self.include_dirs]
         if prefix_map:
-            cmd.append(f"-ffile-prefix-map={prefix_map}=.")
+            cmd += [*self.host_prefix, f"-ffile-prefix-map={prefix_map}=."]
         return cmd + ["-c", source, "-o", obj]
 
     def link_command(self, objects, library: str) -> list:
@@ -130,6 +139,36 @@ def find_openblas() -> Blas:
     return Blas(include_dir, lib_dir, lib, defines)
 
 
+@functools.lru_cache(maxsize=None)
+def find_cutlass(target_name: str = "") -> tuple:
+    """CUTLASS's include folders (include/ and tools/util/include/): from $CUTLASS_PATH (a
+    CUTLASS checkout) when set, else from the nvidia-cutlass wheel's cutlass_library/source."""
+    root = os.environ.get("CUTLASS_PATH", "")
+    where = f"CUTLASS_PATH={root}"
+    if not root:
+        try:
+            import cutlass_library
+        except ImportError:
+            raise AitError(f"target '{target_name}' needs the CUTLASS headers: pip install "
+                           "nvidia-cutlass (or set CUTLASS_PATH to a CUTLASS checkout)") from None
+        root = os.path.join(os.path.dirname(cutlass_library.__file__), "source")
+        where = "the nvidia-cutlass wheel"
+    dirs = (os.path.join(root, "include"), os.path.join(root, "tools", "util", "include"))
+    if not os.path.isfile(os.path.join(dirs[0], "cutlass", "cutlass.h")):
+        raise AitError(f"no cutlass/cutlass.h under {dirs[0]} ({where}); reinstall nvidia-cutlass "
+                       "or point CUTLASS_PATH at a CUTLASS checkout")
+    return dirs
+
+
+def cuda_toolchain(target) -> Toolchain:
+    flags = tuple(target.flags) + tuple(f for f in CUDA_EXTRA_FLAGS
+                                        if f == "-Xcompiler" or f not in target.flags)
+    return Toolchain(target=target.name, cxx=target.cxx, flags=flags,
+                     include_dirs=find_cutlass(target.name), defines=(),
+                     link_flags=tuple(target.link_flags), libs=(), lib_dirs=(), rpath=(),
+                     host_prefix=("-Xcompiler",))
+
+
 def simd_flags(target, cxx: str) -> tuple:
     lanes = target.fact("simd")
     if not lanes:
@@ -147,6 +186,8 @@ def toolchain_for(target, check: bool = True) -> Toolchain:
     the BLAS exist, raising one AitError that says what to install."""
     if check:
         require_compiler(target.cxx, target.name)
+    if target.backend == "cuda":
+        return cuda_toolchain(target)
     if target.backend != "cpu":
         return Toolchain(target.name, target.cxx, tuple(target.flags), (), (), tuple(target.link_flags),
                          (), (), ())
