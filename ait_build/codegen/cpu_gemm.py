@@ -13,10 +13,9 @@ from ait_build.ir.dims import Dim
 from ait_build.ops.attention import attention_scale
 from ait_build.ops.registry import pair
 
-# im2col chunks hold about this many floats (1.5 MiB): L2/L3-resident, and tall enough that
-# OpenBLAS's packing of the weights is amortized over many rows
+# scratch sizes, as ait_cpu.h's im2col_rows and attention_rows choose them at run time
 IM2COL_FLOATS = 393216
-ATTENTION_SCORE_FLOATS = 65536  # per-thread score block (256 KiB)
+ATTENTION_SCORE_FLOATS = 65536
 
 
 def residual_mode(out_shape, res_shape) -> str | None:
@@ -160,9 +159,8 @@ def lower_conv2d(lw) -> None:
     pointwise = kh == kw == 1 and win["sh"] == win["sw"] == 1 and win["ph"] == win["pw"] == 0 \
         and g == 1
     kg = kh * kw * cg
-    rows_max = lw.at_max(n * ho * wo)
-    chunk = max(1, min(rows_max, max(512, IM2COL_FLOATS // kg)))
-    context = dict(epi.context(), **win, groups=g, pointwise=pointwise, chunk=chunk)
+    chunk = min(lw.at_max(n * ho * wo), max(512, IM2COL_FLOATS // kg))  # the most rows at once
+    context = dict(epi.context(), **win, groups=g, pointwise=pointwise)
     params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
     kernel = make_kernel(_label("conv2d_1x1" if pointwise else "conv2d", epi), "conv2d",
                          "cpu/conv2d.cpp.j2", context, params + size_params)
@@ -189,9 +187,9 @@ def lower_attention(lw) -> None:
         ld = [lw.shape(t)[2] for t in node.inputs[:3]]
     scores = (b, Dim.of(heads), sq, sk)
     bias_strides = broadcast_strides(lw.shape(bias), scores) if bias is not None else [0] * 4
-    sk_max = lw.at_max(sk)
-    q_block = max(32, min(256, ATTENTION_SCORE_FLOATS // max(sk_max, 1)))
-    context = dict(has_bias=bias is not None, causal=bool(attrs["causal"]), q_block=q_block,
+    sk_max = lw.at_max(sk)  # a block of query rows holds at most this many scores
+    block = min(lw.at_max(sq) * sk_max, max(32 * sk_max, ATTENTION_SCORE_FLOATS))
+    context = dict(has_bias=bias is not None, causal=bool(attrs["causal"]),
                    bias_inner=bias is not None and bias_strides[3] != 0)
     params = [("float*", "out"), ("const float*", "q"), ("const float*", "k"), ("const float*", "v")]
     params += [("const float*", "bias")] if bias is not None else []
@@ -203,4 +201,4 @@ def lower_attention(lw) -> None:
     args += [cexpr(v) for v in (b, sq, sk, heads, hd, *ld)]
     args += [float_literal(attention_scale(attrs))]
     args += [cexpr(s) for s in bias_strides[:3]] if bias is not None else []
-    lw.call(kernel, args, scratch_thread=min(q_block, lw.at_max(sq)) * sk_max * 4)
+    lw.call(kernel, args, scratch_thread=block * 4)
