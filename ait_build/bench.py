@@ -1,8 +1,9 @@
 """`ait-build bench`: median latency of a built model beside PyTorch eager and ONNX Runtime,
 on the same inputs and weights, in one process.
 
-Each side runs `warmup` times, then `runs` timed calls; the table shows medians. A clock per
-backend does the timing: perf_counter for cpu builds (a CUDA-events clock slots in beside it).
+Each side runs `warmup` times, then `runs` timed calls, the sides taking turns; the table shows
+medians. A clock per backend does the timing: perf_counter for cpu builds (a CUDA-events clock
+slots in beside it).
 Comparisons run only where their package is installed, and say "skipped: ..." otherwise.
 """
 
@@ -24,18 +25,22 @@ from ait_build.errors import AitError
 
 
 class CpuClock:
-    """Wall time of synchronous calls."""
+    """Wall time of synchronous calls. The sides take turns, one call each per round, so load
+    from other work on a shared machine falls on all of them alike."""
 
     name = "time.perf_counter"
 
-    def measure(self, fn, warmup: int, runs: int) -> list:
+    def measure(self, calls: dict, warmup: int, runs: int) -> dict:
+        """name -> call with no arguments  =>  name -> list of seconds."""
         for _ in range(warmup):
-            fn()
-        times = []
+            for fn in calls.values():
+                fn()
+        times: dict = {name: [] for name in calls}
         for _ in range(runs):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
+            for name, fn in calls.items():
+                start = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - start)
         return times
 
 
@@ -63,21 +68,26 @@ def _missing(*packages) -> str:
     return ""
 
 
-def bench_torch(ctx, inputs, clock, warmup, runs) -> dict:
+def prepare_torch(ctx, inputs) -> dict:
+    """PyTorch eager on the twin: {'call', 'outputs', ...} or {'skipped': why}."""
     skip = _missing("torch")
     if skip:
         return {"skipped": skip}
     import torch
     twin = ctx.twin()
     args = twin.to_args(inputs)
-    with torch.inference_mode():
-        out = twin.module(*args)
-        times = clock.measure(lambda: twin.module(*args), warmup, runs)
-    result = {n: t.float().numpy() for n, t in zip(twin.outputs, out)}
-    return {"threads": torch.get_num_threads(), "outputs": result, "times": times}
+
+    def call():
+        with torch.inference_mode():
+            return twin.module(*args)
+
+    outputs = {n: t.float().numpy() for n, t in zip(twin.outputs, call())}
+    return {"call": call, "outputs": outputs, "threads": torch.get_num_threads(),
+            "version": torch.__version__}
 
 
-def bench_onnxruntime(ctx, inputs, clock, warmup, runs) -> dict:
+def prepare_onnxruntime(ctx, inputs) -> dict:
+    """ONNX Runtime on the twin exported with torch.onnx.export (static shapes)."""
     skip = _missing("torch", "onnxruntime", "onnx")
     if skip:
         return {"skipped": skip}
@@ -96,12 +106,11 @@ def bench_onnxruntime(ctx, inputs, clock, warmup, runs) -> dict:
             return {"skipped": f"skipped: torch.onnx.export failed ({type(exc).__name__}: {exc})"}
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     feed = {i.name: a.numpy() for i, a in zip(session.get_inputs(), args)}
-    out = session.run(None, feed)
-    times = clock.measure(lambda: session.run(None, feed), warmup, runs)
-    return {"version": ort.__version__, "outputs": dict(zip(twin.outputs, out)), "times": times}
+    call = lambda: session.run(None, feed)
+    return {"call": call, "outputs": dict(zip(twin.outputs, call())), "version": ort.__version__}
 
 
-COMPETITORS = {"torch": bench_torch, "onnxruntime": bench_onnxruntime}
+COMPETITORS = {"torch": prepare_torch, "onnxruntime": prepare_onnxruntime}
 
 
 class Context:
@@ -179,17 +188,18 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int, warmup
             case = dict(dims, **({"batch": batch} if "batch" in model.manifest.dim_names else {}))
             inputs = make_inputs(model.manifest, graph, case, seed=0)
             ours = model.run(inputs)
-            row = {"dims": case, "ait_build": stats(clock.measure(lambda: model.run(inputs), warmup, runs), batch)}
-            for name in vs:
-                got = COMPETITORS[name](ctx, inputs, clock, warmup, runs)
-                if "times" in got:
-                    entry = stats(got.pop("times"), batch)
-                    entry["max_abs_diff"] = max_diff(ours, got.pop("outputs"))
+            sides = {name: COMPETITORS[name](ctx, inputs) for name in vs}
+            calls = {"ait_build": lambda: model.run(inputs)}
+            calls.update({name: side.pop("call") for name, side in sides.items() if "call" in side})
+            times = clock.measure(calls, warmup, runs)
+            row = {"dims": case, "ait_build": stats(times["ait_build"], batch)}
+            for name, side in sides.items():
+                if name in times:
+                    entry = stats(times[name], batch)
+                    entry["max_abs_diff"] = max_diff(ours, side.pop("outputs"))
                     entry["ratio"] = row["ait_build"]["median_ms"] / entry["median_ms"]
-                    entry.update(got)
-                    row[name] = entry
-                else:
-                    row[name] = got
+                    side.update(entry)
+                row[name] = side
             report["results"].append(row)
     report["machine"]["loadavg_after"] = os.getloadavg()
     return report
