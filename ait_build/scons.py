@@ -16,6 +16,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
+import SCons.Action
 import SCons.CacheDir
 import SCons.Defaults
 import SCons.Node.FS
@@ -158,7 +159,7 @@ def base_env(opts: Options):
         env["SHLINKCOMSTR"] = "linking ${TARGET.file} (${AIT_LABEL})"
     _, shared = SCons.Tool.createObjBuilders(env)
     for suffix in (".cu", ".hip"):  # GPU sources compile through the target's compiler as well
-        shared.add_action(suffix, "$SHCXXCOM")
+        shared.add_action(suffix, SCons.Action.Action("$SHCXXCOM", "$SHCXXCOMSTR"))
         shared.add_emitter(suffix, SCons.Defaults.SharedObjectEmitter)
         SCons.Tool.SourceFileScanner.add_scanner(suffix, SCons.Scanner.C.CScanner())
     env.Append(BUILDERS={"AitGenerate": Builder(
@@ -189,8 +190,10 @@ def target_env(env, target, root: str):
         # command signature, so two checkouts share cache entries.
         tenv.Append(CXXFLAGS=["$(", f"-ffile-prefix-map={root}=.", f"-fdebug-prefix-map={root}=.",
                               "$)", "-frandom-seed=${TARGET}"])
-    elif tc.host_prefix:  # nvcc: the same prefix map, handed to the host compiler
+    elif tc.host_prefix:  # nvcc: the same prefix map, handed to the host compiler; objects
+        # named .o, the only object suffix nvcc links
         tenv.Append(CXXFLAGS=["$(", *tc.host_prefix, f"-ffile-prefix-map={root}=.", "$)"])
+        tenv.Replace(SHOBJSUFFIX=".o")
     return tenv
 
 

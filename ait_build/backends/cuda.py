@@ -109,5 +109,5 @@ def lower_outputs(plan) -> None:
         t = plan.graph.tensors[name]
         ctype = CTYPE[t.dtype]
         n = elements(t.shape)
-        cpu_data.copy(lw, f"static_cast<{ctype}*>(out[{i}])", value.var, ctype, [n], [1], [1],
-                      "output_copy")
+        cpu_data.copy(lw, f"static_cast<{ctype}*>(out[{i}])", lw.src(name), ctype, [n], [1],
+                      [1], "output_copy")

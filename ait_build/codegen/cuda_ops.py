@@ -33,7 +33,8 @@ def lower_layer_norm(lw) -> None:
     params += [("const float*", "weight"), ("const float*", "bias")] if affine else []
     params += [("int64_t", "rows"), ("int64_t", "C"), ("float", "eps")]
     kernel = make_kernel("layer_norm" + ("_res" if has_res else ""), node.op,
-                         "cuda/layer_norm.cu.j2", dict(has_residual=has_res, affine=affine), params)
+                         "cuda/layer_norm.cu.j2",
+                         dict(has_residual=has_res, affine=affine, ctype=lw.ctype(out)), params)
     args = [lw.dst(out), lw.src(x)] + ([lw.src(node.inputs[1])] if has_res else [])
     args += [lw.weight("weight"), lw.weight("bias")] if affine else []
     args += [cexpr(elements(lw.shape(x)[:-1])), cexpr(lw.shape(x)[-1]),
@@ -49,7 +50,7 @@ def lower_softmax(lw) -> None:
     inner = elements(shape[axis + 1:])
     params = io_params(lw, out, "x") + [("int64_t", p) for p in ("outer", "L", "inner")]
     kernel = make_kernel("softmax", node.op, "cuda/softmax.cu.j2",
-                         dict(contiguous=inner == Dim.of(1)), params)
+                         dict(contiguous=inner == Dim.of(1), ctype=lw.ctype(out)), params)
     lw.call(kernel, [lw.dst(out), lw.src(x), cexpr(elements(shape[:axis])), cexpr(shape[axis]),
                      cexpr(inner)])
 
@@ -60,7 +61,7 @@ def lower_pool(lw) -> None:
     n, h, w, c = lw.shape(x)
     _, ho, wo, _ = lw.shape(out)
     kind = "max" if node.op == "max_pool2d" else "avg"
-    context = dict(window_attrs(node.attrs), kind=kind,
+    context = dict(window_attrs(node.attrs), kind=kind, ctype=lw.ctype(out),
                    count_include_pad=bool(node.attrs.get("count_include_pad", True)))
     params = io_params(lw, out, "x") + [("int64_t", s) for s in ("N", "H", "W", "C", "HO", "WO")]
     kernel = make_kernel(f"{kind}_pool2d", node.op, "cuda/pool2d.cu.j2", context, params)
@@ -71,7 +72,8 @@ def lower_global_avg_pool(lw) -> None:
     node = lw.node
     n, h, w, c = lw.shape(node.inputs[0])
     params = io_params(lw, node.output, "x") + [("int64_t", p) for p in ("N", "HW", "C")]
-    kernel = make_kernel("global_avg_pool", node.op, "cuda/global_avg_pool.cu.j2", {}, params)
+    kernel = make_kernel("global_avg_pool", node.op, "cuda/global_avg_pool.cu.j2",
+                         dict(ctype=lw.ctype(node.output)), params)
     lw.call(kernel, [lw.dst(node.output), lw.src(node.inputs[0]), cexpr(n), cexpr(h * w),
                      cexpr(c)])
 
@@ -104,7 +106,8 @@ def lower_attention(lw) -> None:
     params += [(f"const {lw.ctype(bias)}*", "bias")] if bias is not None else []
     params += [("int64_t", p) for p in ("B", "Sq", "Sk", "H", "ldq", "ldk", "ldv")]
     params += [("float", "scale")] + [("int64_t", f"bs{i}") for i in range(4)]
-    context = dict(has_bias=bias is not None, causal=bool(attrs["causal"]), head_dim=hd)
+    context = dict(has_bias=bias is not None, causal=bool(attrs["causal"]), head_dim=hd,
+                   ctype=lw.ctype(out))
     kernel = make_kernel("attention" + ("_causal" if attrs["causal"] else ""), node.op,
                          "cuda/attention.cu.j2", context, params)
     args = [lw.dst(out), qv, kv, vv] + ([lw.src(bias)] if bias is not None else [])

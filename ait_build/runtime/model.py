@@ -59,9 +59,9 @@ class Model:
         self.build_dir = os.path.abspath(build_dir)
         self.manifest: Manifest = load_manifest(os.path.join(self.build_dir, "manifest.json"))
         m = self.manifest
-        if m.backend != "cpu":
+        if m.backend not in ("cpu", "cuda"):
             raise ModelError(f"{m.name} was built for '{m.target}' ({m.backend}); the Python "
-                             "runtime runs cpu builds so far")
+                             "runtime runs cpu and cuda builds")
         self.weights = os.path.abspath(weights) if weights else weights_path(self.build_dir, m)
         self._check_weights_file()
         self._api = CApi(os.path.join(self.build_dir, f"lib{m.name}.so"), m.name)
@@ -99,7 +99,11 @@ class Model:
     # -- running -------------------------------------------------------------------------------
     def run(self, inputs: dict, dims: dict | None = None) -> dict:
         """Outputs (name -> new array) for `inputs` (name -> array of the manifest's dtype).
-        `dims` gives dim values the input shapes cannot tell."""
+        `dims` gives dim values the input shapes cannot tell. A cuda build takes torch CUDA
+        tensors (no copies; outputs are new tensors, enqueued on torch's current stream) or
+        NumPy arrays (copied to the device and back)."""
+        if self.manifest.backend == "cuda":
+            return self._run_cuda(inputs, dims)
         arrays = self._check_inputs(inputs)
         env = bind_dims(self.manifest, {k: a.shape for k, a in arrays.items()}, dims)
         shapes = output_shapes(self.manifest, env)
@@ -119,7 +123,47 @@ class Model:
 
     __call__ = run
 
-    def _check_inputs(self, inputs: dict) -> dict:
+    def _run_cuda(self, inputs: dict, dims: dict | None) -> dict:
+        import torch
+        self._check_names(inputs)
+        host = {k for k, v in inputs.items() if isinstance(v, np.ndarray)}
+        tensors = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() if k in host else v
+                   for k, v in inputs.items()}
+        for spec in self.manifest.inputs:
+            t = tensors[spec.name]
+            want = getattr(torch, spec.dtype)
+            if not (isinstance(t, torch.Tensor) and t.is_cuda):
+                raise ModelError(f"input '{spec.name}' must be a CUDA tensor (or a NumPy array) of "
+                                 f"{spec.dtype}, got {type(t).__name__}"
+                                 f"{'' if not isinstance(t, torch.Tensor) else ' on ' + str(t.device)}")
+            if t.dtype != want:
+                raise ModelError(f"input '{spec.name}' is {t.dtype}; the model expects "
+                                 f"{spec.dtype} (ait-build does not cast silently)")
+        tensors = {k: v.contiguous() for k, v in tensors.items()}
+        env = bind_dims(self.manifest, {k: tuple(t.shape) for k, t in tensors.items()}, dims)
+        shapes = output_shapes(self.manifest, env)
+        device = next(iter(tensors.values())).device if tensors else torch.device("cuda")
+        outputs = {o.name: torch.empty(shapes[o.name], dtype=getattr(torch, o.dtype), device=device)
+                   for o in self.manifest.outputs}
+        dim_values = (ctypes.c_int64 * max(1, len(env)))(*[env[d] for d in self.manifest.dim_names])
+        ins = (ctypes.c_void_p * max(1, len(tensors)))(
+            *[tensors[t.name].data_ptr() for t in self.manifest.inputs])
+        outs = (ctypes.c_void_p * max(1, len(outputs)))(*[o.data_ptr() for o in outputs.values()])
+        handle = self._enter()
+        try:
+            with torch.cuda.device(device):
+                stream = torch.cuda.current_stream().cuda_stream
+                rc = self._api.run(handle, dim_values, ins, outs, ctypes.c_void_p(stream))
+            message = self._api.error() if rc else ""
+        finally:
+            self._leave()
+        if rc:
+            raise ModelError(f"{self.name}: run failed (code {rc}): {message}")
+        if host and len(host) == len(inputs):
+            return {k: v.cpu().numpy() for k, v in outputs.items()}
+        return outputs
+
+    def _check_names(self, inputs: dict) -> None:
         if not isinstance(inputs, dict):
             raise ModelError(f"{self.name}.run takes a dict of input name -> array, got "
                              f"{type(inputs).__name__}")
@@ -130,6 +174,9 @@ class Model:
             parts = ([f"missing input(s) {', '.join(missing)}"] if missing else []) + \
                     ([f"unknown input(s) {', '.join(extra)}"] if extra else [])
             raise ModelError(f"{self.name}: {'; '.join(parts)}; the model takes {', '.join(expected)}")
+
+    def _check_inputs(self, inputs: dict) -> dict:
+        self._check_names(inputs)
         arrays = {}
         for spec in self.manifest.inputs:
             value = inputs[spec.name]

@@ -1,0 +1,64 @@
+"""Compile-only check of the cuda backend: the generated sources of a GEMM model (mlp, float32:
+3xTF32 CUTLASS GEMMs) and of a conv + attention model (tiny_vit in float16: CUTLASS conv and
+GEMMs, the fused attention, layer norms, copies) compile with nvcc for a100 (sm_80 + compute_80
+PTX) and h200 (sm_90a), and link into a library that exports only the C API. Where no GPU is
+present, create() must fail with a message (CUDA errors become codes, never aborts).
+
+Each (model, target) is one translation unit including every kernel, so the CUTLASS headers are
+parsed four times instead of once per kernel; two compilers run at a time."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from cuda_helpers import c_create, fp16_spec, run_checked, spec_path, unity_build
+
+pytestmark = pytest.mark.nvcc
+
+CASES = [("mlp", "a100"), ("mlp", "h200"), ("tiny_vit", "a100"), ("tiny_vit", "h200")]
+
+
+@pytest.fixture(scope="module")
+def libraries(nvcc, tmp_path_factory):
+    jobs = []
+    for model, target in CASES:
+        spec = spec_path(model) if model == "mlp" else fp16_spec(model)
+        out = str(tmp_path_factory.mktemp(f"{model}_{target}"))
+        emission, compile_cmd, link_cmd = unity_build(spec, target, out)
+        jobs.append((model, target, out, emission, compile_cmd, link_cmd))
+
+    def build(job):
+        model, target, out, emission, compile_cmd, link_cmd = job
+        run_checked(compile_cmd, f"compiling {model} for {target}")
+        run_checked(link_cmd, f"linking {model} for {target}")
+        return (model, target), (out, emission)
+
+    with ThreadPoolExecutor(2) as pool:
+        return dict(pool.map(build, jobs))
+
+
+@pytest.mark.parametrize("model,target", CASES)
+def test_library_exports_only_the_c_api(libraries, model, target):
+    out, emission = libraries[(model, target)]
+    assert any(k.endswith(".cu") for k in emission.kernel_sources)
+    lib = os.path.join(out, f"lib{emission.name}.so")
+    symbols = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True,
+                             text=True, check=True).stdout.split("\n")
+    exported = sorted(line.split()[-1] for line in symbols if " T " in line)
+    prefix = f"ait_{emission.name}_"
+    assert exported == [prefix + f for f in ("create", "destroy", "last_error", "run")]
+
+
+@pytest.mark.parametrize("model,target", CASES)
+def test_create_reports_instead_of_aborting(libraries, model, target):
+    out, emission = libraries[(model, target)]
+    lib = os.path.join(out, f"lib{emission.name}.so")
+    rc, message = c_create(lib, emission.name, os.path.join(out, "weights.safetensors"))
+    if rc == 0:  # a GPU is present: the weights were uploaded
+        assert message == ""
+    else:
+        assert rc == 4 and "CUDA" in message, message  # ERROR_RUNTIME with CUDA's own words
