@@ -1,10 +1,13 @@
 """`ait-build bench`: median latency of a built model beside PyTorch eager and ONNX Runtime,
-on the same inputs and weights, in one process.
+on the same inputs and weights.
 
-Each side runs `warmup` times, then `runs` timed calls, the sides taking turns; the table shows
-medians. A clock per backend does the timing: perf_counter for cpu builds (a CUDA-events clock
-slots in beside it).
-Comparisons run only where their package is installed, and say "skipped: ..." otherwise.
+Each side runs `warmup` times, then `runs` timed calls; the table shows medians. On cpu each side
+runs in its own process (`python -m ait_build.bench --side ...`): three OpenMP/thread-pool
+runtimes in one process fight over the cores while idle (on 2 cores, PyTorch ran 9x slower after
+our library had run). `--in-process` times all sides in this process, taking turns call by call.
+A clock per backend does the timing: perf_counter for cpu builds (a CUDA-events clock slots in
+beside it). Comparisons run only where their package is installed, and say "skipped: ..."
+otherwise.
 """
 
 from __future__ import annotations
@@ -110,16 +113,40 @@ def prepare_onnxruntime(ctx, inputs) -> dict:
     return {"call": call, "outputs": dict(zip(twin.outputs, call())), "version": ort.__version__}
 
 
+def prepare_ours(ctx, inputs) -> dict:
+    model = ctx.model()
+    call = lambda: model.run(inputs)
+    return {"call": call, "outputs": call()}
+
+
 COMPETITORS = {"torch": prepare_torch, "onnxruntime": prepare_onnxruntime}
+SIDES = dict(ait_build=prepare_ours, **COMPETITORS)
 
 
 class Context:
-    """What the competitors share for one spec: its graph and, built once, the PyTorch twin."""
+    """What the sides share for one spec: its graph, the built model and the PyTorch twin, each
+    made on first use (a side process loads only what it needs)."""
 
-    def __init__(self, graph, twin_name: str):
-        self.graph = graph
-        self.twin_name = twin_name
-        self._twin = None
+    def __init__(self, spec: str, twin_name: str, build_dir: str, graph=None):
+        self.spec, self.twin_name, self.build_dir = spec, twin_name, build_dir
+        self._graph, self._model, self._twin = graph, None, None
+
+    @property
+    def graph(self):
+        if self._graph is None:
+            from ait_build.spec.model import load_model
+            self._graph = load_model(self.spec)
+        return self._graph
+
+    def model(self):
+        if self._model is None:
+            from ait_build.runtime import Model
+            self._model = Model(self.build_dir)
+        return self._model
+
+    def close(self) -> None:
+        if self._model is not None:
+            self._model.close()
 
     def twin(self):
         if self._twin is None:
@@ -156,11 +183,64 @@ def dtype_variant(spec: str, dtype: str, root: str) -> str:
     return path
 
 
+def time_sides(ctx, sides: list, inputs: dict, clock, warmup: int, runs: int) -> dict:
+    """side -> {'times', 'outputs', ...} or {'skipped'}, all in this process, taking turns."""
+    prepared = {name: SIDES[name](ctx, inputs) for name in sides}
+    calls = {name: p.pop("call") for name, p in prepared.items() if "call" in p}
+    for name, times in clock.measure(calls, warmup, runs).items():
+        prepared[name]["times"] = times
+    return prepared
+
+
+def time_side_isolated(ctx, side: str, inputs: dict, warmup: int, runs: int) -> dict:
+    """One side timed in a fresh process (see the module docstring)."""
+    import subprocess
+    from ait_build.cli import _load_arrays
+    from ait_build.weights import save_safetensors
+    with tempfile.TemporaryDirectory() as tmp:
+        save_safetensors(inputs, os.path.join(tmp, "inputs.safetensors"))
+        cmd = [sys.executable, "-m", "ait_build.bench", "--side", side, "--spec", ctx.spec,
+               "--twin", ctx.twin_name, "--build-dir", ctx.build_dir, "--dir", tmp,
+               "--warmup", str(warmup), "--runs", str(runs)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode:
+            raise AitError(f"bench side '{side}' failed:\n{proc.stderr.strip()}")
+        with open(os.path.join(tmp, "result.json"), encoding="utf-8") as fh:
+            result = json.load(fh)
+        if "times" in result:
+            result["outputs"] = _load_arrays(os.path.join(tmp, "outputs.safetensors"))
+    return result
+
+
+def side_main(argv=None) -> int:
+    """`python -m ait_build.bench --side NAME ...`: time one side, write result.json and
+    outputs.safetensors into --dir."""
+    import argparse
+    from ait_build.cli import _load_arrays
+    from ait_build.weights import save_safetensors
+    p = argparse.ArgumentParser()
+    for flag in ("--side", "--spec", "--twin", "--build-dir", "--dir"):
+        p.add_argument(flag, required=True)
+    p.add_argument("--warmup", type=int, required=True)
+    p.add_argument("--runs", type=int, required=True)
+    a = p.parse_args(argv)
+    ctx = Context(a.spec, a.twin, a.build_dir)
+    inputs = _load_arrays(os.path.join(a.dir, "inputs.safetensors"))
+    result = time_sides(ctx, [a.side], inputs, CpuClock(), a.warmup, a.runs)[a.side]
+    ctx.close()
+    if "outputs" in result:
+        outputs = {k: np.asarray(v) for k, v in result.pop("outputs").items()}
+        save_safetensors(outputs, os.path.join(a.dir, "outputs.safetensors"))
+    with open(os.path.join(a.dir, "result.json"), "w", encoding="utf-8") as fh:
+        json.dump(result, fh)
+    return 0
+
+
 def run_bench(spec: str, target: str, batches: list, vs: list, runs: int, warmup: int,
-              dims: dict, jobs: int | None = None, dtype: str | None = None) -> dict:
+              dims: dict, jobs: int | None = None, dtype: str | None = None,
+              in_process: bool = False) -> dict:
     from ait_build.build_cli import build, make_inputs, project_root, resolve_spec, spec_name
-    from ait_build.runtime import Model
-    from ait_build.spec.model import load_model
+    from ait_build.runtime import load_manifest
     unknown = [v for v in vs if v not in COMPETITORS]
     if unknown:
         raise AitError(f"unknown --vs {', '.join(unknown)}; choose from {', '.join(COMPETITORS)}")
@@ -169,38 +249,39 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int, warmup
     if dtype:
         spec = dtype_variant(spec, dtype, project_root())
     build_dir = build(spec, target, jobs=jobs)
-    graph = load_model(spec)
-    ctx = Context(graph, twin_name)
-    report = {"spec": os.path.relpath(spec), "model": graph.name, "target": target,
+    manifest = load_manifest(os.path.join(build_dir, "manifest.json"))
+    clock = CLOCKS.get(manifest.backend)
+    if clock is None:
+        raise AitError(f"bench has no clock for backend '{manifest.backend}' yet")
+    clock = clock()
+    ctx = Context(spec, twin_name, build_dir)
+    report = {"spec": os.path.relpath(spec), "model": manifest.name, "target": target,
+              "dtype": manifest.raw.get("dtype", ""), "clock": clock.name,
+              "isolation": "in-process" if in_process else "one process per side",
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                           "python": sys.version.split()[0],
                           "loadavg_before": os.getloadavg()},  # other work skews timings
               "env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")},
               "runs": runs, "warmup": warmup, "results": []}
-    with Model(build_dir) as model:
-        clock = CLOCKS.get(model.manifest.backend)
-        if clock is None:
-            raise AitError(f"bench has no clock for backend '{model.manifest.backend}' yet")
-        clock = clock()
-        report["clock"] = clock.name
-        report["dtype"] = model.manifest.raw.get("dtype", "")
+    try:
         for batch in batches:
-            case = dict(dims, **({"batch": batch} if "batch" in model.manifest.dim_names else {}))
-            inputs = make_inputs(model.manifest, graph, case, seed=0)
-            ours = model.run(inputs)
-            sides = {name: COMPETITORS[name](ctx, inputs) for name in vs}
-            calls = {"ait_build": lambda: model.run(inputs)}
-            calls.update({name: side.pop("call") for name, side in sides.items() if "call" in side})
-            times = clock.measure(calls, warmup, runs)
-            row = {"dims": case, "ait_build": stats(times["ait_build"], batch)}
-            for name, side in sides.items():
-                if name in times:
-                    entry = stats(times[name], batch)
-                    entry["max_abs_diff"] = max_diff(ours, side.pop("outputs"))
-                    entry["ratio"] = row["ait_build"]["median_ms"] / entry["median_ms"]
-                    side.update(entry)
+            case = dict(dims, **({"batch": batch} if "batch" in manifest.dim_names else {}))
+            inputs = make_inputs(manifest, ctx.graph, case, seed=0)
+            sides = ["ait_build"] + vs
+            got = time_sides(ctx, sides, inputs, clock, warmup, runs) if in_process else \
+                {side: time_side_isolated(ctx, side, inputs, warmup, runs) for side in sides}
+            ours = got["ait_build"].pop("outputs")
+            row = {"dims": case, "ait_build": stats(got["ait_build"].pop("times"), batch)}
+            for name in vs:
+                side = got[name]
+                if "times" in side:
+                    side.update(stats(side.pop("times"), batch))
+                    side["max_abs_diff"] = max_diff(ours, side.pop("outputs"))
+                    side["ratio"] = row["ait_build"]["median_ms"] / side["median_ms"]
                 row[name] = side
             report["results"].append(row)
+    finally:
+        ctx.close()
     report["machine"]["loadavg_after"] = os.getloadavg()
     return report
 
@@ -229,15 +310,16 @@ def table(report: dict, vs: list) -> str:
 
 def cmd_bench(args) -> int:
     from ait_build.cli import _parse_dims
-    # Every side here uses OpenMP (ours and PyTorch's libgomp). Idle OpenMP threads sleep by
-    # default, and on small VMs waking them costs milliseconds per parallel region (8 ms each on
-    # our 2-core machine: PyTorch's ResNet-50 ran 260 ms instead of 90). Spinning threads time the
-    # kernels, not the scheduler. It must be set before libgomp loads; the user's value wins.
-    os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE")
+    if not args.in_process:
+        # Each side has its process, so its OpenMP threads may spin between parallel regions:
+        # on small VMs waking sleeping threads costs milliseconds per region (8 ms each on our
+        # 2-core machine: PyTorch's ResNet-50 ran 260 ms instead of 90). In one process idle
+        # spinning threads would slow the other sides, so --in-process keeps the default.
+        os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE")
     batches = [int(b) for b in args.batch.split(",") if b.strip()]
     vs = [v.strip() for v in (args.vs or "").split(",") if v.strip()]
     report = run_bench(args.spec, args.target, batches, vs, args.runs, args.warmup,
-                       _parse_dims(args.dim), args.jobs, args.dtype)
+                       _parse_dims(args.dim), args.jobs, args.dtype, args.in_process)
     print(table(report, vs))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
@@ -257,6 +339,12 @@ def register(sub) -> None:
                    help="build a copy of the spec with this dtype (e.g. float32 on cpu)")
     p.add_argument("--runs", type=int, default=20, help="timed runs per case (default: 20)")
     p.add_argument("--warmup", type=int, default=3, help="untimed runs first (default: 3)")
+    p.add_argument("--in-process", action="store_true",
+                   help="time every side in this process, taking turns (default: a process each)")
     p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs when building")
     p.add_argument("--json", help="write the results to this file")
     p.set_defaults(func=cmd_bench)
+
+
+if __name__ == "__main__":
+    sys.exit(side_main())

@@ -97,7 +97,8 @@ def test_cpp_example_prints_what_python_computes(project, tmp_path):
         np.testing.assert_allclose(printed, model.run({"x": x})["softmax"], rtol=1e-6, atol=1e-9)
 
 
-def test_cli_build_then_bench(project, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("mode", [[], ["--in-process"]])
+def test_cli_build_then_bench(project, tmp_path, monkeypatch, capsys, mode):
     import importlib.util
     import json
     from ait_build.cli import main
@@ -106,7 +107,7 @@ def test_cli_build_then_bench(project, tmp_path, monkeypatch, capsys):
     assert "built build/cpu/mlp/libmlp.so" in capsys.readouterr().out
     report = str(tmp_path / "bench.json")
     assert main(["bench", "mlp", "--batch", "1,2", "--runs", "3", "--warmup", "1",
-                 "--vs", "torch,onnxruntime", "--json", report]) == 0
+                 "--vs", "torch,onnxruntime", "--json", report, *mode]) == 0
     table = capsys.readouterr().out
     assert "| batch=2 |" in table
     with open(report) as fh:
