@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from ait_build.codegen.cexpr import cexpr, elements
+from ait_build.codegen.cexpr import elements
 from ait_build.codegen.kernel import Kernel, Step
 from ait_build.codegen.storage import CTYPE, IO_CTYPE, SIZEOF, Layout, Value, align
 from ait_build.errors import AitError
@@ -99,8 +99,9 @@ class ModelPlan:
     def unique_kernels(self) -> list:
         return [self.kernels[k] for k in sorted(self.kernels)]
 
-    def dedup_groups(self) -> int:
-        """How many distinct node.kernel keys the dedup pass set ('' when it has not run)."""
+    def dedup_keys(self) -> int:
+        """Distinct node.kernel keys the dedup pass set (0 when it has not run); our kernels are
+        keyed by their rendered identity, which merges at least as much when sizes are run-time."""
         return len({n.kernel for n in self.graph.nodes if n.kernel})
 
     # -- storage -------------------------------------------------------------------------------
@@ -216,10 +217,6 @@ class Lowerer:
             key, lambda store: make({r: store.get(w) for r, w in weights.items()}), shape, "float32")
 
     # sizes and calls
-    @staticmethod
-    def c(dim) -> str:
-        return cexpr(dim)
-
     def at_max(self, dim) -> int:
         return self.plan.at_max(dim)
 
@@ -300,5 +297,6 @@ def summarize(graph: Graph, target) -> dict:
     except AitError as exc:
         return {"kernels": f"not planned: {exc}"}
     return {"kernels": len(plan.kernels), "kernel_calls": len(plan.steps),
-            "workspace_bytes": plan.workspace_bytes()}
+            "dedup_pass_keys": plan.dedup_keys(), "workspace_bytes": plan.workspace_bytes(),
+            "workspace_bytes_opt": plan.workspace_bytes("opt")}
 
