@@ -163,3 +163,14 @@ def test_workspace_follows_the_dims_given(cpu_target):
     assert plan.workspace_bytes("min") < 4 * 2**20
     shared = [g for g in plan.layout.groups if len(g.tensors) > 1]
     assert shared and not plan.notes  # the optimizer's in-place reuses are all kept
+
+
+def test_weights_override_reaches_the_weights_file(tmp_path, cpu_target):
+    from safetensors.numpy import save_file
+    graph = load_model(MLP)
+    values = {name: np.full(graph.weights.specs[name][0], 0.25, np.float32)
+              for name in graph.weight_names()}
+    save_file(values, str(tmp_path / "w.safetensors"))
+    emit(MLP, cpu_target, str(tmp_path / "out"), weights=str(tmp_path / "w.safetensors"))
+    stored = load_file(str(tmp_path / "out" / "weights.safetensors"))
+    np.testing.assert_array_equal(stored["fc2.weight@kn"], values["fc2.weight"].T)
