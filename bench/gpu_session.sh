@@ -20,5 +20,6 @@ start=$(date +%s)
 AIT_PREBUILT=1 AIT_GPU_REPORT=$OUT/errors.jsonl timeout "${TEST_S:-150}" python3 -m pytest -m gpu \
   tests/cuda -q -p no:cacheprovider -rf 2>&1 | tee "$OUT/pytest.log" | tail -45
 echo "tests in $(( $(date +%s) - start ))s"
-timeout "${BENCH_S:-100}" python3 bench/cuda_bench.py --target h200 --out "$OUT/h200_batch1.json" \
+timeout "${BENCH_S:-200}" python3 bench/cuda_bench.py --target h200 --out "$OUT/h200.json" \
+  --cases "${CASES:-resnet50:1 bert_base:1x128 vit_b16:1 resnet50:256 bert_base:128x128 vit_b16:256 bert_base:8x4096}" \
   2>&1 | tee "$OUT/bench.log" | tail -8

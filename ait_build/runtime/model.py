@@ -97,13 +97,16 @@ class Model:
         return {t.name: t for t in self.manifest.outputs}
 
     # -- running -------------------------------------------------------------------------------
-    def run(self, inputs: dict, dims: dict | None = None) -> dict:
+    def run(self, inputs: dict, dims: dict | None = None, outputs: dict | None = None) -> dict:
         """Outputs (name -> new array) for `inputs` (name -> array of the manifest's dtype).
         `dims` gives dim values the input shapes cannot tell. A cuda build takes torch CUDA
-        tensors (no copies; outputs are new tensors, enqueued on torch's current stream) or
-        NumPy arrays (copied to the device and back)."""
+        tensors (no copies; enqueued on torch's current stream) or NumPy arrays (copied to the
+        device and back); `outputs` may hand it contiguous CUDA tensors to write into, so that
+        repeated calls reuse one set of pointers (and replay one CUDA graph)."""
         if self.manifest.backend == "cuda":
-            return self._run_cuda(inputs, dims)
+            return self._run_cuda(inputs, dims, outputs)
+        if outputs is not None:
+            raise ModelError(f"{self.name}: outputs= is for cuda builds")
         arrays = self._check_inputs(inputs)
         env = bind_dims(self.manifest, {k: a.shape for k, a in arrays.items()}, dims)
         shapes = output_shapes(self.manifest, env)
@@ -123,7 +126,7 @@ class Model:
 
     __call__ = run
 
-    def _run_cuda(self, inputs: dict, dims: dict | None) -> dict:
+    def _run_cuda(self, inputs: dict, dims: dict | None, given: dict | None) -> dict:
         import torch
         self._check_names(inputs)
         host = {k for k, v in inputs.items() if isinstance(v, np.ndarray)}
@@ -143,8 +146,18 @@ class Model:
         env = bind_dims(self.manifest, {k: tuple(t.shape) for k, t in tensors.items()}, dims)
         shapes = output_shapes(self.manifest, env)
         device = next(iter(tensors.values())).device if tensors else torch.device("cuda")
+        names = [o.name for o in self.manifest.outputs]
+        if given is not None and sorted(given) != sorted(names):
+            raise ModelError(f"{self.name}: outputs= must name {', '.join(names)}")
         outputs = {o.name: torch.empty(shapes[o.name], dtype=getattr(torch, o.dtype), device=device)
-                   for o in self.manifest.outputs}
+                   if given is None else given[o.name] for o in self.manifest.outputs}
+        for o in self.manifest.outputs if given is not None else ():
+            t = outputs[o.name]
+            if (not t.is_cuda or t.dtype != getattr(torch, o.dtype) or not t.is_contiguous()
+                    or tuple(t.shape) != tuple(shapes[o.name])):
+                raise ModelError(f"output '{o.name}' must be a contiguous CUDA tensor of "
+                                 f"{o.dtype} {list(shapes[o.name])}, got {t.dtype} "
+                                 f"{list(t.shape)} on {t.device}")
         dim_values = (ctypes.c_int64 * max(1, len(env)))(*[env[d] for d in self.manifest.dim_names])
         ins = (ctypes.c_void_p * max(1, len(tensors)))(
             *[tensors[t.name].data_ptr() for t in self.manifest.inputs])
