@@ -133,8 +133,21 @@ def test_unknown_backend_and_missing_compiler(tmp_path):
         plan_outputs(MLP, find_target("mi250"))
     import dataclasses
     broken = dataclasses.replace(find_target("cpu"), cxx="no-such-g++")
-    with pytest.raises(AitError, match="not on PATH"):
+    with pytest.raises(AitError, match="not on PATH: install .*g\\+\\+"):
         toolchain_for(broken)
+
+
+def test_missing_blas_says_what_to_install(monkeypatch):
+    import sys
+
+    from ait_build import toolchain
+    toolchain.find_openblas.cache_clear()
+    monkeypatch.setitem(sys.modules, "scipy_openblas32", None)  # import fails
+    try:
+        with pytest.raises(AitError, match="pip install scipy-openblas32"):
+            toolchain_for(find_target("cpu"))
+    finally:
+        toolchain.find_openblas.cache_clear()
 
 
 def test_place_keeps_live_groups_apart():
