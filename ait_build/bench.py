@@ -192,6 +192,14 @@ def time_sides(ctx, sides: list, inputs: dict, clock, warmup: int, runs: int) ->
     return prepared
 
 
+# Sides whose compute threads are OpenMP may spin between parallel regions (unless the user set
+# the policy): on small VMs waking sleeping threads costs milliseconds per region (8 ms each on
+# our 2-core machine: PyTorch's ResNet-50 ran 260 ms instead of 97). Not for ONNX Runtime, which
+# has its own pool: there the only OpenMP threads are PyTorch's from the export, and spinning
+# they halved ONNX Runtime's speed.
+SIDE_ENV = {"ait_build": {"OMP_WAIT_POLICY": "ACTIVE"}, "torch": {"OMP_WAIT_POLICY": "ACTIVE"}}
+
+
 def time_side_isolated(ctx, side: str, inputs: dict, warmup: int, runs: int) -> dict:
     """One side timed in a fresh process (see the module docstring)."""
     import subprocess
@@ -202,13 +210,17 @@ def time_side_isolated(ctx, side: str, inputs: dict, warmup: int, runs: int) -> 
         cmd = [sys.executable, "-m", "ait_build.bench", "--side", side, "--spec", ctx.spec,
                "--twin", ctx.twin_name, "--build-dir", ctx.build_dir, "--dir", tmp,
                "--warmup", str(warmup), "--runs", str(runs)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        env = dict(os.environ)
+        for key, value in SIDE_ENV.get(side, {}).items():
+            env.setdefault(key, value)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if proc.returncode:
             raise AitError(f"bench side '{side}' failed:\n{proc.stderr.strip()}")
         with open(os.path.join(tmp, "result.json"), encoding="utf-8") as fh:
             result = json.load(fh)
         if "times" in result:
             result["outputs"] = _load_arrays(os.path.join(tmp, "outputs.safetensors"))
+    result["env"] = {k: env.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
     return result
 
 
@@ -261,7 +273,6 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int, warmup
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                           "python": sys.version.split()[0],
                           "loadavg_before": os.getloadavg()},  # other work skews timings
-              "env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")},
               "runs": runs, "warmup": warmup, "results": []}
     try:
         for batch in batches:
@@ -270,8 +281,10 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int, warmup
             sides = ["ait_build"] + vs
             got = time_sides(ctx, sides, inputs, clock, warmup, runs) if in_process else \
                 {side: time_side_isolated(ctx, side, inputs, warmup, runs) for side in sides}
-            ours = got["ait_build"].pop("outputs")
-            row = {"dims": case, "ait_build": stats(got["ait_build"].pop("times"), batch)}
+            mine = got["ait_build"]
+            ours = mine.pop("outputs")
+            mine.update(stats(mine.pop("times"), batch))
+            row = {"dims": case, "ait_build": mine}
             for name in vs:
                 side = got[name]
                 if "times" in side:
@@ -310,12 +323,6 @@ def table(report: dict, vs: list) -> str:
 
 def cmd_bench(args) -> int:
     from ait_build.cli import _parse_dims
-    if not args.in_process:
-        # Each side has its process, so its OpenMP threads may spin between parallel regions:
-        # on small VMs waking sleeping threads costs milliseconds per region (8 ms each on our
-        # 2-core machine: PyTorch's ResNet-50 ran 260 ms instead of 90). In one process idle
-        # spinning threads would slow the other sides, so --in-process keeps the default.
-        os.environ.setdefault("OMP_WAIT_POLICY", "ACTIVE")
     batches = [int(b) for b in args.batch.split(",") if b.strip()]
     vs = [v.strip() for v in (args.vs or "").split(",") if v.strip()]
     report = run_bench(args.spec, args.target, batches, vs, args.runs, args.warmup,
