@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from ait_build.codegen.render import TEMPLATES_DIR
 from ait_build.errors import AitError
 
 # what to install when a compiler is missing, by compiler name
@@ -153,10 +154,19 @@ def find_cutlass(target_name: str = "") -> tuple:
                            "nvidia-cutlass (or set CUTLASS_PATH to a CUTLASS checkout)") from None
         root = os.path.join(os.path.dirname(cutlass_library.__file__), "source")
         where = "the nvidia-cutlass wheel"
-    dirs = (os.path.join(root, "include"), os.path.join(root, "tools", "util", "include"))
+    # the attention kernels come from examples 41 (kernel_forward.h) and 88 (Hopper FMHA); our
+    # empty curand_kernel.h
+    # stands in for the toolkit's, which that header includes but never uses (dropout only)
+    dirs = (os.path.join(root, "include"), os.path.join(root, "tools", "util", "include"),
+            os.path.join(root, "examples", "41_fused_multi_head_attention"),
+            os.path.join(root, "examples", "88_hopper_fmha"),
+            os.path.join(TEMPLATES_DIR, "cuda", "include"))
     if not os.path.isfile(os.path.join(dirs[0], "cutlass", "cutlass.h")):
         raise AitError(f"no cutlass/cutlass.h under {dirs[0]} ({where}); reinstall nvidia-cutlass "
                        "or point CUTLASS_PATH at a CUTLASS checkout")
+    if not os.path.isfile(os.path.join(dirs[2], "kernel_forward.h")):
+        raise AitError(f"no examples/41_fused_multi_head_attention/kernel_forward.h under {root} "
+                       f"({where}); the cuda attention kernel needs CUTLASS's examples folder")
     return dirs
 
 

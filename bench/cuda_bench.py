@@ -141,11 +141,10 @@ def main() -> int:
               f"(no graphs {row['ait_build_no_graphs']['median_ms']:.3f}), torch eager "
               f"{row['torch_eager']['median_ms']:.3f} ms (x{row['speedup_vs_eager']:.2f}), eager+graph "
               f"{tg:.3f} ms, max|diff| {row['max_abs_diff']:.3g}", flush=True)
-    text = json.dumps(report, indent=2, sort_keys=True) + "\n"
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as fh:
-            fh.write(text)
+        if args.out:  # after every case: a run cut short still leaves its finished cases
+            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+            with open(args.out, "w") as fh:
+                fh.write(json.dumps(report, indent=2, sort_keys=True) + "\n")
     return 0
 
 

@@ -12,8 +12,10 @@ What CUTLASS cannot take goes to own templates: grouped and depthwise convolutio
 whose rows are not 4-byte aligned (a direct conv, a plain tiled GEMM). A residual that is neither
 the output's shape nor a per-column vector is added by a following elementwise pass.
 
-A target picks the GEMM family with `kernels: {gemm: ..., conv2d: ...}`; `cutlass_sm90` maps to
-the sm80 templates until CUTLASS 3.x warp-specialized templates exist (docs/cuda.md).
+A target picks the GEMM family with `kernels: {gemm: ..., conv2d: ...}`. `cutlass_sm90` adds a
+CUTLASS 3.x warp-specialized TMA kernel with the same epilogue as an epilogue visitor tree to the
+16-bit GEMMs whose K and N are multiples of 8 (gemm_sm90.cu.j2; calls too small to fill the
+device keep the sm80 configurations); its convs are still the sm80 ones (docs/cuda.md).
 """
 
 from __future__ import annotations
@@ -28,8 +30,15 @@ from ait_build.ir.dims import Dim
 # kernel family (target.kernels) -> (GEMM template, conv template)
 FAMILIES = {
     "cutlass_sm80": ("cuda/gemm_sm80.cu.j2", "cuda/conv2d_sm80.cu.j2"),
-    "cutlass_sm90": ("cuda/gemm_sm80.cu.j2", "cuda/conv2d_sm80.cu.j2"),  # sm90 templates: next
+    # GEMMs: the sm80 kernel plus a CUTLASS 3.x warp-specialized TMA kernel for the calls that
+    # fill the device (gemm_sm90.cu.j2); convs: the sm80 implicit GEMM for now
+    "cutlass_sm90": ("cuda/gemm_sm90.cu.j2", "cuda/conv2d_sm80.cu.j2"),
 }
+SM80_GEMM = FAMILIES["cutlass_sm80"][0]
+# the sm90 kernel's tile (M, N, K) for 16-bit elements, cooperative schedule (two consumer warp
+# groups share the 128 rows); TMA wants rows of 16 bytes: K and N multiples of 8 elements
+SM90_TILE = "128, 128, 64"
+SM90_ALIGN = 8
 SIMPLE_GEMM = "cuda/gemm_simple.cu.j2"
 DIRECT_CONV = "cuda/conv2d_direct.cu.j2"
 
@@ -131,6 +140,11 @@ def gemm_call(lw, epi: Epilogue, out: str, a_var: str, b_var: str, m, n, k, col_
                    act_fn=ACT[epi.kernel_act])
     if min(align_a, align_b, align_c) > 0:
         template = family(lw, "gemm")[0]
+        if template != SM80_GEMM:
+            if dtype == "float32" or min(align_a, align_b, align_c) < SM90_ALIGN:
+                template = SM80_GEMM  # float32 (3xTF32) and unaligned rows: sm80 only
+            else:
+                context.update(sm90_tile=SM90_TILE)
         context.update(align_a=align_a, align_b=align_b, align_c=align_c, inst=tc["inst"],
                        math=tc["math"], configs=tuple(" / ".join(map(str, c)) for c in tc["configs"]))
         label = "gemm"

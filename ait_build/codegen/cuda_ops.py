@@ -10,7 +10,7 @@ from ait_build.codegen.cpu_elementwise import float_literal
 from ait_build.codegen.cpu_gemm import window_attrs
 from ait_build.codegen.kernel import make_kernel
 from ait_build.errors import AitError
-from ait_build.ir.dims import Dim
+from ait_build.ir.dims import Dim, bounds
 from ait_build.ops.attention import attention_scale
 from ait_build.ops.registry import norm_axis
 
@@ -78,9 +78,59 @@ def lower_global_avg_pool(lw) -> None:
                      cexpr(c)])
 
 
+FMHA_ELEMENT = {"float16": "cutlass::half_t", "bfloat16": "cutlass::bfloat16_t"}
+# example 41's kernel: 8-element (16-byte) aligned rows, head_dim up to its one-pass maximum;
+# (queries, keys, max head_dim) per block as xFormers picks them for sm80
+FMHA_ALIGN = 8
+FMHA_TILES = ((64, (64, 64, 64)), (128, (32, 128, 128)))
+
+
+def fmha_tiles(lw, hd: int, ld, sq, sk, bias, bias_strides):
+    """The tensor-core kernel's tile (queries, keys, max head_dim) when it can take this
+    attention, else None (the CUDA-core kernel of attention.cu.j2 runs it): 16-bit storage,
+    head_dim a multiple of 8 up to 128, row strides and the packed head offsets multiples of 8,
+    a bias in the same dtype, contiguous along keys, other strides static multiples of 8, and
+    causal masks only on square scores (the kernel's bottom-right offset is unsigned)."""
+    node = lw.node
+    if lw.dtype(node.output) not in FMHA_ELEMENT or hd % FMHA_ALIGN:
+        return None
+    if not all(Dim.of(x).is_static and Dim.of(x).value % FMHA_ALIGN == 0 for x in ld):
+        return None
+    if node.attrs["causal"] and Dim.of(sq) != Dim.of(sk):
+        return None
+    if bias is not None:
+        if lw.dtype(bias) != lw.dtype(node.output):
+            return None
+        *outer, last = (Dim.of(s) for s in bias_strides)
+        if last != Dim.of(1):
+            return None
+        if not all(s.is_static and s.value % FMHA_ALIGN == 0 for s in outer):
+            return None
+    for limit, tiles in FMHA_TILES:
+        if hd <= limit:
+            return tiles
+    return None
+
+
+# example 88's Hopper FMHA (targets whose kernels.attention is fmha_sm90): (queries, keys,
+# head_dim) per tile for the head dims it is built for; no bias or causal mask
+HOPPER_TILES = {64: "128, 64, 64", 128: "128, 128, 128"}
+
+
+def hopper_tile(lw, hd: int, bias) -> str:
+    node = lw.node
+    if lw.plan.target.kernel("attention", "") != "fmha_sm90":
+        return ""
+    if bias is not None or node.attrs["causal"]:
+        return ""
+    return HOPPER_TILES.get(hd, "")
+
+
 def lower_attention(lw) -> None:
     """softmax(scale * q k^T + bias [+ causal mask]) v per (batch, head), never materializing the
-    scores: templates/cuda/attention.cu.j2 streams key tiles with an online softmax."""
+    scores: on tensor cores through CUTLASS's example-41 kernel (attention_fmha.cu.j2) when
+    fmha_tiles() allows, else templates/cuda/attention.cu.j2, which streams key tiles through
+    CUDA cores with an online softmax."""
     node = lw.node
     attrs = node.attrs
     heads, hd = attrs["num_heads"], attrs["head_dim"]
@@ -108,9 +158,20 @@ def lower_attention(lw) -> None:
     params += [("float", "scale")] + [("int64_t", f"bs{i}") for i in range(4)]
     context = dict(has_bias=bias is not None, causal=bool(attrs["causal"]), head_dim=hd,
                    ctype=lw.ctype(out))
-    kernel = make_kernel("attention" + ("_causal" if attrs["causal"] else ""), node.op,
-                         "cuda/attention.cu.j2", context, params)
+    tiles = fmha_tiles(lw, hd, ld, sq, sk, bias, bias_strides)
+    scratch = 0
+    if tiles:  # tensor cores (CUTLASS example 41's kernel; example 88's on Hopper)
+        hopper = hopper_tile(lw, hd, bias)
+        context.update(element=FMHA_ELEMENT[lw.dtype(out)], queries=tiles[0], keys=tiles[1],
+                       max_k=tiles[2], hopper=hopper)
+        template, label = "cuda/attention_fmha.cu.j2", "fmha"
+        if hopper:  # one row of log-sum-exp at the longest query count
+            scratch = 4 * bounds(Dim.of(sq), lw.plan.graph.dims)[1]
+    else:
+        template, label = "cuda/attention.cu.j2", "attention"
+    kernel = make_kernel(label + ("_causal" if attrs["causal"] else ""), node.op, template,
+                         context, params)
     args = [lw.dst(out), qv, kv, vv] + ([lw.src(bias)] if bias is not None else [])
     args += [cexpr(v) for v in (b, sq, sk, heads, *ld)]
     args += [float_literal(attention_scale(attrs))] + [cexpr(s) for s in bias_strides]
-    lw.call(kernel, args)
+    lw.call(kernel, args, scratch_shared=scratch)

@@ -76,6 +76,16 @@ GROUPS = {
                n("bmm", "bmm", ["x", "b", "matmul"], activation="hardswish")],
         outputs=["linear", "linear_relu", "linear_res", "linear_row", "linear_odd", "linear_k7",
                  "matmul", "matmul_t", "matmul_bcast", "matmul_shared", "bmm"]),
+    # big enough at batch 5 for the h200 build's sm90 GEMM (at least 160 tiles of 128x128:
+    # calls that fill the device), at batch 1 the sm80 one; bias, residual and activation in
+    # the epilogue, a batched GEMM with row-major B
+    "gemm_large": dict(
+        inputs={"x": {"shape": ["batch", 256, 64]}, "res": {"shape": ["batch", 256, 2048]},
+                "b": {"shape": ["batch", 64, 2048]}},
+        graph=[n("lin_res_gelu", "linear", ["x", "res"], out_features=2048, activation="gelu"),
+               n("lin_plain", "linear", ["x"], out_features=2048, bias=False),
+               n("bmm_relu", "matmul", ["x", "b"], activation="relu")],
+        outputs=["lin_res_gelu", "lin_plain", "bmm_relu"]),
     "conv": dict(
         inputs={"img": {"shape": ["batch", 9, 9, 8]}, "res": {"shape": ["batch", 9, 9, 16]},
                 "img3": {"shape": ["batch", 9, 9, 3]}, "res8": {"shape": ["batch", 5, 5, 8]}},
@@ -100,7 +110,8 @@ GROUPS = {
     "norm_attention": dict(
         inputs={"x": {"shape": ["batch", 7, 64]}, "r": {"shape": ["batch", 7, 64]},
                 "kv": {"shape": ["batch", 40, 64]}, "qkv": {"shape": ["batch", 37, 192]},
-                "mask": {"shape": ["batch", 1, 1, 7]}, "full": {"shape": ["batch", 2, 7, 40]}},
+                "mask": {"shape": ["batch", 1, 1, 7]}, "full": {"shape": ["batch", 2, 7, 40]},
+                "x24": {"shape": ["batch", 24, 128]}, "kv40": {"shape": ["batch", 40, 128]}},
         graph=[n("ln", "layer_norm", ["x"]), n("ln_res", "layer_norm", ["x", "r"], eps=1e-6),
                n("ln_plain", "layer_norm", ["x"], affine=False),
                n("softmax", "softmax", ["x"]), n("softmax_mid", "softmax", ["x"], axis=1),
@@ -109,9 +120,13 @@ GROUPS = {
                n("mha_cross", "multi_head_attention", ["x", "kv", "kv", "full"], num_heads=2,
                  head_dim=32, scale=0.3),
                n("mha_packed", "multi_head_attention", ["qkv"], num_heads=1, head_dim=64,
-                 packed=True, causal=True)],
+                 packed=True, causal=True),
+               # no bias, 24 queries (a multiple of 8), head_dim 64: Hopper's FMHA on h200 (40
+               # keys: one masked key tile), example 41's kernel on a100
+               n("mha_plain", "multi_head_attention", ["x24", "kv40", "kv40"], num_heads=2,
+                 head_dim=64, scale=0.2)],
         outputs=["ln", "ln_res", "ln_plain", "softmax", "softmax_mid", "mha", "mha_cross",
-                 "mha_packed"]),
+                 "mha_packed", "mha_plain"]),
     "lookup": dict(
         inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
                 "ids32": {"shape": ["batch", 3], "dtype": "int32"},

@@ -1,0 +1,99 @@
+"""Which template each GEMM and attention of a cuda build renders from (no compiler, no GPU):
+the tensor-core attention (CUTLASS example 41) wherever its alignment rules hold, the CUDA-core
+kernel otherwise; the CUTLASS 3.x sm90 GEMM only on cutlass_sm90 targets, for 16-bit GEMMs
+whose K and N are multiples of 8."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from ait_build.codegen.emit import emit
+from ait_build.spec.target import find_target
+
+from cuda_helpers import fp16_spec, spec_path
+from cuda_op_groups import op_spec
+
+
+def kernels(spec: str, target: str, out) -> dict:
+    """{kernel file name: its source} of `spec` emitted for `target`."""
+    emission = emit(spec, find_target(target), str(out))
+    return {os.path.basename(k): open(os.path.join(str(out), k)).read()
+            for k in emission.kernel_sources}
+
+
+def names(srcs: dict, prefix: str) -> list:
+    return sorted(k for k in srcs if re.match(prefix + r"(_[a-z]+)?_[0-9a-f]{8}\.cu$", k))
+
+
+@pytest.mark.parametrize("target", ["h200", "a100"])
+def test_seed_transformer_runs_tensor_core_attention(tmp_path, target):
+    srcs = kernels(spec_path("bert_base"), target, tmp_path)
+    assert names(srcs, "attention") == []
+    (fmha,) = names(srcs, "fmha")
+    # head_dim 64: 64 queries x 64 keys per block, q/k/v read from the packed qkv projection
+    assert "AttentionKernel<cutlass::half_t, cutlass::arch::Sm80, true, 64, 64,\n" in srcs[fmha]
+    assert "p.q_strideM = static_cast<int32_t>(ldq);" in srcs[fmha]
+
+
+def test_attention_falls_back_where_the_kernel_cannot_read_the_bias(tmp_path):
+    srcs = kernels(op_spec("norm_attention"), "h200", tmp_path)
+    # mha: a [batch, 1, 1, 7] mask has a batch stride of 7 elements (not 16-byte aligned);
+    # mha_cross: a full [batch, 2, 7, 40] bias; mha_packed: causal on square scores;
+    # mha_plain: neither (Hopper's kernel first)
+    assert len(names(srcs, "attention")) == 1
+    fmha = names(srcs, "fmha")
+    assert len(fmha) == 3
+    causal = [k for k in fmha if k.startswith("fmha_causal_")]
+    assert len(causal) == 1 and "Attention::CausalFromBottomRight" in srcs[causal[0]]
+    assert "hopper::" not in srcs[causal[0]]
+    (biased,) = [k for k in fmha if "p.attn_bias_ptr = as_scalar(bias);" in srcs[k]]
+    assert "false, true>;" in srcs[biased] and "hopper::" not in srcs[biased]  # kSupportsBias
+    (plain,) = [k for k in fmha if "hopper::launch" in srcs[k]]
+    assert "Shape<_128, _64, _64>" in srcs[plain] and "false, false>;" in srcs[plain]
+
+
+def test_hopper_attention_only_on_fmha_sm90_targets(tmp_path):
+    h200 = kernels(spec_path("bert_base"), "h200", tmp_path / "h")
+    a100 = kernels(spec_path("bert_base"), "a100", tmp_path / "a")
+    assert all("hopper::launch" in h200[k] for k in names(h200, "fmha"))
+    assert all("hopper" not in a100[k] for k in names(a100, "fmha"))
+    # the softmax scale is ours (BERT's 1/8), patched over the kernel's 1/sqrt(head_dim)
+    assert all("params.mainloop.scale_softmax = scale;" in h200[k] for k in names(h200, "fmha"))
+
+
+def sm90_gemms(srcs: dict) -> list:
+    return sorted(k for k in names(srcs, "gemm") if "sm90::launch" in srcs[k])
+
+
+def test_h200_gemms_use_the_sm90_kernel_where_tma_allows(tmp_path):
+    srcs = kernels(spec_path("bert_base"), "h200", tmp_path)
+    gemms = names(srcs, "gemm")
+    assert len(gemms) == 2 and sm90_gemms(srcs) == gemms
+    gelu = [k for k in gemms if k.startswith("gemm_gelu_")][0]
+    assert "LinCombPerColBiasEltAct<EpiAct, Element, float, Element, Element, float>" in srcs[gelu]
+    assert "ait::ActGelu<T>" in srcs[gelu]
+    assert "KernelTmaWarpSpecializedCooperative" in srcs[gelu]
+
+
+def test_a100_and_float32_gemms_stay_sm80(tmp_path):
+    assert sm90_gemms(kernels(spec_path("bert_base"), "a100", tmp_path / "a")) == []
+    mlp = kernels(spec_path("mlp"), "h200", tmp_path / "m")  # float32: 3xTF32 on sm80 kernels
+    assert names(mlp, "gemm") and sm90_gemms(mlp) == []
+
+
+def test_h200_unaligned_gemms_stay_sm80(tmp_path):
+    srcs = kernels(fp16_spec("tiny_cnn"), "h200", tmp_path)
+    (gemm,) = names(srcs, "gemm")  # the classifier: N = 10 outputs, rows of 20 bytes
+    assert "cutlass::arch::Sm80" in srcs[gemm] and "sm90" not in srcs[gemm]
+
+
+def test_h200_large_gemm_group_reaches_the_sm90_kernel(tmp_path):
+    """The GPU test's gemm_large group: batch 5 gives every GEMM at least 160 tiles of 128x128
+    (the sm90 kernel runs), batch 1 only 32 (the sm80 one), so both paths are compared."""
+    srcs = kernels(op_spec("gemm_large"), "h200", tmp_path)
+    assert len(sm90_gemms(srcs)) == 3
+    residual = [k for k in sm90_gemms(srcs) if k.startswith("gemm_gelu_")]
+    assert residual and "arguments.epilogue.thread.beta = res ? 1.0f : 0.0f;" in srcs[residual[0]]
