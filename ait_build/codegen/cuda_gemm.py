@@ -35,9 +35,11 @@ FAMILIES = {
     "cutlass_sm90": ("cuda/gemm_sm90.cu.j2", "cuda/conv2d_sm80.cu.j2"),
 }
 SM80_GEMM = FAMILIES["cutlass_sm80"][0]
-# the sm90 kernel's tile (M, N, K) for 16-bit elements, cooperative schedule (two consumer warp
-# groups share the 128 rows); TMA wants rows of 16 bytes: K and N multiples of 8 elements
-SM90_TILE = "128, 128, 64"
+# the sm90 kernel's tile (M, N, K) and cluster for 16-bit elements, cooperative schedule (two
+# consumer warp groups share the 128 rows), as in the gemm90 spike (904 TFLOP/s on the H200);
+# TMA wants rows of 16 bytes: K and N multiples of 8 elements
+SM90_TILE = "128, 256, 64"
+SM90_CLUSTER = "2, 1, 1"
 SM90_ALIGN = 8
 SIMPLE_GEMM = "cuda/gemm_simple.cu.j2"
 DIRECT_CONV = "cuda/conv2d_direct.cu.j2"
@@ -144,7 +146,7 @@ def gemm_call(lw, epi: Epilogue, out: str, a_var: str, b_var: str, m, n, k, col_
             if dtype == "float32" or min(align_a, align_b, align_c) < SM90_ALIGN:
                 template = SM80_GEMM  # float32 (3xTF32) and unaligned rows: sm80 only
             else:
-                context.update(sm90_tile=SM90_TILE)
+                context.update(sm90_tile=SM90_TILE, sm90_cluster=SM90_CLUSTER)
         context.update(align_a=align_a, align_b=align_b, align_c=align_c, inst=tc["inst"],
                        math=tc["math"], configs=tuple(" / ".join(map(str, c)) for c in tc["configs"]))
         label = "gemm"
