@@ -3,9 +3,11 @@ reference executor."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -100,7 +102,6 @@ def test_cpp_example_prints_what_python_computes(project, tmp_path):
 @pytest.mark.parametrize("mode", [[], ["--in-process"]])
 def test_cli_build_then_bench(project, tmp_path, monkeypatch, capsys, mode):
     import importlib.util
-    import json
     from ait_build.cli import main
     monkeypatch.chdir(project.root)  # the CLI builds in the project around the working directory
     assert main(["build", "specs/mlp.yaml", "--target", "cpu", "-j", "2"]) == 0
@@ -122,3 +123,26 @@ def test_cli_build_then_bench(project, tmp_path, monkeypatch, capsys, mode):
                 assert row[name]["max_abs_diff"] < 1e-5
                 assert row[name]["ratio"] == pytest.approx(
                     row["ait_build"]["median_ms"] / row[name]["median_ms"])
+
+
+@pytest.mark.parametrize("damage", ["truncate", "other_model"])
+def test_bad_weights_file_is_an_error_in_the_library_too(project, tmp_path, damage):
+    """The manifest's byte count is taken out of the way, so the generated create() itself must
+    refuse the file; it runs in a subprocess, where a crash shows as a signal."""
+    bad = str(tmp_path / "mlp")
+    shutil.copytree(project.path("build", "cpu", "mlp"), bad)
+    weights = os.path.join(bad, "weights.safetensors")
+    if damage == "truncate":
+        with open(weights, "r+b") as fh:
+            fh.truncate(os.path.getsize(weights) // 2)
+    else:
+        shutil.copy(project.path("build", "cpu", "tiny_cnn", "weights.safetensors"), weights)
+    with open(os.path.join(bad, "manifest.json")) as fh:
+        manifest = json.load(fh)
+    manifest["weights"]["bytes"] = -1
+    with open(os.path.join(bad, "manifest.json"), "w") as fh:
+        json.dump(manifest, fh)
+    proc = subprocess.run([sys.executable, "-m", "ait_build", "run", bad, "--random-input"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # 1: a reported error, < 0: a signal
+    assert "cannot create the model" in proc.stderr

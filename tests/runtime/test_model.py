@@ -120,14 +120,6 @@ def test_close_is_idempotent_and_later_runs_fail(toy_dir):
         model.run(_inputs())
 
 
-def _load_in_subprocess(build_dir: str) -> subprocess.CompletedProcess:
-    code = ("import sys\nfrom ait_build.runtime import Model, ModelError\n"
-            "try:\n    Model(sys.argv[1])\nexcept ModelError as exc:\n"
-            "    print('ModelError:', exc)\n    sys.exit(3)\n")
-    return subprocess.run([sys.executable, "-c", code, build_dir], capture_output=True, text=True,
-                          timeout=120)
-
-
 @pytest.mark.parametrize("size_in_manifest", [True, False])
 def test_truncated_weights_raise_never_crash(toy_dir, tmp_path, size_in_manifest):
     """With the manifest's byte count the runtime refuses the file itself; without it the
@@ -142,9 +134,10 @@ def test_truncated_weights_raise_never_crash(toy_dir, tmp_path, size_in_manifest
         manifest["weights"]["bytes"] = -1
         with open(os.path.join(bad, "manifest.json"), "w") as fh:
             json.dump(manifest, fh)
-    proc = _load_in_subprocess(bad)
-    assert proc.returncode == 3, proc.stdout + proc.stderr
-    assert ("has 10 bytes" if size_in_manifest else "wrong size") in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "ait_build", "run", bad, "--random-input"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # 1: a reported error, < 0: a signal
+    assert ("has 10 bytes" if size_in_manifest else "wrong size") in proc.stderr
 
 
 def test_not_a_build_directory(tmp_path):
