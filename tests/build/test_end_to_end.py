@@ -3,7 +3,6 @@ reference executor."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -125,24 +124,29 @@ def test_cli_build_then_bench(project, tmp_path, monkeypatch, capsys, mode):
                     row["ait_build"]["median_ms"] / row[name]["median_ms"])
 
 
+CREATE = """
+import ctypes, sys
+from ait_build.runtime.model import CApi
+api = CApi(sys.argv[1], "mlp")
+handle = ctypes.c_void_p()
+rc = api.create(sys.argv[2].encode(), ctypes.byref(handle))
+print(rc, api.error() if rc else "")
+"""
+
+
 @pytest.mark.parametrize("damage", ["truncate", "other_model"])
-def test_bad_weights_file_is_an_error_in_the_library_too(project, tmp_path, damage):
-    """The manifest's byte count is taken out of the way, so the generated create() itself must
-    refuse the file; it runs in a subprocess, where a crash shows as a signal."""
-    bad = str(tmp_path / "mlp")
-    shutil.copytree(project.path("build", "cpu", "mlp"), bad)
-    weights = os.path.join(bad, "weights.safetensors")
+def test_generated_create_refuses_a_bad_weights_file(project, tmp_path, damage):
+    """The library's own check, under the runtime's size check: ait_mlp_create() on a damaged
+    file, in a subprocess where a crash shows as a signal."""
+    weights = str(tmp_path / "weights.safetensors")
     if damage == "truncate":
+        shutil.copy(project.path("build", "cpu", "mlp", "weights.safetensors"), weights)
         with open(weights, "r+b") as fh:
             fh.truncate(os.path.getsize(weights) // 2)
     else:
         shutil.copy(project.path("build", "cpu", "tiny_cnn", "weights.safetensors"), weights)
-    with open(os.path.join(bad, "manifest.json")) as fh:
-        manifest = json.load(fh)
-    manifest["weights"]["bytes"] = -1
-    with open(os.path.join(bad, "manifest.json"), "w") as fh:
-        json.dump(manifest, fh)
-    proc = subprocess.run([sys.executable, "-m", "ait_build", "run", bad, "--random-input"],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1, proc.stdout + proc.stderr  # 1: a reported error, < 0: a signal
-    assert "cannot create the model" in proc.stderr
+    proc = subprocess.run([sys.executable, "-c", CREATE, project.path("build", "cpu", "mlp", "libmlp.so"),
+                           weights], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # a signal would be negative
+    rc, _, message = proc.stdout.strip().partition(" ")
+    assert rc != "0" and message
