@@ -46,6 +46,7 @@ def test_model_matches_the_reference(project, name):
 
 
 def test_eight_threads_give_the_serial_results(project):
+    """The generated run() and the Python runtime under concurrent calls on one Model."""
     from ait_build.reference import random_inputs
     from ait_build.runtime import Model
     graph = _graph("tiny_bert")

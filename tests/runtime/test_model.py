@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -82,34 +81,6 @@ def test_library_error_becomes_an_exception_with_its_message(toy):
     with pytest.raises(ModelError, match=r"run failed \(code 1\): token -5 is negative"):
         toy.run(inputs)
     assert toy.run(_inputs())["y"].shape == (2, 4)  # the model still works afterwards
-
-
-def test_concurrent_runs_match_serial_runs(toy):
-    cases = [_inputs(batch=1 + i % 7, seq=1 + i % 5, seed=i) for i in range(64)]
-    serial = [toy.run(c) for c in cases]
-    results: dict = {}
-    errors = []
-
-    def worker(k):
-        try:
-            for i in range(k, len(cases), 8):
-                for _ in range(20):
-                    out = toy.run(cases[i])
-                    if i in results:
-                        assert all(np.array_equal(out[n], results[i][n]) for n in out)
-                    results[i] = out
-        except Exception as exc:  # surfaced below: an assert in a thread would be lost
-            errors.append(exc)
-
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
-    for i, want in enumerate(serial):
-        for name in want:
-            np.testing.assert_array_equal(results[i][name], want[name])
 
 
 def test_close_is_idempotent_and_later_runs_fail(toy_dir):
