@@ -3,6 +3,7 @@ reference executor."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
