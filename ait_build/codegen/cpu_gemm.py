@@ -6,6 +6,8 @@ pass over the output instead."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ait_build.codegen.cexpr import broadcast_strides, cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.cpu_elementwise import ACT, Operand, elementwise, float_literal
 from ait_build.codegen.kernel import make_kernel
@@ -169,9 +171,24 @@ def lower_conv2d(lw) -> None:
     epi.finish(lw, out)
 
 
-def lower_attention(lw) -> None:
-    node = lw.node
-    attrs = node.attrs
+@dataclass(frozen=True)
+class AttentionOperands:
+    """Where an attention node's q, k, v (and bias) live, shared by every backend's lowering."""
+
+    q: str  # C expressions of the three base pointers
+    k: str
+    v: str
+    bias: str | None  # the bias tensor's name
+    b: Dim
+    sq: Dim
+    sk: Dim
+    ld: list  # row strides of q, k, v
+    bias_strides: list  # bias strides over [b, heads, sq, sk] (0 where broadcast)
+
+
+def attention_operands(lw) -> AttentionOperands:
+    """Packed qkv is read in place: k and v start heads*head_dim and twice that into each row."""
+    node, attrs = lw.node, lw.node.attrs
     heads, hd = attrs["num_heads"], attrs["head_dim"]
     n_qkv = 1 if attrs["packed"] else 3
     q = node.inputs[0]
@@ -187,6 +204,16 @@ def lower_attention(lw) -> None:
         ld = [lw.shape(t)[2] for t in node.inputs[:3]]
     scores = (b, Dim.of(heads), sq, sk)
     bias_strides = broadcast_strides(lw.shape(bias), scores) if bias is not None else [0] * 4
+    return AttentionOperands(qv, kv, vv, bias, b, sq, sk, ld, bias_strides)
+
+
+def lower_attention(lw) -> None:
+    node = lw.node
+    attrs = node.attrs
+    heads, hd = attrs["num_heads"], attrs["head_dim"]
+    ops = attention_operands(lw)
+    qv, kv, vv, bias, b, sq, sk = ops.q, ops.k, ops.v, ops.bias, ops.b, ops.sq, ops.sk
+    ld, bias_strides = ops.ld, ops.bias_strides
     sk_max = lw.at_max(sk)  # a block of query rows holds at most this many scores
     block = min(lw.at_max(sq) * sk_max, max(32 * sk_max, ATTENTION_SCORE_FLOATS))
     context = dict(has_bias=bias is not None, causal=bool(attrs["causal"]),

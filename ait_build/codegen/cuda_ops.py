@@ -5,9 +5,9 @@ kind and only what changes the code (window geometry, residual, head_dim) is com
 
 from __future__ import annotations
 
-from ait_build.codegen.cexpr import broadcast_strides, cexpr, elements
+from ait_build.codegen.cexpr import cexpr, elements
 from ait_build.codegen.cpu_elementwise import float_literal
-from ait_build.codegen.cpu_gemm import window_attrs
+from ait_build.codegen.cpu_gemm import attention_operands, window_attrs
 from ait_build.codegen.kernel import make_kernel
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim, bounds
@@ -137,20 +137,9 @@ def lower_attention(lw) -> None:
     if hd > MAX_HEAD_DIM:
         raise AitError(f"{node.loc}: the cuda attention kernel takes head_dim <= {MAX_HEAD_DIM}, "
                        f"'{node.name}' has {hd}")
-    n_qkv = 1 if attrs["packed"] else 3
-    q = node.inputs[0]
-    bias = node.inputs[n_qkv] if len(node.inputs) > n_qkv else None
-    b, sq, width = lw.shape(q)
-    if attrs["packed"]:
-        base = lw.src(q)
-        qv, kv, vv = base, f"{base} + {heads * hd}", f"{base} + {2 * heads * hd}"
-        sk, ld = sq, [width] * 3
-    else:
-        qv, kv, vv = (lw.src(t) for t in node.inputs[:3])
-        sk = lw.shape(node.inputs[1])[1]
-        ld = [lw.shape(t)[2] for t in node.inputs[:3]]
-    scores = (b, Dim.of(heads), sq, sk)
-    bias_strides = broadcast_strides(lw.shape(bias), scores) if bias is not None else [0] * 4
+    ops = attention_operands(lw)
+    qv, kv, vv, bias, b, sq, sk = ops.q, ops.k, ops.v, ops.bias, ops.b, ops.sq, ops.sk
+    ld, bias_strides = ops.ld, ops.bias_strides
     out = node.output
     params = io_params(lw, out, "q", "k", "v")
     params += [(f"const {lw.ctype(bias)}*", "bias")] if bias is not None else []
