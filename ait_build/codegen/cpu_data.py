@@ -10,7 +10,7 @@ from ait_build.codegen.kernel import make_kernel, template_for
 from ait_build.codegen.render import c_string
 from ait_build.ir.dims import Dim
 from ait_build.ops.registry import norm_axis
-from ait_build.ops.shape import split_sizes
+from ait_build.ops.shape import slice_range, split_sizes
 
 COPY_TEMPLATE = "cpu/copy.cpp.j2"
 GATHER_TEMPLATE = "cpu/gather.cpp.j2"
@@ -76,9 +76,7 @@ def lower_slice(lw) -> None:
     x, out = node.inputs[0], node.output
     shape = lw.shape(x)
     axis = norm_axis(node.attrs["axis"], len(shape))
-    start = Dim.of(node.attrs["start"])
-    if start.is_static and shape[axis].is_static:  # as shape inference clamps it
-        start = Dim.of(min(max(start.value, 0), shape[axis].value))
+    start, _ = slice_range(node.attrs, shape[axis])  # Python's rules, as shape inference
     strides = list(contiguous_strides(shape))
     first = start * strides[axis]
     strides[axis] = strides[axis] * node.attrs["step"]

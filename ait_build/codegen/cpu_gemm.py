@@ -13,7 +13,7 @@ from ait_build.codegen.cpu_elementwise import ACT, Operand, elementwise, float_l
 from ait_build.codegen.kernel import make_kernel
 from ait_build.ir.dims import Dim
 from ait_build.ops.attention import attention_scale
-from ait_build.ops.registry import pair
+from ait_build.ops.conv import window_params
 
 # scratch sizes, as ait_cpu.h's im2col_rows and attention_rows choose them at run time
 IM2COL_FLOATS = 393216
@@ -126,8 +126,8 @@ def lower_matmul(lw) -> None:
 
 
 def window_attrs(attrs) -> dict:
-    (kh, kw), (sh, sw) = pair(attrs["kernel"]), pair(attrs["stride"])
-    (ph, pw), (dh, dw) = pair(attrs["padding"]), pair(attrs.get("dilation", 1))
+    # the op row resolves defaults (a pool's stride defaults to its kernel, as in PyTorch)
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = window_params(attrs)
     return dict(kh=kh, kw=kw, sh=sh, sw=sw, ph=ph, pw=pw, dh=dh, dw=dw)
 
 

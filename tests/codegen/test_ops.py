@@ -52,11 +52,13 @@ GROUPS = {
                 "outputs": ["split_a", "split_b", "split_c"]},
                n("slice", "slice", ["x"], axis=2, start=1, end=5, step=2),
                n("slice_dim", "slice", ["x"], axis=0, start=0, end="batch"),
+               n("slice_neg", "slice", ["x"], axis=2, start=-4, end=-1),  # Python's rules
                n("pad", "pad", ["x"], pads=[0, 0, 1, 2, 3, 0], value=-1.5),
                n("param", "parameter", [], shape=[4, 6], weights={"value": "table"}),
                n("plus_param", "add", ["x", "param"])],
         outputs=["reshape", "flatten", "permute", "transpose", "expand", "concat", "split_a",
-                 "split_b", "split_c", "slice", "slice_dim", "pad", "param", "plus_param"]),
+                 "split_b", "split_c", "slice", "slice_dim", "slice_neg", "pad", "param",
+                 "plus_param"]),
     "gemm": dict(
         inputs={"x": {"shape": ["batch", 6, 16]}, "res": {"shape": ["batch", 6, 12]},
                 "res_row": {"shape": [12]}, "res_odd": {"shape": ["batch", 1, 12]},
@@ -94,10 +96,11 @@ GROUPS = {
                n("avgpool", "avg_pool2d", ["img"], kernel=3, stride=2, padding=1),
                n("avgpool_x", "avg_pool2d", ["img"], kernel=2, stride=2, padding=1,
                  count_include_pad=False),
+               n("maxpool_nostride", "max_pool2d", ["img"], kernel=2),  # stride = kernel
                n("gap", "global_avg_pool", ["img"]),
                n("gap_keep", "global_avg_pool", ["img"], keepdims=True)],
         outputs=["c3", "c3s2d2", "c1", "c1s2", "c_rect", "grouped", "depthwise", "dw_s2",
-                 "maxpool", "avgpool", "avgpool_x", "gap", "gap_keep"]),
+                 "maxpool", "avgpool", "avgpool_x", "maxpool_nostride", "gap", "gap_keep"]),
     "norm_attention": dict(
         inputs={"x": {"shape": ["batch", 7, 16]}, "r": {"shape": ["batch", 7, 16]},
                 "kv": {"shape": ["batch", 5, 16]}, "qkv": {"shape": ["batch", 7, 48]},
