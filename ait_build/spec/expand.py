@@ -13,6 +13,7 @@ from ait_build.errors import Location, SpecError, did_you_mean, shown
 from ait_build.spec.blocks import NO_DEFAULT, BlockDef, check_arg_type
 from ait_build.spec.expr import substitute
 from ait_build.spec.fields import check_keys, expect_map
+from ait_build.spec.model_fields import check_name
 from ait_build.spec.yamlfile import YMap, where
 
 BLOCK_USE_FIELDS = ("name", "block", "repeat", "args", "inputs", "when", "doc")
@@ -52,7 +53,10 @@ class BlockExpander:
         if not _valid_repeat(repeat):
             raise SpecError(f"'repeat' must be an integer from 1 to {MAX_REPEAT}, got {shown(repeat)}",
                             where(entry, "repeat"))
-        local = self._node_name(entry, scope, bname, loc)
+        # a repeated use whose name holds `${...}` names each instance itself (torchvision's
+        # `encoder_layer_${i}`), evaluated with this repeat's `i`, instead of `<name>.<i>`
+        templated = "repeat" in entry and isinstance(entry.get("name"), str) and "$" in entry["name"]
+        local = entry["name"] if templated else self._node_name(entry, scope, bname, loc)
         inputs = self._resolve_inputs(entry, scope, loc, f"block use '{scope.prefix + local}'")
         if len(inputs) != len(block.inputs):
             raise SpecError(f"block '{bname}' takes {len(block.inputs)} input(s) "
@@ -65,9 +69,13 @@ class BlockExpander:
                                 + (f"; its params: {', '.join(block.params)}" if block.params else ""),
                                 args.key_loc[key])
         self._check_growth(repeat * self._min_nodes(block), bname, repeat, entry, loc)
-        outputs, start = [], len(self.nodes)
+        outputs, start, instances = [], len(self.nodes), {}
         for i in range(repeat):
-            prefix = scope.prefix + local + (f".{i}" if "repeat" in entry else "") + "."
+            if templated:
+                instance = self._instance_name(entry, scope, i, instances)
+                prefix = scope.prefix + instance + "."
+            else:
+                prefix = scope.prefix + local + (f".{i}" if "repeat" in entry else "") + "."
             env = self._block_env(block, args, dict(scope.env, i=i), loc)
             inner = Scope(prefix=prefix, names=dict(zip(block.inputs, inputs)), env=dict(env, i=i),
                           prev=inputs[0], prev_node=f"block input '{block.inputs[0]}'",
@@ -79,6 +87,8 @@ class BlockExpander:
                 exc.add_note(f"in block '{bname}' used as '{prefix[:-1]}'", loc)
                 raise
             inputs = [outputs[0]] + inputs[1:]
+            if templated:
+                scope.names[instance] = outputs[0]
             if i == 0:  # now the size of one instance is known
                 self._check_growth(repeat * (len(self.nodes) - start), bname, repeat, entry, loc,
                                    start)
@@ -86,6 +96,19 @@ class BlockExpander:
         for oname, tid in zip(block.outputs or [], outputs):
             scope.names[f"{local}:{oname}"] = tid
         scope.prev, scope.prev_node = outputs[0], f"block '{scope.prefix + local}'"
+
+    def _instance_name(self, entry, scope: Scope, i: int, seen: dict) -> str:
+        loc = where(entry, "name")
+        name = substitute(entry["name"], dict(scope.env, i=i), loc)
+        if not isinstance(name, (str, int)) or isinstance(name, bool):
+            raise SpecError(f"'name' must give a string, got {shown(name)}", loc)
+        name = str(name)
+        check_name(name, loc, "block instance")
+        if name in seen:
+            raise SpecError(f"instances {seen[name]} and {i} are both named '{name}'; use ${{i}} in "
+                            "the name so each repeat gets its own", loc)
+        seen[name] = i
+        return name
 
     def _check_growth(self, adds, bname, repeat, entry, loc, start=None) -> None:
         """Fail before expanding a block use that would pass MAX_NODES, not after minutes."""

@@ -151,3 +151,20 @@ def test_a_block_error_names_the_use_site(write):
     text = str(info.value)
     assert "unknown op 'rleu' (did you mean 'relu'?)" in text
     assert "note: in block 'mlp' used as 'b.0'" in text
+
+
+def test_repeat_with_a_templated_name_names_each_instance(write):
+    g = load_model(_model(write, "  - {name: 'layer_${i}', block: mlp, repeat: 3, args: {hidden: 16}}\n"
+                                 "  - {name: out, op: add, inputs: [layer_1, layer_2]}",
+                          outputs="[out]"))
+    assert [n.name for n in g.nodes[:6]] == [f"layer_{i}.{part}" for i in range(3)
+                                             for part in ("fc", "act")]
+    assert "layer_2.fc.weight" in g.weight_names() and "layer_2.0.fc.weight" not in g.weight_names()
+    assert g.node("layer_1.fc").inputs == ["layer_0.act"]  # still chained
+    assert g.node("out").inputs == ["layer_1.act", "layer_2.act"]  # each name is its output
+
+
+def test_repeat_with_a_name_that_does_not_change_per_instance_is_an_error(write):
+    with pytest.raises(SpecError, match="instances 0 and 1 are both named 'same'"):
+        load_model(_model(write, "  - {name: \"${'same'}\", block: mlp, repeat: 2, args: {hidden: 16}}",
+                          outputs="[same]"))
