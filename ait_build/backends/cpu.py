@@ -2,13 +2,15 @@
 compute for every float dtype (float16/bfloat16 models take and return their own dtype; the
 conversion happens at the model's edges).
 
-The table below is the whole mapping from ops to kernels; each lowering lives with its kind in
+The table below is the whole mapping from ops to kernels (with the rows every backend shares,
+from backends/shared.py); each lowering lives with its kind in
 ait_build/codegen/cpu_*.py.
 """
 
 from __future__ import annotations
 
-from ait_build.codegen import cpu_data, cpu_elementwise, cpu_gemm, cpu_norm
+from ait_build.backends import shared
+from ait_build.codegen import cpu_data, cpu_gemm, cpu_norm
 from ait_build.codegen.cpu_elementwise import Operand, convert
 from ait_build.codegen.storage import CTYPE, IO_CTYPE
 
@@ -20,12 +22,7 @@ SUPPORT_FILES = {  # generated path -> template
 }
 
 LOWER = {
-    # elementwise: one expression per element (templates/cpu/elementwise.cpp.j2)
-    **{op: cpu_elementwise.lower_simple for op in (
-        "relu", "silu", "sigmoid", "tanh", "hardswish", "gelu", "add", "sub", "mul", "div",
-        "cast")},
-    "fused_elementwise": cpu_elementwise.lower_fused,
-    "batch_norm": cpu_elementwise.lower_batch_norm,
+    **shared.ELEMENTWISE,  # elementwise ops, fused programs, batch_norm (backends/shared.py)
     # GEMM-shaped, with the fused epilogue (gemm / conv2d / depthwise_conv2d / attention)
     "linear": cpu_gemm.lower_linear,
     "matmul": cpu_gemm.lower_matmul,
@@ -38,18 +35,7 @@ LOWER = {
     "max_pool2d": cpu_norm.lower_pool,
     "avg_pool2d": cpu_norm.lower_pool,
     "global_avg_pool": cpu_norm.lower_global_avg_pool,
-    # data movement: views where possible, else one strided-copy template
-    "identity": cpu_data.lower_view,
-    "reshape": cpu_data.lower_view,
-    "flatten": cpu_data.lower_view,
-    "permute": cpu_data.lower_permute,
-    "transpose": cpu_data.lower_permute,
-    "expand": cpu_data.lower_expand,
-    "slice": cpu_data.lower_slice,
-    "concat": cpu_data.lower_concat,
-    "split": cpu_data.lower_split,
-    "pad": cpu_data.lower_pad,
-    "gather": cpu_data.lower_gather,
+    **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
     "embedding": cpu_data.lower_embedding,
     "parameter": cpu_data.lower_parameter,
 }

@@ -4,13 +4,15 @@ pointers in that dtype, and run() enqueues on the caller's stream.
 
 The table below is the whole mapping from ops to kernels. GEMM-shaped ops go through CUTLASS
 (codegen/cuda_gemm.py), rows, windows and attention through own templates (codegen/cuda_ops.py);
-elementwise and data-movement ops share the cpu backend's lowering (cpu_elementwise.py,
-cpu_data.py), rendered into the cuda templates named in TEMPLATES, which take the same context.
+elementwise and data-movement ops take the rows every backend shares (backends/shared.py: the
+lowerings of cpu_elementwise.py and cpu_data.py), rendered into the cuda templates named in
+TEMPLATES, which take the same context.
 """
 
 from __future__ import annotations
 
-from ait_build.codegen import cpu_data, cpu_elementwise, cuda_gemm, cuda_ops
+from ait_build.backends import shared
+from ait_build.codegen import cpu_data, cuda_gemm, cuda_ops
 from ait_build.codegen.cexpr import elements
 from ait_build.ir.dims import Dim
 
@@ -56,12 +58,7 @@ def lower_parameter(lw) -> None:
 
 
 LOWER = {
-    # elementwise: one expression per element (templates/cuda/elementwise.cu.j2)
-    **{op: cpu_elementwise.lower_simple for op in (
-        "relu", "silu", "sigmoid", "tanh", "hardswish", "gelu", "add", "sub", "mul", "div",
-        "cast")},
-    "fused_elementwise": cpu_elementwise.lower_fused,
-    "batch_norm": cpu_elementwise.lower_batch_norm,
+    **shared.ELEMENTWISE,  # elementwise ops, fused programs, batch_norm (backends/shared.py)
     # GEMM-shaped, with the fused epilogue (CUTLASS sm80 tensor ops)
     "linear": cuda_gemm.lower_linear,
     "matmul": cuda_gemm.lower_matmul,
@@ -74,18 +71,7 @@ LOWER = {
     "max_pool2d": cuda_ops.lower_pool,
     "avg_pool2d": cuda_ops.lower_pool,
     "global_avg_pool": cuda_ops.lower_global_avg_pool,
-    # data movement: views where possible, else one strided-copy template
-    "identity": cpu_data.lower_view,
-    "reshape": cpu_data.lower_view,
-    "flatten": cpu_data.lower_view,
-    "permute": cpu_data.lower_permute,
-    "transpose": cpu_data.lower_permute,
-    "expand": cpu_data.lower_expand,
-    "slice": cpu_data.lower_slice,
-    "concat": cpu_data.lower_concat,
-    "split": cpu_data.lower_split,
-    "pad": cpu_data.lower_pad,
-    "gather": cpu_data.lower_gather,
+    **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
     "embedding": lower_embedding,
     "parameter": lower_parameter,
 }

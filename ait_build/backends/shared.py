@@ -1,0 +1,31 @@
+"""Rows of the op -> lowering tables that every backend shares: elementwise programs and data
+movement are the same index arithmetic on any device, and each backend renders them into its own
+templates (see codegen/kernel.template_for). Backends spread these into their LOWER table."""
+
+from __future__ import annotations
+
+from ait_build.codegen import cpu_data, cpu_elementwise
+
+# one expression per element (templates/<backend>/elementwise.*.j2)
+ELEMENTWISE = {
+    **{op: cpu_elementwise.lower_simple for op in (
+        "relu", "silu", "sigmoid", "tanh", "hardswish", "gelu", "add", "sub", "mul", "div",
+        "cast")},
+    "fused_elementwise": cpu_elementwise.lower_fused,
+    "batch_norm": cpu_elementwise.lower_batch_norm,
+}
+
+# views where possible, else one strided-copy template; gather by index
+DATA_MOVEMENT = {
+    "identity": cpu_data.lower_view,
+    "reshape": cpu_data.lower_view,
+    "flatten": cpu_data.lower_view,
+    "permute": cpu_data.lower_permute,
+    "transpose": cpu_data.lower_permute,
+    "expand": cpu_data.lower_expand,
+    "slice": cpu_data.lower_slice,
+    "concat": cpu_data.lower_concat,
+    "split": cpu_data.lower_split,
+    "pad": cpu_data.lower_pad,
+    "gather": cpu_data.lower_gather,
+}
