@@ -31,10 +31,7 @@ LOWER = {
     "multi_head_attention": cpu_gemm.lower_attention,
     # rows and windows
     "layer_norm": cpu_norm.lower_layer_norm,
-    "softmax": cpu_norm.lower_softmax,
-    "max_pool2d": cpu_norm.lower_pool,
-    "avg_pool2d": cpu_norm.lower_pool,
-    "global_avg_pool": cpu_norm.lower_global_avg_pool,
+    **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
     **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
     "embedding": cpu_data.lower_embedding,
     "parameter": cpu_data.lower_parameter,

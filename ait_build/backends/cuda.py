@@ -28,6 +28,9 @@ TEMPLATES = {
     "elementwise": "cuda/elementwise.cu.j2",
     "copy": "cuda/copy.cu.j2",
     "gather": "cuda/gather.cu.j2",
+    "softmax": "cuda/softmax.cu.j2",
+    "pool2d": "cuda/pool2d.cu.j2",
+    "global_avg_pool": "cuda/global_avg_pool.cu.j2",
 }
 
 # storage types: the model's own dtype, also at the edges (no conversion kernels)
@@ -67,10 +70,7 @@ LOWER = {
     "multi_head_attention": cuda_ops.lower_attention,
     # rows and windows
     "layer_norm": cuda_ops.lower_layer_norm,
-    "softmax": cuda_ops.lower_softmax,
-    "max_pool2d": cuda_ops.lower_pool,
-    "avg_pool2d": cuda_ops.lower_pool,
-    "global_avg_pool": cuda_ops.lower_global_avg_pool,
+    **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
     **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
     "embedding": lower_embedding,
     "parameter": lower_parameter,

@@ -4,7 +4,7 @@ templates (see codegen/kernel.template_for). Backends spread these into their LO
 
 from __future__ import annotations
 
-from ait_build.codegen import cpu_data, cpu_elementwise
+from ait_build.codegen import cpu_data, cpu_elementwise, cpu_norm
 
 # one expression per element (templates/<backend>/elementwise.*.j2)
 ELEMENTWISE = {
@@ -28,4 +28,12 @@ DATA_MOVEMENT = {
     "split": cpu_data.lower_split,
     "pad": cpu_data.lower_pad,
     "gather": cpu_data.lower_gather,
+}
+
+# rows and windows whose loops are the same everywhere (templates/<backend>/{softmax,pool2d,...})
+ROWS_AND_WINDOWS = {
+    "softmax": cpu_norm.lower_softmax,
+    "max_pool2d": cpu_norm.lower_pool,
+    "avg_pool2d": cpu_norm.lower_pool,
+    "global_avg_pool": cpu_norm.lower_global_avg_pool,
 }

@@ -1,5 +1,5 @@
-"""cuda lowering of row-wise, window and attention ops: layer_norm (+residual), softmax, max/avg
-pooling, global average pooling and fused multi-head attention. Own templates, fp16/bf16
+"""cuda lowering of layer_norm (+residual) and fused multi-head attention (softmax and the pools
+are shared with the cpu backend: cpu_norm.py). Own templates, fp16/bf16
 storage with float32 math; sizes are run-time arguments, so one kernel serves every layer of a
 kind and only what changes the code (window geometry, residual, head_dim) is compiled in."""
 
@@ -7,21 +7,15 @@ from __future__ import annotations
 
 from ait_build.codegen.cexpr import cexpr, elements
 from ait_build.codegen.cpu_elementwise import float_literal
-from ait_build.codegen.cpu_gemm import attention_operands, window_attrs
-from ait_build.codegen.kernel import make_kernel
+from ait_build.codegen.cpu_gemm import attention_operands
+from ait_build.codegen.kernel import io_params, make_kernel
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim, bounds
 from ait_build.ops.attention import attention_scale
-from ait_build.ops.registry import norm_axis
 
 # head_dim is a compile-time constant of the attention kernel; each lane of 8 holds
 # ceil(head_dim / 8) of q and of the output row in registers
 MAX_HEAD_DIM = 256
-
-
-def io_params(lw, out: str, *names: str) -> list:
-    ctype = lw.ctype(out)
-    return [(f"{ctype}*", "out")] + [(f"const {ctype}*", n) for n in names]
 
 
 def lower_layer_norm(lw) -> None:
@@ -40,42 +34,6 @@ def lower_layer_norm(lw) -> None:
     args += [cexpr(elements(lw.shape(x)[:-1])), cexpr(lw.shape(x)[-1]),
              float_literal(node.attrs["eps"])]
     lw.call(kernel, args)
-
-
-def lower_softmax(lw) -> None:
-    node = lw.node
-    x, out = node.inputs[0], node.output
-    shape = lw.shape(x)
-    axis = norm_axis(node.attrs["axis"], len(shape))
-    inner = elements(shape[axis + 1:])
-    params = io_params(lw, out, "x") + [("int64_t", p) for p in ("outer", "L", "inner")]
-    kernel = make_kernel("softmax", node.op, "cuda/softmax.cu.j2",
-                         dict(contiguous=inner == Dim.of(1), ctype=lw.ctype(out)), params)
-    lw.call(kernel, [lw.dst(out), lw.src(x), cexpr(elements(shape[:axis])), cexpr(shape[axis]),
-                     cexpr(inner)])
-
-
-def lower_pool(lw) -> None:
-    node = lw.node
-    x, out = node.inputs[0], node.output
-    n, h, w, c = lw.shape(x)
-    _, ho, wo, _ = lw.shape(out)
-    kind = "max" if node.op == "max_pool2d" else "avg"
-    context = dict(window_attrs(node.attrs), kind=kind, ctype=lw.ctype(out),
-                   count_include_pad=bool(node.attrs.get("count_include_pad", True)))
-    params = io_params(lw, out, "x") + [("int64_t", s) for s in ("N", "H", "W", "C", "HO", "WO")]
-    kernel = make_kernel(f"{kind}_pool2d", node.op, "cuda/pool2d.cu.j2", context, params)
-    lw.call(kernel, [lw.dst(out), lw.src(x)] + [cexpr(v) for v in (n, h, w, c, ho, wo)])
-
-
-def lower_global_avg_pool(lw) -> None:
-    node = lw.node
-    n, h, w, c = lw.shape(node.inputs[0])
-    params = io_params(lw, node.output, "x") + [("int64_t", p) for p in ("N", "HW", "C")]
-    kernel = make_kernel("global_avg_pool", node.op, "cuda/global_avg_pool.cu.j2",
-                         dict(ctype=lw.ctype(node.output)), params)
-    lw.call(kernel, [lw.dst(node.output), lw.src(node.inputs[0]), cexpr(n), cexpr(h * w),
-                     cexpr(c)])
 
 
 FMHA_ELEMENT = {"float16": "cutlass::half_t", "bfloat16": "cutlass::bfloat16_t"}

@@ -70,3 +70,9 @@ def template_for(plan, kind: str, default: str) -> str:
     lowers elementwise and data-movement ops with cpu_elementwise/cpu_data, into its own
     templates with the same context and parameters)."""
     return getattr(plan.backend, "TEMPLATES", {}).get(kind, default)
+
+
+def io_params(lw, out: str, *names: str) -> list:
+    """(ctype, name) pairs for `out` and same-typed inputs, in the backend's storage type."""
+    ctype = lw.ctype(out)
+    return [(f"{ctype}*", "out")] + [(f"const {ctype}*", n) for n in names]
