@@ -1,8 +1,9 @@
 """The specs the GPU tests build: every op the cuda backend lowers, in float16, in six small
 models (each node's result is an output), with shapes that reach each kernel variant (aligned
 CUTLASS GEMMs and convs, the unaligned fallbacks, direct grouped/depthwise convs); plus the
-small zoo specs (float32 as written, and float16) and the seed models. `all_specs()` lists them
-so the GPU machine can build everything in one parallel SCons run:
+small zoo specs (float32 as written, float16 and bfloat16) and the seed models (as written, in
+float16, and one in bfloat16). `all_specs()` lists them so the GPU machine can build everything
+in one parallel SCons run:
 
     python -m SCons -j16 target=h200,a100 spec=$(python tests/cuda/cuda_op_groups.py)
 """
@@ -13,7 +14,7 @@ import os
 
 import yaml
 
-from cuda_helpers import ROOT, fp16_spec, spec_path
+from cuda_helpers import ROOT, bf16_spec, fp16_spec, spec_path
 
 B = {"batch": {"min": 1, "max": 8, "opt": 3}}
 
@@ -111,9 +112,14 @@ GROUPS = {
         inputs={"x": {"shape": ["batch", 7, 64]}, "r": {"shape": ["batch", 7, 64]},
                 "kv": {"shape": ["batch", 40, 64]}, "qkv": {"shape": ["batch", 37, 192]},
                 "mask": {"shape": ["batch", 1, 1, 7]}, "full": {"shape": ["batch", 2, 7, 40]},
-                "x24": {"shape": ["batch", 24, 128]}, "kv40": {"shape": ["batch", 40, 128]}},
+                "x24": {"shape": ["batch", 24, 128]}, "kv40": {"shape": ["batch", 40, 128]},
+                "x13": {"shape": ["batch", 13, 128]}, "w768": {"shape": ["batch", 3, 768]},
+                "r768": {"shape": ["batch", 3, 768]}, "w100": {"shape": ["batch", 3, 100]}},
         graph=[n("ln", "layer_norm", ["x"]), n("ln_res", "layer_norm", ["x", "r"], eps=1e-6),
                n("ln_plain", "layer_norm", ["x"], affine=False),
+               # widths 768 (warp-per-row kernel, 3 chunks a lane) and 100 (not a multiple of
+               # 8: the block-per-row kernel)
+               n("ln768", "layer_norm", ["w768", "r768"]), n("ln100", "layer_norm", ["w100"]),
                n("softmax", "softmax", ["x"]), n("softmax_mid", "softmax", ["x"], axis=1),
                n("mha", "multi_head_attention", ["x", "r", "x", "mask"], num_heads=2,
                  head_dim=32),
@@ -124,9 +130,13 @@ GROUPS = {
                # no bias, 24 queries (a multiple of 8), head_dim 64: Hopper's FMHA on h200 (40
                # keys: one masked key tile), example 41's kernel on a100
                n("mha_plain", "multi_head_attention", ["x24", "kv40", "kv40"], num_heads=2,
-                 head_dim=64, scale=0.2)],
-        outputs=["ln", "ln_res", "ln_plain", "softmax", "softmax_mid", "mha", "mha_cross",
-                 "mha_packed", "mha_plain"]),
+                 head_dim=64, scale=0.2),
+               # 13 queries, not a multiple of 8 (ViT has 197): Hopper's FMHA with a partial
+               # query tile, rows past 13 zero-filled by TMA and clipped by the output store
+               n("mha_odd", "multi_head_attention", ["x13", "kv40", "kv40"], num_heads=2,
+                 head_dim=64)],
+        outputs=["ln", "ln_res", "ln_plain", "ln768", "ln100", "softmax", "softmax_mid", "mha",
+                 "mha_cross", "mha_packed", "mha_plain", "mha_odd"]),
     "lookup": dict(
         inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
                 "ids32": {"shape": ["batch", 3], "dtype": "int32"},
@@ -141,6 +151,11 @@ GROUPS = {
 SMALL = ["mlp", "tiny_cnn", "tiny_bert", "tiny_vit"]
 FP16_SMALL = ["tiny_cnn", "tiny_vit"]  # tiny_bert casts its mask to float32 explicitly
 SEEDS = {"resnet50": {"batch": 1}, "bert_base": {"batch": 1, "seq": 128}, "vit_b16": {"batch": 1}}
+# bfloat16 variants (bf16_spec: tiny_bert's mask cast follows the model dtype): the small specs
+# and one seed model, ViT-B/16, whose kernels (conv, sm90 GEMMs, Hopper FMHA + example 41, layer
+# norms, copies) cover BERT-base's too
+BF16_SMALL = ["mlp", "tiny_cnn", "tiny_bert", "tiny_vit"]
+BF16_SEEDS = {"vit_b16": {"batch": 1}}
 
 
 def op_spec(group: str) -> str:
@@ -157,7 +172,8 @@ def op_spec(group: str) -> str:
 
 def all_specs() -> list:
     return ([op_spec(g) for g in sorted(GROUPS)] + [spec_path(s) for s in SMALL]
-            + [fp16_spec(s) for s in FP16_SMALL] + [spec_path(s) for s in sorted(SEEDS)])
+            + [fp16_spec(s) for s in FP16_SMALL] + [spec_path(s) for s in sorted(SEEDS)]
+            + [bf16_spec(s) for s in BF16_SMALL + sorted(BF16_SEEDS)])
 
 
 if __name__ == "__main__":
