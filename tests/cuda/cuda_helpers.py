@@ -1,19 +1,27 @@
-"""Helpers for the cuda tests: fp16 variants of the zoo's small specs, and building a spec for a
-cuda target as one translation unit (the compile-only test on a 2-core machine: the CUTLASS
-headers are parsed once per model). A plain module, not a package: tests/cuda is on sys.path
-under pytest's default import mode, and a package named `cuda` would clash with NVIDIA's."""
+"""Helpers for the cuda tests: float16 and bfloat16 variants of the zoo's specs, building a spec
+for a cuda target as one translation unit (the compile-only test on a 2-core machine: the CUTLASS
+headers are parsed once per model), and what the GPU tests share: built models, inputs on the
+device, error measures and their report (AIT_GPU_REPORT). Nothing here imports torch at import
+time: the default run imports this module without it. A plain module, not a package: tests/cuda
+is on sys.path under pytest's default import mode, and a package named `cuda` would clash with
+NVIDIA's."""
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import subprocess
+
+import numpy as np
+import yaml
 
 from ait_build.codegen.emit import emit
 from ait_build.spec.target import find_target
 from ait_build.toolchain import toolchain_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TARGETS = ["h200", "a100"]  # the cuda targets the GPU tests build and run (a100: PTX on Hopper)
 
 
 def spec_path(name: str) -> str:
@@ -24,6 +32,31 @@ def fp16_spec(name: str) -> str:
     """specs/<name>.yaml computing in float16 (bench's variant under build/specs/)."""
     from ait_build.bench import dtype_variant
     return dtype_variant(spec_path(name), "float16", ROOT)
+
+
+def bf16_spec(name: str) -> str:
+    """specs/<name>.yaml computing in bfloat16: bench's variant under build/specs/, except for a
+    spec that casts to float32 explicitly (tiny_bert's padding mask, written for a float32
+    model): bench's variant keeps that cast, and the float32 mask bias then meets bfloat16
+    attention scores (a dtype error). Such a spec gets a variant of its own,
+    <name>_bfloat16_mask, whose casts to float32 produce bfloat16, as transformers casts the
+    extended attention mask to the model's dtype."""
+    from ait_build.bench import dtype_variant
+    from ait_build.codegen.emit import write_if_changed
+    path = dtype_variant(spec_path(name), "bfloat16", ROOT)
+    with open(path, encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh)
+    casts = [n for n in doc["graph"] if n.get("op") == "cast" and n.get("dtype") == "float32"]
+    if not casts:
+        return path
+    for node in casts:
+        node["dtype"] = "bfloat16"
+    doc["name"] += "_mask"
+    path = os.path.join(ROOT, "build", "specs", doc["name"] + ".yaml")
+    text = (f"# specs/{name}.yaml with dtype bfloat16 and its float32 casts to bfloat16, written "
+            "by tests/cuda/cuda_helpers.py\n" + yaml.safe_dump(doc, sort_keys=False))
+    write_if_changed(path, text.encode())
+    return path
 
 
 def unity_build(spec: str, target: str, out_dir: str) -> tuple:
@@ -61,3 +94,71 @@ def c_create(lib_path: str, name: str, weights: str) -> tuple:
     if handle.value:
         destroy(handle)
     return rc, message
+
+
+# -- the GPU tests' shared parts ----------------------------------------------------------------
+_BUILT: dict = {}
+
+
+def built(spec: str, target: str):
+    """(Model, graph) for a spec built with SCons (objects shared through a CacheDir); one Model
+    per (spec, target) for the whole session, whichever test module asks first."""
+    from ait_build.build_cli import build
+    from ait_build.runtime import Model
+    from ait_build.spec.model import load_model
+    key = (spec, target)
+    if key not in _BUILT:
+        graph = load_model(spec)
+        out = os.path.join(ROOT, "build", target, graph.name)
+        if os.environ.get("AIT_PREBUILT") != "1":  # else: all_specs() were built in one scons run
+            cache = os.environ.get("AIT_BUILD_CACHE") or os.path.join(ROOT, "build", "cache")
+            out = build(spec, target, cache=cache, quiet=True)
+        _BUILT[key] = (Model(out), graph)
+    return _BUILT[key]
+
+
+def on_gpu(inputs: dict) -> dict:
+    """NumPy inputs as torch CUDA tensors of the same dtype (bfloat16 arrays, ml_dtypes', which
+    torch.from_numpy does not take, travel as their int16 bits)."""
+    import torch
+    out = {}
+    for k, v in inputs.items():
+        v = np.ascontiguousarray(v)
+        if v.dtype.name == "bfloat16":
+            out[k] = torch.from_numpy(v.view(np.int16)).cuda().view(torch.bfloat16)
+        else:
+            out[k] = torch.from_numpy(v).cuda()
+    return out
+
+
+def errors(got: np.ndarray, ref: np.ndarray) -> dict:
+    diff = got.astype(np.float64) - ref.astype(np.float64)
+    scale = max(float(np.abs(ref).max()) if ref.size else 0.0, 1e-30)
+    return {"max_abs": float(np.abs(diff).max()) if diff.size else 0.0,
+            "max_rel_to_scale": float(np.abs(diff).max() / scale) if diff.size else 0.0,
+            "rel_l2": float(np.linalg.norm(diff) / max(np.linalg.norm(ref), 1e-30))}
+
+
+def report(**row) -> None:
+    """Appends one measured error (a JSON line) to $AIT_GPU_REPORT, when set."""
+    path = os.environ.get("AIT_GPU_REPORT")
+    if path:
+        with open(path, "a") as fh:
+            fh.write(json.dumps(row, sort_keys=True) + "\n")
+
+
+def check_whole_model(spec: str, target: str, dims: dict | None, seed: int, bound: float,
+                      case: str) -> None:
+    """A 16-bit model against the reference executor: finite outputs, relative L2 error under
+    `bound`; every output's errors are reported."""
+    from ait_build.reference import random_inputs, run_reference
+    model, graph = built(spec, target)
+    env = {d: r.opt for d, r in graph.dims.items()} if dims is None else dims
+    inputs = random_inputs(graph, env, seed=seed)
+    got = model.run(on_gpu(inputs))
+    for out, expected in run_reference(graph, inputs).items():
+        actual = got[out].float().cpu().numpy()
+        assert np.isfinite(actual).all(), out
+        e = errors(actual, expected)
+        report(case=case, output=out, dtype=graph.tensors[out].dtype, **e)
+        assert e["rel_l2"] < bound, (out, e)

@@ -16,60 +16,21 @@ accuracy), so they keep the cpu tests' float32 tolerance (rtol 1e-4 after scalin
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 
 import numpy as np
 import pytest
 
-from ait_build.build_cli import build
 from ait_build.reference import random_inputs, run_reference
-from ait_build.spec.model import load_model
 
-from cuda_helpers import ROOT, fp16_spec, spec_path
+from cuda_helpers import (TARGETS, built, check_whole_model, errors, fp16_spec, on_gpu,
+                          report, spec_path)
 from cuda_op_groups import FP16_SMALL, GROUPS, SEEDS, SMALL, op_spec
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA device", allow_module_level=True)
-
-TARGETS = ["h200", "a100"]
-_BUILT: dict = {}
-
-
-def built(spec: str, target: str):
-    """(Model, graph) for a spec built with SCons (objects shared through a CacheDir)."""
-    from ait_build.runtime import Model
-    key = (spec, target)
-    if key not in _BUILT:
-        graph = load_model(spec)
-        out = os.path.join(ROOT, "build", target, graph.name)
-        if os.environ.get("AIT_PREBUILT") != "1":  # else: all_specs() were built in one scons run
-            cache = os.environ.get("AIT_BUILD_CACHE") or os.path.join(ROOT, "build", "cache")
-            out = build(spec, target, cache=cache, quiet=True)
-        _BUILT[key] = (Model(out), graph)
-    return _BUILT[key]
-
-
-def on_gpu(inputs: dict) -> dict:
-    return {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in inputs.items()}
-
-
-def errors(got: np.ndarray, ref: np.ndarray) -> dict:
-    diff = got.astype(np.float64) - ref.astype(np.float64)
-    scale = max(float(np.abs(ref).max()) if ref.size else 0.0, 1e-30)
-    return {"max_abs": float(np.abs(diff).max()) if diff.size else 0.0,
-            "max_rel_to_scale": float(np.abs(diff).max() / scale) if diff.size else 0.0,
-            "rel_l2": float(np.linalg.norm(diff) / max(np.linalg.norm(ref), 1e-30))}
-
-
-def report(**row) -> None:
-    path = os.environ.get("AIT_GPU_REPORT")
-    if path:
-        with open(path, "a") as fh:
-            fh.write(json.dumps(row, sort_keys=True) + "\n")
 
 
 def check_outputs(got: dict, ref: dict, graph, single_op: bool, what: str) -> None:
@@ -116,21 +77,6 @@ def test_small_specs_float32(name, target):
     inputs = random_inputs(graph, {d: r.opt for d, r in graph.dims.items()}, seed=1)
     got = model.run(on_gpu(inputs))
     check_outputs(got, run_reference(graph, inputs), graph, False, f"{target}/{name}")
-
-
-def check_whole_model(spec: str, target: str, dims: dict | None, seed: int, bound: float,
-                      case: str) -> None:
-    """A float16 model against the reference: finite outputs, relative L2 error under `bound`."""
-    model, graph = built(spec, target)
-    env = {d: r.opt for d, r in graph.dims.items()} if dims is None else dims
-    inputs = random_inputs(graph, env, seed=seed)
-    got = model.run(on_gpu(inputs))
-    for out, expected in run_reference(graph, inputs).items():
-        actual = got[out].float().cpu().numpy()
-        assert np.isfinite(actual).all(), out
-        e = errors(actual, expected)
-        report(case=case, output=out, dtype=graph.tensors[out].dtype, **e)
-        assert e["rel_l2"] < bound, (out, e)
 
 
 @pytest.mark.parametrize("target", TARGETS)
