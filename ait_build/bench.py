@@ -5,8 +5,9 @@ Each side runs `warmup` times, then `runs` timed calls; the table shows medians.
 runs in its own process (`python -m ait_build.bench --side ...`): three OpenMP/thread-pool
 runtimes in one process fight over the cores while idle (on 2 cores, PyTorch ran 9x slower after
 our library had run). `--in-process` times all sides in this process, taking turns call by call.
-A clock per backend does the timing: perf_counter for cpu builds (a CUDA-events clock slots in
-beside it). Comparisons run only where their package is installed, and say "skipped: ..."
+A clock per backend does the timing: perf_counter for cpu builds; cuda builds go to
+ait_build/bench_cuda.py (CUDA events, one process, PyTorch eager, eager + CUDA graph and
+torch.compile). Comparisons run only where their package is installed, and say "skipped: ..."
 otherwise.
 """
 
@@ -48,6 +49,7 @@ class CpuClock:
 
 
 CLOCKS = {"cpu": CpuClock}
+CPU_RUNS, CPU_WARMUP = 20, 3
 
 
 def stats(times: list, batch: int) -> dict:
@@ -248,20 +250,31 @@ def side_main(argv=None) -> int:
     return 0
 
 
-def run_bench(spec: str, target: str, batches: list, vs: list, runs: int, warmup: int,
-              dims: dict, jobs: int | None = None, dtype: str | None = None,
-              in_process: bool = False) -> dict:
+def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
+              warmup: int | None, dims: dict, jobs: int | None = None, dtype: str | None = None,
+              in_process: bool = False, compile_mode: str = "default", on_case=None) -> dict:
+    """The report; runs/warmup None: the backend's defaults. A cuda build is timed by
+    bench_cuda.run_bench (compile_mode, and on_case(report) after each case)."""
+    from ait_build import bench_cuda
     from ait_build.build_cli import build, make_inputs, project_root, resolve_spec, spec_name
     from ait_build.runtime import load_manifest
+    from ait_build.spec.target import find_target
     unknown = [v for v in vs if v not in COMPETITORS]
     if unknown:
         raise AitError(f"unknown --vs {', '.join(unknown)}; choose from {', '.join(COMPETITORS)}")
     spec = resolve_spec(spec)
     twin_name = spec_name(spec)
+    if find_target(target, os.path.join(project_root(), "targets")).backend == "cuda":
+        bench_cuda.check(vs)  # before a build that would be for nothing
     if dtype:
         spec = dtype_variant(spec, dtype, project_root())
     build_dir = build(spec, target, jobs=jobs)
     manifest = load_manifest(os.path.join(build_dir, "manifest.json"))
+    if manifest.backend == "cuda":
+        return bench_cuda.run_bench(Context(spec, twin_name, build_dir), manifest, target, batches,
+                                    vs, runs, warmup, dims, compile_mode, on_case)
+    runs = CPU_RUNS if runs is None else runs
+    warmup = CPU_WARMUP if warmup is None else warmup
     clock = CLOCKS.get(manifest.backend)
     if clock is None:
         raise AitError(f"bench has no clock for backend '{manifest.backend}' yet")
@@ -326,28 +339,57 @@ def cmd_bench(args) -> int:
     batches = [int(b) for b in args.batch.split(",") if b.strip()]
     vs = [v.strip() for v in (args.vs or "").split(",") if v.strip()]
     report = run_bench(args.spec, args.target, batches, vs, args.runs, args.warmup,
-                       _parse_dims(args.dim), args.jobs, args.dtype, args.in_process)
-    print(table(report, vs))
+                       _parse_dims(args.dim), args.jobs, args.dtype, args.in_process,
+                       args.compile_mode, on_case=lambda r: write_json(r, args.json))
+    if report.get("backend") == "cuda":
+        from ait_build.bench_cuda import table as cuda_table
+        print(cuda_table(report))
+    else:
+        print(table(report, vs))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=2, sort_keys=True)
+        write_json(report, args.json)
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
 
 
+def write_json(report: dict, path: str | None) -> None:
+    """The report as JSON (cuda runs write it after every case: a run cut short keeps its
+    finished cases)."""
+    if not path:
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(report, fh, indent=2, sort_keys=True)
+
+
 def register(sub) -> None:
-    p = sub.add_parser("bench", help="time a model beside PyTorch and ONNX Runtime")
+    from ait_build.bench_cuda import (COMPILE_MODES, DEFAULT_RUNS, DEFAULT_WARMUP, LARGE_ROWS,
+                                      LARGE_RUNS, LARGE_WARMUP)
+    p = sub.add_parser(
+        "bench", help="time a model beside PyTorch and ONNX Runtime",
+        description="Time a built model beside PyTorch (and ONNX Runtime on cpu). On cpu: "
+        "perf_counter, each side in its own process. On a cuda target (a100, h100, h200): CUDA "
+        "events in one process, our library with and without its CUDA graphs against PyTorch "
+        "eager, eager captured in a CUDA graph and torch.compile (--vs torch); a case with more "
+        f"than {LARGE_ROWS} rows (the product of its dims, batch x seq) runs at most "
+        f"{LARGE_RUNS} timed calls after at most {LARGE_WARMUP} untimed ones.")
     p.add_argument("spec", help="spec file, or a model name under specs/")
     p.add_argument("--target", default="cpu")
     p.add_argument("--batch", default="1", help="comma-separated batch sizes (default: 1)")
     p.add_argument("--dim", action="append", help="NAME=VALUE for other dims (default: opt)")
-    p.add_argument("--vs", default="", help="comma list from: " + ", ".join(COMPETITORS))
+    p.add_argument("--vs", default="", help="comma list from: " + ", ".join(COMPETITORS)
+                   + " (cuda targets: torch)")
     p.add_argument("--dtype", choices=["float32", "float16", "bfloat16"],
                    help="build a copy of the spec with this dtype (e.g. float32 on cpu)")
-    p.add_argument("--runs", type=int, default=20, help="timed runs per case (default: 20)")
-    p.add_argument("--warmup", type=int, default=3, help="untimed runs first (default: 3)")
+    p.add_argument("--runs", type=int, help=f"timed runs per case (default: {CPU_RUNS} on cpu, "
+                   f"{DEFAULT_RUNS} on cuda, at most {LARGE_RUNS} for large cuda cases)")
+    p.add_argument("--warmup", type=int, help=f"untimed runs first (default: {CPU_WARMUP} on "
+                   f"cpu, {DEFAULT_WARMUP} on cuda, at most {LARGE_WARMUP} for large cuda cases)")
+    p.add_argument("--compile-mode", default="default", choices=COMPILE_MODES,
+                   help="cuda: torch.compile's mode (default: default; none leaves it out)")
     p.add_argument("--in-process", action="store_true",
-                   help="time every side in this process, taking turns (default: a process each)")
+                   help="cpu: time every side in this process, taking turns (default: a process "
+                   "each; cuda always times in one process)")
     p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs when building")
     p.add_argument("--json", help="write the results to this file")
     p.set_defaults(func=cmd_bench)

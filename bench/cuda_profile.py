@@ -1,7 +1,7 @@
 """Where a call's GPU time goes: torch.profiler's per-kernel CUDA time for one call of our library
 (run without its CUDA graphs, so every kernel launch is its own event) and for the PyTorch eager
 twin, on the same inputs and GPU, in one process. Prints the kernels that take the most time per
-call and writes them as JSON. Builds with SCons first, like cuda_bench.py.
+call and writes them as JSON. Builds with SCons first, like `ait-build bench`.
 
     python bench/cuda_profile.py --target h200 --cases "bert_base:8x4096 vit_b16:256" \
         --out profile.json
@@ -16,9 +16,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cuda_bench import parse_case  # noqa: E402
+from ait_build.bench_cuda import parse_case  # noqa: E402
 
 
 def device_us(event) -> float:

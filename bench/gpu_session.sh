@@ -1,8 +1,9 @@
 #!/bin/bash
 # One call on the GPU machine (docs/cuda.md): install the carried wheels (.whl: nvidia-cutlass,
 # scons), build every spec the GPU tests use for h200 and a100 in one parallel SCons run, run
-# `pytest -m gpu tests/cuda` on those builds, then time the seven anchor cases (CASES) against
-# PyTorch eager and eager + CUDA graph. Logs, the per-output errors (errors.jsonl) and the timings go to $OUT.
+# `pytest -m gpu tests/cuda` on those builds, then time the seven anchor cases (CASES) with
+# `ait-build bench --vs torch`: PyTorch eager, eager + CUDA graph and torch.compile. Logs, the
+# per-output errors (errors.jsonl) and the timings go to $OUT.
 set -o pipefail
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
@@ -22,10 +23,30 @@ start=$(date +%s)
 AIT_PREBUILT=1 AIT_GPU_REPORT=$OUT/errors.jsonl timeout "${TEST_S:-140}" python3 -m pytest -m gpu \
   tests/cuda -q -p no:cacheprovider -rf ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tee "$OUT/pytest.log" | tail -45
 echo "tests in $(( $(date +%s) - start ))s"
+# the bench: `ait-build bench --vs torch` once per model and seq (CASES: model:batch or
+# bert_base:batchxseq, the batches of a group comma-joined), each writing
+# $OUT/h200_<model>[_seq<N>].json after every case; all of them within BENCH_S seconds (default
+# 240: torch.compile takes tens of seconds a case). COMPILE_MODE (a torch.compile mode, or none
+# to leave torch.compile out) is passed as --compile-mode.
 start=$(date +%s)
-timeout "${BENCH_S:-130}" python3 bench/cuda_bench.py --target h200 --out "$OUT/h200.json" \
-  --cases "${CASES:-resnet50:1 bert_base:1x128 vit_b16:1 resnet50:256 bert_base:128x128 vit_b16:256 bert_base:8x4096}" \
-  2>&1 | tee "$OUT/bench.log" | tail -8
+python3 - "${CASES:-resnet50:1 bert_base:1x128 vit_b16:1 resnet50:256 bert_base:128x128 vit_b16:256 bert_base:8x4096}" \
+  > "$OUT/bench_groups.txt" <<'PY' || exit 1
+import sys
+from ait_build.bench_cuda import parse_case
+groups = {}
+for case in sys.argv[1].split():
+    name, dims = parse_case(case)
+    groups.setdefault((name, dims.get("seq", "")), []).append(str(dims["batch"]))
+for (name, seq), batches in groups.items():
+    print(name, ",".join(batches), seq)
+PY
+while read -r model batches seq; do
+  left=$(( ${BENCH_S:-240} - ($(date +%s) - start) ))
+  [ "$left" -gt 0 ] || { echo "bench: no time left for $model batch $batches ${seq:+seq $seq}"; break; }
+  timeout "$left" python3 -m ait_build.cli bench "$model" --target h200 --batch "$batches" \
+    ${seq:+--dim seq="$seq"} --vs torch --compile-mode "${COMPILE_MODE:-default}" \
+    --json "$OUT/h200_${model}${seq:+_seq$seq}.json" < /dev/null 2>&1 | tee -a "$OUT/bench.log" | tail -12
+done < "$OUT/bench_groups.txt"
 echo "bench in $(( $(date +%s) - start ))s"
 if [ -n "${PROFILE:-}" ]; then
   timeout "${PROFILE_S:-90}" python3 bench/cuda_profile.py --target h200 --out "$OUT/profile.json" \
