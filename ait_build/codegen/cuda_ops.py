@@ -18,6 +18,22 @@ from ait_build.ops.attention import attention_scale
 MAX_HEAD_DIM = 256
 
 
+# a row a warp holds in registers: at most this many 16-byte chunks per lane
+MAX_ROW_CHUNKS = 8
+
+
+def warp_row_layout(width, dtype: str) -> dict:
+    """The warp-per-row layer norm's constants when the row width is static and splits into
+    16-byte vectors (8 float16/bfloat16 or 4 float32 elements) of which each lane holds at most
+    MAX_ROW_CHUNKS; else chunks=0 (the block-per-row kernel only)."""
+    width = Dim.of(width)
+    vec = 16 // (2 if dtype in ("float16", "bfloat16") else 4)
+    if not width.is_static or width.value % vec:
+        return dict(chunks=0, vec=vec, width=0)
+    chunks = -(-width.value // (32 * vec))
+    return dict(chunks=chunks if chunks <= MAX_ROW_CHUNKS else 0, vec=vec, width=width.value)
+
+
 def lower_layer_norm(lw) -> None:
     node = lw.node
     x, out = node.inputs[0], node.output
@@ -26,9 +42,10 @@ def lower_layer_norm(lw) -> None:
     params = io_params(lw, out, "x", *(["res"] if has_res else []))
     params += [("const float*", "weight"), ("const float*", "bias")] if affine else []
     params += [("int64_t", "rows"), ("int64_t", "C"), ("float", "eps")]
+    context = dict(has_residual=has_res, affine=affine, ctype=lw.ctype(out),
+                   **warp_row_layout(lw.shape(x)[-1], lw.dtype(out)))
     kernel = make_kernel("layer_norm" + ("_res" if has_res else ""), node.op,
-                         "cuda/layer_norm.cu.j2",
-                         dict(has_residual=has_res, affine=affine, ctype=lw.ctype(out)), params)
+                         "cuda/layer_norm.cu.j2", context, params)
     args = [lw.dst(out), lw.src(x)] + ([lw.src(node.inputs[1])] if has_res else [])
     args += [lw.weight("weight"), lw.weight("bias")] if affine else []
     args += [cexpr(elements(lw.shape(x)[:-1])), cexpr(lw.shape(x)[-1]),
@@ -70,18 +87,26 @@ def fmha_tiles(lw, hd: int, ld, sq, sk, bias, bias_strides):
     return None
 
 
-# example 88's Hopper FMHA (targets whose kernels.attention is fmha_sm90): (queries, keys,
-# head_dim) per tile for the head dims it is built for; no bias or causal mask
-HOPPER_TILES = {64: "128, 64, 64", 128: "128, 128, 128"}
+# example 88's Hopper FMHA (targets whose kernels.attention is fmha_sm90): per head_dim, the
+# variants a kernel holds and the longest key count each takes (0: any), chosen per call. On the
+# H200 (bench/hopper_fmha_variants.cu, bench/results/h200_fmha_variants.jsonl) the ping-pong
+# 128x64 tile ran 128 and 197 keys 1.3-1.5x faster than the cooperative one, and the cooperative
+# 128x128 tile ran 4096 keys 1.25x faster than either 128x64 (0.95 ms a BERT-base layer at batch
+# 8); 1024 keys, between the measured points, is where the choice switches. No bias, no causal mask.
+HOPPER_VARIANTS = {
+    64: (("128, 64, 64", "Pingpong", 1024), ("128, 128, 64", "Cooperative", 0)),
+    128: (("128, 128, 128", "Cooperative", 0),),
+}
 
 
-def hopper_tile(lw, hd: int, bias) -> str:
+def hopper_variants(lw, hd: int, bias) -> tuple:
+    """The kernel context's Hopper variants, "tile / schedule / max_keys" each (flat strings)."""
     node = lw.node
     if lw.plan.target.kernel("attention", "") != "fmha_sm90":
-        return ""
+        return ()
     if bias is not None or node.attrs["causal"]:
-        return ""
-    return HOPPER_TILES.get(hd, "")
+        return ()
+    return tuple(" / ".join(map(str, v)) for v in HOPPER_VARIANTS.get(hd, ()))
 
 
 def lower_attention(lw) -> None:
@@ -108,7 +133,7 @@ def lower_attention(lw) -> None:
     tiles = fmha_tiles(lw, hd, ld, sq, sk, bias, bias_strides)
     scratch = 0
     if tiles:  # tensor cores (CUTLASS example 41's kernel; example 88's on Hopper)
-        hopper = hopper_tile(lw, hd, bias)
+        hopper = hopper_variants(lw, hd, bias)
         context.update(element=FMHA_ELEMENT[lw.dtype(out)], queries=tiles[0], keys=tiles[1],
                        max_k=tiles[2], hopper=hopper)
         template, label = "cuda/attention_fmha.cu.j2", "fmha"
