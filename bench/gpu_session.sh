@@ -12,17 +12,26 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
 nvidia-smi -L; nvcc --version | tail -1; nproc
 # a shorter session: SPECS (comma-separated spec paths), TARGETS and PYTEST_K (pytest -k) narrow
-# the build and the tests; PROFILE (cases, as CASES) adds per-kernel times (bench/cuda_profile.py)
+# the build and the tests; STEPS (default build,tests,bench) picks the steps, so one session can
+# span several device calls while the machine stays warm (its build/ stays); PROFILE (cases, as
+# CASES) adds per-kernel times (bench/cuda_profile.py)
+STEPS=${STEPS:-build,tests,bench}
+step() { [[ ",$STEPS," == *",$1,"* ]]; }
 SPECS=${SPECS:-$(python3 tests/cuda/cuda_op_groups.py)} || exit 1
+if step build; then
 start=$(date +%s)
 timeout "${BUILD_S:-300}" python3 -m SCons -Q -k -j"$(nproc)" target="${TARGETS:-h200,a100}" spec="$SPECS" \
   cache=build/cache > "$OUT/build.log" 2>&1
 echo "build rc=$? in $(( $(date +%s) - start ))s"
 grep -n -A12 -m 20 "error" "$OUT/build.log" | head -100
+fi
+if step tests; then
 start=$(date +%s)
 AIT_PREBUILT=1 AIT_GPU_REPORT=$OUT/errors.jsonl timeout "${TEST_S:-140}" python3 -m pytest -m gpu \
   tests/cuda -q -p no:cacheprovider -rf ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tee "$OUT/pytest.log" | tail -45
 echo "tests in $(( $(date +%s) - start ))s"
+fi
+step bench || exit 0
 # the bench: `ait-build bench --vs torch` once per model and seq (CASES: model:batch or
 # bert_base:batchxseq, the batches of a group comma-joined), each writing
 # $OUT/h200_<model>[_seq<N>].json after every case; all of them within BENCH_S seconds (default
