@@ -103,11 +103,12 @@ def max_abs(torch, ours: dict, theirs: dict) -> float:
 def time_ours(torch, build_dir: str, inputs: dict, graphs: bool, warmup: int, runs: int) -> tuple:
     """(summary, outputs of the first call) of our library, its CUDA graphs on or off."""
     from ait_build.runtime import Model
+    from ait_build.runtime.model import numpy_to_torch
     before = os.environ.get("AIT_CUDA_GRAPHS")
     os.environ["AIT_CUDA_GRAPHS"] = "1" if graphs else "0"  # read by create()
     try:
         with Model(build_dir) as model:
-            tensors = {k: torch.from_numpy(v).cuda() for k, v in inputs.items()}
+            tensors = {k: numpy_to_torch(v).cuda() for k, v in inputs.items()}
             first = {k: v.clone() for k, v in model.run(tensors).items()}
             outs = {k: torch.empty_like(v) for k, v in first.items()}
             result = summary(event_times(torch, lambda: model.run(tensors, outputs=outs), warmup,

@@ -130,8 +130,7 @@ class Model:
         import torch
         self._check_names(inputs)
         host = {k for k, v in inputs.items() if isinstance(v, np.ndarray)}
-        tensors = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() if k in host else v
-                   for k, v in inputs.items()}
+        tensors = {k: numpy_to_torch(v).cuda() if k in host else v for k, v in inputs.items()}
         for spec in self.manifest.inputs:
             t = tensors[spec.name]
             want = getattr(torch, spec.dtype)
@@ -173,7 +172,7 @@ class Model:
         if rc:
             raise ModelError(f"{self.name}: run failed (code {rc}): {message}")
         if host and len(host) == len(inputs):
-            return {k: v.cpu().numpy() for k, v in outputs.items()}
+            return {k: torch_to_numpy(v) for k, v in outputs.items()}
         return outputs
 
     def _check_names(self, inputs: dict) -> None:
@@ -243,6 +242,29 @@ class Model:
     def __repr__(self) -> str:
         ins = ", ".join(f"{t.name}: {t.dtype}{t.shape_text()}" for t in self.manifest.inputs)
         return f"Model({self.name!r} for {self.manifest.target}; {ins})"
+
+
+def numpy_to_torch(array: np.ndarray):
+    """A CPU torch tensor over `array` (copied to C order first if it is not contiguous), of the
+    same dtype and shape. torch.from_numpy refuses ml_dtypes' bfloat16, so a bfloat16 array
+    travels as its int16 bits, viewed back as torch.bfloat16: bit-exact (NaN payloads, infinities
+    and -0 included) and without a copy."""
+    import torch
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)  # (not for every array: it makes 0-d arrays 1-d)
+    if array.dtype == NUMPY["bfloat16"]:
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
+
+def torch_to_numpy(tensor) -> np.ndarray:
+    """A NumPy array of a torch tensor's values (copied to the host if it is on a device);
+    a torch.bfloat16 tensor, which Tensor.numpy() refuses, comes back as an ml_dtypes.bfloat16
+    array through its int16 bits (bit-exact)."""
+    import torch
+    if tensor.dtype == torch.bfloat16:
+        return tensor.view(torch.int16).cpu().numpy().view(NUMPY["bfloat16"])
+    return tensor.cpu().numpy()
 
 
 def _pointers(arrays: list):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import pytest
 
-from cuda_helpers import TARGETS, bf16_spec, check_whole_model
+from cuda_helpers import TARGETS, bf16_spec, built, check_whole_model, on_gpu
 from cuda_op_groups import BF16_SEEDS, BF16_SMALL
 
 pytestmark = pytest.mark.gpu
@@ -49,3 +49,22 @@ def test_small_specs_bfloat16(name, target):
 def test_seed_model_bfloat16(name, target):
     check_whole_model(bf16_spec(name), target, BF16_SEEDS[name], 3, SEED_BOUND,
                       f"{target}/{name}_bfloat16")
+
+
+def test_numpy_bfloat16_in_and_out():
+    """Model.run on NumPy bfloat16 arrays (ml_dtypes): the inputs reach the device through their
+    int16 bits (torch.from_numpy refuses ml_dtypes' bfloat16) and the outputs come back as
+    ml_dtypes.bfloat16 arrays, bit-equal to the same run on CUDA tensors."""
+    import ml_dtypes
+    import numpy as np
+    from ait_build.reference import random_inputs
+    model, graph = built(bf16_spec("mlp"), TARGETS[0])
+    inputs = random_inputs(graph, {d: r.opt for d, r in graph.dims.items()}, seed=4)
+    assert {v.dtype for v in inputs.values()} == {np.dtype(ml_dtypes.bfloat16)}
+    got = model.run(inputs)
+    want = model.run(on_gpu(inputs))
+    assert sorted(got) == sorted(want)
+    for name, tensor in want.items():
+        assert isinstance(got[name], np.ndarray) and got[name].dtype == ml_dtypes.bfloat16, name
+        np.testing.assert_array_equal(got[name].view(np.int16),
+                                      tensor.view(torch.int16).cpu().numpy(), err_msg=name)
