@@ -30,20 +30,17 @@ from ait_build.ir.dims import Dim
 # kernel family (target.kernels) -> (GEMM template, conv template)
 FAMILIES = {
     "cutlass_sm80": ("cuda/gemm_sm80.cu.j2", "cuda/conv2d_sm80.cu.j2"),
-    # the sm80 kernels plus CUTLASS 3.x warp-specialized TMA kernels for the calls that fill the
-    # device (gemm_sm90.cu.j2, conv2d_sm90.cu.j2)
-    "cutlass_sm90": ("cuda/gemm_sm90.cu.j2", "cuda/conv2d_sm90.cu.j2"),
+    # GEMMs: the sm80 kernel plus a CUTLASS 3.x warp-specialized TMA kernel for the calls that
+    # fill the device (gemm_sm90.cu.j2); convs: the sm80 implicit GEMM for now
+    "cutlass_sm90": ("cuda/gemm_sm90.cu.j2", "cuda/conv2d_sm80.cu.j2"),
 }
-SM80_GEMM, SM80_CONV = FAMILIES["cutlass_sm80"]
+SM80_GEMM = FAMILIES["cutlass_sm80"][0]
 # the sm90 kernel's tile (M, N, K) and cluster for 16-bit elements, cooperative schedule (two
 # consumer warp groups share the 128 rows), as in the gemm90 spike (904 TFLOP/s on the H200);
 # TMA wants rows of 16 bytes: K and N multiples of 8 elements
 SM90_TILE = "128, 256, 64"
 SM90_CLUSTER = "2, 1, 1"
 SM90_ALIGN = 8
-# the sm90 conv's im2col loads take whole 64-channel K tiles: fewer input channels (a stem conv
-# over 8 padded image channels) ran 1 ms a call or trapped on the H200
-SM90_CONV_CHANNELS = 64
 SIMPLE_GEMM = "cuda/gemm_simple.cu.j2"
 DIRECT_CONV = "cuda/conv2d_direct.cu.j2"
 
@@ -219,8 +216,6 @@ def lower_conv2d(lw) -> None:
         context.update(align_a=align_in, align_b=align_in, align_c=align_out, inst=tc["inst"],
                        math=tc["math"], configs=tuple(" / ".join(map(str, cf)) for cf in tc["configs"]))
         template, label = family(lw, "conv2d")[1], "conv2d"
-        if dtype == "float32" or min(align_in, align_out) < SM90_ALIGN or cv % SM90_CONV_CHANNELS:
-            template = SM80_CONV  # float32 (3xTF32), channels TMA cannot take: sm80 only
         params += [("int", p) for p in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")]
         extra = [str(win[p]) for p in ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")]
     else:  # grouped, depthwise or unaligned channels: direct, weights [KH][KW][C/G][O]

@@ -97,34 +97,3 @@ def test_h200_large_gemm_group_reaches_the_sm90_kernel(tmp_path):
     assert len(sm90_gemms(srcs)) == 3
     residual = [k for k in sm90_gemms(srcs) if k.startswith("gemm_gelu_")]
     assert residual and "arguments.epilogue.thread.beta = res ? 1.0f : 0.0f;" in srcs[residual[0]]
-
-
-def sm90_convs(srcs: dict) -> list:
-    return sorted(k for k in names(srcs, "conv2d") if "sm90::launch" in srcs[k])
-
-
-def test_h200_convs_hold_the_sm90_kernels(tmp_path):
-    """ResNet-50's convs (channel counts multiples of 8 after pad_channels) hold both Hopper
-    tiles (128x64 for up to 64 output channels, 128x128 beyond) and the sm80 ones for batch 1;
-    the conv_large GPU test group shares those kernels."""
-    srcs = kernels(spec_path("resnet50"), "h200", tmp_path / "r")
-    convs = names(srcs, "conv2d")
-    assert convs and sm90_convs(srcs) == convs
-    for k in convs:
-        assert "sm90::launch<sm90::Narrow>" in srcs[k] and "sm90::launch<sm90::Wide>" in srcs[k]
-        assert "ImplicitGemmConvolution" in srcs[k]  # the sm80 configurations stay
-    relu = [k for k in convs if k.startswith("conv2d_relu_")][0]
-    assert "LinCombPerColBiasEltAct<EpiAct, Element, float, Element, Element, float>" in srcs[relu]
-    assert "ait::ActRelu<T>" in srcs[relu]
-    large = kernels(op_spec("conv_large"), "h200", tmp_path / "l")
-    assert set(sm90_convs(large)) == set(convs)
-
-
-def test_a100_float32_and_unaligned_convs_stay_sm80(tmp_path):
-    assert sm90_convs(kernels(spec_path("resnet50"), "a100", tmp_path / "a")) == []
-    assert sm90_convs(kernels(spec_path("tiny_cnn"), "h200", tmp_path / "f")) == []  # float32
-    # the conv group: its 8-to-16-channel convs hold the sm90 kernels, while its 3-channel
-    # image (c_odd) and the grouped convs run kernels without them
-    srcs = kernels(op_spec("conv"), "h200", tmp_path / "c")
-    assert sm90_convs(srcs)
-    assert any("sm90" not in srcs[k] for k in names(srcs, "conv2d"))
