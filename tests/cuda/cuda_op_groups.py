@@ -87,6 +87,17 @@ GROUPS = {
                n("lin_plain", "linear", ["x"], out_features=2048, bias=False),
                n("bmm_relu", "matmul", ["x", "b"], activation="relu")],
         outputs=["lin_res_gelu", "lin_plain", "bmm_relu"]),
+    # convs big enough for the large (128x128) tile at batch 5 and the small one at batch 1,
+    # with 64 input channels: 3x3, a 1x1 projection onto a residual, stride 2 with dilation
+    "conv_large": dict(
+        inputs={"img": {"shape": ["batch", 64, 64, 64]}, "res": {"shape": ["batch", 64, 64, 128]}},
+        graph=[n("c3_relu", "conv2d", ["img"], out_channels=64, kernel=3, padding=1,
+                 activation="relu"),
+               n("c1_res", "conv2d", ["img", "res"], out_channels=128, kernel=1,
+                 activation="relu"),
+               n("c3_s2", "conv2d", ["img"], out_channels=128, kernel=3, stride=2, padding=2,
+                 dilation=2, bias=False)],
+        outputs=["c3_relu", "c1_res", "c3_s2"]),
     "conv": dict(
         inputs={"img": {"shape": ["batch", 9, 9, 8]}, "res": {"shape": ["batch", 9, 9, 16]},
                 "img3": {"shape": ["batch", 9, 9, 3]}, "res8": {"shape": ["batch", 5, 5, 8]}},

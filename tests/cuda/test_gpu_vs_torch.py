@@ -11,7 +11,7 @@ test_gpu_numerics compares with) to about 1e-6 relative, far below the float16 e
 here; unlike the executor it reaches the max batch in a fraction of a second. TF32 is turned off
 while it runs: PyTorch's cuDNN convolutions default to TF32 (10 mantissa bits, float16's), which
 would make ResNet-50's reference no more accurate than what it checks. PyTorch's own float16 run
-of the twin (`.half()`, as bench/cuda_bench.py times it) is measured against the same reference
+of the twin (`.half()`, as `ait-build bench` times it) is measured against the same reference
 and reported beside ours, for scale; it is not asserted.
 
 Sizes. Batch 1 and the spec's `batch.max` (256 for the three models; read from the spec). BERT at
