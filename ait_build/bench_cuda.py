@@ -65,7 +65,7 @@ def check(vs: list):
     return cuda_torch()
 
 
-# -- timing (the logic of bench/cuda_bench.py, which measured docs/cuda.md's tables) -------------
+# -- timing -----------------------------------------------------------------------------------------
 def event_times(torch, fn, warmup: int, runs: int) -> list:
     """Milliseconds of `runs` calls of fn, each between two CUDA events, after `warmup` calls."""
     for _ in range(warmup):

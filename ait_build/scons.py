@@ -151,7 +151,12 @@ def base_env(opts: Options):
     os.makedirs(os.path.join(opts.root, "build"), exist_ok=True)
     env.SConsignFile(os.path.join(opts.root, "build", ".sconsign"))
     if not _jobs_given():
-        SetOption("num_jobs", os.cpu_count() or 1)
+        from ait_build.spec.target import find_target
+        backends = {find_target(t, os.path.join(opts.root, "targets")).backend for t in opts.targets}
+        jobs, why = default_jobs(backends, os.cpu_count() or 1, available_memory())
+        SetOption("num_jobs", jobs)
+        if why:
+            print(f"ait-build: {why}")
     if opts.cache:
         env.CacheDir(os.path.abspath(opts.cache), ReadOnlyCache if opts.cache_readonly else None)
     if not opts.verbose:
@@ -166,6 +171,36 @@ def base_env(opts: Options):
         action=env.Action(generate_action, generate_message), emitter=generate_emitter,
         source_scanner=SCons.Scanner.ScannerBase(scan_sources, name="ait-sources", recursive=True))})
     return env
+
+
+# peak compiler memory per job: a CUTLASS 3.x sm90 kernel file takes 4-5 GB in nvcc (cicc),
+# a C++ kernel file well under 1 GB
+JOB_MEMORY = {"cuda": 5 << 30, "rocm": 3 << 30, "cpu": 1 << 30}
+
+
+def default_jobs(backends: set, cpus: int, available: int | None) -> tuple:
+    """(parallel jobs, a note when memory rather than the cores set them): one job per core, but
+    no more than the available memory holds at the hungriest backend's per-job peak."""
+    if available is None:
+        return cpus, ""
+    per_job = max(JOB_MEMORY.get(b, JOB_MEMORY["cpu"]) for b in backends or {"cpu"})
+    fits = max(1, available // per_job)
+    if fits >= cpus:
+        return cpus, ""
+    return fits, (f"{fits} parallel compile jobs, not {cpus}: {available / (1 << 30):.1f} GiB of "
+                  f"memory available, about {per_job >> 30} GiB per job (-j N overrides)")
+
+
+def available_memory(meminfo: str = "/proc/meminfo") -> int | None:
+    """MemAvailable in bytes, or None where the kernel does not say (not Linux)."""
+    try:
+        with open(meminfo, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _jobs_given() -> bool:
