@@ -130,12 +130,14 @@ class Model:
         import torch
         self._check_names(inputs)
         host = {k for k, v in inputs.items() if isinstance(v, np.ndarray)}
-        tensors = {k: numpy_to_torch(v).cuda() if k in host else v for k, v in inputs.items()}
+        tensors = {k: numpy_to_torch(v).cuda() if k in host else device_tensor(v)
+                   for k, v in inputs.items()}
         for spec in self.manifest.inputs:
             t = tensors[spec.name]
             want = getattr(torch, spec.dtype)
             if not (isinstance(t, torch.Tensor) and t.is_cuda):
-                raise ModelError(f"input '{spec.name}' must be a CUDA tensor (or a NumPy array) of "
+                raise ModelError(f"input '{spec.name}' must be a CUDA tensor (torch, or any object "
+                                 "with __dlpack__ or __cuda_array_interface__) or a NumPy array of "
                                  f"{spec.dtype}, got {type(t).__name__}"
                                  f"{'' if not isinstance(t, torch.Tensor) else ' on ' + str(t.device)}")
             if t.dtype != want:
@@ -255,6 +257,21 @@ def numpy_to_torch(array: np.ndarray):
     if array.dtype == NUMPY["bfloat16"]:
         return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(array)
+
+
+def device_tensor(value):
+    """A torch tensor over `value` without copying: torch tensors as they are, then anything that
+    speaks DLPack (CuPy, JAX, ...: torch.from_dlpack) or exports __cuda_array_interface__ (Numba,
+    CuPy: torch.as_tensor on the GPU); anything else is returned unchanged for the caller's
+    type check. NumPy arrays, which also speak DLPack, are the host path (numpy_to_torch)."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        return value
+    if hasattr(value, "__dlpack__"):
+        return torch.from_dlpack(value)
+    if hasattr(value, "__cuda_array_interface__"):
+        return torch.as_tensor(value, device="cuda")
+    return value
 
 
 def torch_to_numpy(tensor) -> np.ndarray:
