@@ -5,8 +5,9 @@ sm_90a) with the epilogue act(acc + bias + residual) fused by CUTLASS's broadcas
 LinearCombinationBiasElementwise computes act(alpha * acc + beta * C + V) with C the residual
 (beta = 1, or 0 and never read) and V the per-column bias (a null pointer reads as zeros), so
 one kernel serves every bias/residual combination and a kernel's identity is only its element
-type, operand alignments and activation. Sizes are run-time arguments; each kernel holds a large
-and a small tile configuration and picks per call (templates/cuda/gemm_sm80.cu.j2).
+type, operand alignments and activation (and its accumulator, below). Sizes are run-time
+arguments; each kernel holds a large and a small tile configuration and picks per call
+(templates/cuda/gemm_sm80.cu.j2).
 
 What CUTLASS cannot take goes to own templates: grouped and depthwise convolutions and operands
 whose rows are not 4-byte aligned (a direct conv, a plain tiled GEMM). A residual that is neither
@@ -16,6 +17,10 @@ A target picks the GEMM family with `kernels: {gemm: ..., conv2d: ...}`. `cutlas
 CUTLASS 3.x warp-specialized TMA kernel with the same epilogue as an epilogue visitor tree to the
 16-bit GEMMs whose K and N are multiples of 8 (gemm_sm90.cu.j2; calls too small to fill the
 device keep the sm80 configurations); its convs are still the sm80 ones (docs/cuda.md).
+
+The CUTLASS kernels accumulate in float32 unless the target asks for `precision: {accumulate:
+float16}`: then those of float16 models accumulate in half_t (the epilogue still computes in
+float32); bfloat16 and float32 models and the own templates keep float32.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ SIMPLE_GEMM = "cuda/gemm_simple.cu.j2"
 DIRECT_CONV = "cuda/conv2d_direct.cu.j2"
 
 ELEMENT = {"float16": "cutlass::half_t", "bfloat16": "cutlass::bfloat16_t", "float32": "float"}
+ACCUMULATOR = {"float16": "cutlass::half_t", "float32": "float"}
 ACT_FUNCTOR = {"none": "ait::ActIdentity", "relu": "ait::ActRelu", "gelu": "ait::ActGelu",
                "gelu_tanh": "ait::ActGeluTanh", "silu": "ait::ActSilu",
                "sigmoid": "ait::ActSigmoid", "tanh": "ait::ActTanh",
@@ -62,6 +68,15 @@ def tensor_op(dtype: str) -> dict:
     # multiprocessors idle (batch 1); the kernel chooses per call
     return dict(configs=(("128, 128, 32", "64, 64, 32", 3), ("64, 64, 32", "32, 32, 32", 4)),
                 inst="16, 8, 16", math="cutlass::arch::OpMultiplyAdd", aligns=(8, 4, 2))
+
+
+def accumulator(lw, dtype: str) -> dict:
+    """The CUTLASS kernels' accumulator as context: {} for float32 (the templates' default, so
+    the default kernels keep their names), {'accumulator': 'cutlass::half_t'} for a float16 model
+    on a target with `precision: {accumulate: float16}` (target.accumulator). Own templates
+    (gemm_simple, conv2d_direct) always accumulate in float32 and never get it."""
+    acc = lw.plan.target.accumulator(dtype)
+    return {} if acc == "float32" else {"accumulator": ACCUMULATOR[acc]}
 
 
 def alignment(dims, choices) -> int:
@@ -148,7 +163,8 @@ def gemm_call(lw, epi: Epilogue, out: str, a_var: str, b_var: str, m, n, k, col_
             else:
                 context.update(sm90_tile=SM90_TILE, sm90_cluster=SM90_CLUSTER)
         context.update(align_a=align_a, align_b=align_b, align_c=align_c, inst=tc["inst"],
-                       math=tc["math"], configs=tuple(" / ".join(map(str, c)) for c in tc["configs"]))
+                       math=tc["math"], configs=tuple(" / ".join(map(str, c)) for c in tc["configs"]),
+                       **accumulator(lw, dtype))
         label = "gemm"
     else:
         template, label = SIMPLE_GEMM, "gemm_simple"
@@ -214,7 +230,8 @@ def lower_conv2d(lw) -> None:
         wt = lw.weight("weight", lambda a: a.transpose(0, 2, 3, 1), "krsc", (ov, kh, kw, cv),
                        dtype=dtype)
         context.update(align_a=align_in, align_b=align_in, align_c=align_out, inst=tc["inst"],
-                       math=tc["math"], configs=tuple(" / ".join(map(str, cf)) for cf in tc["configs"]))
+                       math=tc["math"], configs=tuple(" / ".join(map(str, cf)) for cf in tc["configs"]),
+                       **accumulator(lw, dtype))
         template, label = family(lw, "conv2d")[1], "conv2d"
         params += [("int", p) for p in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")]
         extra = [str(win[p]) for p in ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")]

@@ -16,7 +16,7 @@ from ait_build.spec.yamlfile import load_yaml, where
 
 BACKENDS = ("cpu", "cuda", "rocm")
 TARGET_FIELDS = ("apiVersion", "kind", "name", "description", "backend", "arch", "compiler",
-                 "device", "kernels", "capabilities", "profile_cache", "sources")
+                 "device", "kernels", "capabilities", "precision", "profile_cache", "sources")
 COMPILER_FIELDS = ("cxx", "flags", "link_flags", "min_version")
 DEVICE_FIELDS = ("cores", "sm_count", "smem_per_block", "peak_fp16_tflops", "peak_fp32_tflops",
                  "hbm_tbps", "memory_gb", "l2_mb", "simd")
@@ -24,6 +24,12 @@ CAPABILITY_FIELDS = ("dtypes", "fused_epilogue", "fused_attention", "fused_layer
                      "channel_alignment", "cuda_graphs")
 CAPABILITY_DEFAULTS = {"dtypes": ("float32",), "fused_epilogue": True, "fused_attention": True,
                        "fused_layernorm": True, "channel_alignment": 1, "cuda_graphs": False}
+# precision.accumulate: what the tensor-core GEMMs and convs of float16 models accumulate in.
+# float16 is an opt-in of the cuda backend (its CUTLASS kernels); bfloat16 models keep float32
+# (tensor cores have no bfloat16 accumulate) and float32 models their 3xTF32.
+PRECISION_FIELDS = ("accumulate",)
+ACCUMULATE = ("float32", "float16")
+ACCUMULATE_BACKENDS = {"float16": ("cuda",)}
 
 
 @dataclass(frozen=True)
@@ -39,12 +45,20 @@ class Target:
     capabilities: tuple  # sorted (key, value) pairs
     profile_cache: str
     source: str
+    precision: tuple = (("accumulate", "float32"),)  # sorted (key, value) pairs
 
     def cap(self, key: str):
         return dict(self.capabilities)[key]
 
     def kernel(self, op: str, default: str = "") -> str:
         return dict(self.kernels).get(op, default)
+
+    def accumulator(self, dtype: str) -> str:
+        """The dtype a `dtype` model's tensor-core GEMMs and convs accumulate in: float16 only
+        for float16 models on a target with `precision: {accumulate: float16}`."""
+        if dtype == "float16" and dict(self.precision)["accumulate"] == "float16":
+            return "float16"
+        return "float32"
 
     def fact(self, key: str, default=None):
         return dict(self.device).get(key, default)
@@ -63,6 +77,27 @@ def _str_list(mapping, key, what) -> tuple:
         if not isinstance(item, str):
             raise SpecError(f"{what}.{key} must be a list of strings", items.where(i))
     return tuple(items)
+
+
+def _precision(doc, backend: str) -> tuple:
+    """precision: {accumulate: float32 | float16} -> sorted (key, value) pairs."""
+    values = {"accumulate": "float32"}
+    if "precision" not in doc:
+        return tuple(sorted(values.items()))
+    raw = expect_map(doc["precision"], where(doc, "precision"), "precision")
+    check_keys(raw, PRECISION_FIELDS, "precision")
+    if "accumulate" in raw:
+        value = get(raw, "accumulate", str, "precision")
+        if value not in ACCUMULATE:
+            raise SpecError(f"precision.accumulate must be one of {', '.join(ACCUMULATE)}, got "
+                            f"'{value}'" + did_you_mean(value, ACCUMULATE), raw.where("accumulate"))
+        backends = ACCUMULATE_BACKENDS.get(value, BACKENDS)
+        if backend not in backends:
+            raise SpecError(f"precision.accumulate '{value}' is implemented by the "
+                            f"{', '.join(backends)} backend only, not {backend}",
+                            raw.where("accumulate"))
+        values["accumulate"] = value
+    return tuple(sorted(values.items()))
 
 
 def load_target(path: str) -> Target:
@@ -106,6 +141,7 @@ def load_target(path: str) -> Target:
                                     f"{caps[key]}", raw.where(key))
             else:
                 caps[key] = get(raw, key, bool, "capabilities")
+    precision = _precision(doc, backend)
     _str_list(doc, "sources", "target")
     return Target(
         name=name, backend=backend, arch=arch, cxx=get(compiler, "cxx", str, "compiler"),
@@ -114,7 +150,8 @@ def load_target(path: str) -> Target:
         device=tuple(sorted(device.items())), kernels=tuple(sorted(kernels.items())),
         capabilities=tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v)
                                   for k, v in caps.items())),
-        profile_cache=get(doc, "profile_cache", str, "the target", default=""), source=path)
+        profile_cache=get(doc, "profile_cache", str, "the target", default=""), source=path,
+        precision=precision)
 
 
 def targets_dir() -> str:

@@ -59,6 +59,19 @@ def bf16_spec(name: str) -> str:
     return path
 
 
+def fp16acc_target(target: str, out_dir: str) -> str:
+    """targets/<target>.yaml copied to out_dir/<target>_fp16acc.yaml with `precision:
+    {accumulate: float16}` appended: what docs/cuda.md tells a user to write."""
+    with open(os.path.join(ROOT, "targets", f"{target}.yaml"), encoding="utf-8") as fh:
+        text = fh.read()
+    text = text.replace(f"\nname: {target}\n", f"\nname: {target}_fp16acc\n", 1)
+    path = os.path.join(out_dir, f"{target}_fp16acc.yaml")
+    os.makedirs(out_dir, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text + "precision: {accumulate: float16}\n")
+    return path
+
+
 def unity_build(spec: str, target: str, out_dir: str) -> tuple:
     """Emits `spec` for `target` into out_dir and returns (emission, compile command of one
     translation unit including every kernel and the model file, link command)."""

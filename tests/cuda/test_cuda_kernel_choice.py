@@ -1,7 +1,8 @@
 """Which template each GEMM and attention of a cuda build renders from (no compiler, no GPU):
 the tensor-core attention (CUTLASS example 41) wherever its alignment rules hold, the CUDA-core
 kernel otherwise; the CUTLASS 3.x sm90 GEMM only on cutlass_sm90 targets, for 16-bit GEMMs
-whose K and N are multiples of 8."""
+whose K and N are multiples of 8; float16 accumulation (target precision.accumulate) only in
+the CUTLASS GEMMs and convs of float16 models."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from ait_build.codegen.emit import emit
 from ait_build.spec.target import find_target
 
-from cuda_helpers import fp16_spec, spec_path
+from cuda_helpers import bf16_spec, fp16_spec, fp16acc_target, spec_path
 from cuda_op_groups import op_spec
 
 
@@ -97,3 +98,50 @@ def test_h200_large_gemm_group_reaches_the_sm90_kernel(tmp_path):
     assert len(sm90_gemms(srcs)) == 3
     residual = [k for k in sm90_gemms(srcs) if k.startswith("gemm_gelu_")]
     assert residual and "arguments.epilogue.thread.beta = res ? 1.0f : 0.0f;" in srcs[residual[0]]
+
+
+HALF_ACC = "using ElementAccumulator = cutlass::half_t;"
+FLOAT_ACC = "using ElementAccumulator = float;"
+
+
+def cutlass_kernels(srcs: dict) -> list:
+    return sorted(k for k in srcs if "using ElementAccumulator = " in srcs[k])
+
+
+@pytest.mark.parametrize("target", ["h200", "a100"])
+def test_float16_accumulation_is_an_opt_in_of_the_cutlass_kernels(tmp_path, target):
+    """Every CUTLASS GEMM and conv of a float16 model accumulates in half_t on a target with
+    precision.accumulate float16, under another name than the float32-accumulating default;
+    every other kernel (own GEMM for odd K, direct and depthwise convs, attention, norms) is
+    the default's, same name and source."""
+    opted = fp16acc_target(target, str(tmp_path))
+    for group in ("gemm", "conv"):
+        default = kernels(op_spec(group), target, tmp_path / f"{group}_default")
+        half = kernels(op_spec(group), opted, tmp_path / f"{group}_half")
+        assert cutlass_kernels(default) and len(cutlass_kernels(half)) == len(cutlass_kernels(default))
+        assert all(FLOAT_ACC in default[k] for k in cutlass_kernels(default))
+        assert all(HALF_ACC in half[k] for k in cutlass_kernels(half))
+        assert not set(cutlass_kernels(half)) & set(default)  # new names: no dedup with float32
+        own = {k: v for k, v in default.items() if k not in cutlass_kernels(default)}
+        assert own and {k: v for k, v in half.items() if k not in cutlass_kernels(half)} == own
+    for k in cutlass_kernels(half):  # the epilogue computes in float32 from the half accumulator
+        assert "Element, ElementAccumulator, float, Element, Element," in half[k]
+
+
+def test_float16_accumulation_reaches_the_sm90_gemm(tmp_path):
+    srcs = kernels(op_spec("gemm_large"), fp16acc_target("h200", str(tmp_path)), tmp_path / "g")
+    gemms = sm90_gemms(srcs)
+    assert len(gemms) == 3 and all(HALF_ACC in srcs[k] for k in gemms)
+    for k in gemms:  # wgmma accumulates in half_t, the EVT epilogue computes in float32
+        assert "EpilogueTileAuto, ElementAccumulator, float," in srcs[k]
+        assert "LayoutB, kAlign, ElementAccumulator, Tile, Cluster," in srcs[k]
+
+
+@pytest.mark.parametrize("spec", ["bfloat16", "float32"])
+def test_float16_accumulation_leaves_other_dtypes_alone(tmp_path, spec):
+    """bfloat16 (no 16-bit tensor-core accumulate) and float32 (3xTF32) models build the same
+    kernels for a target with precision.accumulate float16 as for the default one."""
+    path = bf16_spec("tiny_vit") if spec == "bfloat16" else spec_path("tiny_vit")
+    default = kernels(path, "h200", tmp_path / "default")
+    half = kernels(path, fp16acc_target("h200", str(tmp_path)), tmp_path / "half")
+    assert cutlass_kernels(default) and half == default

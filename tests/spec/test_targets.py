@@ -54,3 +54,24 @@ def test_capabilities_and_device_facts(write):
     assert target.fact("sm_count") == 108 and target.fact("hbm_tbps") == 2.0
     assert target.cap("dtypes") == ("float16",) and target.cap("channel_alignment") == 8
     assert target.kernel("gemm") == "cutlass_sm80"
+
+
+def test_precision_defaults_to_float32_accumulation(write):
+    for name in EXPECTED:  # no checked-in target opts in
+        assert find_target(name).precision == (("accumulate", "float32"),)
+    target = load_target(write("t.yaml", "name: t\nbackend: cuda\narch: sm_80\ncompiler: {cxx: nvcc}\n",
+                               kind="Target"))
+    assert [target.accumulator(d) for d in ("float16", "bfloat16", "float32")] == ["float32"] * 3
+
+
+def test_float16_accumulation_is_for_float16_models_only(write):
+    body = "name: t\nbackend: cuda\narch: sm_90a\ncompiler: {cxx: nvcc}\n"
+    plain = load_target(write("t.yaml", body, kind="Target"))
+    opted = load_target(write("u.yaml", body + "precision: {accumulate: float16}\n", kind="Target"))
+    assert opted.precision == (("accumulate", "float16"),)
+    # bfloat16 has no 16-bit tensor-core accumulate; float32 models keep 3xTF32
+    assert [opted.accumulator(d) for d in ("float16", "bfloat16", "float32")] == \
+        ["float16", "float32", "float32"]
+    assert opted.digest() != plain.digest()
+    spelled_out = load_target(write("v.yaml", body + "precision: {accumulate: float32}\n", kind="Target"))
+    assert spelled_out.digest() == plain.digest()
