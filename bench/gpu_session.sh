@@ -20,14 +20,14 @@ step() { [[ ",$STEPS," == *",$1,"* ]]; }
 SPECS=${SPECS:-$(python3 tests/cuda/cuda_op_groups.py)} || exit 1
 if step build; then
 start=$(date +%s)
-timeout "${BUILD_S:-300}" python3 -m SCons -Q -k -j"$(nproc)" target="${TARGETS:-h200,a100}" spec="$SPECS" \
+timeout "${BUILD_S:-420}" python3 -m SCons -Q -k -j"$(nproc)" target="${TARGETS:-h200,a100}" spec="$SPECS" \
   cache=build/cache > "$OUT/build.log" 2>&1
 echo "build rc=$? in $(( $(date +%s) - start ))s"
 grep -n -A12 -m 20 "error" "$OUT/build.log" | head -100
 fi
 if step tests; then
 start=$(date +%s)
-AIT_PREBUILT=1 AIT_GPU_REPORT=$OUT/errors.jsonl timeout "${TEST_S:-140}" python3 -m pytest -m gpu \
+AIT_PREBUILT=1 AIT_GPU_REPORT=$OUT/errors.jsonl timeout "${TEST_S:-360}" python3 -m pytest -m gpu \
   tests/cuda -q -p no:cacheprovider -rf ${PYTEST_K:+-k "$PYTEST_K"} 2>&1 | tee "$OUT/pytest.log" | tail -45
 echo "tests in $(( $(date +%s) - start ))s"
 fi
