@@ -145,3 +145,19 @@ def test_float16_accumulation_leaves_other_dtypes_alone(tmp_path, spec):
     default = kernels(path, "h200", tmp_path / "default")
     half = kernels(path, fp16acc_target("h200", str(tmp_path)), tmp_path / "half")
     assert cutlass_kernels(default) and half == default
+
+
+def test_hopper_attention_picks_its_variant_per_call(tmp_path):
+    """head_dim 64 holds two example-88 variants (bench/results/h200_fmha_variants.jsonl): the
+    ping-pong 128x64 kernel up to 1024 keys, the cooperative 128x128 one beyond; any query count
+    goes (ViT's 197: no multiple-of-8 rule), and can_implement's is not consulted."""
+    srcs = kernels(spec_path("vit_b16"), "h200", tmp_path)
+    (fmha,) = names(srcs, "fmha")
+    src = srcs[fmha]
+    assert ("Kernel1 = KernelOf<Shape<_128, _64, _64>, "
+            "cutlass::gemm::KernelTmaWarpSpecializedPingpong>") in src
+    assert ("Kernel2 = KernelOf<Shape<_128, _128, _64>, "
+            "cutlass::gemm::KernelTmaWarpSpecializedCooperative>") in src
+    assert "if (Sk <= 1024) return hopper::launch<hopper::Kernel1>(" in src
+    assert "    return hopper::launch<hopper::Kernel2>(" in src
+    assert "Sq % 8" not in src and "Op::can_implement(arguments)" not in src
