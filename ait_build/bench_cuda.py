@@ -185,9 +185,13 @@ def bench_case(torch, build_dir: str, twin, module, dtype, inputs: dict, warmup:
 
 
 def add_ratios(row: dict) -> None:
-    """ours/theirs for each PyTorch side that ran (below 1: we are faster), and speedup_vs_eager
-    (eager/ours, as bench/cuda_bench.py wrote it)."""
+    """ours/theirs for each PyTorch side that ran (below 1: we are faster), speedup_vs_eager
+    (eager/ours), and every side's throughput: items_per_s, the batch over the median."""
     mine = row["ait_build"]["median_ms"]
+    batch = row.get("dims", {}).get("batch", 1)
+    for key in ("ait_build", "ait_build_no_graphs") + tuple(k for k, _ in TORCH_MODES):
+        if row.get(key, {}).get("median_ms"):
+            row[key]["items_per_s"] = batch * 1e3 / row[key]["median_ms"]
     for key, _ in TORCH_MODES:
         if "median_ms" in row.get(key, {}):
             row[key]["ratio"] = mine / row[key]["median_ms"]
@@ -251,16 +255,19 @@ def case_line(row: dict) -> str:
 
 
 def table(report: dict) -> str:
-    """Medians in ms; ours/<side> is our median (with graphs) over that side's (below 1: we are
-    faster); max|diff| is against PyTorch eager's outputs. Skip reasons follow the table."""
+    """Medians in ms and our throughput (items/s: the batch over our median); ours/<side> is our
+    median (with graphs) over that side's (below 1: we are faster); max|diff| is against PyTorch
+    eager's outputs. Skip reasons follow the table."""
     compared = [(k, h) for k, h in TORCH_MODES if any(k in r for r in report["results"])]
-    head = ["dims", "runs", "ait-build ms", "no graphs ms"]
+    head = ["dims", "runs", "ait-build ms", "items/s", "no graphs ms"]
     for _, name in compared:
         head += [f"{name} ms", f"ours/{name}"]
     head += ["max|diff|"] if compared else []
     rows, notes = [], []
     for r in report["results"]:
-        row = [_dims(r), str(r["runs"]), f"{r['ait_build']['median_ms']:.3f}",
+        ours = r["ait_build"]
+        row = [_dims(r), str(r["runs"]), f"{ours['median_ms']:.3f}",
+               f"{ours['items_per_s']:.0f}" if "items_per_s" in ours else "",
                f"{r['ait_build_no_graphs']['median_ms']:.3f}"]
         for key, name in compared:
             e = r.get(key, {"skipped": "not run"})

@@ -27,11 +27,11 @@ REPORT = {
     "backend": "cuda", "clock": "torch.cuda.Event",
     "results": [
         {"model": "bert_base", "dims": {"batch": 1, "seq": 128}, "runs": 100, "warmup": 20,
-         "ait_build": side(0.9), "ait_build_no_graphs": side(1.04),
+         "ait_build": dict(side(0.9), items_per_s=1111.1), "ait_build_no_graphs": side(1.04),
          "torch_eager": side(6.3, 0.9 / 6.3), "torch_eager_cuda_graph": side(0.6, 1.5),
          "torch_compile": side(0.45, 2.0), "max_abs_diff": 0.0156, "speedup_vs_eager": 7.0},
         {"model": "bert_base", "dims": {"batch": 128, "seq": 128}, "runs": 30, "warmup": 5,
-         "ait_build": side(7.42), "ait_build_no_graphs": side(7.54),
+         "ait_build": dict(side(7.42), items_per_s=17250.7), "ait_build_no_graphs": side(7.54),
          "torch_eager": side(11.6, 0.64), "torch_eager_cuda_graph": {"skipped": "RuntimeError: x"},
          "torch_compile": {"skipped": "torch.compile failed (BackendCompilerFailed: no)"},
          "max_abs_diff": 0.0117, "speedup_vs_eager": 1.56}]}
@@ -47,14 +47,14 @@ def test_table_puts_ours_beside_each_torch_mode_with_ratios_and_skips():
     assert "bert_base on h200 (NVIDIA H200, float16, torch 2.11.0+cu130" in title
     assert "torch.compile mode max-autotune" in title
     assert cells(head) == [
-        "dims", "runs", "ait-build ms", "no graphs ms", "eager ms", "ours/eager", "eager+graph ms",
-        "ours/eager+graph", "compile ms", "ours/compile", "max|diff|"]
+        "dims", "runs", "ait-build ms", "items/s", "no graphs ms", "eager ms", "ours/eager",
+        "eager+graph ms", "ours/eager+graph", "compile ms", "ours/compile", "max|diff|"]
     first = cells(rows[0])
-    assert first == ["batch=1,seq=128", "100", "0.900", "1.040", "6.300", "0.14", "0.600", "1.50",
-                     "0.450", "2.00", "0.016"]
+    assert first == ["batch=1,seq=128", "100", "0.900", "1111", "1.040", "6.300", "0.14", "0.600",
+                     "1.50", "0.450", "2.00", "0.016"]
     second = cells(rows[1])
-    assert second[:6] == ["batch=128,seq=128", "30", "7.420", "7.540", "11.600", "0.64"]
-    assert second[6:10] == ["skipped", "", "skipped", ""]
+    assert second[:7] == ["batch=128,seq=128", "30", "7.420", "17251", "7.540", "11.600", "0.64"]
+    assert second[7:11] == ["skipped", "", "skipped", ""]
     assert notes == ["batch=128,seq=128: eager+graph skipped: RuntimeError: x",
                      "batch=128,seq=128: compile skipped: torch.compile failed "
                      "(BackendCompilerFailed: no)"]
@@ -66,7 +66,7 @@ def test_table_without_torch_shows_our_two_sides_only():
          if k in ("dims", "runs", "ait_build", "ait_build_no_graphs")}])
     head = bench_cuda.table(report).splitlines()[1]
     assert cells(head) == [
-        "dims", "runs", "ait-build ms", "no graphs ms"]
+        "dims", "runs", "ait-build ms", "items/s", "no graphs ms"]
     assert "torch.compile" not in bench_cuda.table(report).splitlines()[0]
 
 
@@ -77,6 +77,17 @@ def test_ratios_are_ours_over_theirs():
     assert row["torch_eager"]["ratio"] == 0.25 and row["torch_eager_cuda_graph"]["ratio"] == 2.0
     assert row["speedup_vs_eager"] == 4.0 and "ratio" not in row["torch_compile"]
     assert "ratio" not in row["ait_build"]
+    # no dims: one item a call; 2 ms a call is 500 a second
+    assert row["ait_build"]["items_per_s"] == 500.0 and row["torch_eager"]["items_per_s"] == 125.0
+    assert "items_per_s" not in row["torch_compile"]
+
+
+def test_throughput_counts_the_batch():
+    row = {"dims": {"batch": 256, "seq": 128}, "ait_build": side(4.0),
+           "ait_build_no_graphs": side(5.0)}
+    bench_cuda.add_ratios(row)
+    assert row["ait_build"]["items_per_s"] == 64000.0
+    assert row["ait_build_no_graphs"]["items_per_s"] == 51200.0
 
 
 def test_summary_and_large_cases_run_fewer_times():
