@@ -12,6 +12,7 @@ import ctypes
 import json
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import yaml
@@ -91,6 +92,18 @@ def run_checked(cmd: list, what: str) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode:
         raise AssertionError(f"{what} failed ({' '.join(cmd[:3])} ...):\n{proc.stderr[-8000:]}")
+
+
+def compile_and_link(jobs: list, workers: int) -> None:
+    """Runs unity_build's commands for (what, compile command, link command) jobs, `workers`
+    compilers at a time; a failure raises with the compiler's output."""
+    def one(job):
+        what, compile_cmd, link_cmd = job
+        run_checked(compile_cmd, f"compiling {what}")
+        run_checked(link_cmd, f"linking {what}")
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(one, jobs))
 
 
 def c_create(lib_path: str, name: str, weights: str) -> tuple:

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from ait_build.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
-from cuda_helpers import TARGETS, errors, fp16acc_target, on_gpu, report, run_checked, unity_build
+from cuda_helpers import (TARGETS, compile_and_link, errors, fp16acc_target, on_gpu, report,
+                          unity_build)
 from cuda_op_groups import op_spec
 
 pytestmark = pytest.mark.gpu
@@ -39,23 +39,17 @@ LONGEST_K = {"gemm_large": 64, "conv_large": 3 * 3 * 64}
 
 @pytest.fixture(scope="module")
 def libraries(tmp_path_factory):
-    jobs = []
+    built, jobs = {}, []
     for group in LONGEST_K:
         for target in TARGETS:
             root = tmp_path_factory.mktemp(f"{group}_{target}_fp16acc")
             out = str(root / "out")
             spec = op_spec(group)
             _, compile_cmd, link_cmd = unity_build(spec, fp16acc_target(target, str(root)), out)
-            jobs.append(((group, target), out, spec, compile_cmd, link_cmd))
-
-    def build(job):
-        key, out, spec, compile_cmd, link_cmd = job
-        run_checked(compile_cmd, f"compiling {key}")
-        run_checked(link_cmd, f"linking {key}")
-        return key, (out, spec)
-
-    with ThreadPoolExecutor(len(jobs)) as pool:
-        return dict(pool.map(build, jobs))
+            built[(group, target)] = (out, spec)
+            jobs.append((f"{group} for {target}_fp16acc", compile_cmd, link_cmd))
+    compile_and_link(jobs, len(jobs))
+    return built
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from ait_build.codegen.emit import emit
 from ait_build.spec.target import find_target
 from ait_build.toolchain import toolchain_for
-from cuda_helpers import c_create, fp16_spec, fp16acc_target, run_checked, spec_path, unity_build
+from cuda_helpers import (c_create, compile_and_link, fp16_spec, fp16acc_target, run_checked,
+                          spec_path, unity_build)
 from cuda_op_groups import op_spec
 
 pytestmark = pytest.mark.nvcc
@@ -30,21 +30,15 @@ CASES = [("mlp", "a100"), ("mlp", "h200"), ("tiny_vit", "a100"), ("tiny_vit", "h
 
 @pytest.fixture(scope="module")
 def libraries(nvcc, tmp_path_factory):
-    jobs = []
+    built, jobs = {}, []
     for model, target in CASES:
         spec = spec_path(model) if model == "mlp" else fp16_spec(model)
         out = str(tmp_path_factory.mktemp(f"{model}_{target}"))
         emission, compile_cmd, link_cmd = unity_build(spec, target, out)
-        jobs.append((model, target, out, emission, compile_cmd, link_cmd))
-
-    def build(job):
-        model, target, out, emission, compile_cmd, link_cmd = job
-        run_checked(compile_cmd, f"compiling {model} for {target}")
-        run_checked(link_cmd, f"linking {model} for {target}")
-        return (model, target), (out, emission)
-
-    with ThreadPoolExecutor(2) as pool:
-        return dict(pool.map(build, jobs))
+        built[(model, target)] = (out, emission)
+        jobs.append((f"{model} for {target}", compile_cmd, link_cmd))
+    compile_and_link(jobs, 2)
+    return built
 
 
 @pytest.mark.parametrize("model,target", CASES)
