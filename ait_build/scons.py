@@ -56,13 +56,13 @@ def setup(arguments: dict) -> None:
     root = Dir("#").abspath
     try:
         opts = parse_options(dict(arguments), root)
-        env = base_env(opts)
+        from ait_build.spec.target import find_target
+        targets = {t: find_target(t, os.path.join(root, "targets")) for t in opts.targets}
+        env = base_env(opts, {t.backend for t in targets.values()})
         progress = Progress()
         env["PRINT_CMD_LINE_FUNC"] = progress
         outputs = []
-        for tname in opts.targets:
-            from ait_build.spec.target import find_target
-            target = find_target(tname, os.path.join(root, "targets"))
+        for tname, target in targets.items():
             tenv = target_env(env, target, root)
             for spec in opts.specs:
                 nodes, steps = model_rules(tenv, spec, tname, target, root)
@@ -144,15 +144,15 @@ class ReadOnlyCache(SCons.CacheDir.CacheDir):
         return True
 
 
-def base_env(opts: Options):
+def base_env(opts: Options, backends: set):
+    """The environment every target's clones share; `backends` (of the selected targets) size
+    the default number of parallel jobs."""
     # The user's PATH reaches compilers such as nvcc; the target file still names the compiler.
     env = Environment(tools=["default"], ENV={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
     env.Decider("content")
     os.makedirs(os.path.join(opts.root, "build"), exist_ok=True)
     env.SConsignFile(os.path.join(opts.root, "build", ".sconsign"))
     if not _jobs_given():
-        from ait_build.spec.target import find_target
-        backends = {find_target(t, os.path.join(opts.root, "targets")).backend for t in opts.targets}
         jobs, why = default_jobs(backends, os.cpu_count() or 1, available_memory())
         SetOption("num_jobs", jobs)
         if why:
