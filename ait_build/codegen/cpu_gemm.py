@@ -131,20 +131,26 @@ def window_attrs(attrs) -> dict:
     return dict(kh=kh, kw=kw, sh=sh, sw=sw, ph=ph, pw=pw, dh=dh, dw=dw)
 
 
+def conv_geometry(lw) -> tuple:
+    """What both backends' conv2d lowerings start from: the (N, H, W, C, HO, WO, O) Dims, the
+    groups, the window (window_attrs), and those sizes as C++ arguments with their int64_t
+    parameters, in the order the kernels take them."""
+    node = lw.node
+    dims = (*lw.shape(node.inputs[0]), *lw.shape(node.output)[1:])
+    size_params = [("int64_t", s) for s in ("N", "H", "W", "C", "HO", "WO", "O")]
+    return (dims, node.attrs["groups"], window_attrs(node.attrs), [cexpr(v) for v in dims],
+            size_params)
+
+
 def lower_conv2d(lw) -> None:
     node = lw.node
     x, out = node.inputs[0], node.output
-    n, h, w, c = lw.shape(x)
-    _, ho, wo, o = lw.shape(out)
-    g = node.attrs["groups"]
-    win = window_attrs(node.attrs)
+    (n, _, _, c, ho, wo, o), g, win, sizes, size_params = conv_geometry(lw)
     kh, kw = win["kh"], win["kw"]
     epi = Epilogue(lw, 1, bool(node.attrs["bias"]))
     bias = lw.weight("bias") if epi.has_bias else None
     cv, ov = c.value, o.value
     common = [lw.dst(out), lw.src(x)]
-    sizes = [cexpr(v) for v in (n, h, w, c, ho, wo, o)]
-    size_params = [("int64_t", s) for s in ("N", "H", "W", "C", "HO", "WO", "O")]
     if g == cv == ov and cv > 1:  # depthwise: a direct loop over channels
         wt = lw.weight("weight", lambda a: a.reshape(ov, kh, kw).transpose(1, 2, 0), "hwc",
                        (kh, kw, ov))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from ait_build.codegen.cexpr import broadcast_strides, cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.cpu_elementwise import ACT, Operand, elementwise, float_literal
-from ait_build.codegen.cpu_gemm import residual_mode, window_attrs
+from ait_build.codegen.cpu_gemm import conv_geometry, residual_mode
 from ait_build.codegen.kernel import make_kernel
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
@@ -209,10 +209,7 @@ def lower_matmul(lw) -> None:
 def lower_conv2d(lw) -> None:
     node = lw.node
     x, out = node.inputs[0], node.output
-    n, h, w, c = lw.shape(x)
-    _, ho, wo, o = lw.shape(out)
-    g = node.attrs["groups"]
-    win = window_attrs(node.attrs)
+    (_, _, _, c, _, _, o), g, win, sizes, size_params = conv_geometry(lw)
     kh, kw = win["kh"], win["kw"]
     dtype, ctype = lw.dtype(out), lw.ctype(out)
     epi = Epilogue(lw, 1, bool(node.attrs["bias"]))
@@ -220,8 +217,6 @@ def lower_conv2d(lw) -> None:
     tc = tensor_op(dtype)
     align_in = alignment([c], tc["aligns"])
     align_out = alignment([o], tc["aligns"])
-    sizes = [cexpr(v) for v in (n, h, w, c, ho, wo, o)]
-    size_params = [("int64_t", s) for s in ("N", "H", "W", "C", "HO", "WO", "O")]
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {ctype}*", "w"),
               (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
     context = dict(element=ELEMENT[dtype], ctype=ctype, act=ACT_FUNCTOR[epi.kernel_act],
