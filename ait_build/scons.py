@@ -37,7 +37,8 @@ VARIABLES = (
     ("verbose", "1: print full command lines instead of one line per step", "0"),
 )
 # Modules whose code does not shape the generated sources (they are not hashed into generation).
-NOT_CODEGEN = ("runtime", "build_cli.py", "bench.py", "bench_models.py", "cli.py", "graph_view.py")
+NOT_CODEGEN = ("runtime", "profile", "build_cli.py", "bench.py", "bench_models.py", "cli.py",
+               "graph_view.py")
 JINJA_REF = re.compile(r"{%-?\s*(?:include|import|from|extends)\s+['\"]([^'\"]+)['\"]")
 
 
@@ -251,6 +252,8 @@ def model_rules(env, spec: str, tname: str, target, root: str) -> tuple:
     emission = plan(spec, target)
     out = os.path.join(root, "build", tname, emission.name)
     label = f"{tname}/{emission.name}"
+    if emission.tuning:  # once per build and model: calls the profile does not cover
+        print(f"ait-build: {label}: {emission.tuning}")
     genv = env.Clone(AIT_SPEC=spec, AIT_TARGET=target, AIT_LABEL=label, AIT_ROOT=root,
                      AIT_TEMPLATES=os.path.join(root, "templates"))
     generated = genv.AitGenerate(target=os.path.join(out, emission.manifest), source=spec)
@@ -274,7 +277,8 @@ def generate_emitter(target, source, env):
     extra = [t if os.path.isabs(t) else os.path.join(env["AIT_ROOT"], t) for t in templates]
     # Values print as themselves in --debug=explain, so they say what they are.
     values = [env.Value(f"target {env['AIT_TARGET'].name} {env['AIT_TARGET'].digest()}"),
-              env.Value(f"ait_build sources {package_digest()}")]
+              env.Value(f"ait_build sources {package_digest()}"),
+              env.Value(f"profile {file_digest(emission.profile)}")]
     return targets, list(source) + extra + values
 
 
@@ -339,6 +343,16 @@ def spec_references(path: str) -> list:
         refs.append(weights)
     found = [os.path.normpath(os.path.join(here, r)) for r in refs]
     return [p for p in found if os.path.isfile(p)]
+
+
+def file_digest(path: str) -> str:
+    """Hash of a file's bytes ('none' when there is none): the kernel profile is read by
+    generation, and creating, editing or deleting it must regenerate."""
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()[:16]
+    except (OSError, TypeError):
+        return "none"
 
 
 def package_digest() -> str:

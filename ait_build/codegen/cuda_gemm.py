@@ -28,26 +28,29 @@ from __future__ import annotations
 from ait_build.codegen.cexpr import broadcast_strides, cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.cpu_elementwise import ACT, Operand, elementwise, float_literal
 from ait_build.codegen.cpu_gemm import conv_geometry, residual_mode
+from ait_build.codegen.cuda_configs import conv_candidates, gemm_candidates
 from ait_build.codegen.kernel import make_kernel
+from ait_build.codegen.tuning import Tunable
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
 
-# kernel family (target.kernels) -> (GEMM template, conv template)
-FAMILIES = {
-    "cutlass_sm80": ("cuda/gemm_sm80.cu.j2", "cuda/conv2d_sm80.cu.j2"),
-    # GEMMs: the sm80 kernel plus a CUTLASS 3.x warp-specialized TMA kernel for the calls that
-    # fill the device (gemm_sm90.cu.j2); convs: the sm80 implicit GEMM for now
-    "cutlass_sm90": ("cuda/gemm_sm90.cu.j2", "cuda/conv2d_sm80.cu.j2"),
+# kernel family (target.kernels) -> whether its calls may also run CUTLASS 3.x Hopper kernels
+# (codegen/cuda_configs.py lists the configurations of both)
+FAMILIES = {"cutlass_sm80": False, "cutlass_sm90": True}
+# per op: the dispatch template, each configuration kind's template and its parameters
+CUTLASS = {
+    "gemm": ("cuda/gemm.cu.j2", {"sm80": "cuda/gemm_sm80.cu.j2", "sm90": "cuda/gemm_sm90.cu.j2"},
+             ["out", "a", "b", "bias", "res"],
+             [("int64_t", p) for p in ("M", "N", "K")] + [("float", "alpha")]
+             + [("int64_t", p) for p in ("batch", "a_s", "b_s")]),
+    "conv2d": ("cuda/conv2d.cu.j2", {"sm80": "cuda/conv2d_sm80.cu.j2", "sm90": "cuda/conv2d_sm90.cu.j2"},
+               ["out", "x", "w", "bias", "res"],
+               [("int", p) for p in ("N", "H", "W", "C", "O", "HO", "WO", "KH", "KW", "SH", "SW",
+                                     "PH", "PW", "DH", "DW")]),
 }
-SM80_GEMM = FAMILIES["cutlass_sm80"][0]
-# the sm90 kernel's tile (M, N, K) and cluster for 16-bit elements, cooperative schedule (two
-# consumer warp groups share the 128 rows), as in the gemm90 spike (904 TFLOP/s on the H200);
-# TMA wants rows of 16 bytes: K and N multiples of 8 elements
-SM90_TILE = "128, 256, 64"
-SM90_CLUSTER = "2, 1, 1"
-SM90_ALIGN = 8
 SIMPLE_GEMM = "cuda/gemm_simple.cu.j2"
 DIRECT_CONV = "cuda/conv2d_direct.cu.j2"
+WINDOW = ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")  # the convs' int window arguments
 
 ELEMENT = {"float16": "cutlass::half_t", "bfloat16": "cutlass::bfloat16_t", "float32": "float"}
 ACCUMULATOR = {"float16": "cutlass::half_t", "float32": "float"}
@@ -58,16 +61,12 @@ ACT_FUNCTOR = {"none": "ait::ActIdentity", "relu": "ait::ActRelu", "gelu": "ait:
 
 
 def tensor_op(dtype: str) -> dict:
-    """Tile configurations (threadblock, warp, stages), instruction shape, math operator and the
-    alignments (elements per access) CUTLASS's sm80 tensor-op kernels take for `dtype`. float32
-    runs as 3xTF32 (OpMultiplyAddFastF32): tensor cores at close to float32 accuracy."""
+    """Instruction shape, math operator and the alignments (elements per access) CUTLASS's sm80
+    tensor-op kernels take for `dtype`. float32 runs as 3xTF32 (OpMultiplyAddFastF32): tensor
+    cores at close to float32 accuracy. The tile configurations are in cuda_configs.py."""
     if dtype == "float32":
-        return dict(configs=(("64, 64, 16", "32, 32, 16", 4),), inst="16, 8, 8",
-                    math="cutlass::arch::OpMultiplyAddFastF32", aligns=(4, 2, 1))
-    # 16-bit: the large tile for big problems, the small one when the large would leave
-    # multiprocessors idle (batch 1); the kernel chooses per call
-    return dict(configs=(("128, 128, 32", "64, 64, 32", 3), ("64, 64, 32", "32, 32, 32", 4)),
-                inst="16, 8, 16", math="cutlass::arch::OpMultiplyAdd", aligns=(8, 4, 2))
+        return dict(inst="16, 8, 8", math="cutlass::arch::OpMultiplyAddFastF32", aligns=(4, 2, 1))
+    return dict(inst="16, 8, 16", math="cutlass::arch::OpMultiplyAdd", aligns=(8, 4, 2))
 
 
 def accumulator(lw, dtype: str) -> dict:
@@ -87,12 +86,54 @@ def alignment(dims, choices) -> int:
     return 0
 
 
-def family(lw, op: str) -> tuple:
+def hopper(lw, op: str) -> bool:
+    """Whether the target's kernel family for `op` offers the CUTLASS 3.x Hopper kernels."""
     name = lw.plan.target.kernel(op, "cutlass_sm80")
     if name not in FAMILIES:
         raise AitError(f"target '{lw.plan.target.name}': kernels.{op} is '{name}'; the cuda "
                        f"backend has {', '.join(sorted(FAMILIES))}")
     return FAMILIES[name]
+
+
+def cutlass_context(lw, dtype: str, epi, aligns: tuple) -> dict:
+    """The context every CUTLASS GEMM/conv kernel of this call shares, whatever its tiles."""
+    tc = tensor_op(dtype)
+    return dict(element=ELEMENT[dtype], ctype=lw.plan.ctypes[dtype], act=ACT_FUNCTOR[epi.kernel_act],
+                act_fn=ACT[epi.kernel_act], align_a=aligns[0], align_b=aligns[1], align_c=aligns[2],
+                inst=tc["inst"], math=tc["math"], **accumulator(lw, dtype))
+
+
+def family_text(op: str, dtype: str, epi, context: dict, extra: str = "") -> str:
+    """The readable identity profiles key on: what shapes a kernel's code besides its tiles."""
+    return (f"{op} {dtype}{extra} act={epi.kernel_act} "
+            f"align={context['align_a']},{context['align_b']},{context['align_c']}"
+            + (" acc=float16" if context.get("accumulator") else ""))
+
+
+def _static(value):
+    d = Dim.of(value)
+    return d.value if d.is_static else str(d)
+
+
+def tuned(lw, op: str, label: str, context: dict, params: list, args: list, fields: dict) -> None:
+    """Records a CUTLASS call whose configuration a profile may choose (codegen/tuning.py). Its
+    kernel is a dispatch over parts, one per configuration, each compiled on its own: the part
+    of a configuration is the same file in every model and profiling harness that uses it."""
+    dispatch, templates, pointers, sizes = CUTLASS[op]
+    ctype = context["ctype"]
+    part_params = [(f"{ctype}*" if p == "out" else f"const {ctype}*", p) for p in pointers] + sizes
+    params = params + [("int", "config")]
+
+    def make(configs, ladder):
+        parts = tuple(make_kernel(f"{label}_{c.kind}", op, templates[c.kind],
+                                  dict(context, **dict(c.context)), part_params) for c in configs)
+        return make_kernel(label, op, dispatch, dict(
+            ctype=ctype, align=min(context["align_a"], context["align_b"], context["align_c"]),
+            parts=tuple(p.name for p in parts), tile_m=tuple(c.tile[0] for c in configs),
+            tile_n=tuple(c.tile[1] for c in configs), base_align=tuple(c.base_align for c in configs),
+            ladder=tuple(ladder)), params, parts)
+    group = make_kernel(label, op, dispatch, context, params).name  # the family's identity
+    lw.tuned_call(Tunable(**fields), make, args, group)
 
 
 class Epilogue:
@@ -150,33 +191,33 @@ def gemm_call(lw, epi: Epilogue, out: str, a_var: str, b_var: str, m, n, k, col_
     sizes, abs_, bbs = ([1] * (2 - len(sizes)) + list(sizes), [0] * (2 - len(abs_)) + list(abs_),
                         [0] * (2 - len(bbs)) + list(bbs))
     tc = tensor_op(dtype)
-    align_a = alignment([k], tc["aligns"])
-    align_b = alignment([k if col_b else n], tc["aligns"])
-    align_c = alignment([n], tc["aligns"])
-    context = dict(element=ELEMENT[dtype], ctype=ctype, col_b=col_b, act=ACT_FUNCTOR[epi.kernel_act],
-                   act_fn=ACT[epi.kernel_act])
-    if min(align_a, align_b, align_c) > 0:
-        template = family(lw, "gemm")[0]
-        if template != SM80_GEMM:
-            if dtype == "float32" or min(align_a, align_b, align_c) < SM90_ALIGN:
-                template = SM80_GEMM  # float32 (3xTF32) and unaligned rows: sm80 only
-            else:
-                context.update(sm90_tile=SM90_TILE, sm90_cluster=SM90_CLUSTER)
-        context.update(align_a=align_a, align_b=align_b, align_c=align_c, inst=tc["inst"],
-                       math=tc["math"], configs=tuple(" / ".join(map(str, c)) for c in tc["configs"]),
-                       **accumulator(lw, dtype))
-        label = "gemm"
-    else:
-        template, label = SIMPLE_GEMM, "gemm_simple"
+    aligns = (alignment([k], tc["aligns"]), alignment([k if col_b else n], tc["aligns"]),
+              alignment([n], tc["aligns"]))
+    op = "gemm"  # linear, matmul, bmm and pointwise convs alike: they share kernels
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "a"), (f"const {ctype}*", "b"),
               (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")]
     params += [("int64_t", p) for p in ("M", "N", "K")] + [("float", "alpha")]
     params += [("int64_t", p) for p in ("bo", "bi", "a_so", "a_si", "b_so", "b_si")]
-    kernel = make_kernel(label_of(label, epi), lw.node.op, template, context, params)
+    scalars = [("M", m), ("N", n), ("K", k), ("alpha", float(alpha)), ("bo", sizes[0]),
+               ("bi", sizes[1]), ("a_so", abs_[0]), ("a_si", abs_[1]), ("b_so", bbs[0]),
+               ("b_si", bbs[1])]
     args = [lw.dst(out), a_var, b_var] + epi.args(lw)
-    args += [cexpr(m), cexpr(n), cexpr(k), float_literal(alpha)]
-    args += [cexpr(v) for v in (sizes[0], sizes[1], abs_[0], abs_[1], bbs[0], bbs[1])]
-    lw.call(kernel, args)
+    args += [cexpr(v) if name != "alpha" else float_literal(v) for name, v in scalars]
+    if min(aligns) == 0:  # rows CUTLASS cannot read (odd K in fp16): a plain tiled GEMM
+        context = dict(element=ELEMENT[dtype], ctype=ctype, col_b=col_b,
+                       act=ACT_FUNCTOR[epi.kernel_act], act_fn=ACT[epi.kernel_act])
+        lw.call(make_kernel(label_of("gemm_simple", epi), op, SIMPLE_GEMM, context, params), args)
+        epi.finish(lw, out)
+        return
+    context = dict(cutlass_context(lw, dtype, epi, aligns), col_b=col_b)
+    candidates, ladder = gemm_candidates(dtype, hopper(lw, "gemm"), min(aligns))
+    layout = f" b={'col' if col_b else 'row'}"
+    tuned(lw, "gemm", label_of("gemm", epi), context, params, args, dict(
+        kind="gemm", family=family_text("gemm", dtype, epi, context, layout),
+        problem=(("n", _static(n)), ("k", _static(k)), ("l", _static(Dim.of(sizes[0]) * sizes[1]))),
+        extent=Dim.of(m), scalars=tuple(scalars),
+        operands=(("bias", epi.bias is not None), ("res", epi.residual is not None)),
+        candidates=candidates, ladder=ladder))
     epi.finish(lw, out)
 
 
@@ -209,7 +250,8 @@ def lower_matmul(lw) -> None:
 def lower_conv2d(lw) -> None:
     node = lw.node
     x, out = node.inputs[0], node.output
-    (_, _, _, c, _, _, o), g, win, sizes, size_params = conv_geometry(lw)
+    dims, g, win, sizes, size_params = conv_geometry(lw)
+    n, h, w, c, ho, wo, o = dims
     kh, kw = win["kh"], win["kw"]
     dtype, ctype = lw.dtype(out), lw.ctype(out)
     epi = Epilogue(lw, 1, bool(node.attrs["bias"]))
@@ -217,27 +259,39 @@ def lower_conv2d(lw) -> None:
     tc = tensor_op(dtype)
     align_in = alignment([c], tc["aligns"])
     align_out = alignment([o], tc["aligns"])
-    params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {ctype}*", "w"),
-              (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
-    context = dict(element=ELEMENT[dtype], ctype=ctype, act=ACT_FUNCTOR[epi.kernel_act],
-                   act_fn=ACT[epi.kernel_act])
     if g == 1 and align_in and align_out:  # implicit GEMM; filters as CUTLASS's KRSC
         wt = lw.weight("weight", lambda a: a.transpose(0, 2, 3, 1), "krsc", (ov, kh, kw, cv),
                        dtype=dtype)
-        context.update(align_a=align_in, align_b=align_in, align_c=align_out, inst=tc["inst"],
-                       math=tc["math"], configs=tuple(" / ".join(map(str, cf)) for cf in tc["configs"]),
-                       **accumulator(lw, dtype))
-        template, label = family(lw, "conv2d")[1], "conv2d"
-        params += [("int", p) for p in ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")]
-        extra = [str(win[p]) for p in ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw")]
-    else:  # grouped, depthwise or unaligned channels: direct, weights [KH][KW][C/G][O]
-        cg = cv // g
-        wt = lw.weight("weight", lambda a: a.transpose(2, 3, 1, 0), "hwio", (kh, kw, cg, ov),
-                       dtype=dtype)
-        context.update(win, groups=g)
-        template = DIRECT_CONV
-        label = "depthwise_conv2d" if g == cv == ov else "conv2d_direct"
-        extra = []
-    kernel = make_kernel(label_of(label, epi), "conv2d", template, context, params)
-    lw.call(kernel, [lw.dst(out), lw.src(x), wt] + epi.args(lw) + sizes + extra)
+        if kh == kw == 1 and win["sh"] == win["sw"] == 1 and win["ph"] == win["pw"] == 0:
+            # a pointwise conv over NHWC rows is the GEMM [N*H*W, C] x [O, C]^T: the GEMM
+            # kernels (Hopper's included) take it
+            gemm_call(lw, epi, out, lw.src(x), wt, n * h * w, o, c, col_b=True)
+            return
+        params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {ctype}*", "w"),
+                  (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
+        params += [("int", p) for p in WINDOW]
+        aligns = (align_in, align_in, align_out)
+        context = cutlass_context(lw, dtype, epi, aligns)
+        candidates, ladder = conv_candidates(dtype, hopper(lw, "conv2d"), min(aligns), cv)
+        window = [win[p.lower()] for p in WINDOW]
+        scalars = list(zip(("N", "H", "W", "C", "HO", "WO", "O"), dims)) + list(zip(WINDOW, window))
+        args = [lw.dst(out), lw.src(x), wt] + epi.args(lw) + sizes + [str(v) for v in window]
+        problem = tuple((k.lower(), _static(v)) for k, v in scalars if k != "N")
+        tuned(lw, "conv2d", label_of("conv2d", epi), context, params, args, dict(
+            kind="conv2d", family=family_text("conv2d", dtype, epi, context), problem=problem,
+            extent=Dim.of(n), scalars=tuple(scalars),
+            operands=(("bias", epi.bias is not None), ("res", epi.residual is not None)),
+            candidates=candidates, ladder=ladder))
+        epi.finish(lw, out)
+        return
+    # grouped, depthwise or unaligned channels: direct, weights [KH][KW][C/G][O]
+    cg = cv // g
+    wt = lw.weight("weight", lambda a: a.transpose(2, 3, 1, 0), "hwio", (kh, kw, cg, ov), dtype=dtype)
+    params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {ctype}*", "w"),
+              (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
+    context = dict(element=ELEMENT[dtype], ctype=ctype, act=ACT_FUNCTOR[epi.kernel_act],
+                   act_fn=ACT[epi.kernel_act], **win, groups=g)
+    label = "depthwise_conv2d" if g == cv == ov else "conv2d_direct"
+    kernel = make_kernel(label_of(label, epi), "conv2d", DIRECT_CONV, context, params)
+    lw.call(kernel, [lw.dst(out), lw.src(x), wt] + epi.args(lw) + sizes)
     epi.finish(lw, out)

@@ -5,6 +5,7 @@ kind and only what changes the code (window geometry, residual, head_dim) is com
 
 from __future__ import annotations
 
+from ait_build.codegen import cpu_data
 from ait_build.codegen.cexpr import cexpr, elements
 from ait_build.codegen.cpu_elementwise import float_literal
 from ait_build.codegen.cpu_gemm import attention_operands
@@ -147,3 +148,27 @@ def lower_attention(lw) -> None:
     args += [cexpr(v) for v in (b, sq, sk, heads, *ld)]
     args += [float_literal(attention_scale(attrs))] + [cexpr(s) for s in bias_strides]
     lw.call(kernel, args, scratch_shared=scratch)
+
+
+# the padded rows a thread of pad_channels.cu.j2 holds in registers: at most this many elements
+PAD_ROW_ELEMENTS = 64
+
+
+def lower_pad(lw) -> None:
+    """A pad of the last dim alone (the image channels in front of a stem conv) writes each
+    padded row once from registers; any other pad is the shared fill + strided copy."""
+    node = lw.node
+    x, out = node.inputs[0], node.output
+    pads = [Dim.of(p) for p in node.attrs["pads"]]
+    c_in, c_out = Dim.of(lw.shape(x)[-1]), Dim.of(lw.shape(out)[-1])
+    last_only = all(p == 0 for p in pads[:-2]) and all(p.is_static for p in pads[-2:])
+    if not (last_only and c_in.is_static and c_out.is_static and c_out.value <= PAD_ROW_ELEMENTS
+            and lw.dtype(out) in ("float16", "bfloat16", "float32")):
+        cpu_data.lower_pad(lw)
+        return
+    params = io_params(lw, out, "x") + [("int64_t", "rows"), ("float", "value")]
+    kernel = make_kernel("pad_channels", node.op, "cuda/pad_channels.cu.j2",
+                         dict(ctype=lw.ctype(out), c_in=c_in.value, c_out=c_out.value,
+                              before=pads[-2].value), params)
+    lw.call(kernel, [lw.dst(out), lw.src(x), cexpr(elements(lw.shape(x)[:-1])),
+                     float_literal(node.attrs["value"])])

@@ -43,6 +43,8 @@ class Emission:
     weights: str
     template_deps: dict  # relative path -> ['templates/...'] it is rendered from
     support_headers: list = field(default_factory=list)
+    tuning: str = ""  # one line when calls lack a profile entry (codegen/tuning.py), else ''
+    profile: str = ""  # the profile file the kernel choices came from
 
 
 def _resolve_target(target):
@@ -53,15 +55,16 @@ def _resolve_target(target):
 
 
 def build_plan(spec_path: str, target, weights: str | None = None,
-               optimize: bool = True) -> ModelPlan:
-    """`optimize=False` plans the graph as written (every op its own kernel), for tests."""
+               optimize: bool = True, tune: bool = True) -> ModelPlan:
+    """`optimize=False` plans the graph as written (every op its own kernel), for tests;
+    `tune=False` leaves the tuned calls for `ait-build profile` (codegen/tuning.py)."""
     from ait_build.passes import optimize as run_passes
     from ait_build.spec.model import load_model
     target = _resolve_target(target)
     graph = load_model(spec_path, weights)
     if optimize:
         graph, _ = run_passes(graph, target)
-    return plan_model(graph, target)
+    return plan_model(graph, target, tune=tune)
 
 
 def _emission(plan: ModelPlan) -> Emission:
@@ -75,9 +78,12 @@ def _emission(plan: ModelPlan) -> Emission:
     support = sorted(plan.backend.SUPPORT_FILES)
     sources = sorted(k.source for k in kernels)
     files = sorted(set(sources) | set(support) | {MODEL_SOURCE, header, MANIFEST, WEIGHTS})
+    report = plan.tuning
     return Emission(name=plan.name, files=files, kernel_sources=sources, model_source=MODEL_SOURCE,
                     header=header, manifest=MANIFEST, weights=WEIGHTS,
-                    template_deps=dict(sorted(deps.items())), support_headers=support)
+                    template_deps=dict(sorted(deps.items())), support_headers=support,
+                    tuning=report.summary() if report else "",
+                    profile=report.profile if report else "")
 
 
 def plan_outputs(spec_path: str, target, weights: str | None = None,
@@ -155,8 +161,20 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, toolchain) ->
         "weights": {"file": WEIGHTS, "sha256": hashlib.sha256(weights_bytes).hexdigest(),
                     "bytes": len(weights_bytes)},
         "compiler": toolchain.manifest(),
+        "tuning": _tuning(plan),
         "ait_build_version": __version__,
     }
+
+
+def _tuning(plan: ModelPlan) -> dict:
+    """Where the GEMM/conv configurations came from: the profile file (relative to the target
+    file's project) and how many calls it covered."""
+    report = plan.tuning
+    if report is None or not report.calls:
+        return {"calls": 0}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(plan.target.source)))
+    profile = os.path.relpath(report.profile, root) if report.profile else ""
+    return {"profile": profile, "calls": report.calls, "profiled": report.profiled}
 
 
 def write_if_changed(path: str, data: bytes) -> bool:

@@ -24,6 +24,7 @@ class Kernel:
     template: str  # relative to templates/, e.g. 'cpu/gemm.cpp.j2'
     context: tuple  # sorted (key, value) pairs; values are str/int/float/bool or tuples of them
     params: str  # the C++ parameter list after the Ctx
+    parts: tuple = ()  # kernels of its own that this one calls, each its own source file
 
     @property
     def source(self) -> str:
@@ -44,6 +45,7 @@ class Step:
     args: tuple  # C++ expressions, in parameter order
     scratch_shared: int = 0  # bytes at max dims, shared by the team
     scratch_thread: int = 0  # bytes at max dims, per OpenMP thread
+    tuning: object = None  # a tuning.TunedCall until tuning.finalize gives the step its kernel
 
 
 def _check_context(context: dict) -> None:
@@ -53,8 +55,10 @@ def _check_context(context: dict) -> None:
             raise TypeError(f"kernel context '{key}' must be flat, got {value!r}")
 
 
-def make_kernel(label: str, op: str, template: str, context: dict, params: list) -> Kernel:
-    """`params` are (ctype, name) pairs; the name is derived from everything that shapes the code."""
+def make_kernel(label: str, op: str, template: str, context: dict, params: list,
+                parts: tuple = ()) -> Kernel:
+    """`params` are (ctype, name) pairs; the name is derived from everything that shapes the code
+    (`parts` are named in the context of the kernel that calls them)."""
     _check_context(context)
     param_text = ", ".join(f"{ctype} {name}" for ctype, name in params)
     identity = json.dumps({"template": template, "op": op, "context": context,
@@ -62,7 +66,7 @@ def make_kernel(label: str, op: str, template: str, context: dict, params: list)
                           sort_keys=True)
     digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
     return Kernel(name=f"{label}_{digest}", label=label, op=op, template=template,
-                  context=tuple(sorted(context.items())), params=param_text)
+                  context=tuple(sorted(context.items())), params=param_text, parts=tuple(parts))
 
 
 def template_for(plan, kind: str, default: str) -> str:

@@ -55,6 +55,7 @@ class ModelPlan:
     kernels: dict = field(default_factory=dict)  # name -> Kernel
     layout: Layout = field(default_factory=Layout)
     notes: list = field(default_factory=list)
+    tuning: object = None  # tuning.TuningReport once finalized
     position: int = 0  # 0: input conversions, i + 1: node i, len(nodes) + 1: output conversions
 
     @property
@@ -134,10 +135,16 @@ class ModelPlan:
         return self.weights[key].var
 
     def add_step(self, step: Step) -> None:
-        known = self.kernels.setdefault(step.kernel.name, step.kernel)
-        if known != step.kernel:
-            raise AitError(f"internal: two kernels share the name {step.kernel.name}")
+        self.add_kernel(step.kernel)
         self.steps.append(step)
+
+    def add_kernel(self, kernel: Kernel) -> None:
+        """Registers a kernel and the parts it calls (each renders to a source of its own)."""
+        known = self.kernels.setdefault(kernel.name, kernel)
+        if known != kernel:
+            raise AitError(f"internal: two kernels share the name {kernel.name}")
+        for part in kernel.parts:
+            self.add_kernel(part)
 
 
 class Lowerer:
@@ -224,6 +231,17 @@ class Lowerer:
         self.plan.add_step(Step(self.node.name if self.node else "", kernel, tuple(str(a) for a in args),
                                 int(scratch_shared), int(scratch_thread)))
 
+    def tuned_call(self, tunable, make, args: list, group: str) -> None:
+        """A call with several candidate configurations (codegen/tuning.py): planned with the
+        heuristic's ladder; tuning.finalize swaps in the kernel its group (calls whose kernels
+        differ only in configurations) shares and appends the `config` argument.
+        `make(configs, ladder)` makes the kernel for a configuration list."""
+        from ait_build.codegen.tuning import TunedCall, check_candidates
+        check_candidates(tunable)
+        provisional = make(tunable.ladder, tuple(range(len(tunable.ladder))))
+        self.plan.add_step(Step(self.node.name if self.node else "", provisional,
+                                tuple(str(a) for a in args), tuning=TunedCall(tunable, make, group)))
+
 
 def slot_bytes(shape, ctype: str, backend=None) -> Dim:
     sizes = {**SIZEOF, **getattr(backend, "SIZEOF", {})}
@@ -258,8 +276,10 @@ def _is_elementwise(op: str) -> bool:
     return bool(row and row.elementwise)
 
 
-def plan_model(graph: Graph, target) -> ModelPlan:
+def plan_model(graph: Graph, target, tune: bool = True) -> ModelPlan:
+    """`tune=False` leaves tuned calls unfinalized, for `ait-build profile` (tuning.tunables)."""
     from ait_build.backends import get_backend
+    from ait_build.codegen.tuning import finalize, load_profile
     backend = get_backend(target)
     aliases, notes = in_place_aliases(graph)
     plan = ModelPlan(graph=graph, target=target, backend=backend, layout=Layout(aliases),
@@ -274,6 +294,8 @@ def plan_model(graph: Graph, target) -> ModelPlan:
         lower(Lowerer(plan, node))
     plan.position = len(graph.nodes) + 1
     backend.lower_outputs(plan)
+    if tune:
+        plan.tuning = finalize(plan, load_profile(target))
     return plan
 
 

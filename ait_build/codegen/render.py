@@ -26,6 +26,11 @@ def c_comment(value) -> str:
     return " ".join(str(value).replace("\\", "/").split())
 
 
+def cute_ints(text) -> str:
+    """'128, 256, 64' -> '_128, _256, _64': CuTe's static integers, for tile shapes."""
+    return ", ".join(f"_{int(v)}" for v in str(text).split(","))
+
+
 @functools.lru_cache(maxsize=None)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
@@ -33,6 +38,7 @@ def environment() -> jinja2.Environment:
                              trim_blocks=True, lstrip_blocks=True, autoescape=False)
     env.filters["cstr"] = c_string
     env.filters["comment"] = c_comment
+    env.filters["cute_ints"] = cute_ints
     return env
 
 

@@ -54,10 +54,11 @@ GROUPS = {
                 "outputs": ["split_a", "split_b", "split_c"]},
                n("slice", "slice", ["x"], axis=2, start=1, end=5, step=2),
                n("pad", "pad", ["x"], pads=[0, 0, 1, 2, 3, 0], value=-1.5),
+               n("pad_last", "pad", ["x"], pads=[0, 0, 0, 0, 1, 3], value=0.5),  # one pass
                n("param", "parameter", [], shape=[4, 6], weights={"value": "table"}),
                n("plus_param", "add", ["x", "param"])],
         outputs=["reshape", "permute", "transpose", "expand", "concat", "split_a", "split_b",
-                 "split_c", "slice", "pad", "param", "plus_param"]),
+                 "split_c", "slice", "pad", "pad_last", "param", "plus_param"]),
     "gemm": dict(
         inputs={"x": {"shape": ["batch", 6, 16]}, "res": {"shape": ["batch", 6, 24]},
                 "res_row": {"shape": [24]}, "res_odd": {"shape": ["batch", 1, 24]},

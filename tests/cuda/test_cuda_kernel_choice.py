@@ -65,18 +65,31 @@ def test_hopper_attention_only_on_fmha_sm90_targets(tmp_path):
     assert all("params.mainloop.scale_softmax = scale;" in h200[k] for k in names(h200, "fmha"))
 
 
+def parts(srcs: dict, dispatch: str) -> dict:
+    """{file: source} of the configurations a GEMM/conv dispatch calls (a file each)."""
+    called = re.findall(r"^int (\w+)\(const ait::Ctx& cx,", srcs[dispatch], re.M)
+    return {f"{name}.cu": srcs[f"{name}.cu"] for name in called
+            if f"{name}.cu" in srcs and f"{name}.cu" != dispatch}
+
+
 def sm90_gemms(srcs: dict) -> list:
-    return sorted(k for k in names(srcs, "gemm") if "sm90::launch" in srcs[k])
+    """GEMM kernels holding a CUTLASS 3.x configuration (the heuristic's first, unprofiled)."""
+    return sorted(k for k in names(srcs, "gemm") if any("_sm90_" in p for p in parts(srcs, k)))
+
+
+def sm90_source(srcs: dict, dispatch: str) -> str:
+    (src,) = [v for k, v in parts(srcs, dispatch).items() if "_sm90_" in k]
+    return src
 
 
 def test_h200_gemms_use_the_sm90_kernel_where_tma_allows(tmp_path):
     srcs = kernels(spec_path("bert_base"), "h200", tmp_path)
     gemms = names(srcs, "gemm")
     assert len(gemms) == 2 and sm90_gemms(srcs) == gemms
-    gelu = [k for k in gemms if k.startswith("gemm_gelu_")][0]
-    assert "LinCombPerColBiasEltAct<EpiAct, Element, float, Element, Element, float>" in srcs[gelu]
-    assert "ait::ActGelu<T>" in srcs[gelu]
-    assert "KernelTmaWarpSpecializedCooperative" in srcs[gelu]
+    gelu = sm90_source(srcs, [k for k in gemms if k.startswith("gemm_gelu_")][0])
+    assert "LinCombPerColBiasEltAct<EpiAct, Element, float, Element, Element, float>" in gelu
+    assert "ait::ActGelu<T>" in gelu
+    assert "KernelTmaWarpSpecializedCooperative" in gelu
 
 
 def test_a100_and_float32_gemms_stay_sm80(tmp_path):
@@ -87,8 +100,11 @@ def test_a100_and_float32_gemms_stay_sm80(tmp_path):
 
 def test_h200_unaligned_gemms_stay_sm80(tmp_path):
     srcs = kernels(fp16_spec("tiny_cnn"), "h200", tmp_path)
-    (gemm,) = names(srcs, "gemm")  # the classifier: N = 10 outputs, rows of 20 bytes
-    assert "cutlass::arch::Sm80" in srcs[gemm] and "sm90" not in srcs[gemm]
+    # the classifier: N = 10 outputs, rows of 20 bytes (the pointwise conv's GEMM is aligned)
+    (gemm,) = [k for k in names(srcs, "gemm") if not k.startswith("gemm_relu_")]
+    assert parts(srcs, gemm) and all("cutlass::arch::Sm80" in v for v in parts(srcs, gemm).values())
+    assert not any("_sm90_" in k for k in parts(srcs, gemm))
+    assert sm90_gemms(srcs) == [k for k in names(srcs, "gemm") if k.startswith("gemm_relu_")]
 
 
 def test_h200_large_gemm_group_reaches_the_sm90_kernel(tmp_path):
@@ -97,7 +113,7 @@ def test_h200_large_gemm_group_reaches_the_sm90_kernel(tmp_path):
     srcs = kernels(op_spec("gemm_large"), "h200", tmp_path)
     assert len(sm90_gemms(srcs)) == 3
     residual = [k for k in sm90_gemms(srcs) if k.startswith("gemm_gelu_")]
-    assert residual and "arguments.epilogue.thread.beta = res ? 1.0f : 0.0f;" in srcs[residual[0]]
+    assert residual and "arguments.epilogue.thread.beta = res ? 1.0f : 0.0f;" in sm90_source(srcs, residual[0])
 
 
 HALF_ACC = "using ElementAccumulator = cutlass::half_t;"
@@ -105,7 +121,14 @@ FLOAT_ACC = "using ElementAccumulator = float;"
 
 
 def cutlass_kernels(srcs: dict) -> list:
+    """The files of CUTLASS configurations (one per GEMM/conv configuration)."""
     return sorted(k for k in srcs if "using ElementAccumulator = " in srcs[k])
+
+
+def own_kernels(srcs: dict) -> dict:
+    """Kernels that are neither CUTLASS configurations nor their dispatch."""
+    return {k: v for k, v in srcs.items()
+            if k not in cutlass_kernels(srcs) and "constexpr Part kParts[]" not in v}
 
 
 @pytest.mark.parametrize("target", ["h200", "a100"])
@@ -122,19 +145,18 @@ def test_float16_accumulation_is_an_opt_in_of_the_cutlass_kernels(tmp_path, targ
         assert all(FLOAT_ACC in default[k] for k in cutlass_kernels(default))
         assert all(HALF_ACC in half[k] for k in cutlass_kernels(half))
         assert not set(cutlass_kernels(half)) & set(default)  # new names: no dedup with float32
-        own = {k: v for k, v in default.items() if k not in cutlass_kernels(default)}
-        assert own and {k: v for k, v in half.items() if k not in cutlass_kernels(half)} == own
+        assert own_kernels(default) and own_kernels(half) == own_kernels(default)
     for k in cutlass_kernels(half):  # the epilogue computes in float32 from the half accumulator
         assert "Element, ElementAccumulator, float, Element, Element," in half[k]
 
 
 def test_float16_accumulation_reaches_the_sm90_gemm(tmp_path):
     srcs = kernels(op_spec("gemm_large"), fp16acc_target("h200", str(tmp_path)), tmp_path / "g")
-    gemms = sm90_gemms(srcs)
-    assert len(gemms) == 3 and all(HALF_ACC in srcs[k] for k in gemms)
-    for k in gemms:  # wgmma accumulates in half_t, the EVT epilogue computes in float32
-        assert "EpilogueTileAuto, ElementAccumulator, float," in srcs[k]
-        assert "LayoutB, kAlign, ElementAccumulator, Tile, Cluster," in srcs[k]
+    gemms = [sm90_source(srcs, k) for k in sm90_gemms(srcs)]
+    assert len(gemms) == 3 and all(HALF_ACC in src for src in gemms)
+    for src in gemms:  # wgmma accumulates in half_t, the EVT epilogue computes in float32
+        assert "EpilogueTileAuto, ElementAccumulator, float," in src
+        assert "LayoutB, kAlign, ElementAccumulator, Tile, Cluster," in src
 
 
 @pytest.mark.parametrize("spec", ["bfloat16", "float32"])
@@ -161,3 +183,15 @@ def test_hopper_attention_picks_its_variant_per_call(tmp_path):
     assert "if (Sk <= 1024) return hopper::launch<hopper::Kernel1>(" in src
     assert "    return hopper::launch<hopper::Kernel2>(" in src
     assert "Sq % 8" not in src and "Op::can_implement(arguments)" not in src
+
+
+def test_a_channel_pad_writes_each_row_once(tmp_path):
+    """ResNet-50's image pad (3 -> 8 channels before the stem conv) is one kernel writing whole
+    16-byte rows, with no fill pass; a pad of other dims keeps the fill and strided copy."""
+    srcs = kernels(spec_path("resnet50"), "h200", tmp_path / "r")
+    (pad,) = names(srcs, "pad_channels")
+    assert "constexpr int kIn = 3, kOut = 8, kBefore = 0;" in srcs[pad]
+    strided_pad = lambda s: [k for k in s if re.match(r"(pad|fill)_[0-9a-f]{8}\.cu$", k)]
+    assert not strided_pad(srcs)
+    other = kernels(op_spec("shape"), "h200", tmp_path / "s")
+    assert len(names(other, "pad_channels")) == 1 and len(strided_pad(other)) == 2

@@ -1,0 +1,129 @@
+"""The CUTLASS configurations a cuda GEMM or conv kernel can hold, as data.
+
+Each configuration has a name (what profiles/<target>.yaml and logs say), a kind (`sm80`:
+CUTLASS 2.x, mma.sync; `sm90`: CUTLASS 3.x, TMA and wgmma) that picks its template, and the
+context that template adds. Each is compiled in a translation unit of its own
+(codegen/cuda_gemm.py). `gemm_candidates` and `conv_candidates` list what a call may run, by
+element type, operand alignment and the target's kernel family; their first entries form the
+heuristic's ladder (what a build without a profile runs): the largest tile whose tiles still
+cover every multiprocessor, else a small one.
+
+Why these: the sm80 tiles span the shapes CUTLASS's own profiler sweeps for f16 tensor ops;
+the sm90 ones cover Hopper's schedules (cooperative 128-row tiles; ping-pong 64-row ones that
+overlap one tile's epilogue with the next one's mainloop), clusters of two along the longer
+side, and stream-K for the GEMMs whose tiles cannot fill the 132 multiprocessors at batch 1
+(docs/cuda.md).
+"""
+
+from __future__ import annotations
+
+from ait_build.codegen.tuning import Config
+
+
+def _x(shape) -> str:
+    return "x".join(map(str, shape))
+
+
+def _c(shape) -> str:
+    return ", ".join(map(str, shape))
+
+
+def sm80(block, warp, stages: int) -> Config:
+    """A CUTLASS 2.x tensor-op configuration (GEMM and conv alike)."""
+    return Config(f"sm80_{_x(block)}_w{_x(warp)}_s{stages}", "sm80",
+                  (("block", _c(block)), ("stages", stages), ("warp", _c(warp))), tuple(block[:2]))
+
+
+# stream-K's scratch bound counts partial tiles per multiprocessor; no lent GPU has more
+SM_COUNT_BOUND = 160
+# TMA reads rows and bases of 16 bytes: 8 elements of 16 bits
+SM90_ALIGN = 8
+SM90_BASE = 16
+
+
+def _streamk_workspace(tile):
+    """Upper bound of stream-K's scratch at an extent: one float32 tile of partial sums per
+    output tile or per two multiprocessors' worth, whichever is more, and a barrier word per tile
+    (CUTLASS's get_workspace_size is the exact figure; a call needing more than this bound
+    falls back to a configuration without scratch)."""
+    def bound(tunable, extent: int) -> int:
+        problem = dict(tunable.problem)
+        tiles = -(-extent // tile[0]) * -(-problem["n"] // tile[1]) * problem.get("l", 1)
+        return max(tiles, 2 * SM_COUNT_BOUND) * tile[0] * tile[1] * 4 + tiles * 64 + 4096
+    return bound
+
+
+def sm90_gemm(schedule: str, tile, cluster, streamk: bool = False) -> Config:
+    """A CUTLASS 3.x Hopper GEMM: schedule 'cooperative' or 'pingpong', the persistent tile
+    scheduler or stream-K (CUTLASS's heuristic decomposition, split-K included)."""
+    short = {"cooperative": "coop", "pingpong": "pingpong"}[schedule]
+    context = (("cluster", _c((*cluster, 1))), ("schedule", schedule),
+               ("splits", 0 if streamk else -1), ("tile", _c(tile)))
+    return Config(f"sm90_{short}_{_x(tile)}_c{_x(cluster)}{'_streamk' if streamk else ''}", "sm90",
+                  context, tuple(tile[:2]), SM90_BASE, _streamk_workspace(tile) if streamk else None)
+
+
+def sm90_conv(tile, cluster) -> Config:
+    """A CUTLASS 3.x Hopper implicit-GEMM conv (non-persistent: CUTLASS 4.2 has no other)."""
+    return Config(f"sm90_conv_{_x(tile)}_c{_x(cluster)}", "sm90",
+                  (("cluster", _c((*cluster, 1))), ("tile", _c(tile))), tuple(tile[:2]), SM90_BASE)
+
+
+# float32 models: 3xTF32, one configuration (its math is the point, not its speed)
+SM80_FLOAT32 = sm80((64, 64, 16), (32, 32, 16), 4)
+SM80_LARGE = sm80((128, 128, 32), (64, 64, 32), 3)
+SM80_SMALL = sm80((64, 64, 32), (32, 32, 32), 4)
+SM80_MORE = (
+    sm80((128, 128, 64), (64, 64, 64), 3),
+    sm80((128, 256, 32), (64, 64, 32), 3),
+    sm80((256, 128, 32), (64, 64, 32), 3),
+    sm80((128, 64, 32), (64, 32, 32), 4),
+    sm80((64, 128, 32), (32, 64, 32), 4),
+)
+# the gemm90 spike's tile, 904 TFLOP/s on large problems: the heuristic's first choice
+SM90_LARGE = sm90_gemm("cooperative", (128, 256, 64), (2, 1))
+SM90_MORE = (
+    sm90_gemm("cooperative", (128, 128, 64), (1, 1)),
+    sm90_gemm("cooperative", (256, 128, 64), (1, 2)),
+    sm90_gemm("pingpong", (128, 128, 64), (1, 1)),
+    sm90_gemm("pingpong", (64, 128, 64), (1, 1)),
+    sm90_gemm("pingpong", (64, 64, 64), (1, 1)),
+    sm90_gemm("cooperative", (128, 128, 64), (1, 1), streamk=True),
+    sm90_gemm("cooperative", (128, 64, 64), (1, 1), streamk=True),
+    sm90_gemm("cooperative", (128, 256, 64), (1, 1), streamk=True),
+)
+SM90_CONVS = (
+    sm90_conv((128, 128, 64), (1, 1)),
+    sm90_conv((128, 256, 64), (1, 1)),
+    sm90_conv((128, 64, 64), (1, 1)),
+    sm90_conv((128, 128, 64), (2, 1)),
+)
+# the sm90 conv's im2col loads take whole 64-channel K tiles: fewer input channels (a stem conv
+# over 8 padded image channels) ran 1 ms a call or trapped on the H200 (docs/cuda.md)
+SM90_CONV_CHANNELS = 64
+
+
+def gemm_candidates(dtype: str, hopper: bool, min_align: int) -> tuple:
+    """(candidates, ladder) of a GEMM of `dtype` whose operands allow `min_align`-element
+    accesses, on a target whose GEMM family is Hopper's (`hopper`) or not."""
+    if dtype == "float32":
+        return (SM80_FLOAT32,), (SM80_FLOAT32,)
+    ladder = (SM80_LARGE, SM80_SMALL)
+    more = SM80_MORE
+    if hopper and min_align >= SM90_ALIGN:
+        ladder = (SM90_LARGE,) + ladder
+        more = more + SM90_MORE
+    return ladder + more, ladder
+
+
+def conv_candidates(dtype: str, hopper: bool, min_align: int, channels: int) -> tuple:
+    """(candidates, ladder) of an implicit-GEMM conv; the sm90 convs are offered on Hopper
+    targets for 64-channel multiples but never in the ladder (slower than sm80 on ResNet-50
+    as a default, docs/cuda.md): only a profile picks them."""
+    if dtype == "float32":
+        return (SM80_FLOAT32,), (SM80_FLOAT32,)
+    ladder = (SM80_LARGE, SM80_SMALL)
+    more = SM80_MORE
+    if hopper and min_align >= SM90_ALIGN and channels % SM90_CONV_CHANNELS == 0:
+        more = more + SM90_CONVS
+    return ladder + more, ladder

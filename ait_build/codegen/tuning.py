@@ -1,0 +1,242 @@
+"""Kernel configurations chosen per call: the profile a target checks in, and the kernels that
+hold exactly the configurations their calls use.
+
+A lowering that has several ways to run a call (CUTLASS tiles, schedules, stream-K) describes
+the call as a `Tunable`: a readable *family* (what shapes the kernel's code), the static
+*problem* (what else the speed depends on), the run-time *extent* the choice may depend on
+(GEMM rows, conv batch), every candidate configuration and the heuristic's ladder. It records
+the call with `Lowerer.tuned_call`, which plans it with the ladder alone (what a build without a
+profile runs). `finalize` then reads the target's profile (`profile_cache`, written by
+`ait-build profile`): per (family, problem) the best configuration measured at several extents.
+Calls that share a kernel get one kernel holding the union of their configurations, and each
+call passes `config`: a C++ expression that picks, for the run-time extent, the configuration
+profiled for the smallest measured extent at or above it (the largest beyond the last), or -1
+(the kernel's heuristic) where the profile has no entry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ait_build.codegen.cexpr import cexpr
+from ait_build.errors import AitError, SpecError
+from ait_build.ir.dims import Dim
+
+ENTRY_FIELDS = ("family", "problem", "extent", "config", "us", "heuristic_us", "candidates")
+
+
+@dataclass(frozen=True)
+class Config:
+    """One way to run a tunable call: `name` is what profiles and logs say; `kind` and `context`
+    say what the backend renders for it (its own translation unit); `tile` (rows, columns) and
+    `base_align` (bytes its operands' bases need) are what the kernel's heuristic and dispatch
+    know of it; `workspace(tunable, extent)` the scratch bytes it may need."""
+
+    name: str
+    kind: str
+    context: tuple  # sorted (key, value) pairs
+    tile: tuple = ()
+    base_align: int = 0
+    workspace: Callable | None = field(default=None, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Tunable:
+    kind: str  # the profiling driver: 'gemm' | 'conv2d'
+    family: str  # readable identity of the kernel code, e.g. 'gemm float16 b=col act=gelu align=8,8,8'
+    problem: tuple  # static (name, int) pairs besides the extent
+    extent: Dim  # the run-time size the choice depends on (GEMM rows M, conv batch N)
+    scalars: tuple  # (parameter name, Dim | float) of the kernel's size arguments, in order
+    operands: tuple  # (pointer parameter, present) flags, for the profiling driver
+    candidates: tuple  # every Config the backend offers for this call
+    ladder: tuple  # the heuristic's Configs, tried in order (the last takes anything)
+
+    @property
+    def problem_text(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.problem)
+
+    @property
+    def key(self) -> tuple:
+        return (self.family, self.problem_text)
+
+    def static_values(self, dims: dict) -> dict:
+        """The scalar arguments at concrete dims (name -> int/float)."""
+        return {name: (Dim.of(v).eval(dims) if isinstance(v, (Dim, int)) else v)
+                for name, v in self.scalars}
+
+
+@dataclass(frozen=True)
+class TunedCall:
+    """What finalize needs of a tuned step: the call, and how to make its kernel from a list of
+    configurations (and the ladder's indices in it)."""
+
+    tunable: Tunable
+    make: Callable  # (configs: tuple[Config], ladder: tuple[int]) -> Kernel
+    group: str  # calls with the same group share one kernel
+
+
+# -- the profile file -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Entry:
+    extent: int
+    config: str
+
+
+class Profile:
+    """profiles/<target>.yaml: (family, problem) -> entries sorted by extent."""
+
+    def __init__(self, path: str = "", entries: dict | None = None):
+        self.path = path
+        self.entries = entries or {}
+
+    @staticmethod
+    def load(path: str) -> "Profile":
+        if not path or not os.path.isfile(path):
+            return Profile(path)
+        from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
+        from ait_build.spec.yamlfile import load_yaml, where
+        doc = check_header(load_yaml(path), path, "Profile")
+        check_keys(doc, ("apiVersion", "kind", "target", "measured_on", "entries"), "a profile")
+        items = expect_list(doc.get("entries", []), where(doc, "entries"), "entries") \
+            if doc.get("entries") is not None else []
+        found: dict = {}
+        for i, raw in enumerate(items):
+            what = f"entries[{i}]"
+            raw = expect_map(raw, items.where(i), what)
+            check_keys(raw, ENTRY_FIELDS, what, required=("family", "problem", "extent", "config"))
+            extent = get(raw, "extent", int, what)
+            if extent < 1:
+                raise SpecError(f"{what}.extent must be positive, got {extent}", raw.where("extent"))
+            for key in ("us", "heuristic_us"):
+                get(raw, key, float, what)
+            get(raw, "candidates", int, what)
+            entry = Entry(extent, get(raw, "config", str, what))
+            key = (get(raw, "family", str, what), get(raw, "problem", str, what))
+            found.setdefault(key, {})[extent] = entry
+        return Profile(path, {k: tuple(v[e] for e in sorted(v)) for k, v in found.items()})
+
+    def choices(self, tunable: Tunable) -> tuple:
+        """(extent, Config) buckets for the call, or () when the profile has no usable entry."""
+        entries = self.entries.get(tunable.key, ())
+        by_name = {c.name: c for c in tunable.candidates}
+        if not entries or any(e.config not in by_name for e in entries):
+            return ()
+        return tuple((e.extent, by_name[e.config]) for e in entries)
+
+
+def profile_path(target) -> str:
+    """The target's profile_cache, relative to the folder that holds its targets/ folder."""
+    path = getattr(target, "profile_cache", "")
+    if not path or os.path.isabs(path):
+        return path
+    root = os.path.dirname(os.path.dirname(os.path.abspath(target.source))) if target.source else ""
+    return os.path.join(root, path)
+
+
+_LOADED: dict = {}
+
+
+def load_profile(target) -> Profile:
+    """The target's profile, parsed once per file version."""
+    path = profile_path(target)
+    try:
+        stamp = os.stat(path).st_mtime_ns if path else None
+    except OSError:
+        stamp = None
+    key = (path, stamp)
+    if key not in _LOADED:
+        _LOADED[key] = Profile.load(path) if stamp is not None else Profile(path)
+    return _LOADED[key]
+
+
+# -- choosing per call ----------------------------------------------------------------------------
+def selector(extent: Dim, buckets: list) -> str:
+    """C++ expression of the configuration index for a run-time extent: the bucket whose
+    measured extent is the smallest at or above it, the last beyond."""
+    merged = []
+    for limit, index in buckets:  # neighbours with the same choice need no comparison
+        if merged and merged[-1][1] == index:
+            merged[-1] = (limit, index)
+        else:
+            merged.append((limit, index))
+    text = str(merged[-1][1])
+    if len(merged) == 1:
+        return text
+    x = cexpr(extent)
+    for limit, index in reversed(merged[:-1]):
+        text = f"({x} <= {limit} ? {index} : {text})"
+    return text
+
+
+@dataclass
+class TuningReport:
+    profile: str = ""
+    calls: int = 0
+    profiled: int = 0
+
+    @property
+    def unprofiled(self) -> int:
+        return self.calls - self.profiled
+
+    def summary(self) -> str:
+        """One line for the build log, or '' when every tunable call has its profile."""
+        if not self.unprofiled:
+            return ""
+        where = os.path.relpath(self.profile) if self.profile else "no profile_cache"
+        return (f"{self.unprofiled} of {self.calls} GEMM/conv calls have no entry in {where}: "
+                f"they use the heuristic (`ait-build profile` measures them)")
+
+
+def finalize(plan, profile: Profile) -> TuningReport:
+    """Gives every group of tuned steps one kernel with the union of the configurations its
+    calls use, and each step its `config` argument."""
+    report = TuningReport(profile=profile.path)
+    groups: dict = {}
+    for i, step in enumerate(plan.steps):
+        if step.tuning is not None:
+            groups.setdefault(step.tuning.group, []).append(i)
+    for indices in groups.values():
+        calls = [plan.steps[i].tuning for i in indices]
+        chosen = [profile.choices(c.tunable) for c in calls]
+        ladder = calls[0].tunable.ladder
+        if all(chosen):  # keep only the ladder's last: it takes any call (unaligned pointers)
+            ladder = ladder[-1:]
+        configs = list(ladder) + sorted({c for ch in chosen for _, c in ch} - set(ladder),
+                                        key=lambda c: c.name)
+        index = {c.name: i for i, c in enumerate(configs)}
+        kernel = calls[0].make(tuple(configs), tuple(range(len(ladder))))
+        for i, call, ch in zip(indices, calls, chosen):
+            step = plan.steps[i]
+            report.calls += 1
+            scratch = step.scratch_shared
+            if ch:
+                report.profiled += 1
+                expr = selector(call.tunable.extent, [(e, index[c.name]) for e, c in ch])
+                largest = plan.at_max(call.tunable.extent)  # the last bucket runs up to it
+                for j, (extent, config) in enumerate(ch):
+                    if config.workspace:
+                        upto = max(extent, largest) if j == len(ch) - 1 else extent
+                        scratch = max(scratch, config.workspace(call.tunable, upto))
+            else:
+                expr = "-1"
+            plan.steps[i] = dataclasses.replace(step, kernel=kernel, args=step.args + (expr,),
+                                                scratch_shared=scratch, tuning=None)
+    if groups:
+        plan.kernels = {}
+        for step in plan.steps:
+            plan.add_kernel(step.kernel)
+    return report
+
+
+def tunables(plan) -> list:
+    """(group, TunedCall) of every tuned step, before finalize: what `ait-build profile` measures."""
+    return [(s.tuning.group, s.tuning) for s in plan.steps if s.tuning is not None]
+
+
+def check_candidates(tunable: Tunable) -> None:
+    names = [c.name for c in tunable.candidates]
+    if len(set(names)) != len(names) or any(c not in tunable.candidates for c in tunable.ladder):
+        raise AitError(f"internal: bad candidate list for {tunable.family}")

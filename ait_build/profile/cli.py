@@ -1,0 +1,191 @@
+"""`ait-build profile SPEC... --target T`: compile every candidate configuration of the specs'
+GEMMs and convs, time them on the GPU, and merge the winners into the target's profile file.
+
+    ait-build profile resnet50 --target h200                       # batch at its min, opt, max
+    ait-build profile bert_base --target h200 --batch 1,128 --dim seq=128
+    ait-build profile vit_b16 --target h200 --compile-only         # no GPU: compile (and cache)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+from ait_build.codegen.emit import write_if_changed
+from ait_build.errors import AitError
+
+
+def parse_values(text: str, what: str) -> list:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise AitError(f"{what} takes comma-separated integers, got '{text}'") from None
+    if not values or any(v < 1 for v in values):
+        raise AitError(f"{what} takes positive integers, got '{text}'")
+    return values
+
+
+def requested_dims(args) -> dict:
+    given = {}
+    if args.batch:
+        given["batch"] = parse_values(args.batch, "--batch")
+    for item in args.dim or []:
+        name, sep, text = item.partition("=")
+        if not sep or not name:
+            raise AitError(f"--dim takes NAME=VALUE[,VALUE...], got '{item}'")
+        given[name] = parse_values(text, f"--dim {name}")
+    return given
+
+
+def gather_jobs(specs: list, target, given: dict, echo) -> list:
+    """The specs' jobs, merged by kernel group (the same kernel in several specs is one job)."""
+    from ait_build.build_cli import resolve_spec
+    from ait_build.codegen.emit import build_plan
+    from ait_build.profile.jobs import collect, dim_points
+    merged: dict = {}
+    backend = None
+    used = set()
+    for spec in specs:
+        plan = build_plan(resolve_spec(spec, target_root(target)), target, tune=False)
+        backend = plan.backend
+        mine = {k: v for k, v in given.items() if k in plan.graph.dims}  # --dim seq: the specs with seq
+        used |= set(mine)
+        jobs, notes = collect(plan, dim_points(plan.graph.dims, mine))
+        for note in notes:
+            echo(f"note: {plan.name}: {note}")
+        for job in jobs:
+            known = merged.setdefault(job.group, job)
+            if known is not job:
+                keys = {p.key for p in known.problems}
+                known.problems += [p for p in job.problems if p.key not in keys]
+    for name in sorted(set(given) - used):
+        raise AitError(f"no spec given has a dim '{name}'")
+    return list(merged.values()), backend
+
+
+def target_root(target) -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(target.source)))
+
+
+def compile_harnesses(harnesses: list, target, root: str, args, echo) -> float:
+    """SCons builds every harness (parallel, cached); returns the seconds it took."""
+    folder = os.path.join(root, "build", target.name, "profile")
+    listing = os.path.join(folder, "harnesses.json")
+    with open(listing, "w", encoding="utf-8") as fh:
+        json.dump({"target": os.path.abspath(target.source), "harnesses": [
+            {"group": h.group, "folder": os.path.relpath(h.folder, root), "sources": list(h.sources),
+             "program": h.program} for h in harnesses]}, fh, indent=1)
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sconstruct.py")
+    cmd = [sys.executable, "-m", "SCons", "-Q", "-f", script, "-C", root, f"listing={listing}"]
+    if args.jobs:
+        cmd.append(f"-j{args.jobs}")
+    if args.cache is not None:
+        cmd.append(f"cache={args.cache}")
+    start = time.monotonic()
+    echo(f"compiling {len(harnesses)} harnesses ({sum(len(h.sources) for h in harnesses)} sources)")
+    proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
+    if proc.returncode:
+        raise AitError("compiling the profiling harnesses failed:\n" + proc.stderr.strip()[-4000:])
+    return time.monotonic() - start
+
+
+DIGEST = "harness.digest"
+
+
+def check_built(harnesses: list) -> None:
+    """--measure-only: each program must exist and come from the sources rendered now."""
+    for h in harnesses:
+        try:
+            with open(os.path.join(h.folder, DIGEST), encoding="ascii") as fh:
+                built = fh.read().strip()
+        except OSError:
+            built = ""
+        if built != h.digest or not os.path.isfile(os.path.join(h.folder, h.program)):
+            raise AitError(f"--measure-only: the harness of {h.group} is missing or was built from "
+                           f"other sources; run `ait-build profile ... --compile-only` first")
+
+
+def cmd_profile(args) -> int:
+    from ait_build.codegen.tuning import profile_path
+    from ait_build.profile.harness import render_harness
+    from ait_build.profile.measure import Journal, measure
+    from ait_build.profile.report import choose, summary_lines
+    from ait_build.profile.store import read_entries, write_profile
+    from ait_build.spec.target import find_target
+    from ait_build.build_cli import project_root
+    root = project_root()
+    target = find_target(args.target, os.path.join(root, "targets"))
+    if target.backend != "cuda":
+        raise AitError(f"target '{target.name}' has the {target.backend} backend; profiling "
+                       "measures the cuda backend's CUTLASS configurations")
+    echo = print
+    start = time.monotonic()
+    jobs, backend = gather_jobs(args.spec, target, requested_dims(args), echo)
+    if not jobs:
+        echo("nothing to profile: no GEMM or conv with several candidate configurations")
+        return 0
+    out = os.path.join(root, "build", target.name, "profile")
+    harnesses = [render_harness(job, backend, os.path.join(out, job.group)) for job in jobs]
+    if args.measure_only:
+        compile_s = 0.0
+        check_built(harnesses)
+    else:
+        compile_s = compile_harnesses(harnesses, target, root, args, echo)
+        for h in harnesses:  # what the programs were built from, for --measure-only elsewhere
+            write_if_changed(os.path.join(h.folder, DIGEST), h.digest.encode())
+    problems = sum(len(j.problems) for j in jobs)
+    echo(f"compiled in {compile_s:.0f} s: {len(jobs)} kernels, {problems} problems, "
+         f"{sum(len(h.candidates) for h in harnesses)} configurations")
+    if args.compile_only:
+        return 0
+    path = args.output or profile_path(target)
+    journal_path = os.path.join(out, "journal.jsonl")
+    if args.fresh and os.path.exists(journal_path):
+        os.remove(journal_path)
+    journal = Journal.load(journal_path)
+    entries = read_entries(path)
+    device: dict = {}
+    chosen = []
+    for i, (job, harness) in enumerate(zip(jobs, harnesses), 1):
+        echo(f"[{i}/{len(jobs)}] {job.family}: {len(job.problems)} problems x up to "
+             f"{len(harness.candidates)} configurations")
+        results = measure(harness, job.problems, journal, device, echo)
+        for problem in job.problems:
+            pick = choose(problem, results.get(problem.key, {}))
+            chosen.append((problem, pick))
+            if pick.entry:
+                entries[problem.key] = pick.entry
+            echo(f"  {problem.describe()}: {pick.line()}")
+        measured_on = f"{device.get('device', 'unknown GPU')} ({device.get('sm_count', '?')} SMs)"
+        write_profile(path, target.name, measured_on, entries)  # after each kernel: resumable
+    for line in summary_lines(chosen, time.monotonic() - start, compile_s):
+        echo(line)
+    echo(f"wrote {os.path.relpath(path)}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "profile", help="time every candidate GEMM/conv configuration on the GPU and write the "
+        "winners to the target's profile (profiles/<target>.yaml)",
+        description=__doc__, formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
+    p.add_argument("spec", nargs="+", help="spec files or model names under specs/")
+    p.add_argument("--target", required=True, help="a cuda target from targets/, e.g. h200")
+    p.add_argument("--batch", help="batch values to profile, e.g. 1,32,256 (default: the batch "
+                   "dim's min, opt and max)")
+    p.add_argument("--dim", action="append", help="NAME=VALUE[,VALUE...] for another dim "
+                   "(default: its opt); repeatable")
+    p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: as a build)")
+    p.add_argument("--cache", help="CacheDir for the compiled candidates (default: $AIT_BUILD_CACHE)")
+    p.add_argument("--compile-only", action="store_true",
+                   help="compile the harnesses and stop (no GPU needed; fills the cache)")
+    p.add_argument("--measure-only", action="store_true",
+                   help="measure with harnesses an earlier --compile-only built (a GPU machine "
+                   "without the compiler or the time to compile)")
+    p.add_argument("--fresh", action="store_true", help="measure again what the journal holds")
+    p.add_argument("-o", "--output", help="profile file to merge into (default: the target's "
+                   "profile_cache)")
+    p.set_defaults(func=cmd_profile)
