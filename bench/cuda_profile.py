@@ -1,7 +1,9 @@
 """Where a call's GPU time goes: torch.profiler's per-kernel CUDA time for one call of our library
 (run without its CUDA graphs, so every kernel launch is its own event) and for the PyTorch eager
-twin, on the same inputs and GPU, in one process. Prints the kernels that take the most time per
-call and writes them as JSON. Builds with SCons first, like `ait-build bench`.
+twin, on the same inputs and GPU, in one process; and our library's time per graph node with
+its TFLOP/s and GB/s against the measured ceilings (ait_build/step_report.py: an event after
+every kernel call). Prints the kernels that take the most time per call and writes them as JSON.
+Builds with SCons first, like `ait-build bench`.
 
     python bench/cuda_profile.py --target h200 --cases "bert_base:8x4096 vit_b16:256" \
         --out profile.json
@@ -58,6 +60,15 @@ def profile_case(torch, name: str, target: str, dims: dict, calls: int, top: int
         tensors = {k: torch.from_numpy(v).cuda() for k, v in inputs.items()}
         outs = {k: torch.empty_like(v) for k, v in model.run(tensors).items()}
         row["ait_build"] = kernel_table(torch, lambda: model.run(tensors, outputs=outs), calls, top)
+        from ait_build import step_report
+        from ait_build.codegen.emit import build_plan
+        from ait_build.spec.target import find_target
+        env = {d: dims.get(d, graph.dims[d].opt) for d in graph.dims}
+        plan = build_plan(spec, find_target(target))
+        steps = step_report.time_steps(model, tensors, outs, env, runs=max(calls, 5))
+        row["nodes"] = step_report.rows(plan, steps, env)
+        row["kinds"] = step_report.by_kind(row["nodes"])
+        print(step_report.text(row["nodes"]))
     twin = torch_twin(graph, name)
     module = twin.module.half().cuda()
     args = [a.cuda().half() if a.is_floating_point() else a.cuda() for a in twin.to_args(inputs)]

@@ -17,6 +17,20 @@ nvidia-smi -L; nvcc --version | tail -1; nproc
 # CASES) adds per-kernel times (bench/cuda_profile.py)
 STEPS=${STEPS:-build,tests,bench}
 step() { [[ ",$STEPS," == *",$1,"* ]]; }
+# profile (not a default step): measure the kernel candidates with harnesses that
+# `ait-build profile ... --compile-only` built on another machine; they travel as
+# .carry/profile/<target>/<group>/{harness,harness.digest} (PROFILE_SPECS, PROFILE_TARGETS,
+# PROFILE_BATCH); the profiles and journals go to $OUT
+if step profile; then
+  for t in ${PROFILE_TARGETS:-h200}; do
+    start=$(date +%s)
+    mkdir -p "build/$t/profile" && cp -r ".carry/profile/$t/." "build/$t/profile/"
+    timeout "${PROFILE_S:-400}" python3 -m ait_build.cli profile ${PROFILE_SPECS:-resnet50 vit_b16 bert_base} \
+      --target "$t" --batch "${PROFILE_BATCH:-1,128,256}" --measure-only 2>&1 | tee "$OUT/profile_$t.log" | tail -25
+    cp "profiles/$t.yaml" "$OUT/profile_$t.yaml"; cp "build/$t/profile/journal.jsonl" "$OUT/journal_$t.jsonl"
+    echo "profile $t in $(( $(date +%s) - start ))s"
+  done
+fi
 SPECS=${SPECS:-$(python3 tests/cuda/cuda_op_groups.py)} || exit 1
 if step build; then
 start=$(date +%s)

@@ -38,6 +38,7 @@ CTYPE = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16",
          "int32": "int32_t", "int64": "int64_t", "bool": "uint8_t"}
 IO_CTYPE = CTYPE
 SIZEOF = {"__half": 2, "__nv_bfloat16": 2}
+STEP_TIMING = True  # the library exports num_steps() and time_steps() (model.cpp.j2)
 
 def lower_embedding(lw) -> None:
     """The table in the model's dtype, gathered by row (ids are checked on the device)."""

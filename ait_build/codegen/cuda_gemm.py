@@ -133,7 +133,10 @@ def tuned(lw, op: str, label: str, context: dict, params: list, args: list, fiel
             tile_n=tuple(c.tile[1] for c in configs), base_align=tuple(c.base_align for c in configs),
             ladder=tuple(ladder)), params, parts)
     group = make_kernel(label, op, dispatch, context, params).name  # the family's identity
-    lw.tuned_call(Tunable(**fields), make, args, group)
+    sizes = {name: Dim.of(v) for name, v in fields["scalars"] if name != "alpha"}
+    flops = (sizes["M"] * sizes["N"] * sizes["K"] * sizes["bo"] * sizes["bi"] if op == "gemm" else
+             sizes["N"] * sizes["HO"] * sizes["WO"] * sizes["O"] * sizes["C"] * sizes["KH"] * sizes["KW"])
+    lw.tuned_call(Tunable(**fields), make, args, group, flops=flops * 2)
 
 
 class Epilogue:

@@ -147,7 +147,9 @@ def lower_attention(lw) -> None:
     args = [lw.dst(out), qv, kv, vv] + ([lw.src(bias)] if bias is not None else [])
     args += [cexpr(v) for v in (b, sq, sk, heads, *ld)]
     args += [float_literal(attention_scale(attrs))] + [cexpr(s) for s in bias_strides]
-    lw.call(kernel, args, scratch_shared=scratch)
+    # two GEMMs per (batch, head): q k^T and p v, each 2 * Sq * Sk * head_dim
+    flops = Dim.of(b) * sq * sk * (4 * heads * hd)
+    lw.call(kernel, args, scratch_shared=scratch, flops=flops)
 
 
 # the padded rows a thread of pad_channels.cu.j2 holds in registers: at most this many elements

@@ -116,7 +116,7 @@ def render_sources(plan: ModelPlan, wl: weights_file.WeightsLayout) -> dict:
     common = dict(model=plan.name, target=plan.target.name, cname=plan.cname,
                   CNAME=plan.cname.upper(), dims=dims, **ios)
     header = f"{plan.name}.h"
-    out[header] = render(HEADER_TEMPLATE, common)
+    out[header] = render(HEADER_TEMPLATE, dict(common, step_timing=getattr(plan.backend, "STEP_TIMING", False)))
     shared, per_thread = plan.scratch()
     groups = [dict(size=size, start=g.start, end=g.end, tensors=c_comment(", ".join(g.tensors))[:100])
               for g, size in zip(plan.layout.groups, plan.layout.size_exprs())]
@@ -155,6 +155,7 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, toolchain) ->
         "outputs": _io(plan, plan.graph.outputs),
         "kernels": kernels,
         "kernel_calls": len(plan.steps),
+        "steps": [{"node": s.node, "kernel": s.kernel.name} for s in plan.steps],
         "workspace_bytes": plan.workspace_bytes(),
         "workspace_bytes_opt": plan.workspace_bytes("opt"),
         "memory_plan": "optimizer" if plan.graph.memory_plan is not None else "lifetimes",

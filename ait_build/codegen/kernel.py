@@ -46,6 +46,7 @@ class Step:
     scratch_shared: int = 0  # bytes at max dims, shared by the team
     scratch_thread: int = 0  # bytes at max dims, per OpenMP thread
     tuning: object = None  # a tuning.TunedCall until tuning.finalize gives the step its kernel
+    flops: object = 0  # Dim: the step's floating-point operations (GEMM-shaped steps), for reports
 
 
 def _check_context(context: dict) -> None:

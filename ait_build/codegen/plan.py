@@ -227,11 +227,12 @@ class Lowerer:
     def at_max(self, dim) -> int:
         return self.plan.at_max(dim)
 
-    def call(self, kernel: Kernel, args: list, scratch_shared: int = 0, scratch_thread: int = 0):
+    def call(self, kernel: Kernel, args: list, scratch_shared: int = 0, scratch_thread: int = 0,
+             flops=0):
         self.plan.add_step(Step(self.node.name if self.node else "", kernel, tuple(str(a) for a in args),
-                                int(scratch_shared), int(scratch_thread)))
+                                int(scratch_shared), int(scratch_thread), flops=flops))
 
-    def tuned_call(self, tunable, make, args: list, group: str) -> None:
+    def tuned_call(self, tunable, make, args: list, group: str, flops=0) -> None:
         """A call with several candidate configurations (codegen/tuning.py): planned with the
         heuristic's ladder; tuning.finalize swaps in the kernel its group (calls whose kernels
         differ only in configurations) shares and appends the `config` argument.
@@ -240,7 +241,8 @@ class Lowerer:
         check_candidates(tunable)
         provisional = make(tunable.ladder, tuple(range(len(tunable.ladder))))
         self.plan.add_step(Step(self.node.name if self.node else "", provisional,
-                                tuple(str(a) for a in args), tuning=TunedCall(tunable, make, group)))
+                                tuple(str(a) for a in args), tuning=TunedCall(tunable, make, group),
+                                flops=flops))
 
 
 def slot_bytes(shape, ctype: str, backend=None) -> Dim:

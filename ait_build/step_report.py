@@ -1,0 +1,129 @@
+"""Where a cuda model's time goes, per graph node: the device time of each kernel call
+(`<model>_time_steps`, one eager run with an event after every call), the node's floating-point
+operations and the bytes it must move (its inputs, outputs and weights, each once), and what
+that makes in TFLOP/s and GB/s against the ceilings measured on our H200 (DESIGN.md): the
+fraction of the nearer ceiling says how much a faster kernel could still gain there.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from ait_build.ir.dims import Dim
+from ait_build.ir.dtypes import ITEMSIZE
+
+# measured on our H200 (DESIGN.md, docs/cuda.md): our CUTLASS 3.x sm90 GEMM on large fp16
+# problems, and a device-to-device copy counting bytes read and written
+GEMM_TFLOPS = 904.0
+COPY_TBPS = 4.2
+
+
+def time_steps(model, inputs: dict, outputs: dict, env: dict, runs: int) -> list:
+    """`runs` lists of per-step device times (ms) of a cuda Model on torch CUDA tensors: the
+    library's time_steps() entry, one eager run each (after one untimed run)."""
+    import ctypes
+    import torch
+    lib = model._api.lib
+    name = f"ait_{model.manifest.name.replace('-', '_')}_"
+    count = lib[name + "num_steps"]()
+    timed = lib[name + "time_steps"]
+    timed.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_void_p),
+                      ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.POINTER(ctypes.c_float),
+                      ctypes.c_int]
+    dims = (ctypes.c_int64 * max(1, len(env)))(*[env[d] for d in model.manifest.dim_names])
+    ins = (ctypes.c_void_p * max(1, len(inputs)))(*[inputs[t.name].data_ptr() for t in model.manifest.inputs])
+    outs = (ctypes.c_void_p * max(1, len(outputs)))(*[outputs[t.name].data_ptr() for t in model.manifest.outputs])
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    result = []
+    for i in range(runs + 1):
+        ms = (ctypes.c_float * count)()
+        handle = model._enter()
+        try:
+            rc = timed(handle, dims, ins, outs, stream, ms, count)
+            message = model._api.error() if rc else ""
+        finally:
+            model._leave()
+        if rc:
+            raise RuntimeError(f"time_steps failed ({rc}): {message}")
+        if i:  # the first run warms up
+            result.append(list(ms))
+    return result
+
+
+def node_bytes(graph, node, env: dict) -> int:
+    """What a node must move at least: each input, weight and output once."""
+    names = dict.fromkeys(list(node.inputs) + list(node.weights.values()) + list(node.outputs))
+    total = 0
+    for name in names:
+        tensor = graph.tensors[name]
+        count = 1
+        for d in tensor.shape:
+            count *= Dim.of(d).eval(env)
+        total += count * ITEMSIZE[tensor.dtype]
+    return total
+
+
+def rows(plan, step_ms: list, env: dict) -> list:
+    """One row per node (in execution order) from per-run lists of per-step times: the median
+    time of each step, summed per node, beside the node's work and its rates."""
+    if not step_ms or any(len(run) != len(plan.steps) for run in step_ms):
+        raise ValueError(f"expected {len(plan.steps)} step times per run")
+    medians = [statistics.median(run[i] for run in step_ms) for i in range(len(plan.steps))]
+    nodes = {n.name: n for n in plan.graph.nodes}
+    out, by_node = [], {}
+    for step, ms in zip(plan.steps, medians):
+        key = step.node or "(model edges)"
+        if key not in by_node:
+            node = nodes.get(step.node)
+            by_node[key] = dict(node=key, op=node.op if node else "", kernels=[], ms=0.0, flops=0,
+                                bytes=node_bytes(plan.graph, node, env) if node else 0)
+            out.append(by_node[key])
+        row = by_node[key]
+        row["ms"] += ms
+        row["flops"] += Dim.of(step.flops).eval(env)
+        if step.kernel.label not in row["kernels"]:
+            row["kernels"].append(step.kernel.label)
+    for row in out:
+        seconds = row["ms"] / 1e3
+        row["tflops"] = row["flops"] / seconds / 1e12 if seconds > 0 else 0.0
+        row["gbps"] = row["bytes"] / seconds / 1e9 if seconds > 0 else 0.0
+        # the fraction of the roofline this node reaches: its time at the ceilings over its time
+        floor = max(row["flops"] / (GEMM_TFLOPS * 1e12), row["bytes"] / (COPY_TBPS * 1e12))
+        row["of_ceiling"] = floor / seconds if seconds > 0 else 0.0
+    return out
+
+
+def by_kind(table: list) -> list:
+    """The rows summed per kernel kind (the first kernel label of each node)."""
+    kinds: dict = {}
+    for row in table:
+        kind = row["kernels"][0] if row["kernels"] else row["op"]
+        k = kinds.setdefault(kind, dict(kind=kind, calls=0, ms=0.0, flops=0, bytes=0))
+        k["calls"] += 1
+        k["ms"] += row["ms"]
+        k["flops"] += row["flops"]
+        k["bytes"] += row["bytes"]
+    out = sorted(kinds.values(), key=lambda k: -k["ms"])
+    for k in out:
+        seconds = k["ms"] / 1e3
+        k["tflops"] = k["flops"] / seconds / 1e12 if seconds else 0.0
+        k["gbps"] = k["bytes"] / seconds / 1e9 if seconds else 0.0
+    return out
+
+
+def text(table: list, top: int = 12) -> str:
+    """The kinds, then the slowest nodes, as aligned text."""
+    kinds = by_kind(table)
+    total = sum(k["ms"] for k in kinds)
+    lines = [f"{'kernel':<24}{'calls':>6}{'ms':>9}{'share':>7}{'TFLOP/s':>9}{'GB/s':>8}"]
+    for k in kinds:
+        lines.append(f"{k['kind']:<24}{k['calls']:>6}{k['ms']:>9.3f}{k['ms'] / total:>7.0%}"
+                     f"{k['tflops']:>9.0f}{k['gbps']:>8.0f}")
+    lines.append(f"{'total':<24}{sum(k['calls'] for k in kinds):>6}{total:>9.3f}")
+    lines.append("")
+    lines.append(f"slowest nodes ({top}): ms, TFLOP/s, GB/s, fraction of the roofline "
+                 f"({GEMM_TFLOPS:.0f} TFLOP/s, {COPY_TBPS} TB/s)")
+    for row in sorted(table, key=lambda r: -r["ms"])[:top]:
+        lines.append(f"  {row['node'][:44]:<45}{row['ms']:>8.3f}{row['tflops']:>7.0f}"
+                     f"{row['gbps']:>7.0f}{row['of_ceiling']:>6.0%}  {'+'.join(row['kernels'])}")
+    return "\n".join(lines)

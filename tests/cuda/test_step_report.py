@@ -1,0 +1,33 @@
+"""The per-node time report (ait_build/step_report.py) on a real plan with made-up step times:
+steps sum per node, GEMM-shaped nodes carry their FLOPs, every node its bytes, and the rates
+follow from them. (The times themselves come from the library's time_steps() on a GPU.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from ait_build import step_report
+from ait_build.codegen.emit import build_plan
+from ait_build.spec.target import find_target
+
+from cuda_helpers import spec_path
+
+
+def test_rows_sum_steps_per_node_and_derive_rates():
+    plan = build_plan(spec_path("bert_base"), find_target("h200"))
+    env = {d: plan.graph.dims[d].opt for d in plan.graph.dims}
+    times = [[0.010] * len(plan.steps), [0.012] * len(plan.steps), [0.011] * len(plan.steps)]
+    rows = step_report.rows(plan, times, env)
+    assert sum(r["ms"] for r in rows) == pytest.approx(0.011 * len(plan.steps))
+    gemms = [r for r in rows if r["kernels"][0].startswith("gemm")]
+    assert gemms and all(r["flops"] > 0 and r["tflops"] > 0 for r in gemms)
+    # the qkv projection: 2 * tokens * 768 * 2304 FLOPs; x, the packed weight and bias, the output
+    (qkv,) = [r for r in rows if r["node"] == "encoder.layer.0.attention.self.qkv"]
+    tokens = env["batch"] * env["seq"]
+    assert qkv["flops"] == 2 * tokens * 768 * 2304
+    assert qkv["bytes"] == 2 * (tokens * 768 + 768 * 2304 + 2304 + tokens * 2304)
+    assert all(r["bytes"] > 0 for r in rows if r["op"])
+    text = step_report.text(rows)
+    assert "total" in text and "slowest nodes" in text
+    with pytest.raises(ValueError):
+        step_report.rows(plan, [[0.1]], env)
