@@ -25,6 +25,7 @@ float32); bfloat16 and float32 models and the own templates keep float32.
 
 from __future__ import annotations
 
+from ait_build.codegen import cpu_data
 from ait_build.codegen.cexpr import broadcast_strides, cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.cpu_elementwise import ACT, Operand, elementwise, float_literal
 from ait_build.codegen.cpu_gemm import conv_geometry, residual_mode
@@ -250,6 +251,12 @@ def lower_matmul(lw) -> None:
               node.attrs["alpha"])
 
 
+def patches(win: dict) -> bool:
+    """Whether a conv's windows tile its input without overlap or padding (kernel == stride)."""
+    return (win["kh"] == win["sh"] and win["kw"] == win["sw"] and win["ph"] == win["pw"] == 0
+            and win["dh"] == win["dw"] == 1)
+
+
 def lower_conv2d(lw) -> None:
     node = lw.node
     x, out = node.inputs[0], node.output
@@ -269,6 +276,16 @@ def lower_conv2d(lw) -> None:
             # a pointwise conv over NHWC rows is the GEMM [N*H*W, C] x [O, C]^T: the GEMM
             # kernels (Hopper's included) take it
             gemm_call(lw, epi, out, lw.src(x), wt, n * h * w, o, c, col_b=True)
+            return
+        if patches(win):
+            # non-overlapping windows (ViT's 16x16 patches): gather each window's KH*KW*C
+            # values into a row, then the GEMM [N*HO*WO, KH*KW*C] x [O, KH*KW*C]^T
+            rows = lw.plan.add_slot(f"{node.name}:patches", ctype, (n, ho, wo, kh, kw, c)).var
+            cpu_data.copy(lw, rows, lw.src(x), ctype, [n, ho, kh, wo, kw, c],
+                          [h * w * c, kh * w * c, w * c, kw * c, c, 1],
+                          [ho * wo * kh * kw * c, wo * kh * kw * c, kw * c, kh * kw * c, c, 1],
+                          "patches")
+            gemm_call(lw, epi, out, rows, wt, n * ho * wo, o, c * (kh * kw), col_b=True)
             return
         params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {ctype}*", "w"),
                   (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params

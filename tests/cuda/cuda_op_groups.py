@@ -108,6 +108,7 @@ GROUPS = {
                n("c1", "conv2d", ["img", "res"], out_channels=16, kernel=1, activation="hardswish"),
                n("c_rect", "conv2d", ["img"], out_channels=8, kernel=[5, 3], padding=[2, 1]),
                n("c_odd", "conv2d", ["img3"], out_channels=6, kernel=3, padding=1),
+               n("c_patch", "conv2d", ["img"], out_channels=16, kernel=3, stride=3),  # gather + GEMM
                n("grouped", "conv2d", ["img"], out_channels=12, kernel=3, groups=2, padding=1),
                n("depthwise", "conv2d", ["img"], out_channels=8, kernel=3, groups=8, padding=1,
                  activation="silu"),
@@ -118,7 +119,7 @@ GROUPS = {
                n("avgpool_x", "avg_pool2d", ["img"], kernel=2, stride=2, padding=1,
                  count_include_pad=False),
                n("gap", "global_avg_pool", ["img"])],
-        outputs=["c3", "c3s2d2", "c1", "c_rect", "c_odd", "grouped", "depthwise", "dw_s2",
+        outputs=["c3", "c3s2d2", "c1", "c_rect", "c_odd", "c_patch", "grouped", "depthwise", "dw_s2",
                  "maxpool", "avgpool", "avgpool_x", "gap"]),
     "norm_attention": dict(
         inputs={"x": {"shape": ["batch", 7, 64]}, "r": {"shape": ["batch", 7, 64]},

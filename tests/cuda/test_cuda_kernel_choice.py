@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from ait_build.codegen.emit import emit
+from ait_build.codegen.emit import build_plan, emit
 from ait_build.spec.target import find_target
 
 from cuda_helpers import bf16_spec, fp16_spec, fp16acc_target, spec_path
@@ -195,3 +195,14 @@ def test_a_channel_pad_writes_each_row_once(tmp_path):
     assert not strided_pad(srcs)
     other = kernels(op_spec("shape"), "h200", tmp_path / "s")
     assert len(names(other, "pad_channels")) == 1 and len(strided_pad(other)) == 2
+
+
+def test_patch_convs_gather_then_gemm(tmp_path):
+    """A conv whose windows tile the input (ViT's 16x16 patches, kernel == stride) gathers each
+    window into a row and runs the GEMM kernels; other windows stay implicit-GEMM convs."""
+    plan_steps = build_plan(spec_path("vit_b16"), find_target("h200")).steps
+    patch = [s for s in plan_steps if s.node == "conv_proj"]
+    assert [s.kernel.label for s in patch] == ["patches", "gemm"]
+    assert patch[1].args[5:8] == ("196*d_batch", "768", "2048")  # M, N = O, K = 16 * 16 * 8
+    srcs = kernels(op_spec("conv"), "h200", tmp_path)
+    assert names(srcs, "patches") and names(srcs, "conv2d")
