@@ -61,8 +61,9 @@ def gather_jobs(specs: list, target, given: dict, echo) -> list:
             if known is not job:
                 keys = {p.key for p in known.problems}
                 known.problems += [p for p in job.problems if p.key not in keys]
-    for name in sorted(set(given) - used):
-        raise AitError(f"no spec given has a dim '{name}'")
+    unused = sorted(set(given) - used)
+    if unused:
+        raise AitError(f"no spec given has a dim '{unused[0]}'")
     return list(merged.values()), backend
 
 
@@ -146,7 +147,7 @@ def cmd_profile(args) -> int:
     if args.fresh and os.path.exists(journal_path):
         os.remove(journal_path)
     journal = Journal.load(journal_path)
-    entries = read_entries(path)
+    entries, measured_on = read_entries(path)
     device: dict = {}
     chosen = []
     for i, (job, harness) in enumerate(zip(jobs, harnesses), 1):
@@ -159,11 +160,13 @@ def cmd_profile(args) -> int:
             if pick.entry:
                 entries[problem.key] = pick.entry
             echo(f"  {problem.describe()}: {pick.line()}")
-        measured_on = f"{device.get('device', 'unknown GPU')} ({device.get('sm_count', '?')} SMs)"
+        if device:  # else every result came from the journal: the file's own line stands
+            measured_on = f"{device['device']} ({device.get('sm_count', '?')} SMs)"
         write_profile(path, target.name, measured_on, entries)  # after each kernel: resumable
     for line in summary_lines(chosen, time.monotonic() - start, compile_s):
         echo(line)
-    echo(f"wrote {os.path.relpath(path)}")
+    shown = os.path.relpath(path, root)
+    echo(f"wrote {path if shown.startswith('..') else shown}")
     return 0
 
 

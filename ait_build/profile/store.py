@@ -19,15 +19,17 @@ HEADER = """\
 """
 
 
-def read_entries(path: str) -> dict:
-    """(family, problem, extent) -> entry dict of the file (validated like a build reads it)."""
+def read_entries(path: str) -> tuple:
+    """((family, problem, extent) -> entry dict, measured_on) of the file, validated like a
+    build reads it; ({}, '') when there is none."""
     if not os.path.isfile(path):
-        return {}
+        return {}, ""
     Profile.load(path)  # located errors for a broken file
     import yaml
     with open(path, encoding="utf-8") as fh:
         doc = yaml.safe_load(fh) or {}
-    return {(e["family"], e["problem"], e["extent"]): dict(e) for e in doc.get("entries") or []}
+    entries = {(e["family"], e["problem"], e["extent"]): dict(e) for e in doc.get("entries") or []}
+    return entries, str(doc.get("measured_on") or "")
 
 
 def _scalar(value) -> str:

@@ -114,7 +114,7 @@ def test_winners_merge_into_the_profile_file(tmp_path):
     write_profile(path, "h200", "Fake GPU (4 SMs)", entries)
     text = open(path).read()
     assert text.count("\n  - {family: ") == 5 and "measured_on: \"Fake GPU (4 SMs)\"" in text
-    assert read_entries(path) == entries  # what is written reads back
+    assert read_entries(path) == (entries, "Fake GPU (4 SMs)")  # what is written reads back
     profile = Profile.load(path)
     (first,) = [p for p in problems() if p.extent == 4 and dict(p.tunable.problem)["n"] == 64]
     assert [(e, c.name) for e, c in profile.choices(first.tunable)] == [(4, "fast"), (32, "fast")]

@@ -1,0 +1,101 @@
+"""`ait-build profile` end to end without a GPU: in a project holding BERT-base and a copy of
+the h200 target, --measure-only takes harness programs an earlier --compile-only would have
+built (stand-ins speaking the harness protocol, placed with the digest of the sources it
+renders), measures every problem, writes the profile, and a build of the spec then runs the
+measured winners."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+
+import pytest
+
+from ait_build import build_cli
+from ait_build.cli import main
+from ait_build.codegen.emit import build_plan
+from ait_build.profile.cli import DIGEST, gather_jobs
+from ait_build.profile.harness import render_harness
+from ait_build.spec.target import find_target
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FAST = "sm90_coop_128x64x64_c1x1_streamk"
+
+# answers a GEMM problem line (id, 10 sizes, 2 flags, count, candidates): FAST takes 2 us,
+# every other candidate 5 us, the heuristic 6 us; all match the reference
+FAKE = r'''#!{python}
+import json, sys
+names = {names}
+print(json.dumps({{"device": "Fake GPU", "sm_count": 132}}), flush=True)
+for line in sys.stdin:
+    words = line.split()
+    pid, indices = words[0], [int(v) for v in words[14:]]
+    for c in [-1] + indices:
+        print(json.dumps({{"start": pid, "config": c}}), flush=True)
+        us = 6.0 if c < 0 else (2.0 if names[c] == "{fast}" else 5.0)
+        print(json.dumps({{"problem": pid, "config": c, "us": us, "rel_err": 1e-4, "nonfinite": 0}}), flush=True)
+'''
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    shutil.copytree(os.path.join(REPO, "specs"), tmp_path / "specs")
+    os.makedirs(tmp_path / "targets")
+    shutil.copy(os.path.join(REPO, "targets", "h200.yaml"), tmp_path / "targets" / "h200.yaml")
+    (tmp_path / "SConstruct").write_text("# test project\n")
+    monkeypatch.setattr(build_cli, "project_root", lambda start=None: str(tmp_path))
+    return tmp_path
+
+
+def place_fake_harnesses(root, target) -> list:
+    """What --compile-only leaves: per kernel group, a program and the digest of its sources."""
+    jobs, backend = gather_jobs(["bert_base"], target, {"batch": [1]}, print)
+    for job in jobs:
+        folder = root / "build" / "h200" / "profile" / job.group
+        harness = render_harness(job, backend, str(folder))
+        program = folder / "harness"
+        program.write_text(FAKE.format(python=sys.executable, fast=FAST,
+                                       names=[c.name for c in harness.candidates]))
+        program.chmod(program.stat().st_mode | stat.S_IEXEC)
+        (folder / DIGEST).write_text(harness.digest)
+    return jobs
+
+
+def test_measure_only_writes_a_profile_that_builds_read(project, capsys):
+    target = find_target(str(project / "targets" / "h200.yaml"))
+    jobs = place_fake_harnesses(project, target)
+    assert {j.family for j in jobs} == {"gemm float16 b=col act=none align=8,8,8",
+                                        "gemm float16 b=col act=gelu align=8,8,8"}
+    assert main(["profile", "bert_base", "--target", "h200", "--batch", "1", "--measure-only"]) == 0
+    out = capsys.readouterr().out
+    assert "[1/2]" in out and "heuristic 6.0 us (3.00x)" in out and "wrote" in out
+    text = (project / "profiles" / "h200.yaml").read_text()
+    assert text.count("\n  - {family: ") == 4  # BERT's four GEMM shapes at 128 rows
+    assert text.count(f"config: \"{FAST}\"") == 4 and 'measured_on: "Fake GPU (132 SMs)"' in text
+    plan = build_plan(str(project / "specs" / "bert_base.yaml"), target)
+    assert plan.tuning.profiled == plan.tuning.calls == 48
+    qkv = next(s for s in plan.steps if s.node.endswith(".attention.self.qkv"))
+    names = [dict(p.context).get("tile") for p in qkv.kernel.parts]
+    assert "128, 64, 64" in names  # the measured winner is a part of the kernel
+    # a second run finds everything in the journal and changes nothing
+    before = text
+    assert main(["profile", "bert_base", "--target", "h200", "--batch", "1", "--measure-only"]) == 0
+    assert (project / "profiles" / "h200.yaml").read_text() == before
+
+
+def test_measure_only_refuses_harnesses_built_from_other_sources(project, capsys):
+    target = find_target(str(project / "targets" / "h200.yaml"))
+    for job in place_fake_harnesses(project, target):
+        (project / "build" / "h200" / "profile" / job.group / DIGEST).write_text("stale")
+    assert main(["profile", "bert_base", "--target", "h200", "--batch", "1", "--measure-only"]) == 1
+    assert "--compile-only` first" in capsys.readouterr().err
+
+
+def test_profile_refuses_cpu_targets_and_unknown_dims(project, capsys):
+    shutil.copy(os.path.join(REPO, "targets", "cpu.yaml"), project / "targets" / "cpu.yaml")
+    assert main(["profile", "bert_base", "--target", "cpu", "--measure-only"]) == 1
+    assert "measures the cuda backend" in capsys.readouterr().err
+    assert main(["profile", "resnet50", "--target", "h200", "--dim", "seq=128", "--measure-only"]) == 1
+    assert "no spec given has a dim 'seq'" in capsys.readouterr().err
