@@ -46,29 +46,32 @@ AIT_PREBUILT=1 AIT_GPU_REPORT=$OUT/errors.jsonl timeout "${TEST_S:-360}" python3
 echo "tests in $(( $(date +%s) - start ))s"
 fi
 step bench || exit 0
-# the bench: `ait-build bench --vs torch` once per model and seq (CASES: model:batch or
-# bert_base:batchxseq, the batches of a group comma-joined), each writing
-# $OUT/h200_<model>[_seq<N>].json after every case; all of them within BENCH_S seconds (default
-# 240: torch.compile takes tens of seconds a case). COMPILE_MODE (a torch.compile mode, or none
-# to leave torch.compile out) is passed as --compile-mode.
+# the bench: `ait-build bench --vs torch` once per model, seq and torch.compile mode (CASES:
+# model:batch or bert_base:batchxseq, with @MODE for a case's own torch.compile mode: the
+# batch-1 cases take reduce-overhead, whose CUDA graphs are PyTorch's best there), each writing
+# $OUT/h200_<model>[_seq<N>]_b<batches>.json after every case; all of them within BENCH_S
+# seconds (default 240: torch.compile takes tens of seconds a case). COMPILE_MODE (default
+# `default`; none leaves torch.compile out everywhere) is the mode of cases without @MODE.
 start=$(date +%s)
-python3 - "${CASES:-resnet50:1 bert_base:1x128 vit_b16:1 resnet50:256 bert_base:128x128 vit_b16:256 bert_base:8x4096}" \
-  > "$OUT/bench_groups.txt" <<'PY' || exit 1
+python3 - "${CASES:-resnet50:1@reduce-overhead bert_base:1x128@reduce-overhead vit_b16:1@reduce-overhead resnet50:256 bert_base:128x128 vit_b16:256 bert_base:8x4096}" \
+  "${COMPILE_MODE:-default}" > "$OUT/bench_groups.txt" <<'PY' || exit 1
 import sys
 from ait_build.bench_cuda import parse_case
 groups = {}
-for case in sys.argv[1].split():
+for case in sys.argv[1].split():  # model:batch[xseq][@torch.compile mode]
+    case, _, mode = case.partition("@")
     name, dims = parse_case(case)
-    groups.setdefault((name, dims.get("seq", "")), []).append(str(dims["batch"]))
-for (name, seq), batches in groups.items():
-    print(name, ",".join(batches), seq)
+    mode = mode if mode and sys.argv[2] != "none" else sys.argv[2]
+    groups.setdefault((name, str(dims.get("seq", "")), mode), []).append(str(dims["batch"]))
+for (name, seq, mode), batches in groups.items():
+    print(name, ",".join(batches), mode, seq)
 PY
-while read -r model batches seq; do
+while read -r model batches mode seq; do
   left=$(( ${BENCH_S:-240} - ($(date +%s) - start) ))
   [ "$left" -gt 0 ] || { echo "bench: no time left for $model batch $batches ${seq:+seq $seq}"; break; }
   timeout "$left" python3 -m ait_build.cli bench "$model" --target h200 --batch "$batches" \
-    ${seq:+--dim seq="$seq"} --vs torch --compile-mode "${COMPILE_MODE:-default}" \
-    --json "$OUT/h200_${model}${seq:+_seq$seq}.json" < /dev/null 2>&1 | tee -a "$OUT/bench.log" | tail -12
+    ${seq:+--dim seq="$seq"} --vs torch --compile-mode "$mode" \
+    --json "$OUT/h200_${model}${seq:+_seq$seq}_b${batches//,/_}.json" < /dev/null 2>&1 | tee -a "$OUT/bench.log" | tail -12
 done < "$OUT/bench_groups.txt"
 echo "bench in $(( $(date +%s) - start ))s"
 if [ -n "${PROFILE:-}" ]; then
