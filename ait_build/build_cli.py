@@ -9,23 +9,10 @@ import sys
 import numpy as np
 
 from ait_build.errors import AitError
+from ait_build.resources import PACKAGE_DIR, project_root
 
-
-def project_root(start: str | None = None) -> str:
-    """The folder holding the SConstruct, specs/ and targets/: the nearest one above `start` (the
-    working directory), else the ait-build checkout this package runs from."""
-    here = os.path.abspath(start or os.getcwd())
-    while True:
-        if os.path.isfile(os.path.join(here, "SConstruct")) and os.path.isdir(os.path.join(here, "targets")):
-            return here
-        parent = os.path.dirname(here)
-        if parent == here:
-            break
-        here = parent
-    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if os.path.isfile(os.path.join(checkout, "SConstruct")):
-        return checkout
-    raise AitError("no SConstruct found above the working directory; run from an ait-build project")
+# the SConstruct `ait-build init` writes; a folder without one builds through it
+PROJECT_SCONSTRUCT = os.path.join(PACKAGE_DIR, "project_files", "SConstruct")
 
 
 def spec_name(spec: str) -> str:
@@ -62,6 +49,8 @@ def build(spec: str, target: str, jobs: int | None = None, cache: str | None = N
     spec = resolve_spec(spec, root)
     name = spec_name(spec)
     cmd = [sys.executable, "-m", "SCons", "-Q", "-C", root, f"target={target}", f"spec={spec}"]
+    if not os.path.isfile(os.path.join(root, "SConstruct")):
+        cmd[4:4] = ["-f", PROJECT_SCONSTRUCT]  # SCons' top folder stays `root`: its build/
     if jobs:
         cmd.append(f"-j{jobs}")
     if cache is not None:

@@ -154,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _extra_commands():
     """Commands that live beside their subsystem (build/run/bench/profile), where present."""
     found = []
-    for module in ("ait_build.build_cli", "ait_build.bench", "ait_build.profile.cli"):
+    for module in ("ait_build.build_cli", "ait_build.bench", "ait_build.profile.cli",
+                   "ait_build.project_cli"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ImportError:

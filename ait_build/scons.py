@@ -26,6 +26,7 @@ import SCons.Tool
 from SCons.Script import Builder, Default, Dir, Environment, Exit, GetOption, Help, SetOption
 from SCons.Script import Alias, Variables
 
+from ait_build.codegen.render import template_path, templates_dir
 from ait_build.errors import AitError, did_you_mean
 
 VARIABLES = (
@@ -38,7 +39,7 @@ VARIABLES = (
 )
 # Modules whose code does not shape the generated sources (they are not hashed into generation).
 NOT_CODEGEN = ("runtime", "profile", "build_cli.py", "bench.py", "bench_models.py", "cli.py",
-               "graph_view.py")
+               "graph_view.py", "project_cli.py")
 JINJA_REF = re.compile(r"{%-?\s*(?:include|import|from|extends)\s+['\"]([^'\"]+)['\"]")
 
 
@@ -255,7 +256,7 @@ def model_rules(env, spec: str, tname: str, target, root: str) -> tuple:
     if emission.tuning:  # once per build and model: calls the profile does not cover
         print(f"ait-build: {label}: {emission.tuning}")
     genv = env.Clone(AIT_SPEC=spec, AIT_TARGET=target, AIT_LABEL=label, AIT_ROOT=root,
-                     AIT_TEMPLATES=os.path.join(root, "templates"))
+                     AIT_TEMPLATES=templates_dir())
     generated = genv.AitGenerate(target=os.path.join(out, emission.manifest), source=spec)
     genv.Precious(generated)  # emit() leaves unchanged files alone; SCons must not delete them
     by_path = {str(node.abspath): node for node in generated}
@@ -274,7 +275,7 @@ def generate_emitter(target, source, env):
     out = os.path.dirname(target[0].abspath)
     templates = sorted({t for deps in emission.template_deps.values() for t in deps})
     targets = [os.path.join(out, f) for f in emission.files]
-    extra = [t if os.path.isabs(t) else os.path.join(env["AIT_ROOT"], t) for t in templates]
+    extra = [template_path(t) for t in templates]
     # Values print as themselves in --debug=explain, so they say what they are.
     values = [env.Value(f"target {env['AIT_TARGET'].name} {env['AIT_TARGET'].digest()}"),
               env.Value(f"ait_build sources {package_digest()}"),

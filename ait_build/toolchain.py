@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from ait_build.codegen.render import TEMPLATES_DIR
+from ait_build.codegen.render import templates_dir
 from ait_build.errors import AitError
 
 # what to install when a compiler is missing, by compiler name
@@ -160,7 +160,7 @@ def find_cutlass(target_name: str = "") -> tuple:
     dirs = (os.path.join(root, "include"), os.path.join(root, "tools", "util", "include"),
             os.path.join(root, "examples", "41_fused_multi_head_attention"),
             os.path.join(root, "examples", "88_hopper_fmha"),
-            os.path.join(TEMPLATES_DIR, "cuda", "include"))
+            os.path.join(templates_dir(), "cuda", "include"))
     if not os.path.isfile(os.path.join(dirs[0], "cutlass", "cutlass.h")):
         raise AitError(f"no cutlass/cutlass.h under {dirs[0]} ({where}); reinstall nvidia-cutlass "
                        "or point CUTLASS_PATH at a CUTLASS checkout")
