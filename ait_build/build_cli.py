@@ -167,8 +167,9 @@ def cmd_run(args) -> int:
             return 0
         if graph is None:
             raise AitError(f"--check needs the spec: give --spec (looked for specs/{model.name}.yaml)")
-        from ait_build.reference import run_reference
-        lines = compare(outputs, run_reference(graph, inputs), model.manifest.raw.get("dtype", "float32"))
+        from ait_build.reference import ProgressLine, run_reference
+        reference = run_reference(graph, inputs, progress=ProgressLine())
+        lines = compare(outputs, reference, model.manifest.raw.get("dtype", "float32"))
         print("\n".join(lines))
         return 1 if any(line.endswith("MISMATCH") for line in lines) else 0
 

@@ -78,7 +78,7 @@ def _plan_summary(graph, target, report, fmt) -> dict:
 
 
 def cmd_reference(args) -> int:
-    from ait_build.reference import random_inputs, run_reference
+    from ait_build.reference import ProgressLine, random_inputs, run_reference
     graph = _load(args.spec, args.weights)
     dims = _parse_dims(args.dim)
     if args.batch is not None:
@@ -89,7 +89,7 @@ def cmd_reference(args) -> int:
         inputs = random_inputs(graph, dims, seed=args.seed)
     else:
         raise AitError("give --random-input or --inputs FILE.safetensors")
-    outputs = run_reference(graph, inputs)
+    outputs = run_reference(graph, inputs, progress=ProgressLine())
     for name, arr in outputs.items():
         flat = arr.astype(np.float64).ravel()
         print(f"{name}: {arr.dtype}{list(arr.shape)} mean={flat.mean():.6g} std={flat.std():.6g} "

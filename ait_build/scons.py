@@ -1,5 +1,5 @@
 """SCons glue behind the SConstruct: variables, the generation builder, scanners, compile and
-link rules, CacheDir and progress lines.
+link rules and CacheDir (progress lines: scons_progress.py).
 
 Per model and target the build is: spec --generate (emit())--> build/<target>/<model>/{src/*.cpp,
 <model>.h, manifest.json, weights.safetensors} --SharedObject per source--> obj/*.os --link-->
@@ -13,7 +13,6 @@ import hashlib
 import os
 import re
 import sys
-import threading
 from dataclasses import dataclass
 
 import SCons.Action
@@ -28,6 +27,7 @@ from SCons.Script import Alias, Variables
 
 from ait_build.codegen.render import template_path, templates_dir
 from ait_build.errors import AitError, did_you_mean
+from ait_build.scons_progress import Progress
 
 VARIABLES = (
     ("target", "target name(s) from targets/*.yaml, comma separated", "cpu"),
@@ -69,7 +69,8 @@ def setup(arguments: dict) -> None:
             for spec in opts.specs:
                 nodes, steps = model_rules(tenv, spec, tname, target, root)
                 outputs += nodes
-                progress.total += steps
+                for node in steps:
+                    progress.add_step(tenv, node)
     except AitError as exc:
         text = str(exc)
         print(text if ": error: " in text else f"scons: error: {text}", file=sys.stderr)
@@ -248,7 +249,8 @@ def plan(spec: str, target):
 
 
 def model_rules(env, spec: str, tname: str, target, root: str) -> tuple:
-    """Declares generate -> compile -> link for one model; returns (output nodes, step count).
+    """Declares generate -> compile -> link for one model; returns (output nodes, one target
+    node per step).
     Outputs go to build/<tname>/<model>, with tname the target as the user named it."""
     emission = plan(spec, target)
     out = os.path.join(root, "build", tname, emission.name)
@@ -267,7 +269,7 @@ def model_rules(env, spec: str, tname: str, target, root: str) -> tuple:
     nodes = list(generated) + list(library)
     Alias(emission.name, nodes)
     Alias(label, nodes)
-    return nodes, 1 + len(objects) + 1
+    return nodes, [generated[0]] + [obj[0] for obj in objects] + [library[0]]
 
 
 def generate_emitter(target, source, env):
@@ -372,25 +374,3 @@ def package_digest() -> str:
             with open(path, "rb") as fh:
                 h.update(rel.encode() + b"\0" + fh.read() + b"\0")
     return h.hexdigest()[:16]
-
-
-# -- progress -------------------------------------------------------------------------------------
-class Progress:
-    """PRINT_CMD_LINE_FUNC: '[k/n] compiling x.cpp (cpu/mlp)'. n counts every step of the selected
-    models; an incremental build runs fewer and ends early. A step with several targets (the
-    generation) prints one cache retrieval per file, all under the step's number."""
-
-    def __init__(self):
-        self.total = 0
-        self.done = 0
-        self.seen: dict = {}  # executor id -> step number
-        self.lock = threading.Lock()
-
-    def __call__(self, text, target, source, env):
-        key = id(target[0].get_executor()) if target else None
-        with self.lock:
-            if key is None or key not in self.seen:
-                self.done += 1
-                self.seen[key] = self.done
-            sys.stdout.write(f"[{self.seen[key]}/{self.total}] {text}\n")
-            sys.stdout.flush()
