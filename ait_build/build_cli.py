@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from ait_build.errors import AitError
+from ait_build.errors import AitError, ReportedError
 from ait_build.resources import PACKAGE_DIR, project_root
 
 # the SConstruct `ait-build init` writes; a folder without one builds through it
@@ -62,11 +62,19 @@ def build(spec: str, target: str, jobs: int | None = None, cache: str | None = N
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL if quiet else None,
                           stderr=subprocess.PIPE, text=True)
     if proc.returncode:
-        text = proc.stderr.strip()
-        raise AitError(text.replace("scons: error: ", "") or f"scons exited with {proc.returncode}")
+        raise ReportedError(relayed_error(proc.stderr, proc.returncode))
     if proc.stderr:
         sys.stderr.write(proc.stderr)
     return os.path.join(root, "build", target, name)
+
+
+def relayed_error(stderr: str, returncode: int) -> str:
+    """SCons' error output as the CLI prints errors: located errors as they are, `scons: error:`
+    lines as `error:`, and an `error:` line when nothing said what failed."""
+    text = stderr.strip().replace("scons: error: ", "error: ")
+    if "error:" not in text:
+        text = (text + "\n" if text else "") + f"error: the build failed (scons exited with {returncode})"
+    return text
 
 
 def cmd_build(args) -> int:
@@ -175,23 +183,39 @@ def cmd_run(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("build", help="build a spec's library with SCons (build/<target>/<model>/)")
-    p.add_argument("spec", help="spec file, or a model name under specs/")
-    p.add_argument("--target", default="cpu", help="target name from targets/ (default: cpu)")
-    p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: all cores)")
-    p.add_argument("--cache", help="shared CacheDir (default: $AIT_BUILD_CACHE)")
+    from ait_build.cli import add_command
+    p = add_command(sub, "build", "build a spec's library with SCons (build/<target>/<model>/)",
+                    "Build one spec for one target with SCons, in the project around the working "
+                    "directory (the nearest folder above it with an SConstruct, else the working "
+                    "directory itself): its build/<target>/<model>/ gets lib<model>.so, the "
+                    "header, manifest.json and weights.safetensors.",
+                    ["ait-build build specs/mlp.yaml --target cpu",
+                     "ait-build build resnet50 --target h200 -j 2 --cache ~/.cache/ait-build"])
+    p.add_argument("spec", help="spec file, or a model name under specs/, e.g. mlp")
+    p.add_argument("--target", default="cpu", help="a name from `ait-build targets` (default: "
+                   "cpu), e.g. --target h200")
+    p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: the cores, "
+                   "capped by memory), e.g. -j 2")
+    p.add_argument("--cache", metavar="DIR", help="shared CacheDir (default: $AIT_BUILD_CACHE)")
     p.add_argument("--cache-readonly", action="store_true", help="read the cache, never write it")
     p.add_argument("-v", "--verbose", action="store_true", help="print full command lines")
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("run", help="run a built library on random or given inputs")
-    p.add_argument("build_dir", help="a build folder: build/<target>/<model>")
+    p = add_command(sub, "run", "run a built library on random or given inputs",
+                    "Run a built model and print each output's statistics; --check compares "
+                    "them with the NumPy reference executor (exit 1 past the tolerance).",
+                    ["ait-build run build/cpu/mlp --random-input --check",
+                     "ait-build run build/cpu/tiny_bert --random-input --dim seq=32 -o "
+                     "out.safetensors"])
+    p.add_argument("build_dir", help="a build folder, e.g. build/cpu/mlp")
     p.add_argument("--random-input", action="store_true", help="random inputs at each dim's opt")
-    p.add_argument("--inputs", help="inputs from a safetensors file")
-    p.add_argument("--batch", type=int, help="value of the 'batch' dim")
-    p.add_argument("--dim", action="append", help="NAME=VALUE for a dim (repeatable)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--inputs", metavar="FILE", help="inputs from a safetensors file")
+    p.add_argument("--batch", type=int, help="value of the 'batch' dim, e.g. --batch 4")
+    p.add_argument("--dim", action="append", metavar="NAME=VALUE",
+                   help="a dim's value (repeatable), e.g. --dim seq=64")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
     p.add_argument("--check", action="store_true", help="compare with the NumPy reference executor")
-    p.add_argument("--spec", help="the model's spec for --check (default: specs/<model>.yaml)")
-    p.add_argument("-o", "--output", help="write outputs to a safetensors file")
+    p.add_argument("--spec", help="the model's spec for --check (default: specs/<model>.yaml of "
+                   "the project)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write outputs to a safetensors file")
     p.set_defaults(func=cmd_run)

@@ -100,22 +100,25 @@ def copy_stock_target(name: str) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "init", help="write a new project: SConstruct, specs/, targets/, .gitignore, CI workflow",
-        description="Write the files a repository needs to build models with ait-build: a thin "
-                    "SConstruct, specs/ with one example, targets/ for your own target files, a "
-                    ".gitignore for build/ and a GitHub Actions workflow. Existing files are kept.",
-        epilog="example: ait-build init demo && cd demo && scons target=cpu")
+    from ait_build.cli import add_command
+    p = add_command(
+        sub, "init", "write a new project: SConstruct, specs/, targets/, .gitignore, CI workflow",
+        "Write the files a repository needs to build models with ait-build: a thin SConstruct, "
+        "specs/ with one example, targets/ for your own target files, a .gitignore for build/ "
+        "and a GitHub Actions workflow (.github/workflows/ait-build.yml). Existing files are "
+        "kept.",
+        ["ait-build init demo && cd demo && scons target=cpu", "ait-build init   # here"])
     p.add_argument("dir", nargs="?", default=".", help="the project folder (default: the working "
                    "directory; made if missing), e.g. demo")
     p.set_defaults(func=cmd_init)
 
-    p = sub.add_parser(
-        "targets", help="list the targets this project can build for",
-        description="List every target: ait-build's stock ones and the files in the project's "
-                    "targets/, which override a stock target of the same name.",
-        epilog="examples: ait-build targets; ait-build targets --show h200; "
-               "ait-build targets --copy h200 (then edit targets/h200.yaml)")
+    p = add_command(
+        sub, "targets", "list the targets this project can build for",
+        "List every target: ait-build's stock ones and the files in the project's targets/ "
+        "(the project around the working directory), which override a stock target of the same "
+        "name or add new ones.",
+        ["ait-build targets", "ait-build targets --show h200",
+         "ait-build targets --copy h200   # then edit targets/h200.yaml"])
     group = p.add_mutually_exclusive_group()
     group.add_argument("--show", metavar="NAME", help="print the file the name resolves to, "
                        "e.g. --show h200")
