@@ -220,6 +220,20 @@ def find_cutlass(target_name: str = "") -> tuple:
     return dirs
 
 
+def nvcc_wheel_lib_dirs(cxx: str) -> tuple:
+    """nvcc from NVIDIA's pip wheels (site-packages/nvidia/cu13/bin/nvcc) finds the static CUDA
+    runtime it links by default (libcudart_static.a, libcudadevrt.a) in ../lib, which its
+    nvcc.profile does not search (it names lib64, as the toolkit's layout has): that folder, for
+    -L. Empty for a toolkit install."""
+    path = shutil.which(cxx)
+    if path is None:
+        return ()
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(path))), "lib")
+    if os.path.isfile(os.path.join(lib, "libcudart_static.a")) and not os.path.isdir(lib + "64"):
+        return (lib,)
+    return ()
+
+
 def cuda_toolchain(target) -> Toolchain:
     flags = tuple(target.flags) + tuple(f for f in CUDA_EXTRA_FLAGS
                                         if f == "-Xcompiler" or f not in target.flags)
@@ -227,7 +241,8 @@ def cuda_toolchain(target) -> Toolchain:
     cutlass = header_version(os.path.join(include_dirs[0], "cutlass", "version.h"), "CUTLASS")
     return Toolchain(target=target.name, cxx=target.cxx, flags=flags,
                      include_dirs=include_dirs, defines=(),
-                     link_flags=tuple(target.link_flags), libs=(), lib_dirs=(), rpath=(),
+                     link_flags=tuple(target.link_flags), libs=(),
+                     lib_dirs=nvcc_wheel_lib_dirs(target.cxx), rpath=(),
                      host_prefix=("-Xcompiler",), libraries=(("cutlass", cutlass),))
 
 

@@ -48,3 +48,18 @@ def test_cpu_manifest_records_versions_and_the_target_file(tmp_path):
     assert manifest["compiler"]["libraries"]["scipy-openblas32"][0].isdigit()
     assert manifest["target_file"] == {"name": "cpu.yaml", "sha256": _sha(target.source),
                                        "digest": target.digest()}
+
+
+def test_nvcc_from_the_pip_wheels_links_the_runtime_from_its_lib_folder(tmp_path, monkeypatch):
+    from ait_build.toolchain import nvcc_wheel_lib_dirs
+    cu13 = tmp_path / "site-packages" / "nvidia" / "cu13"
+    (cu13 / "bin").mkdir(parents=True)
+    (cu13 / "lib").mkdir()
+    (cu13 / "bin" / "nvcc").write_text("#!/bin/sh\n")
+    (cu13 / "bin" / "nvcc").chmod(0o755)
+    monkeypatch.setenv("PATH", str(cu13 / "bin"))
+    assert nvcc_wheel_lib_dirs("nvcc") == ()  # no static runtime there
+    (cu13 / "lib" / "libcudart_static.a").write_text("")
+    assert nvcc_wheel_lib_dirs("nvcc") == (str(cu13 / "lib"),)
+    (cu13 / "lib64").mkdir()  # a toolkit's layout: nvcc.profile finds lib64 itself
+    assert nvcc_wheel_lib_dirs("nvcc") == ()
