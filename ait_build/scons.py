@@ -266,10 +266,22 @@ def model_rules(env, spec: str, tname: str, target, root: str) -> tuple:
     objects = [genv.SharedObject(target=os.path.join(out, "obj", os.path.splitext(os.path.basename(s))[0]),
                                  source=by_path[os.path.join(out, s)]) for s in sorted(sources)]
     library = genv.SharedLibrary(target=os.path.join(out, emission.name), source=objects)
+    # a new compiler or library version rebuilds (and misses the cache): the manifest says so
+    genv.Depends(list(generated) + objects + list(library), toolchain_value(genv, target))
     nodes = list(generated) + list(library)
     Alias(emission.name, nodes)
     Alias(label, nodes)
     return nodes, [generated[0]] + [obj[0] for obj in objects] + [library[0]]
+
+
+def toolchain_value(env, target):
+    """A Value node of what the manifest records of the toolchain: compiler and host compiler
+    versions, library versions (the flags are in the command lines already)."""
+    import json
+    from ait_build.toolchain import toolchain_for
+    versions = toolchain_for(target).manifest()
+    versions.pop("flags")
+    return env.Value(f"toolchain {json.dumps(versions, sort_keys=True)}")
 
 
 def generate_emitter(target, source, env):

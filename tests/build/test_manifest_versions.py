@@ -59,3 +59,21 @@ def test_cuda_sources_are_byte_identical_across_paths(tmp_path):
             assert filecmp.cmp(os.path.join(a, rel), os.path.join(b, rel), shallow=False), rel
             with open(os.path.join(a, rel), "rb") as fh:
                 assert str(tmp_path).encode() not in fh.read(), rel
+
+
+def test_a_new_compiler_version_rebuilds_everything(tmp_path):
+    """Signatures hold the compiler's version: an upgraded g++ neither reuses the objects of
+    the old one nor leaves their version in the manifest."""
+    wrapper = tmp_path / "bin" / "g++"
+    wrapper.parent.mkdir()
+    wrapper.write_text('#!/bin/sh\nif [ "$1" = -dumpfullversion ]; then echo "$FAKE_GXX"; exit 0; fi\n'
+                       'exec /usr/bin/g++ "$@"\n')
+    wrapper.chmod(0o755)
+    project = make_project(str(tmp_path / "p"))
+    env = {"PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}
+    project.scons("target=cpu", env=dict(env, FAKE_GXX="12.2.0"))
+    assert not project.scons("target=cpu", env=dict(env, FAKE_GXX="12.2.0")).steps("compiling")
+    result = project.scons("target=cpu", env=dict(env, FAKE_GXX="12.3.0"))
+    assert len(result.steps("compiling")) == len(project.plan().kernel_sources) + 1, result.out
+    with open(project.out("manifest.json")) as fh:
+        assert json.load(fh)["compiler"]["version"] == "12.3.0"

@@ -5,6 +5,7 @@ runtime) and DLPack producers read without copies, their outputs taken back thro
 from __future__ import annotations
 
 import importlib.util
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -33,18 +34,10 @@ def test_dlpack_producer_read_in_place_and_outputs_through_dlpack():
     model, graph = built(spec_path("mlp"), "h200")
     inputs = random_inputs(graph, {"batch": 5}, seed=4)
 
-    class Producer:  # only DLPack, as a CuPy or JAX array: not taken for a torch tensor
-        def __init__(self, t):
-            self.t = t
-
-        def __dlpack__(self, stream=None):
-            return self.t.__dlpack__(stream=stream)
-
-        def __dlpack_device__(self):
-            return self.t.__dlpack_device__()
-
     x = torch.from_numpy(inputs["x"]).cuda()
-    out = model.run({"x": Producer(x)})
+    # only DLPack, as a CuPy or JAX array has: not taken for a torch tensor
+    producer = SimpleNamespace(__dlpack__=x.__dlpack__, __dlpack_device__=x.__dlpack_device__)
+    out = model.run({"x": producer})
     assert isinstance(out["softmax"], cuda.DeviceArray)
     y = torch.from_dlpack(out["softmax"])
     assert y.data_ptr() == out["softmax"].ptr  # no copy on the way out
