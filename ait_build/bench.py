@@ -365,20 +365,26 @@ def write_json(report: dict, path: str | None) -> None:
 def register(sub) -> None:
     from ait_build.bench_cuda import (COMPILE_MODES, DEFAULT_RUNS, DEFAULT_WARMUP, LARGE_ROWS,
                                       LARGE_RUNS, LARGE_WARMUP)
-    p = sub.add_parser(
-        "bench", help="time a model beside PyTorch and ONNX Runtime",
-        description="Time a built model beside PyTorch (and ONNX Runtime on cpu). On cpu: "
+    from ait_build.cli import add_command
+    p = add_command(
+        sub, "bench", "time a model beside PyTorch and ONNX Runtime",
+        "Time a built model beside PyTorch (and ONNX Runtime on cpu). On cpu: "
         "perf_counter, each side in its own process. On a cuda target (a100, h100, h200): CUDA "
         "events in one process, our library with and without its CUDA graphs against PyTorch "
         "eager, eager captured in a CUDA graph and torch.compile (--vs torch); a case with more "
         f"than {LARGE_ROWS} rows (the product of its dims, batch x seq) runs at most "
-        f"{LARGE_RUNS} timed calls after at most {LARGE_WARMUP} untimed ones.")
-    p.add_argument("spec", help="spec file, or a model name under specs/")
-    p.add_argument("--target", default="cpu")
-    p.add_argument("--batch", default="1", help="comma-separated batch sizes (default: 1)")
-    p.add_argument("--dim", action="append", help="NAME=VALUE for other dims (default: opt)")
+        f"{LARGE_RUNS} timed calls after at most {LARGE_WARMUP} untimed ones.",
+        ["ait-build bench resnet50 --target cpu --dtype float32 --vs torch,onnxruntime",
+         "ait-build bench bert_base --target h200 --batch 1,128 --vs torch --json bert.json"])
+    p.add_argument("spec", help="spec file, or a model name under specs/, e.g. mlp")
+    p.add_argument("--target", default="cpu", help="a name from `ait-build targets` (default: "
+                   "cpu), e.g. --target h200")
+    p.add_argument("--batch", default="1", help="comma-separated batch sizes (default: 1), "
+                   "e.g. --batch 1,32")
+    p.add_argument("--dim", action="append", metavar="NAME=VALUE",
+                   help="other dims (default: opt), e.g. --dim seq=128")
     p.add_argument("--vs", default="", help="comma list from: " + ", ".join(COMPETITORS)
-                   + " (cuda targets: torch)")
+                   + " (cuda targets: torch), e.g. --vs torch")
     p.add_argument("--dtype", choices=["float32", "float16", "bfloat16"],
                    help="build a copy of the spec with this dtype (e.g. float32 on cpu)")
     p.add_argument("--runs", type=int, help=f"timed runs per case (default: {CPU_RUNS} on cpu, "
@@ -390,8 +396,8 @@ def register(sub) -> None:
     p.add_argument("--in-process", action="store_true",
                    help="cpu: time every side in this process, taking turns (default: a process "
                    "each; cuda always times in one process)")
-    p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs when building")
-    p.add_argument("--json", help="write the results to this file")
+    p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs when building, e.g. -j 2")
+    p.add_argument("--json", metavar="FILE", help="write the results to this file")
     p.set_defaults(func=cmd_bench)
 
 

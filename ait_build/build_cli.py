@@ -8,24 +8,11 @@ import sys
 
 import numpy as np
 
-from ait_build.errors import AitError
+from ait_build.errors import AitError, ReportedError
+from ait_build.resources import PACKAGE_DIR, project_root
 
-
-def project_root(start: str | None = None) -> str:
-    """The folder holding the SConstruct, specs/ and targets/: the nearest one above `start` (the
-    working directory), else the ait-build checkout this package runs from."""
-    here = os.path.abspath(start or os.getcwd())
-    while True:
-        if os.path.isfile(os.path.join(here, "SConstruct")) and os.path.isdir(os.path.join(here, "targets")):
-            return here
-        parent = os.path.dirname(here)
-        if parent == here:
-            break
-        here = parent
-    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if os.path.isfile(os.path.join(checkout, "SConstruct")):
-        return checkout
-    raise AitError("no SConstruct found above the working directory; run from an ait-build project")
+# the SConstruct `ait-build init` writes; a folder without one builds through it
+PROJECT_SCONSTRUCT = os.path.join(PACKAGE_DIR, "project_files", "SConstruct")
 
 
 def spec_name(spec: str) -> str:
@@ -62,6 +49,8 @@ def build(spec: str, target: str, jobs: int | None = None, cache: str | None = N
     spec = resolve_spec(spec, root)
     name = spec_name(spec)
     cmd = [sys.executable, "-m", "SCons", "-Q", "-C", root, f"target={target}", f"spec={spec}"]
+    if not os.path.isfile(os.path.join(root, "SConstruct")):
+        cmd[4:4] = ["-f", PROJECT_SCONSTRUCT]  # SCons' top folder stays `root`: its build/
     if jobs:
         cmd.append(f"-j{jobs}")
     if cache is not None:
@@ -73,11 +62,19 @@ def build(spec: str, target: str, jobs: int | None = None, cache: str | None = N
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL if quiet else None,
                           stderr=subprocess.PIPE, text=True)
     if proc.returncode:
-        text = proc.stderr.strip()
-        raise AitError(text.replace("scons: error: ", "") or f"scons exited with {proc.returncode}")
+        raise ReportedError(relayed_error(proc.stderr, proc.returncode))
     if proc.stderr:
         sys.stderr.write(proc.stderr)
     return os.path.join(root, "build", target, name)
+
+
+def relayed_error(stderr: str, returncode: int) -> str:
+    """SCons' error output as the CLI prints errors: located errors as they are, `scons: error:`
+    lines as `error:`, and an `error:` line when nothing said what failed."""
+    text = stderr.strip().replace("scons: error: ", "error: ")
+    if "error:" not in text:
+        text = (text + "\n" if text else "") + f"error: the build failed (scons exited with {returncode})"
+    return text
 
 
 def cmd_build(args) -> int:
@@ -178,30 +175,47 @@ def cmd_run(args) -> int:
             return 0
         if graph is None:
             raise AitError(f"--check needs the spec: give --spec (looked for specs/{model.name}.yaml)")
-        from ait_build.reference import run_reference
-        lines = compare(outputs, run_reference(graph, inputs), model.manifest.raw.get("dtype", "float32"))
+        from ait_build.reference import ProgressLine, run_reference
+        reference = run_reference(graph, inputs, progress=ProgressLine())
+        lines = compare(outputs, reference, model.manifest.raw.get("dtype", "float32"))
         print("\n".join(lines))
         return 1 if any(line.endswith("MISMATCH") for line in lines) else 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("build", help="build a spec's library with SCons (build/<target>/<model>/)")
-    p.add_argument("spec", help="spec file, or a model name under specs/")
-    p.add_argument("--target", default="cpu", help="target name from targets/ (default: cpu)")
-    p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: all cores)")
-    p.add_argument("--cache", help="shared CacheDir (default: $AIT_BUILD_CACHE)")
+    from ait_build.cli import add_command
+    p = add_command(sub, "build", "build a spec's library with SCons (build/<target>/<model>/)",
+                    "Build one spec for one target with SCons, in the project around the working "
+                    "directory (the nearest folder above it with an SConstruct, else the working "
+                    "directory itself): its build/<target>/<model>/ gets lib<model>.so, the "
+                    "header, manifest.json and weights.safetensors.",
+                    ["ait-build build specs/mlp.yaml --target cpu",
+                     "ait-build build resnet50 --target h200 -j 2 --cache ~/.cache/ait-build"])
+    p.add_argument("spec", help="spec file, or a model name under specs/, e.g. mlp")
+    p.add_argument("--target", default="cpu", help="a name from `ait-build targets` (default: "
+                   "cpu), e.g. --target h200")
+    p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: the cores, "
+                   "capped by memory), e.g. -j 2")
+    p.add_argument("--cache", metavar="DIR", help="shared CacheDir (default: $AIT_BUILD_CACHE)")
     p.add_argument("--cache-readonly", action="store_true", help="read the cache, never write it")
     p.add_argument("-v", "--verbose", action="store_true", help="print full command lines")
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("run", help="run a built library on random or given inputs")
-    p.add_argument("build_dir", help="a build folder: build/<target>/<model>")
+    p = add_command(sub, "run", "run a built library on random or given inputs",
+                    "Run a built model and print each output's statistics; --check compares "
+                    "them with the NumPy reference executor (exit 1 past the tolerance).",
+                    ["ait-build run build/cpu/mlp --random-input --check",
+                     "ait-build run build/cpu/tiny_bert --random-input --dim seq=32 -o "
+                     "out.safetensors"])
+    p.add_argument("build_dir", help="a build folder, e.g. build/cpu/mlp")
     p.add_argument("--random-input", action="store_true", help="random inputs at each dim's opt")
-    p.add_argument("--inputs", help="inputs from a safetensors file")
-    p.add_argument("--batch", type=int, help="value of the 'batch' dim")
-    p.add_argument("--dim", action="append", help="NAME=VALUE for a dim (repeatable)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--inputs", metavar="FILE", help="inputs from a safetensors file")
+    p.add_argument("--batch", type=int, help="value of the 'batch' dim, e.g. --batch 4")
+    p.add_argument("--dim", action="append", metavar="NAME=VALUE",
+                   help="a dim's value (repeatable), e.g. --dim seq=64")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
     p.add_argument("--check", action="store_true", help="compare with the NumPy reference executor")
-    p.add_argument("--spec", help="the model's spec for --check (default: specs/<model>.yaml)")
-    p.add_argument("-o", "--output", help="write outputs to a safetensors file")
+    p.add_argument("--spec", help="the model's spec for --check (default: specs/<model>.yaml of "
+                   "the project)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write outputs to a safetensors file")
     p.set_defaults(func=cmd_run)

@@ -1,5 +1,7 @@
-"""The `ait-build` command. Every user-facing failure is an AitError printed as one located line
-(`PATH:LINE:COL: error: ...`) with exit status 1; set AIT_BUILD_DEBUG=1 for tracebacks."""
+"""The `ait-build` command. Exit status: 0 done, 1 the user's input is wrong (an AitError, printed
+as `PATH:LINE:COL: error: ...` or `error: ...`), 2 a usage error (argparse), 3 an internal error
+(a bug in ait-build: one line that says so and asks for a report; AIT_BUILD_DEBUG=1 shows the
+traceback)."""
 
 from __future__ import annotations
 
@@ -7,11 +9,32 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import traceback
 
 import numpy as np
 
+from ait_build import __version__
 from ait_build.errors import AitError, format_error
+
+EXIT_USER_ERROR, EXIT_INTERNAL_ERROR = 1, 3
+DESCRIPTION = ("A declarative model compiler: YAML model and target specs become fused C++/CUDA "
+               "kernels, built by SCons into one shared library per model and target.")
+EPILOG = """examples:
+  ait-build init demo                              # a new project: SConstruct, specs/, targets/
+  ait-build check specs/mlp.yaml                   # validate a spec
+  ait-build build specs/mlp.yaml --target cpu      # build/cpu/mlp/libmlp.so
+  ait-build run build/cpu/mlp --random-input --check
+
+exit status: 0 done, 1 error in the input, 2 usage error, 3 internal error (please report it)
+'ait-build COMMAND -h' describes a command."""
+
+
+def add_command(sub, name: str, summary: str, description: str, examples: list):
+    """A subcommand whose -h shows its description and examples (every command has both)."""
+    return sub.add_parser(name, help=summary, description=textwrap.fill(description, 79),
+                          epilog="examples:\n" + "\n".join(f"  {e}" for e in examples),
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def _load(path, weights=None):
@@ -78,7 +101,7 @@ def _plan_summary(graph, target, report, fmt) -> dict:
 
 
 def cmd_reference(args) -> int:
-    from ait_build.reference import random_inputs, run_reference
+    from ait_build.reference import ProgressLine, random_inputs, run_reference
     graph = _load(args.spec, args.weights)
     dims = _parse_dims(args.dim)
     if args.batch is not None:
@@ -89,7 +112,7 @@ def cmd_reference(args) -> int:
         inputs = random_inputs(graph, dims, seed=args.seed)
     else:
         raise AitError("give --random-input or --inputs FILE.safetensors")
-    outputs = run_reference(graph, inputs)
+    outputs = run_reference(graph, inputs, progress=ProgressLine())
     for name, arr in outputs.items():
         flat = arr.astype(np.float64).ravel()
         print(f"{name}: {arr.dtype}{list(arr.shape)} mean={flat.mean():.6g} std={flat.std():.6g} "
@@ -120,30 +143,51 @@ def _load_arrays(path) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ait-build", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="ait-build", description=textwrap.fill(DESCRIPTION, 79),
+                                     epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"ait-build {__version__}",
+                        help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("check", help="validate model and target specs")
-    p.add_argument("specs", nargs="+")
+    p = add_command(sub, "check", "validate model and target specs",
+                    "Validate model, target and blocks files (each by its `kind`); errors point "
+                    "at PATH:LINE:COL.", ["ait-build check specs/*.yaml targets/h200.yaml"])
+    p.add_argument("specs", nargs="+", metavar="SPEC", help="spec files, e.g. specs/mlp.yaml")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("graph", help="show a model's graph (optimized for a target with --target)")
-    p.add_argument("spec")
-    p.add_argument("--target", help="optimize for this target (name or path)")
-    p.add_argument("--stage", help="stop after this pass ('none' = before any pass)")
-    p.add_argument("--format", default="text", choices=["text", "json", "dot", "svg", "png"])
-    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p = add_command(sub, "graph", "show a model's graph (optimized for a target with --target)",
+                    "Print a model's graph as written, or as the passes leave it for a target.",
+                    ["ait-build graph specs/resnet50.yaml --target cpu",
+                     "ait-build graph specs/bert_base.yaml --target h200 --stage fuse_attention "
+                     "--format json",
+                     "ait-build graph specs/mlp.yaml --format svg -o mlp.svg"])
+    p.add_argument("spec", help="model spec file, e.g. specs/mlp.yaml")
+    p.add_argument("--target", help="optimize for this target (a name from `ait-build targets` "
+                   "or a path), e.g. --target cpu")
+    p.add_argument("--stage", help="stop after this pass ('none' = before any pass), e.g. "
+                   "--stage fuse_epilogue")
+    p.add_argument("--format", default="text", choices=["text", "json", "dot", "svg", "png"],
+                   help="output format (default: text; svg/png need Graphviz and -o)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to this file instead of stdout")
     p.set_defaults(func=cmd_graph)
 
-    p = sub.add_parser("reference", help="run the NumPy reference executor")
-    p.add_argument("spec")
+    p = add_command(sub, "reference", "run the NumPy reference executor",
+                    "Run a spec with the NumPy reference executor (the oracle every backend is "
+                    "checked against) and print each output's statistics.",
+                    ["ait-build reference specs/mlp.yaml --random-input --batch 4",
+                     "ait-build reference specs/tiny_bert.yaml --inputs in.safetensors -o "
+                     "out.safetensors"])
+    p.add_argument("spec", help="model spec file, e.g. specs/mlp.yaml")
     p.add_argument("--random-input", action="store_true", help="random inputs at each dim's opt")
-    p.add_argument("--inputs", help="inputs from a safetensors file")
-    p.add_argument("--batch", type=int, help="value of the 'batch' dim")
-    p.add_argument("--dim", action="append", help="NAME=VALUE for a dim (repeatable)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--weights", help="a safetensors file replacing the spec's weights")
-    p.add_argument("-o", "--output", help="write outputs to a safetensors file")
+    p.add_argument("--inputs", metavar="FILE", help="inputs from a safetensors file")
+    p.add_argument("--batch", type=int, help="value of the 'batch' dim, e.g. --batch 4")
+    p.add_argument("--dim", action="append", metavar="NAME=VALUE",
+                   help="a dim's value (repeatable), e.g. --dim seq=64")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
+    p.add_argument("--weights", metavar="FILE", help="a safetensors file replacing the spec's "
+                   "weights")
+    p.add_argument("-o", "--output", metavar="FILE", help="write outputs to a safetensors file")
     p.set_defaults(func=cmd_reference)
 
     for register in _extra_commands():
@@ -154,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _extra_commands():
     """Commands that live beside their subsystem (build/run/bench/profile), where present."""
     found = []
-    for module in ("ait_build.build_cli", "ait_build.bench", "ait_build.profile.cli"):
+    for module in ("ait_build.build_cli", "ait_build.bench", "ait_build.profile.cli",
+                   "ait_build.project_cli"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ImportError:
@@ -169,7 +214,7 @@ def main(argv=None) -> int:
         return args.func(args)
     except AitError as exc:
         print(format_error(exc), file=sys.stderr)
-        return 1
+        return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -181,9 +226,10 @@ def main(argv=None) -> int:
             traceback.print_exc()
         else:
             exc = sys.exc_info()[1]
-            print(f"internal error: {type(exc).__name__}: {exc} (set AIT_BUILD_DEBUG=1 for the "
-                  "traceback, and please report it)", file=sys.stderr)
-        return 2
+            print(f"internal error: {type(exc).__name__}: {exc} (a bug in ait-build: please "
+                  "report it, with the output of AIT_BUILD_DEBUG=1 and the command)",
+                  file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
 
 
 if __name__ == "__main__":

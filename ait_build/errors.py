@@ -48,6 +48,11 @@ def _prefix(loc: Location | None) -> str:
     return f"{loc}: " if loc is not None else ""
 
 
+class ReportedError(AitError):
+    """An error whose text is already as the CLI prints it (`error: ...` or a located error),
+    relayed from a subprocess such as SCons."""
+
+
 class OpError(AitError):
     """Raised by op shape inference; the graph builder adds the node's location."""
 
@@ -61,7 +66,7 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 def format_error(exc: BaseException) -> str:
     """How the CLI prints an AitError: located errors as they are, others as 'error: ...'."""
     text = str(exc)
-    return text if isinstance(exc, SpecError) else f"error: {text}"
+    return text if isinstance(exc, (SpecError, ReportedError)) else f"error: {text}"
 
 
 def shown(value, limit: int = 60) -> str:

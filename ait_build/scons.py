@@ -1,5 +1,5 @@
 """SCons glue behind the SConstruct: variables, the generation builder, scanners, compile and
-link rules, CacheDir and progress lines.
+link rules and CacheDir (progress lines: scons_progress.py).
 
 Per model and target the build is: spec --generate (emit())--> build/<target>/<model>/{src/*.cpp,
 <model>.h, manifest.json, weights.safetensors} --SharedObject per source--> obj/*.os --link-->
@@ -13,7 +13,6 @@ import hashlib
 import os
 import re
 import sys
-import threading
 from dataclasses import dataclass
 
 import SCons.Action
@@ -26,7 +25,9 @@ import SCons.Tool
 from SCons.Script import Builder, Default, Dir, Environment, Exit, GetOption, Help, SetOption
 from SCons.Script import Alias, Variables
 
+from ait_build.codegen.render import template_path, templates_dir
 from ait_build.errors import AitError, did_you_mean
+from ait_build.scons_progress import Progress
 
 VARIABLES = (
     ("target", "target name(s) from targets/*.yaml, comma separated", "cpu"),
@@ -38,7 +39,7 @@ VARIABLES = (
 )
 # Modules whose code does not shape the generated sources (they are not hashed into generation).
 NOT_CODEGEN = ("runtime", "profile", "build_cli.py", "bench.py", "bench_models.py", "cli.py",
-               "graph_view.py")
+               "graph_view.py", "project_cli.py")
 JINJA_REF = re.compile(r"{%-?\s*(?:include|import|from|extends)\s+['\"]([^'\"]+)['\"]")
 
 
@@ -68,7 +69,8 @@ def setup(arguments: dict) -> None:
             for spec in opts.specs:
                 nodes, steps = model_rules(tenv, spec, tname, target, root)
                 outputs += nodes
-                progress.total += steps
+                for node in steps:
+                    progress.add_step(tenv, node)
     except AitError as exc:
         text = str(exc)
         print(text if ": error: " in text else f"scons: error: {text}", file=sys.stderr)
@@ -247,7 +249,8 @@ def plan(spec: str, target):
 
 
 def model_rules(env, spec: str, tname: str, target, root: str) -> tuple:
-    """Declares generate -> compile -> link for one model; returns (output nodes, step count).
+    """Declares generate -> compile -> link for one model; returns (output nodes, one target
+    node per step).
     Outputs go to build/<tname>/<model>, with tname the target as the user named it."""
     emission = plan(spec, target)
     out = os.path.join(root, "build", tname, emission.name)
@@ -255,7 +258,7 @@ def model_rules(env, spec: str, tname: str, target, root: str) -> tuple:
     if emission.tuning:  # once per build and model: calls the profile does not cover
         print(f"ait-build: {label}: {emission.tuning}")
     genv = env.Clone(AIT_SPEC=spec, AIT_TARGET=target, AIT_LABEL=label, AIT_ROOT=root,
-                     AIT_TEMPLATES=os.path.join(root, "templates"))
+                     AIT_TEMPLATES=templates_dir())
     generated = genv.AitGenerate(target=os.path.join(out, emission.manifest), source=spec)
     genv.Precious(generated)  # emit() leaves unchanged files alone; SCons must not delete them
     by_path = {str(node.abspath): node for node in generated}
@@ -263,10 +266,22 @@ def model_rules(env, spec: str, tname: str, target, root: str) -> tuple:
     objects = [genv.SharedObject(target=os.path.join(out, "obj", os.path.splitext(os.path.basename(s))[0]),
                                  source=by_path[os.path.join(out, s)]) for s in sorted(sources)]
     library = genv.SharedLibrary(target=os.path.join(out, emission.name), source=objects)
+    # a new compiler or library version rebuilds (and misses the cache): the manifest says so
+    genv.Depends(list(generated) + objects + list(library), toolchain_value(genv, target))
     nodes = list(generated) + list(library)
     Alias(emission.name, nodes)
     Alias(label, nodes)
-    return nodes, 1 + len(objects) + 1
+    return nodes, [generated[0]] + [obj[0] for obj in objects] + [library[0]]
+
+
+def toolchain_value(env, target):
+    """A Value node of what the manifest records of the toolchain: compiler and host compiler
+    versions, library versions (the flags are in the command lines already)."""
+    import json
+    from ait_build.toolchain import toolchain_for
+    versions = toolchain_for(target).manifest()
+    versions.pop("flags")
+    return env.Value(f"toolchain {json.dumps(versions, sort_keys=True)}")
 
 
 def generate_emitter(target, source, env):
@@ -274,7 +289,7 @@ def generate_emitter(target, source, env):
     out = os.path.dirname(target[0].abspath)
     templates = sorted({t for deps in emission.template_deps.values() for t in deps})
     targets = [os.path.join(out, f) for f in emission.files]
-    extra = [t if os.path.isabs(t) else os.path.join(env["AIT_ROOT"], t) for t in templates]
+    extra = [template_path(t) for t in templates]
     # Values print as themselves in --debug=explain, so they say what they are.
     values = [env.Value(f"target {env['AIT_TARGET'].name} {env['AIT_TARGET'].digest()}"),
               env.Value(f"ait_build sources {package_digest()}"),
@@ -371,25 +386,3 @@ def package_digest() -> str:
             with open(path, "rb") as fh:
                 h.update(rel.encode() + b"\0" + fh.read() + b"\0")
     return h.hexdigest()[:16]
-
-
-# -- progress -------------------------------------------------------------------------------------
-class Progress:
-    """PRINT_CMD_LINE_FUNC: '[k/n] compiling x.cpp (cpu/mlp)'. n counts every step of the selected
-    models; an incremental build runs fewer and ends early. A step with several targets (the
-    generation) prints one cache retrieval per file, all under the step's number."""
-
-    def __init__(self):
-        self.total = 0
-        self.done = 0
-        self.seen: dict = {}  # executor id -> step number
-        self.lock = threading.Lock()
-
-    def __call__(self, text, target, source, env):
-        key = id(target[0].get_executor()) if target else None
-        with self.lock:
-            if key is None or key not in self.seen:
-                self.done += 1
-                self.seen[key] = self.done
-            sys.stdout.write(f"[{self.seen[key]}/{self.total}] {text}\n")
-            sys.stdout.flush()

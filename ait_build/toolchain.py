@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 
-from ait_build.codegen.render import TEMPLATES_DIR
+from ait_build.codegen.render import templates_dir
 from ait_build.errors import AitError
 
 # what to install when a compiler is missing, by compiler name
@@ -69,6 +70,7 @@ class Toolchain:
     lib_dirs: tuple
     rpath: tuple
     host_prefix: tuple = ()  # how host-compiler-only flags are passed (nvcc: -Xcompiler)
+    libraries: tuple = ()  # (name, version) of the header/link libraries built against
 
     def compile_command(self, source: str, obj: str, include_dirs=(), prefix_map: str = "") -> list:
         """Compile one source; `prefix_map` (the build folder) keeps paths out of the object."""
@@ -87,8 +89,14 @@ class Toolchain:
         return compiler_version(self.cxx)
 
     def manifest(self) -> dict:
-        """What manifest.json records: no include or library paths (those differ per machine)."""
-        return {"cxx": self.cxx, "flags": list(self.flags), "version": self.version()}
+        """What manifest.json records: the exact versions of the compiler (and of nvcc's host
+        compiler) and libraries; no include or library paths (those differ per machine)."""
+        out = {"cxx": self.cxx, "flags": list(self.flags), "version": self.version(),
+               "libraries": dict(self.libraries)}
+        if self.host_prefix:
+            host = host_compiler(self.flags)
+            out["host"] = {"cxx": host, "version": compiler_version(host)}
+        return out
 
 
 def require_compiler(cxx: str, target_name: str) -> str:
@@ -99,14 +107,56 @@ def require_compiler(cxx: str, target_name: str) -> str:
     return path
 
 
+# compilers whose exact version only `--version` tells (nvcc has no -dumpfullversion): the
+# pattern that finds it there ("Cuda compilation tools, release 13.0, V13.0.88"; "HIP version:
+# 5.2.21153-...")
+VERSION_PATTERNS = {"nvcc": r"release [\d.]+, V(\d+(?:\.\d+)+)", "hipcc": r"HIP version: (\S+)"}
+
+
 @functools.lru_cache(maxsize=None)
 def compiler_version(cxx: str) -> str:
+    """The compiler's exact version ('13.0.88', '12.2.0'), or 'unknown' when it does not say."""
+    pattern = VERSION_PATTERNS.get(os.path.basename(cxx))
+    cmd = [cxx, "--version"] if pattern else [cxx, "-dumpfullversion", "-dumpversion"]
     try:
-        out = subprocess.run([cxx, "-dumpfullversion", "-dumpversion"], capture_output=True,
-                             text=True, timeout=60)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     except OSError as exc:
         raise AitError(f"cannot run '{cxx}': {exc}") from None
+    if pattern:
+        found = re.search(pattern, out.stdout)
+        return found.group(1) if found else "unknown"
     return out.stdout.strip() or "unknown"
+
+
+def host_compiler(flags) -> str:
+    """nvcc's host compiler: the -ccbin given in the target's flags, else g++ on PATH (nvcc's
+    default on Linux)."""
+    flags = list(flags)
+    for i, flag in enumerate(flags):
+        if flag in ("-ccbin", "--compiler-bindir") and i + 1 < len(flags):
+            return flags[i + 1]
+        if flag.startswith(("-ccbin=", "--compiler-bindir=")):
+            return flag.split("=", 1)[1]
+    return "g++"
+
+
+def header_version(path: str, prefix: str) -> str:
+    """'MAJOR.MINOR.PATCH' from `#define <prefix>_MAJOR 4`-style lines of a header."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return "unknown"
+    parts = [re.search(rf"#define\s+{prefix}_{part}\s+(\d+)", text) for part in ("MAJOR", "MINOR", "PATCH")]
+    return ".".join(p.group(1) for p in parts) if all(parts) else "unknown"
+
+
+def package_version(name: str) -> str:
+    from importlib import metadata
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 @functools.lru_cache(maxsize=None)
@@ -160,7 +210,7 @@ def find_cutlass(target_name: str = "") -> tuple:
     dirs = (os.path.join(root, "include"), os.path.join(root, "tools", "util", "include"),
             os.path.join(root, "examples", "41_fused_multi_head_attention"),
             os.path.join(root, "examples", "88_hopper_fmha"),
-            os.path.join(TEMPLATES_DIR, "cuda", "include"))
+            os.path.join(templates_dir(), "cuda", "include"))
     if not os.path.isfile(os.path.join(dirs[0], "cutlass", "cutlass.h")):
         raise AitError(f"no cutlass/cutlass.h under {dirs[0]} ({where}); reinstall nvidia-cutlass "
                        "or point CUTLASS_PATH at a CUTLASS checkout")
@@ -170,13 +220,30 @@ def find_cutlass(target_name: str = "") -> tuple:
     return dirs
 
 
+def nvcc_wheel_lib_dirs(cxx: str) -> tuple:
+    """nvcc from NVIDIA's pip wheels (site-packages/nvidia/cu13/bin/nvcc) finds the static CUDA
+    runtime it links by default (libcudart_static.a, libcudadevrt.a) in ../lib, which its
+    nvcc.profile does not search (it names lib64, as the toolkit's layout has): that folder, for
+    -L. Empty for a toolkit install."""
+    path = shutil.which(cxx)
+    if path is None:
+        return ()
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(path))), "lib")
+    if os.path.isfile(os.path.join(lib, "libcudart_static.a")) and not os.path.isdir(lib + "64"):
+        return (lib,)
+    return ()
+
+
 def cuda_toolchain(target) -> Toolchain:
     flags = tuple(target.flags) + tuple(f for f in CUDA_EXTRA_FLAGS
                                         if f == "-Xcompiler" or f not in target.flags)
+    include_dirs = find_cutlass(target.name)
+    cutlass = header_version(os.path.join(include_dirs[0], "cutlass", "version.h"), "CUTLASS")
     return Toolchain(target=target.name, cxx=target.cxx, flags=flags,
-                     include_dirs=find_cutlass(target.name), defines=(),
-                     link_flags=tuple(target.link_flags), libs=(), lib_dirs=(), rpath=(),
-                     host_prefix=("-Xcompiler",))
+                     include_dirs=include_dirs, defines=(),
+                     link_flags=tuple(target.link_flags), libs=(),
+                     lib_dirs=nvcc_wheel_lib_dirs(target.cxx), rpath=(),
+                     host_prefix=("-Xcompiler",), libraries=(("cutlass", cutlass),))
 
 
 def simd_flags(target, cxx: str) -> tuple:
@@ -206,4 +273,5 @@ def toolchain_for(target, check: bool = True) -> Toolchain:
     return Toolchain(target=target.name, cxx=target.cxx, flags=flags,
                      include_dirs=(blas.include_dir,), defines=blas.defines,
                      link_flags=tuple(target.link_flags), libs=(blas.lib,),
-                     lib_dirs=(blas.lib_dir,), rpath=(blas.lib_dir,))
+                     lib_dirs=(blas.lib_dir,), rpath=(blas.lib_dir,),
+                     libraries=(("scipy-openblas32", package_version("scipy-openblas32")),))

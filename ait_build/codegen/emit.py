@@ -164,6 +164,7 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, toolchain) ->
         "compiler": toolchain.manifest(),
         "tuning": _tuning(plan),
         "ait_build_version": __version__,
+        "target_file": target_file(plan.target),
     }
 
 
@@ -176,6 +177,17 @@ def _tuning(plan: ModelPlan) -> dict:
     root = os.path.dirname(os.path.dirname(os.path.abspath(plan.target.source)))
     profile = os.path.relpath(report.profile, root) if report.profile else ""
     return {"profile": profile, "calls": report.calls, "profiled": report.profiled}
+
+
+def target_file(target) -> dict:
+    """The target file a build read: its name and the sha256 of its bytes (no folder: it differs
+    between machines); the resolved target's digest as well."""
+    try:
+        with open(target.source, "rb") as fh:
+            sha = hashlib.sha256(fh.read()).hexdigest()
+    except (OSError, TypeError):
+        sha = "unknown"  # a Target made in code, not read from a file
+    return {"name": os.path.basename(str(target.source)), "sha256": sha, "digest": target.digest()}
 
 
 def write_if_changed(path: str, data: bytes) -> bool:

@@ -1,6 +1,7 @@
-"""The Jinja2 environment every source is rendered with: templates are files under templates/,
-undefined names are errors, and contexts are flat. `template_deps` lists the files a render
-reads (the template and everything it extends or includes), for SCons dependencies."""
+"""The Jinja2 environment every source is rendered with: templates are files under templates/
+(ait-build's own: resources.data_dir), undefined names are errors, and contexts are flat.
+`template_deps` lists the files a render reads (the template and everything it extends or
+includes), for SCons dependencies."""
 
 from __future__ import annotations
 
@@ -11,8 +12,16 @@ import os
 import jinja2
 from jinja2 import meta
 
-PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TEMPLATES_DIR = os.path.join(PROJECT_ROOT, "templates")
+from ait_build.resources import data_dir
+
+
+def templates_dir() -> str:
+    return data_dir("templates")
+
+
+def template_path(dep: str) -> str:
+    """The file of a 'templates/...' path as template_deps names it."""
+    return os.path.join(templates_dir(), *dep.split("/")[1:])
 
 
 def c_string(value) -> str:
@@ -33,7 +42,7 @@ def cute_ints(text) -> str:
 
 @functools.lru_cache(maxsize=None)
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates_dir()),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True, autoescape=False)
     env.filters["cstr"] = c_string

@@ -171,10 +171,13 @@ def cmd_profile(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser(
-        "profile", help="time every candidate GEMM/conv configuration on the GPU and write the "
+    from ait_build.cli import add_command
+    p = add_command(
+        sub, "profile", "time every candidate GEMM/conv configuration on the GPU and write the "
         "winners to the target's profile (profiles/<target>.yaml)",
-        description=__doc__, formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
+        " ".join(__doc__.split("\n\n")[0].split()),
+        [line.strip().split("  ")[0].strip() for line in __doc__.splitlines()
+         if line.strip().startswith("ait-build profile ")][:3])
     p.add_argument("spec", nargs="+", help="spec files or model names under specs/")
     p.add_argument("--target", required=True, help="a cuda target from targets/, e.g. h200")
     p.add_argument("--batch", help="batch values to profile, e.g. 1,32,256 (default: the batch "

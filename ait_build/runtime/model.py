@@ -99,12 +99,17 @@ class Model:
     # -- running -------------------------------------------------------------------------------
     def run(self, inputs: dict, dims: dict | None = None, outputs: dict | None = None) -> dict:
         """Outputs (name -> new array) for `inputs` (name -> array of the manifest's dtype).
-        `dims` gives dim values the input shapes cannot tell. A cuda build takes torch CUDA
-        tensors (no copies; enqueued on torch's current stream) or NumPy arrays (copied to the
-        device and back); `outputs` may hand it contiguous CUDA tensors to write into, so that
-        repeated calls reuse one set of pointers (and replay one CUDA graph)."""
+        `dims` gives dim values the input shapes cannot tell. A cuda build takes NumPy arrays
+        (copied to the device and back, no PyTorch needed), device arrays of any DLPack or
+        __cuda_array_interface__ producer (read in place; outputs are DeviceArrays, which
+        torch/cupy/jax take through DLPack without a copy) or torch CUDA tensors (no copies;
+        enqueued on torch's current stream; outputs are torch tensors); `outputs` may hand it
+        contiguous device arrays to write into, so that repeated calls reuse one set of
+        pointers (and replay one CUDA graph)."""
         if self.manifest.backend == "cuda":
-            return self._run_cuda(inputs, dims, outputs)
+            if any(_is_torch(v) for v in list(inputs.values()) + list((outputs or {}).values())):
+                return self._run_cuda(inputs, dims, outputs)
+            return self._run_cuda_arrays(inputs, dims, outputs)
         if outputs is not None:
             raise ModelError(f"{self.name}: outputs= is for cuda builds")
         arrays = self._check_inputs(inputs)
@@ -177,6 +182,81 @@ class Model:
             return {k: torch_to_numpy(v) for k, v in outputs.items()}
         return outputs
 
+    def _run_cuda_arrays(self, inputs: dict, dims: dict | None, given: dict | None) -> dict:
+        """The cuda path without PyTorch: ait_build.runtime.cuda's ctypes CUDA runtime."""
+        from ait_build.runtime import cuda
+        self._check_names(inputs)
+        rt = cuda.runtime()
+        arrays = {t.name: self._device_input(t, inputs[t.name], rt) for t in self.manifest.inputs}
+        env = bind_dims(self.manifest, {k: a.shape for k, a in arrays.items()}, dims)
+        shapes = output_shapes(self.manifest, env)
+        names = [o.name for o in self.manifest.outputs]
+        if given is not None and sorted(given) != sorted(names):
+            raise ModelError(f"{self.name}: outputs= must name {', '.join(names)}")
+        outputs = {}
+        for o in self.manifest.outputs:
+            if given is None:
+                outputs[o.name] = cuda.DeviceArray.empty(rt, shapes[o.name], NUMPY[o.dtype])
+                continue
+            out = self._device_input(o, given[o.name], rt, what="output")
+            if tuple(out.shape) != tuple(shapes[o.name]) or isinstance(given[o.name], np.ndarray):
+                raise ModelError(f"output '{o.name}' must be a device array of {o.dtype} "
+                                 f"{list(shapes[o.name])}, got {list(out.shape)}")
+            outputs[o.name] = out
+        dim_values = (ctypes.c_int64 * max(1, len(env)))(*[env[d] for d in self.manifest.dim_names])
+        ins = (ctypes.c_void_p * max(1, len(arrays)))(*[arrays[n].ptr for n in arrays])
+        outs = (ctypes.c_void_p * max(1, len(outputs)))(*[outputs[n].ptr for n in names])
+        handle = self._enter()
+        try:
+            rc = self._api.run(handle, dim_values, ins, outs, None)  # the legacy default stream
+            message = self._api.error() if rc else ""
+            if not rc:
+                rt.synchronize(0)
+        finally:
+            self._leave()
+        if rc:
+            raise ModelError(f"{self.name}: run failed (code {rc}): {message}")
+        if given is not None:
+            return dict(given)
+        if all(isinstance(v, np.ndarray) for v in inputs.values()):
+            return {k: rt.to_host(v) for k, v in outputs.items()}
+        return outputs
+
+    def _device_input(self, spec, value, rt, what: str = "input"):
+        """A NumPy array copied to the device, or another library's device array read in place
+        (a DeviceArray or ForeignArray: .ptr and .shape)."""
+        from ait_build.runtime import cuda
+        if isinstance(value, np.ndarray):
+            self._check_dtype(spec, value.dtype, what)
+            return rt.to_device(value)
+        if isinstance(value, cuda.DeviceArray):
+            found = cuda.ForeignArray(value.ptr, value.shape, value.dtype, value.device, True, value)
+        elif hasattr(value, "__dlpack__"):
+            found = cuda.read_dlpack(value)
+        elif hasattr(value, "__cuda_array_interface__"):
+            found = cuda.read_cuda_array_interface(value)
+        else:
+            raise ModelError(f"{what} '{spec.name}' must be a NumPy array or a device array "
+                             "(DLPack, __cuda_array_interface__ or a torch CUDA tensor) of "
+                             f"{spec.dtype}, got {type(value).__name__}")
+        if found.device[0] not in (cuda.DL_CUDA, cuda.DL_CUDA_MANAGED):
+            raise ModelError(f"{what} '{spec.name}' is in host memory (DLPack device type "
+                             f"{found.device[0]}); pass a NumPy array or a CUDA device array")
+        if found.device[1] != 0:
+            raise ModelError(f"{what} '{spec.name}' is on CUDA device {found.device[1]}; "
+                             "device arrays other than torch tensors run on device 0")
+        self._check_dtype(spec, found.dtype, what)
+        if not found.contiguous:
+            raise ModelError(f"{what} '{spec.name}' is not contiguous (row-major); make a "
+                             "contiguous copy first (ait-build reads device arrays in place)")
+        return found
+
+    def _check_dtype(self, spec, dtype, what: str = "input") -> None:
+        if dtype != NUMPY[spec.dtype]:
+            got = (from_numpy(dtype) or str(dtype)) if dtype is not None else "a dtype NumPy lacks"
+            raise ModelError(f"{what} '{spec.name}' is {got}; the model expects {spec.dtype} "
+                             f"(convert with .astype(...); ait-build does not cast silently)")
+
     def _check_names(self, inputs: dict) -> None:
         if not isinstance(inputs, dict):
             raise ModelError(f"{self.name}.run takes a dict of input name -> array, got "
@@ -197,10 +277,7 @@ class Model:
             if not isinstance(value, np.ndarray):
                 raise ModelError(f"input '{spec.name}' must be a NumPy array of {spec.dtype}, got "
                                  f"{type(value).__name__}")
-            if value.dtype != NUMPY[spec.dtype]:
-                got = from_numpy(value.dtype) or str(value.dtype)
-                raise ModelError(f"input '{spec.name}' is {got}; the model expects {spec.dtype} "
-                                 f"(convert with .astype(...); ait-build does not cast silently)")
+            self._check_dtype(spec, value.dtype)
             arrays[spec.name] = np.ascontiguousarray(value)
         return arrays
 
@@ -244,6 +321,11 @@ class Model:
     def __repr__(self) -> str:
         ins = ", ".join(f"{t.name}: {t.dtype}{t.shape_text()}" for t in self.manifest.inputs)
         return f"Model({self.name!r} for {self.manifest.target}; {ins})"
+
+
+def _is_torch(value) -> bool:
+    """A torch tensor, told without importing torch."""
+    return type(value).__module__.split(".")[0] == "torch"
 
 
 def numpy_to_torch(array: np.ndarray):

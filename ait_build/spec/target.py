@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ait_build.errors import SpecError, did_you_mean
 from ait_build.ir.dtypes import ALL_DTYPES
+from ait_build.resources import data_dir, project_targets
 from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
 from ait_build.spec.yamlfile import load_yaml, where
 
@@ -154,25 +155,39 @@ def load_target(path: str) -> Target:
         precision=precision)
 
 
-def targets_dir() -> str:
-    """targets/ of the project (or AIT_BUILD_TARGETS)."""
-    return os.environ.get("AIT_BUILD_TARGETS") or os.path.join(
-        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "targets")
+def stock_targets_dir() -> str:
+    """The targets that ship with ait-build (cpu, a100, h100, h200, mi250)."""
+    return data_dir("targets")
+
+
+def target_files(directory: str | None = None) -> dict:
+    """name -> (path, 'stock' | 'project') of every target a project can name: the stock ones,
+    then the files of the project's targets/ (`directory`; default: the project around the
+    working directory), which override a stock target of the same name or add new ones."""
+    stock = stock_targets_dir()
+    project = directory or project_targets()
+    found = {}
+    for origin, folder in (("stock", stock), ("project", project)):
+        if origin == "project" and os.path.realpath(folder) == os.path.realpath(stock):
+            continue  # ait-build's own checkout: its targets/ is the stock folder
+        for path in sorted(glob.glob(os.path.join(folder, "*.yaml"))):
+            found[os.path.splitext(os.path.basename(path))[0]] = (path, origin)
+    return dict(sorted(found.items()))
 
 
 def known_targets(directory: str | None = None) -> list:
-    return sorted(os.path.splitext(os.path.basename(p))[0]
-                  for p in glob.glob(os.path.join(directory or targets_dir(), "*.yaml")))
+    return list(target_files(directory))
 
 
 def find_target(name_or_path: str, directory: str | None = None) -> Target:
-    """A target by name (targets/<name>.yaml) or by path."""
+    """A target by path, or by name: the project's targets/<name>.yaml (`directory`), else the
+    stock one."""
     if name_or_path.endswith((".yaml", ".yml")) or os.sep in name_or_path:
         return load_target(name_or_path)
-    directory = directory or targets_dir()
-    path = os.path.join(directory, name_or_path + ".yaml")
-    if not os.path.isfile(path):
-        names = known_targets(directory)
+    files = target_files(directory)
+    if name_or_path not in files:
+        names = list(files)
         raise SpecError(f"unknown target '{name_or_path}'" + did_you_mean(name_or_path, names)
-                        + f"; known targets: {', '.join(names) or 'none'} (the files in {directory})")
-    return load_target(path)
+                        + f"; known targets: {', '.join(names) or 'none'} (ait-build's own and "
+                        f"the files in {directory or project_targets()})")
+    return load_target(files[name_or_path][0])

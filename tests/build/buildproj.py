@@ -114,3 +114,23 @@ def make_project(dest: str) -> Project:
     # beside the package, and PYTHONPATH puts this copy before the installed one
     shutil.copytree(os.path.join(package_snapshot(), "ait_build"), os.path.join(dest, "ait_build"))
     return Project(dest)
+
+
+NVCC_VERSION = """nvcc: NVIDIA (R) Cuda compiler driver
+Copyright (c) 2005-2025 NVIDIA Corporation
+Built on Wed_Aug_20_01:58:59_PM_PDT_2025
+Cuda compilation tools, release 13.0, V13.0.88
+Build cuda_13.0.r13.0/compiler.36424714_0
+"""
+
+
+def fake_compiler(folder: str, name: str, version_text: str) -> str:
+    """An executable `folder/name` that prints `version_text` for --version and fails on
+    anything else: enough for steps that render sources and record versions, not compile."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, name)
+    with open(path, "w") as fh:
+        fh.write(f'#!/bin/sh\nif [ "$1" = --version ]; then cat <<"EOF"\n{version_text}EOF\n'
+                 'exit 0; fi\necho "$0: cannot compile, a stand-in" >&2; exit 1\n')
+    os.chmod(path, 0o755)
+    return path

@@ -12,12 +12,13 @@ import pytest
 from safetensors.numpy import load_file
 
 from ait_build.codegen.emit import emit, plan_outputs
-from ait_build.codegen.render import PROJECT_ROOT
+from ait_build.codegen.render import template_path
 from ait_build.errors import AitError
 from ait_build.spec.model import load_model
 from ait_build.spec.target import find_target
 from ait_build.toolchain import toolchain_for
 
+PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPECS = os.path.join(PROJECT_ROOT, "specs")
 MLP = os.path.join(SPECS, "mlp.yaml")
 
@@ -71,7 +72,7 @@ def test_plan_outputs_matches_emit(tmp_path, cpu_target):
     for src in planned.kernel_sources:
         deps = planned.template_deps[src]
         assert "templates/cpu/kernel.cpp.j2" in deps, src  # the base every kernel extends
-        assert all(os.path.isfile(os.path.join(PROJECT_ROOT, d)) for d in deps)
+        assert all(os.path.isfile(template_path(d)) for d in deps)
     conv = [s for s in planned.kernel_sources if "conv2d" in s]
     assert conv and "templates/cpu/_epilogue.j2" in planned.template_deps[conv[0]]
 

@@ -11,12 +11,12 @@ import os
 import numpy as np
 import pytest
 
-from ait_build.codegen.render import PROJECT_ROOT
 from ait_build.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
 from .conftest import tolerance, write_spec
 
+PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPECS = os.path.join(PROJECT_ROOT, "specs")
 SMALL = ["mlp", "tiny_cnn", "tiny_bert", "tiny_vit"]
 

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ait_build.errors import SpecError
-from ait_build.spec.target import find_target, known_targets, load_target, targets_dir
+from ait_build.spec.target import find_target, known_targets, load_target, stock_targets_dir
 
 EXPECTED = {"cpu": ("cpu", ""), "a100": ("cuda", "sm_80"), "h100": ("cuda", "sm_90a"),
             "h200": ("cuda", "sm_90a"), "mi250": ("rocm", "gfx90a")}
@@ -22,7 +22,7 @@ def test_checked_in_targets_load(name):
 
 
 def test_find_target_by_path():
-    path = os.path.join(targets_dir(), "h200.yaml")
+    path = os.path.join(stock_targets_dir(), "h200.yaml")
     assert find_target(path) == load_target(path)
 
 

@@ -1,0 +1,84 @@
+"""Progress lines count only the work still to do, slow steps say how long they took, and long
+reference runs report as they go."""
+
+from __future__ import annotations
+
+import io
+import re
+from types import SimpleNamespace
+
+import SCons.Node
+
+from ait_build import scons_progress
+from ait_build.reference import ProgressLine
+from buildproj import MODEL
+
+
+def _counts(out: str) -> list:
+    return [(int(k), int(n)) for k, n in re.findall(r"^\[(\d+)/(\d+)\] ", out, re.M)]
+
+
+def test_an_incremental_build_ends_at_its_own_count(fresh):
+    fresh.edit(f"specs/{MODEL}.yaml", "out_features: 16", "out_features: 20")
+    result = fresh.scons("target=cpu")
+    counts = _counts(result.out)
+    steps = 1 + len(result.steps("compiling")) + 1  # generation, the compiles that ran, link
+    full = 1 + len(fresh.plan().kernel_sources) + 1 + 1
+    assert steps < full, result.out  # the edit leaves most kernels alone
+    assert counts[-1] == (steps, steps), result.out
+    assert all(k <= n for k, n in counts) and [k for k, _ in counts] == list(range(1, steps + 1))
+
+
+class _Node:
+    def __init__(self, state=SCons.Node.no_state):
+        self.state, self.executor = state, object()
+
+    def get_state(self):
+        return self.state
+
+    def get_executor(self):
+        return self.executor
+
+
+def test_total_leaves_out_steps_found_up_to_date_and_slow_steps_report_time(monkeypatch):
+    out = io.StringIO()
+    progress = scons_progress.Progress(out)
+    env = SimpleNamespace(AddPostAction=lambda node, action: None)
+    nodes = [_Node() for _ in range(4)]
+    for node in nodes:
+        progress.add_step(env, node)
+    progress("generating 3 files (cpu/m)", [nodes[0]], [], None)
+    nodes[0].state = SCons.Node.executed
+    nodes[1].state = nodes[2].state = SCons.Node.up_to_date  # SCons reached and skipped them
+    progress("linking libm.so (cpu/m)", [nodes[3]], [], None)
+    monkeypatch.setattr(scons_progress, "SLOW_S", 0.0)
+    progress.step_ended([nodes[3]], [], None)
+    lines = out.getvalue().splitlines()
+    assert lines[:2] == ["[1/4] generating 3 files (cpu/m)", "[2/2] linking libm.so (cpu/m)"]
+    assert len(lines) == 3 and re.fullmatch(r"\[2/2\] linking libm\.so \(cpu/m\): \d+\.\d s", lines[2])
+
+
+def test_fast_steps_report_no_time():
+    out = io.StringIO()
+    progress = scons_progress.Progress(out)
+    node = _Node()
+    progress.add_step(SimpleNamespace(AddPostAction=lambda n, a: None), node)
+    progress("compiling a.cpp (cpu/m)", [node], [], None)
+    progress.step_ended([node], [], None)
+    assert out.getvalue() == "[1/1] compiling a.cpp (cpu/m)\n"
+
+
+def test_reference_progress_speaks_only_for_long_runs():
+    node = SimpleNamespace(name="layer1")
+    quiet = io.StringIO()
+    line = ProgressLine(quiet, after=60.0)
+    for i in range(1, 4):
+        line(i, 3, node)
+    assert quiet.getvalue() == ""
+    loud = io.StringIO()
+    line = ProgressLine(loud, after=0.0, every=0.0)
+    for i in range(1, 4):
+        line(i, 3, node)
+    assert loud.getvalue().splitlines()[0].startswith("reference: 1/3 nodes, ")
+    assert loud.getvalue().splitlines()[0].endswith(", at layer1")
+    assert loud.getvalue().splitlines()[-1].startswith("reference: 3/3 nodes")
