@@ -1,5 +1,5 @@
-"""A model spec's own fields, each a plain function: dims and their ranges, the weights source,
-and the rule for names."""
+"""A model spec's own fields, each a plain function: dims and their ranges and the weights
+source (the rules for names are in names.py)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,11 @@ import os
 from ait_build.errors import Location, SpecError
 from ait_build.ir.dims import DimRange
 from ait_build.spec.fields import check_keys, expect_map, get
+from ait_build.spec.names import check_identifier
 from ait_build.spec.yamlfile import YMap, where
 from ait_build.weights import WeightStore
 
 MAX_DIM = 2**31 - 1
-NAME_FORBIDDEN = ":$[]{},"  # ':' indexes outputs, the others are YAML or expression syntax
-
-
-def check_name(name, loc: Location, what: str) -> None:
-    if not isinstance(name, str) or not name or any(c.isspace() or c in NAME_FORBIDDEN for c in name):
-        raise SpecError(f"{what} name '{name}' may not be empty or hold spaces or any of "
-                        ": $ [ ] { } ,", loc)
 
 
 def parse_dims(doc: YMap) -> dict:
@@ -29,8 +23,7 @@ def parse_dims(doc: YMap) -> dict:
     dims = expect_map(doc["dims"], where(doc, "dims"), "dims")
     for dname, spec in dims.items():
         loc = dims.key_loc[dname]
-        if not isinstance(dname, str) or not dname.isidentifier():
-            raise SpecError(f"dim name '{dname}' must be an identifier", loc)
+        check_identifier(dname, loc, "dim")
         what = f"dim '{dname}'"
         spec = expect_map(spec, dims.where(dname), what)
         check_keys(spec, ("min", "max", "opt", "doc"), what, required=("max",))
