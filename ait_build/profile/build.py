@@ -39,14 +39,15 @@ def setup(arguments: dict) -> None:
         print(f"scons: error: {exc}", file=sys.stderr)
         Exit(2)
     programs = []
+    file = tenv.fs.File  # nodes, not strings: SCons would substitute `$` in a string path
     for harness in listing["harnesses"]:
         folder = harness["folder"]
         henv = tenv.Clone(AIT_LABEL=f"{target.name} profile {harness['group']}")
-        objects = [henv.SharedObject(target=os.path.join(folder, "obj", os.path.splitext(os.path.basename(s))[0]),
-                                     source=os.path.join(folder, s)) for s in harness["sources"]]
+        objects = [henv.AitCompile(target=file(os.path.join(folder, "obj", os.path.splitext(
+            os.path.basename(s))[0] + tenv["AIT_OBJ_SUFFIX"])), source=file(os.path.join(folder, s)))[0]
+            for s in harness["sources"]]
         # the model libraries' link line, making a program: nvcc links the CUDA runtime statically
-        quiet = {} if opts.verbose else {"LINKCOMSTR": "linking ${TARGET.file} (${AIT_LABEL})"}
-        programs += henv.Program(target=os.path.join(folder, harness["program"]), source=objects,
-                                 LINK="$SHLINK", LINKFLAGS=[], **quiet)
+        programs += henv.AitProgram(target=file(os.path.join(folder, harness["program"])),
+                                    source=objects)
         progress.total += len(objects) + 1
     Default(programs)
