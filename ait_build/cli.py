@@ -11,6 +11,8 @@ import traceback
 
 import numpy as np
 
+from ait_build.cli_args import (OneLineParser, dim_value, dims_of, nonnegative_int,
+                                positive_int)
 from ait_build.errors import AitError, format_error
 
 
@@ -55,8 +57,7 @@ def cmd_graph(args) -> int:
     else:
         out = graph_view.render_image(graph_view.to_dot(graph), args.format)
     if args.output:
-        with open(args.output, "wb") as fh:
-            fh.write(out)
+        write_output(args.output, out)
         print(f"wrote {args.output}", file=sys.stderr)
     elif args.format in ("svg", "png") and sys.stdout.isatty():
         raise AitError(f"--format {args.format} writes binary data; give -o FILE")
@@ -80,9 +81,9 @@ def _plan_summary(graph, target, report, fmt) -> dict:
 def cmd_reference(args) -> int:
     from ait_build.reference import random_inputs, run_reference
     graph = _load(args.spec, args.weights)
-    dims = _parse_dims(args.dim)
-    if args.batch is not None:
-        dims["batch"] = args.batch
+    dims = dims_of(args.dim, args.batch)
+    if args.output:
+        check_output_path(args.output)  # before the work, not after it
     if args.inputs:
         inputs = _load_arrays(args.inputs)
     elif args.random_input:
@@ -101,26 +102,37 @@ def cmd_reference(args) -> int:
     return 0
 
 
-def _parse_dims(items) -> dict:
-    dims = {}
-    for item in items or []:
-        name, _, value = item.partition("=")
-        if not value.isdigit():
-            raise AitError(f"--dim takes NAME=VALUE, got '{item}'")
-        dims[name] = int(value)
-    return dims
-
-
 def _load_arrays(path) -> dict:
     from safetensors.numpy import load_file
+    if not os.path.isfile(path):  # a FIFO or a device would block or never end
+        raise AitError(f"{path}: not a regular file" if os.path.exists(path) else f"{path}: not found")
     try:
         return load_file(path)
     except Exception as exc:
         raise AitError(f"{path}: cannot read safetensors file: {exc}") from None
 
 
+def check_output_path(path: str) -> None:
+    """An output file that can be written, checked before the work that fills it."""
+    if os.path.isdir(path):
+        raise AitError(f"{path}: is a directory; give a file name")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise AitError(f"{path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise AitError(f"{path}: not writable")
+
+
+def write_output(path: str, data: bytes) -> None:
+    try:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    except OSError as exc:
+        raise AitError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ait-build", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="ait-build", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("check", help="validate model and target specs")
@@ -139,9 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec")
     p.add_argument("--random-input", action="store_true", help="random inputs at each dim's opt")
     p.add_argument("--inputs", help="inputs from a safetensors file")
-    p.add_argument("--batch", type=int, help="value of the 'batch' dim")
-    p.add_argument("--dim", action="append", help="NAME=VALUE for a dim (repeatable)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch", type=positive_int, help="value of the 'batch' dim")
+    p.add_argument("--dim", action="append", type=dim_value, help="NAME=VALUE for a dim (repeatable)")
+    p.add_argument("--seed", type=nonnegative_int, default=0)
     p.add_argument("--weights", help="a safetensors file replacing the spec's weights")
     p.add_argument("-o", "--output", help="write outputs to a safetensors file")
     p.set_defaults(func=cmd_reference)
