@@ -10,6 +10,7 @@ import numpy as np
 
 from ait_build.cli_args import dim_value, nonnegative_int, positive_int
 from ait_build.errors import AitError
+from ait_build.spec_list import join_paths
 
 
 def project_root(start: str | None = None) -> str:
@@ -56,10 +57,12 @@ def build(spec: str, target: str, jobs: int | None = None, cache: str | None = N
           quiet: bool = False) -> str:
     """Builds one spec (a path, or a model name under specs/) for one target; returns the build
     folder. SCons prints its progress; a failed build raises AitError."""
+    from ait_build.spec.model import load_model
     root = root or project_root()
     spec = resolve_spec(spec, root)
-    name = spec_name(spec)
-    cmd = [sys.executable, "-m", "SCons", "-Q", "-C", root, f"target={target}", f"spec={spec}"]
+    name = load_model(spec).name  # the spec's own error, as `check` reports it, before SCons
+    cmd = [sys.executable, "-m", "SCons", "-Q", "-C", root, f"target={target}",
+           f"spec={join_paths([spec])}"]
     if jobs:
         cmd.append(f"-j{jobs}")
     if cache is not None:

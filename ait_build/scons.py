@@ -28,6 +28,7 @@ from ait_build import scons_commands, scons_integrity
 from ait_build.build_lock import hold_build_lock
 from ait_build.errors import AitError, did_you_mean
 from ait_build.scons_commands import literal
+from ait_build.spec_list import split_paths
 
 VARIABLES = (
     ("target", "target name(s) from targets/*.yaml, comma separated", "cpu"),
@@ -135,27 +136,6 @@ def parse_options(args: dict, root: str) -> Options:
 
 def _split(text: str) -> list:
     return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def split_paths(text: str) -> list:
-    """`spec=` paths: commas separate them; `\\,` is a comma and `\\\\` a backslash inside one
-    (join_paths writes them so)."""
-    paths, current, chars = [], [], iter(text)
-    for char in chars:
-        if char == "\\":
-            current.append(next(chars, "\\"))
-        elif char == ",":
-            paths.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    paths.append("".join(current))
-    return [p for p in paths if p.strip()]
-
-
-def join_paths(paths) -> str:
-    """The `spec=` value that split_paths reads back as `paths`."""
-    return ",".join(p.replace("\\", "\\\\").replace(",", "\\,") for p in paths)
 
 
 def _check_cache_dir(path: str, given: str) -> None:

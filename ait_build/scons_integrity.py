@@ -32,15 +32,21 @@ def decide(dependency, target, prev_ni, repo_node=None) -> bool:
     return changed or _drifted(target)
 
 
+_DRIFTED: dict = {}  # target path -> answer, once per run: a target has many inputs to decide on
+
+
 def _drifted(target) -> bool:
     """True when a built file exists but its content is not what SCons recorded for it."""
     if not isinstance(target, SCons.Node.FS.File) or not target.has_builder():
         return False
     if target.get_state() == SCons.Node.executed or not target.exists():
         return False  # built in this run, or missing (SCons rebuilds a missing file anyway)
-    stored = getattr(target.get_stored_info().ninfo, "csig", None)
-    # hashed from the file itself: SCons' get_csig may reuse the recorded value for old files
-    return stored is not None and target.get_content_hash() != stored
+    path = target.get_abspath()
+    if path not in _DRIFTED:
+        stored = getattr(target.get_stored_info().ninfo, "csig", None)
+        # hashed from the file itself: SCons' get_csig may reuse the recorded value of old files
+        _DRIFTED[path] = stored is not None and target.get_content_hash() != stored
+    return _DRIFTED[path]
 
 
 class VerifiedCache(SCons.CacheDir.CacheDir):

@@ -209,9 +209,14 @@ def write_if_changed(path: str, data: bytes) -> bool:
         pass
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
     return True
 
 
@@ -239,5 +244,9 @@ def emit(spec_path: str, target, out_dir: str, weights: str | None = None,
     if missing:
         raise AitError(f"internal: emitted files differ from the plan: {sorted(missing)}")
     for rel in emission.files:
-        write_if_changed(os.path.join(out_dir, rel), data[rel])
+        path = os.path.join(out_dir, rel)
+        try:
+            write_if_changed(path, data[rel])
+        except OSError as exc:  # a read-only or full build folder: the user's to fix
+            raise AitError(f"cannot write {path}: {exc.strerror or exc}") from None
     return emission

@@ -36,9 +36,16 @@ def check_library_file(library: str) -> None:
 
 
 def check_library_build(library_id: str, manifest: Manifest, library: str) -> None:
-    if library_id != manifest.build_id:
-        raise ModelError(f"{library} and manifest.json come from different builds (library "
-                         f"{library_id[:12]}, manifest {manifest.build_id[:12]}); rebuild the model")
+    if library_id == manifest.build_id:
+        return
+    with open(library, "rb") as fh:
+        on_disk = manifest.build_id.encode() in fh.read()
+    if on_disk:  # the file is this build's: the process holds an older copy of it
+        raise ModelError(f"this process already runs an older {os.path.basename(library)} (build "
+                         f"{library_id[:12]}), rewritten in place since; load the new build in a "
+                         "new process")
+    raise ModelError(f"{library} and manifest.json come from different builds (library "
+                     f"{library_id[:12]}, manifest {manifest.build_id[:12]}); rebuild the model")
 
 
 def check_weights_file(path: str, manifest: Manifest, own: bool) -> None:

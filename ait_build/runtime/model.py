@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
+import tempfile
 import threading
 
 import numpy as np
@@ -28,7 +30,7 @@ class CApi:
 
     def __init__(self, lib_path: str, c_name: str):
         try:
-            self.lib = ctypes.CDLL(lib_path)
+            self.lib = _load_current(lib_path)
         except OSError as exc:
             raise ModelError(f"cannot load {lib_path}: {exc}") from None
         prefix = f"{c_name}_"
@@ -286,6 +288,19 @@ def torch_to_numpy(tensor) -> np.ndarray:
     if tensor.dtype == torch.bfloat16:
         return tensor.view(torch.int16).cpu().numpy().view(NUMPY["bfloat16"])
     return tensor.cpu().numpy()
+
+
+def _load_current(lib_path: str) -> ctypes.CDLL:
+    """The library as it is on disk now. dlopen() hands back a library already loaded under the
+    same path, so a model rebuilt while this process runs would run its old code; through a
+    link of a new name the loader finds the file itself (and still shares an unchanged one)."""
+    folder = tempfile.mkdtemp(prefix="ait-build-")
+    link = os.path.join(folder, os.path.basename(lib_path))
+    try:
+        os.symlink(os.path.abspath(lib_path), link)
+        return ctypes.CDLL(link)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _pointers(arrays: list):

@@ -70,9 +70,10 @@ class ModelBuilder(BlockExpander):
         outputs = self._outputs(doc, scope)
         graph = Graph(name=name, dtype=self.dtype, dims=self.dims, tensors=self.tensors,
                       nodes=self.nodes, inputs=inputs, outputs=outputs, source=self.path)
-        graph.weights = open_weights(doc, self.path, self.weights_override, {
-            t.name: (tuple(d.value for d in t.shape), t.init)
-            for t in self.tensors.values() if t.kind == WEIGHT})
+        weights = [t for t in self.tensors.values() if t.kind == WEIGHT]
+        graph.weights = open_weights(doc, self.path, self.weights_override,
+                                     {t.name: (tuple(d.value for d in t.shape), t.init) for t in weights},
+                                     {t.name: t.dtype for t in weights})
         graph.remove_unused_tensors()
         verify(graph)
         return graph

@@ -42,22 +42,22 @@ def parse_dims(doc: YMap) -> dict:
     return result
 
 
-def open_weights(doc: YMap, spec_path: str, override: str | None, specs: dict) -> WeightStore:
+def open_weights(doc: YMap, spec_path: str, override: str | None, specs: dict,
+                 dtypes: dict) -> WeightStore:
     """The weight store the `weights:` field (or an override file) describes; `specs` maps each
-    weight name to (shape, init). A file must hold every weight with its exact shape."""
+    weight name to (shape, init), `dtypes` to its dtype. A file must hold every weight with its
+    exact shape and a dtype of its kind (float or not)."""
     if override is not None:  # a file given on the command line or by a test
-        if not os.path.isfile(override):
-            raise SpecError(f"weights file '{override}' not found")
-        return _checked_file(override, override, specs, None)
+        _regular_file(override, override, None)
+        return _checked_file(override, override, specs, dtypes, None)
     value = doc.get("weights", None)
     loc = where(doc, "weights")
     if value is None:
         return WeightStore(None, 0, specs)
     if isinstance(value, str):
         path = os.path.join(os.path.dirname(spec_path), value)
-        if not os.path.isfile(path):
-            raise SpecError(f"weights file '{value}' not found (looked for {path})", loc)
-        return _checked_file(path, value, specs, loc)
+        _regular_file(path, value, loc)
+        return _checked_file(path, value, specs, dtypes, loc)
     spec = expect_map(value, loc, "weights")
     check_keys(spec, ("random",), "weights", required=("random",))
     rnd = expect_map(spec["random"], where(spec, "random"), "weights.random")
@@ -65,10 +65,20 @@ def open_weights(doc: YMap, spec_path: str, override: str | None, specs: dict) -
     return WeightStore(None, get(rnd, "seed", int, "weights.random", default=0), specs)
 
 
-def _checked_file(path: str, shown: str, specs: dict, loc: Location | None) -> WeightStore:
+def _regular_file(path: str, shown: str, loc: Location | None) -> None:
+    """A weights file that exists and is a regular file (a FIFO or a device would block)."""
+    if not os.path.exists(path):
+        looked = f" (looked for {path})" if path != shown else ""
+        raise SpecError(f"weights file '{shown}' not found{looked}", loc)
+    if not os.path.isfile(path):
+        raise SpecError(f"weights file '{shown}' is not a regular file", loc)
+
+
+def _checked_file(path: str, shown: str, specs: dict, dtypes: dict,
+                  loc: Location | None) -> WeightStore:
     store = WeightStore(path, None, specs)
     try:
-        problems = store.check_file()
+        problems = store.check_file(dtypes)
     except Exception as exc:  # safetensors raises several types for a corrupt file
         raise SpecError(str(exc), loc) from None
     if problems:
