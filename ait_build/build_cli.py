@@ -170,8 +170,8 @@ def check_same_model(graph, manifest, spec: str) -> None:
 
 
 def cmd_run(args) -> int:
-    from ait_build.cli import _load_arrays, check_output_path
-    from ait_build.cli_args import dims_of
+    from ait_build.cli import _load_arrays
+    from ait_build.cli_args import check_output_path, dims_of
     from ait_build.runtime import Model
     dims = dims_of(args.dim, args.batch)
     if args.output:

@@ -11,8 +11,8 @@ import traceback
 
 import numpy as np
 
-from ait_build.cli_args import (OneLineParser, dim_value, dims_of, nonnegative_int,
-                                positive_int)
+from ait_build.cli_args import (OneLineParser, check_output_path, dim_value, dims_of,
+                                nonnegative_int, positive_int, write_output)
 from ait_build.errors import AitError, format_error
 
 
@@ -110,25 +110,6 @@ def _load_arrays(path) -> dict:
         return load_file(path)
     except Exception as exc:
         raise AitError(f"{path}: cannot read safetensors file: {exc}") from None
-
-
-def check_output_path(path: str) -> None:
-    """An output file that can be written, checked before the work that fills it."""
-    if os.path.isdir(path):
-        raise AitError(f"{path}: is a directory; give a file name")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise AitError(f"{path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise AitError(f"{path}: not writable")
-
-
-def write_output(path: str, data: bytes) -> None:
-    try:
-        with open(path, "wb") as fh:
-            fh.write(data)
-    except OSError as exc:
-        raise AitError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,9 +1,11 @@
 """Command-line values checked where argparse reads them, so a bad value is a usage error (one
-line, exit status 2) before any work starts, never a traceback from deep inside a command."""
+line, exit status 2) before any work starts, never a traceback from deep inside a command; and
+output paths checked before the work that fills them."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ait_build.errors import AitError
@@ -69,3 +71,22 @@ def dims_of(pairs, batch: int | None = None) -> dict:
             raise AitError(f"dim 'batch' is given twice ({dims['batch']} and --batch {batch})")
         dims["batch"] = batch
     return dims
+
+
+def check_output_path(path: str) -> None:
+    """An output file that can be written, checked before the work that fills it."""
+    if os.path.isdir(path):
+        raise AitError(f"{path}: is a directory; give a file name")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise AitError(f"{path}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise AitError(f"{path}: not writable")
+
+
+def write_output(path: str, data: bytes) -> None:
+    try:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    except OSError as exc:
+        raise AitError(f"cannot write {path}: {exc.strerror or exc}") from None
