@@ -114,3 +114,15 @@ def test_build_reads_the_spec_with_limits_before_scons(tmp_path, text, words):
     start = time.perf_counter()
     _one_line(_cli("build", str(spec), "--target", "cpu"), 1, words)
     assert time.perf_counter() - start < 30
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "{toy}", "--inputs", "{fifo}"],
+    ["reference", MLP, "--random-input", "--weights", "{fifo}"],
+    ["reference", MLP, "--inputs", "{fifo}"],
+])
+def test_a_fifo_is_refused_not_read(toy_dir, tmp_path, args):
+    """Reading a FIFO (or a device) would block forever: only regular files are read."""
+    fifo = str(tmp_path / "pipe.safetensors")
+    os.mkfifo(fifo)
+    _one_line(_cli(*[a.format(toy=toy_dir, fifo=fifo) for a in args]), 1, "not a regular file")
