@@ -162,8 +162,10 @@ def dtype_variant(spec: str, dtype: str, root: str) -> str:
     """A copy of `spec` computing in `dtype` (named <name>_<dtype>), under build/specs/ with its
     includes and weights file made absolute: GPU specs are float16, cpu comparisons float32."""
     import yaml
-    with open(spec, encoding="utf-8") as fh:
-        doc = yaml.safe_load(fh)
+    from ait_build.build_cli import spec_name
+    from ait_build.spec.yamlfile import load_yaml
+    name = spec_name(spec)  # checked: it names the file written below
+    doc = _plain(load_yaml(spec))
     if doc.get("dtype", "float32") == dtype:
         return spec
     here = os.path.dirname(spec)
@@ -175,7 +177,7 @@ def dtype_variant(spec: str, dtype: str, root: str) -> str:
         doc["weights"] = absolute(doc["weights"])
     elif isinstance(doc.get("weights"), dict) and "file" in doc["weights"]:
         doc["weights"]["file"] = absolute(doc["weights"]["file"])
-    doc["dtype"], doc["name"] = dtype, f"{doc['name']}_{dtype}"
+    doc["dtype"], doc["name"] = dtype, f"{name}_{dtype}"
     path = os.path.join(root, "build", "specs", doc["name"] + ".yaml")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     text = f"# {os.path.relpath(spec, root)} with dtype {dtype}, written by ait-build bench\n" + \
@@ -183,6 +185,15 @@ def dtype_variant(spec: str, dtype: str, root: str) -> str:
     from ait_build.codegen.emit import write_if_changed
     write_if_changed(path, text.encode())  # an unchanged variant keeps the build up to date
     return path
+
+
+def _plain(value):
+    """The loader's YMap/YList as plain dicts and lists, which yaml.safe_dump writes."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def time_sides(ctx, sides: list, inputs: dict, clock, warmup: int, runs: int) -> dict:
@@ -335,11 +346,11 @@ def table(report: dict, vs: list) -> str:
 
 
 def cmd_bench(args) -> int:
-    from ait_build.cli import _parse_dims
-    batches = [int(b) for b in args.batch.split(",") if b.strip()]
+    from ait_build.cli_args import dims_of
+    batches = args.batch
     vs = [v.strip() for v in (args.vs or "").split(",") if v.strip()]
     report = run_bench(args.spec, args.target, batches, vs, args.runs, args.warmup,
-                       _parse_dims(args.dim), args.jobs, args.dtype, args.in_process,
+                       dims_of(args.dim), args.jobs, args.dtype, args.in_process,
                        args.compile_mode, on_case=lambda r: write_json(r, args.json))
     if report.get("backend") == "cuda":
         from ait_build.bench_cuda import table as cuda_table
@@ -363,6 +374,7 @@ def write_json(report: dict, path: str | None) -> None:
 
 
 def register(sub) -> None:
+    from ait_build.cli_args import dim_value, nonnegative_int, positive_int, positive_int_list
     from ait_build.bench_cuda import (COMPILE_MODES, DEFAULT_RUNS, DEFAULT_WARMUP, LARGE_ROWS,
                                       LARGE_RUNS, LARGE_WARMUP)
     from ait_build.cli import add_command
@@ -379,24 +391,25 @@ def register(sub) -> None:
     p.add_argument("spec", help="spec file, or a model name under specs/, e.g. mlp")
     p.add_argument("--target", default="cpu", help="a name from `ait-build targets` (default: "
                    "cpu), e.g. --target h200")
-    p.add_argument("--batch", default="1", help="comma-separated batch sizes (default: 1), "
-                   "e.g. --batch 1,32")
-    p.add_argument("--dim", action="append", metavar="NAME=VALUE",
+    p.add_argument("--batch", default=[1], type=positive_int_list,
+                   help="comma-separated batch sizes (default: 1), e.g. --batch 1,32")
+    p.add_argument("--dim", action="append", type=dim_value, metavar="NAME=VALUE",
                    help="other dims (default: opt), e.g. --dim seq=128")
     p.add_argument("--vs", default="", help="comma list from: " + ", ".join(COMPETITORS)
                    + " (cuda targets: torch), e.g. --vs torch")
     p.add_argument("--dtype", choices=["float32", "float16", "bfloat16"],
                    help="build a copy of the spec with this dtype (e.g. float32 on cpu)")
-    p.add_argument("--runs", type=int, help=f"timed runs per case (default: {CPU_RUNS} on cpu, "
+    p.add_argument("--runs", type=positive_int, help=f"timed runs per case (default: {CPU_RUNS} on cpu, "
                    f"{DEFAULT_RUNS} on cuda, at most {LARGE_RUNS} for large cuda cases)")
-    p.add_argument("--warmup", type=int, help=f"untimed runs first (default: {CPU_WARMUP} on "
+    p.add_argument("--warmup", type=nonnegative_int, help=f"untimed runs first (default: {CPU_WARMUP} on "
                    f"cpu, {DEFAULT_WARMUP} on cuda, at most {LARGE_WARMUP} for large cuda cases)")
     p.add_argument("--compile-mode", default="default", choices=COMPILE_MODES,
                    help="cuda: torch.compile's mode (default: default; none leaves it out)")
     p.add_argument("--in-process", action="store_true",
                    help="cpu: time every side in this process, taking turns (default: a process "
                    "each; cuda always times in one process)")
-    p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs when building, e.g. -j 2")
+    p.add_argument("-j", "--jobs", type=positive_int, help="parallel compile jobs when building, "
+                   "e.g. -j 2")
     p.add_argument("--json", metavar="FILE", help="write the results to this file")
     p.set_defaults(func=cmd_bench)
 

@@ -8,26 +8,25 @@ import sys
 
 import numpy as np
 
+from ait_build.cli_args import dim_value, nonnegative_int, positive_int
 from ait_build.errors import AitError, ReportedError
 from ait_build.resources import PACKAGE_DIR, project_root
+from ait_build.spec_list import join_paths
 
 # the SConstruct `ait-build init` writes; a folder without one builds through it
 PROJECT_SCONSTRUCT = os.path.join(PACKAGE_DIR, "project_files", "SConstruct")
 
 
 def spec_name(spec: str) -> str:
-    """A spec's model name (its build folder), read without building the graph."""
-    import yaml
-    try:
-        with open(spec, encoding="utf-8") as fh:
-            doc = yaml.safe_load(fh)
-    except OSError as exc:
-        raise AitError(f"{spec}: {exc.strerror}") from None
-    except yaml.YAMLError:
-        doc = None
-    if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
+    """A spec's model name (its build folder), read without building the graph but with the
+    spec loader's limits, and checked by the rules for model names."""
+    from ait_build.spec.names import check_model_name
+    from ait_build.spec.yamlfile import load_yaml, where
+    doc = load_yaml(spec)
+    if not isinstance(doc.get("name"), str):
         from ait_build.spec.model import load_model
         return load_model(spec).name  # reports the spec's own error, with its location
+    check_model_name(doc["name"], where(doc, "name"))
     return doc["name"]
 
 
@@ -45,10 +44,12 @@ def build(spec: str, target: str, jobs: int | None = None, cache: str | None = N
           quiet: bool = False) -> str:
     """Builds one spec (a path, or a model name under specs/) for one target; returns the build
     folder. SCons prints its progress; a failed build raises AitError."""
+    from ait_build.spec.model import load_model
     root = root or project_root()
     spec = resolve_spec(spec, root)
-    name = spec_name(spec)
-    cmd = [sys.executable, "-m", "SCons", "-Q", "-C", root, f"target={target}", f"spec={spec}"]
+    name = load_model(spec).name  # the spec's own error, as `check` reports it, before SCons
+    cmd = [sys.executable, "-m", "SCons", "-Q", "-C", root, f"target={target}",
+           f"spec={join_paths([spec])}"]
     if not os.path.isfile(os.path.join(root, "SConstruct")):
         cmd[4:4] = ["-f", PROJECT_SCONSTRUCT]  # SCons' top folder stays `root`: its build/
     if jobs:
@@ -101,13 +102,9 @@ def make_inputs(manifest, graph, dims: dict, seed: int) -> dict:
     """Random inputs at each dim's opt (overridden by `dims`); from the spec's graph when there is
     one, so integer inputs stay inside the tables they index."""
     from ait_build.ir.dtypes import NUMPY
+    from ait_build.reference import dim_values
     from ait_build.runtime.manifest import evaluate
-    env = {d.name: d.opt for d in manifest.dims}
-    unknown = set(dims) - set(env)
-    if unknown:
-        raise AitError(f"unknown dim(s) {', '.join(sorted(unknown))}; the model's dims: "
-                       f"{', '.join(env) or 'none'}")
-    env.update(dims)
+    env = dim_values({d.name: d for d in manifest.dims}, dims)
     if graph is not None:
         from ait_build.reference import random_inputs
         arrays = random_inputs(graph, env, seed=seed)
@@ -133,31 +130,61 @@ def tolerance(dtype: str) -> tuple:
 
 
 def compare(ours: dict, ref: dict, dtype: str) -> list:
-    """Lines describing each output's agreement with the reference; 'MISMATCH' marks failures."""
+    """Lines describing each output's agreement with the reference; 'MISMATCH' marks failures.
+    NaN agrees with NaN and an infinity with itself (the reference computes them too)."""
     rtol, atol = tolerance(dtype)
     lines = []
     for name, want in ref.items():
         got = ours[name].astype(np.float32)
         want = want.astype(np.float32)
-        err = float(np.max(np.abs(got - want))) if got.size else 0.0
-        ok = got.shape == want.shape and np.allclose(got, want, rtol=rtol, atol=atol)
+        if got.shape != want.shape:
+            lines.append(f"check {name}: shape {list(got.shape)}, the reference's "
+                         f"{list(want.shape)} MISMATCH")
+            continue
+        same = (got == want) | (np.isnan(got) & np.isnan(want))
+        with np.errstate(invalid="ignore"):
+            err = float(np.max(np.where(same, 0.0, np.abs(got - want)))) if got.size else 0.0
+        ok = np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
         lines.append(f"check {name}: max |ours - reference| = {err:.3g} (rtol {rtol}, atol {atol}) "
                      + ("ok" if ok else "MISMATCH"))
     return lines
 
 
+def check_same_model(graph, manifest, spec: str) -> None:
+    """The spec must describe the built model (its inputs, outputs and dims), else --check would
+    compare unrelated tensors."""
+    def io(names):
+        return [(n, graph.tensors[n].dtype, [d.to_json() for d in graph.tensors[n].shape])
+                for n in names]
+
+    ours = (io(graph.inputs), io(graph.outputs), sorted(graph.dims))
+    built = ([(t.name, t.dtype, list(t.shape)) for t in manifest.inputs],
+             [(t.name, t.dtype, list(t.shape)) for t in manifest.outputs],
+             sorted(manifest.dim_names))
+    if ours != built:
+        raise AitError(f"{spec} does not describe the model built as '{manifest.name}' (its inputs, "
+                       "outputs or dims differ); give the spec it was built from with --spec")
+
+
 def cmd_run(args) -> int:
-    from ait_build.cli import _load_arrays, _parse_dims
+    from ait_build.cli import _load_arrays
+    from ait_build.cli_args import check_output_path, dims_of
     from ait_build.runtime import Model
-    dims = _parse_dims(args.dim)
-    if args.batch is not None:
-        dims["batch"] = args.batch
+    dims = dims_of(args.dim, args.batch)
+    if args.output:
+        check_output_path(args.output)  # before the work, not after it
     with Model(args.build_dir) as model:
         spec = find_spec(model.manifest, args.spec)
         graph = None
         if spec and (args.check or args.random_input):
             from ait_build.spec.model import load_model
             graph = load_model(spec)
+            try:
+                check_same_model(graph, model.manifest, spec)
+            except AitError:
+                if args.check:
+                    raise
+                graph = None  # random inputs come from the manifest alone
         if args.inputs:
             inputs = _load_arrays(args.inputs)
         elif args.random_input:
@@ -194,8 +221,8 @@ def register(sub) -> None:
     p.add_argument("spec", help="spec file, or a model name under specs/, e.g. mlp")
     p.add_argument("--target", default="cpu", help="a name from `ait-build targets` (default: "
                    "cpu), e.g. --target h200")
-    p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: the cores, "
-                   "capped by memory), e.g. -j 2")
+    p.add_argument("-j", "--jobs", type=positive_int, help="parallel compile jobs (default: the "
+                   "cores, capped by memory), e.g. -j 2")
     p.add_argument("--cache", metavar="DIR", help="shared CacheDir (default: $AIT_BUILD_CACHE)")
     p.add_argument("--cache-readonly", action="store_true", help="read the cache, never write it")
     p.add_argument("-v", "--verbose", action="store_true", help="print full command lines")
@@ -210,10 +237,11 @@ def register(sub) -> None:
     p.add_argument("build_dir", help="a build folder, e.g. build/cpu/mlp")
     p.add_argument("--random-input", action="store_true", help="random inputs at each dim's opt")
     p.add_argument("--inputs", metavar="FILE", help="inputs from a safetensors file")
-    p.add_argument("--batch", type=int, help="value of the 'batch' dim, e.g. --batch 4")
-    p.add_argument("--dim", action="append", metavar="NAME=VALUE",
+    p.add_argument("--batch", type=positive_int, help="value of the 'batch' dim, e.g. --batch 4")
+    p.add_argument("--dim", action="append", type=dim_value, metavar="NAME=VALUE",
                    help="a dim's value (repeatable), e.g. --dim seq=64")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
+    p.add_argument("--seed", type=nonnegative_int, default=0,
+                   help="seed of the random inputs (default: 0)")
     p.add_argument("--check", action="store_true", help="compare with the NumPy reference executor")
     p.add_argument("--spec", help="the model's spec for --check (default: specs/<model>.yaml of "
                    "the project)")

@@ -15,6 +15,8 @@ import traceback
 import numpy as np
 
 from ait_build import __version__
+from ait_build.cli_args import (OneLineParser, check_output_path, dim_value, dims_of,
+                                nonnegative_int, positive_int, write_output)
 from ait_build.errors import AitError, format_error
 
 EXIT_USER_ERROR, EXIT_INTERNAL_ERROR = 1, 3
@@ -78,8 +80,7 @@ def cmd_graph(args) -> int:
     else:
         out = graph_view.render_image(graph_view.to_dot(graph), args.format)
     if args.output:
-        with open(args.output, "wb") as fh:
-            fh.write(out)
+        write_output(args.output, out)
         print(f"wrote {args.output}", file=sys.stderr)
     elif args.format in ("svg", "png") and sys.stdout.isatty():
         raise AitError(f"--format {args.format} writes binary data; give -o FILE")
@@ -103,9 +104,9 @@ def _plan_summary(graph, target, report, fmt) -> dict:
 def cmd_reference(args) -> int:
     from ait_build.reference import ProgressLine, random_inputs, run_reference
     graph = _load(args.spec, args.weights)
-    dims = _parse_dims(args.dim)
-    if args.batch is not None:
-        dims["batch"] = args.batch
+    dims = dims_of(args.dim, args.batch)
+    if args.output:
+        check_output_path(args.output)  # before the work, not after it
     if args.inputs:
         inputs = _load_arrays(args.inputs)
     elif args.random_input:
@@ -124,18 +125,10 @@ def cmd_reference(args) -> int:
     return 0
 
 
-def _parse_dims(items) -> dict:
-    dims = {}
-    for item in items or []:
-        name, _, value = item.partition("=")
-        if not value.isdigit():
-            raise AitError(f"--dim takes NAME=VALUE, got '{item}'")
-        dims[name] = int(value)
-    return dims
-
-
 def _load_arrays(path) -> dict:
     from safetensors.numpy import load_file
+    if not os.path.isfile(path):  # a FIFO or a device would block or never end
+        raise AitError(f"{path}: not a regular file" if os.path.exists(path) else f"{path}: not found")
     try:
         return load_file(path)
     except Exception as exc:
@@ -143,9 +136,8 @@ def _load_arrays(path) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ait-build", description=textwrap.fill(DESCRIPTION, 79),
-                                     epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = OneLineParser(prog="ait-build", description=textwrap.fill(DESCRIPTION, 79),
+                           epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"ait-build {__version__}",
                         help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -181,10 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", help="model spec file, e.g. specs/mlp.yaml")
     p.add_argument("--random-input", action="store_true", help="random inputs at each dim's opt")
     p.add_argument("--inputs", metavar="FILE", help="inputs from a safetensors file")
-    p.add_argument("--batch", type=int, help="value of the 'batch' dim, e.g. --batch 4")
-    p.add_argument("--dim", action="append", metavar="NAME=VALUE",
+    p.add_argument("--batch", type=positive_int, help="value of the 'batch' dim, e.g. --batch 4")
+    p.add_argument("--dim", action="append", type=dim_value, metavar="NAME=VALUE",
                    help="a dim's value (repeatable), e.g. --dim seq=64")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: 0)")
+    p.add_argument("--seed", type=nonnegative_int, default=0,
+                   help="seed of the random inputs (default: 0)")
     p.add_argument("--weights", metavar="FILE", help="a safetensors file replacing the spec's "
                    "weights")
     p.add_argument("-o", "--output", metavar="FILE", help="write outputs to a safetensors file")

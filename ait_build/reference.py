@@ -114,11 +114,25 @@ class ProgressLine:
         self.out.flush()
 
 
+def dim_values(ranges: dict, given: dict | None) -> dict:
+    """Each dim's value: `given` (checked: known names, inside their ranges) or its opt.
+    `ranges`: name -> anything with min, max and opt (a DimRange or a manifest's DimSpec)."""
+    given = dict(given or {})
+    unknown = sorted(set(given) - set(ranges))
+    if unknown:
+        raise AitError(f"unknown dim(s) {', '.join(unknown)}; the model's dims: "
+                       f"{', '.join(ranges) or 'none'}")
+    for name, value in given.items():
+        r = ranges[name]
+        if not r.min <= value <= r.max:
+            raise AitError(f"dim '{name}' is {value}, outside the model's range [{r.min}, {r.max}]")
+    return {name: given.get(name, r.opt) for name, r in ranges.items()}
+
+
 def random_inputs(graph: Graph, dims: dict | None = None, seed: int = 0) -> dict:
     """Random inputs at the given dim values (default: each dim's opt)."""
     rng = np.random.default_rng(seed)
-    env = {name: r.opt for name, r in graph.dims.items()}
-    env.update(dims or {})
+    env = dim_values(graph.dims, dims)
     out = {}
     for name in graph.inputs:
         t = graph.tensors[name]

@@ -2,8 +2,11 @@
 link rules and CacheDir (progress lines: scons_progress.py).
 
 Per model and target the build is: spec --generate (emit())--> build/<target>/<model>/{src/*.cpp,
-<model>.h, manifest.json, weights.safetensors} --SharedObject per source--> obj/*.os --link-->
-lib<model>.so. Content signatures everywhere, so re-emitting identical bytes rebuilds nothing.
+<model>.h, manifest.json, weights.safetensors} --compile per source--> obj/*.os --link-->
+lib<model>.so --digest--> lib<model>.so.sha256. Content signatures everywhere, so re-emitting
+identical bytes rebuilds nothing; outputs are checked against the signatures recorded for them
+(scons_integrity.py). Paths and flags never pass through SCons' `$` substitution or a shell:
+files are handed over as nodes, commands as argument lists (scons_commands.py).
 """
 
 from __future__ import annotations
@@ -15,24 +18,24 @@ import re
 import sys
 from dataclasses import dataclass
 
-import SCons.Action
-import SCons.CacheDir
-import SCons.Defaults
 import SCons.Node.FS
 import SCons.Scanner
-import SCons.Scanner.C
-import SCons.Tool
 from SCons.Script import Builder, Default, Dir, Environment, Exit, GetOption, Help, SetOption
 from SCons.Script import Alias, Variables
 
+from ait_build import scons_commands, scons_integrity
+from ait_build.build_lock import hold_build_lock
 from ait_build.codegen.render import template_path, templates_dir
 from ait_build.errors import AitError, did_you_mean
+from ait_build.scons_commands import literal
 from ait_build.scons_progress import Progress
+from ait_build.spec_list import split_paths
 
 VARIABLES = (
     ("target", "target name(s) from targets/*.yaml, comma separated", "cpu"),
     ("model", "model name(s) from specs/*.yaml, comma separated, or 'all'", "all"),
-    ("spec", "spec file path(s), comma separated (instead of model=)", ""),
+    ("spec", "spec file path(s), comma separated, '\\,' for a comma in a path (instead of "
+             "model=)", ""),
     ("cache", "CacheDir for compiled objects (default: $AIT_BUILD_CACHE; '' for none)", ""),
     ("cache_readonly", "1: read the cache but never write to it (CI on pull requests)", "0"),
     ("verbose", "1: print full command lines instead of one line per step", "0"),
@@ -59,15 +62,20 @@ def setup(arguments: dict) -> None:
     try:
         opts = parse_options(dict(arguments), root)
         from ait_build.spec.target import find_target
+        if GetOption("help"):
+            return  # the variables, targets and models are all `scons -h` shows
         targets = {t: find_target(t, os.path.join(root, "targets")) for t in opts.targets}
+        if not GetOption("no_exec"):
+            hold_build_lock(os.path.join(root, "build"))
         env = base_env(opts, {t.backend for t in targets.values()})
         progress = Progress()
         env["PRINT_CMD_LINE_FUNC"] = progress
         outputs = []
         for tname, target in targets.items():
             tenv = target_env(env, target, root)
+            claimed: dict = {}  # model name -> the spec that builds it
             for spec in opts.specs:
-                nodes, steps = model_rules(tenv, spec, tname, target, root)
+                nodes, steps = model_rules(tenv, spec, tname, target, root, claimed)
                 outputs += nodes
                 for node in steps:
                     progress.add_step(tenv, node)
@@ -91,7 +99,7 @@ def parse_options(args: dict, root: str) -> Options:
     names = [v[0] for v in VARIABLES]
     targets_known = known_targets(os.path.join(root, "targets"))
     models_known = known_models(root)
-    variables = Variables(None, args)
+    variables = Variables(None, {})  # help shows the defaults: SCons substitutes given values
     for name, help_text, default in VARIABLES:
         variables.Add(name, help_text, default)
     Help(variables.GenerateHelpText(Environment(tools=[], variables=variables))
@@ -107,7 +115,7 @@ def parse_options(args: dict, root: str) -> Options:
         if name not in targets_known:
             raise AitError(f"unknown target '{name}'" + did_you_mean(name, targets_known)
                            + f"; known targets: {', '.join(targets_known)}")
-    specs = [os.path.abspath(p) for p in _split(get("spec"))]
+    specs = [os.path.abspath(p) for p in split_paths(str(args.get("spec", "")))]
     for path in specs:
         if not os.path.isfile(path):
             raise AitError(f"spec file '{path}' not found")
@@ -121,13 +129,25 @@ def parse_options(args: dict, root: str) -> Options:
     if not targets or not specs:
         raise AitError("nothing to build: give target= and model= (see scons -h)")
     cache = get("cache") if "cache" in args else os.environ.get("AIT_BUILD_CACHE", "")
+    readonly = _flag(get("cache_readonly"), "cache_readonly")
+    if cache:
+        _check_cache_dir(cache, "cache=" if "cache" in args else "AIT_BUILD_CACHE")
     return Options(root=root, targets=targets, specs=specs, cache=cache,
-                   cache_readonly=_flag(get("cache_readonly"), "cache_readonly"),
-                   verbose=_flag(get("verbose"), "verbose"))
+                   cache_readonly=readonly, verbose=_flag(get("verbose"), "verbose"))
 
 
 def _split(text: str) -> list:
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _check_cache_dir(path: str, given: str) -> None:
+    """A cache folder that exists as a folder or can be made (SCons would fail with a traceback)."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise AitError(f"{given} '{path}' is not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise AitError(f"{given} '{path}': cannot create the cache folder: {exc.strerror}") from None
 
 
 def _flag(text: str, name: str) -> bool:
@@ -139,37 +159,25 @@ def _flag(text: str, name: str) -> bool:
 
 
 # -- environments ---------------------------------------------------------------------------------
-class ReadOnlyCache(SCons.CacheDir.CacheDir):
-    """`cache_readonly=1`: fetch from the cache, never push (SCons' --cache-readonly is not
-    settable from an SConstruct)."""
-
-    def is_readonly(self) -> bool:
-        return True
-
-
 def base_env(opts: Options, backends: set):
     """The environment every target's clones share; `backends` (of the selected targets) size
     the default number of parallel jobs."""
     # The user's PATH reaches compilers such as nvcc; the target file still names the compiler.
-    env = Environment(tools=["default"], ENV={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-    env.Decider("content")
+    env = Environment(tools=[], ENV={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    env.Decider(scons_integrity.decide)
     os.makedirs(os.path.join(opts.root, "build"), exist_ok=True)
-    env.SConsignFile(os.path.join(opts.root, "build", ".sconsign"))
+    env.SConsignFile(literal(os.path.join(opts.root, "build", ".sconsign")))
     if not _jobs_given():
         jobs, why = default_jobs(backends, os.cpu_count() or 1, available_memory())
         SetOption("num_jobs", jobs)
         if why:
             print(f"ait-build: {why}")
     if opts.cache:
-        env.CacheDir(os.path.abspath(opts.cache), ReadOnlyCache if opts.cache_readonly else None)
-    if not opts.verbose:
-        env["SHCXXCOMSTR"] = "compiling ${SOURCE.file} (${AIT_LABEL})"
-        env["SHLINKCOMSTR"] = "linking ${TARGET.file} (${AIT_LABEL})"
-    _, shared = SCons.Tool.createObjBuilders(env)
-    for suffix in (".cu", ".hip"):  # GPU sources compile through the target's compiler as well
-        shared.add_action(suffix, SCons.Action.Action("$SHCXXCOM", "$SHCXXCOMSTR"))
-        shared.add_emitter(suffix, SCons.Defaults.SharedObjectEmitter)
-        SCons.Tool.SourceFileScanner.add_scanner(suffix, SCons.Scanner.C.CScanner())
+        env.CacheDir(literal(os.path.abspath(opts.cache)), scons_integrity.ReadOnlyVerifiedCache
+                     if opts.cache_readonly else scons_integrity.VerifiedCache)
+    env["AIT_VERBOSE"] = opts.verbose
+    scons_commands.add_builders(env)
+    scons_integrity.add_builders(env)
     env.Append(BUILDERS={"AitGenerate": Builder(
         action=env.Action(generate_action, generate_message), emitter=generate_emitter,
         source_scanner=SCons.Scanner.ScannerBase(scan_sources, name="ait-sources", recursive=True))})
@@ -212,27 +220,16 @@ def _jobs_given() -> bool:
 
 
 def target_env(env, target, root: str):
-    """A clone with the target's compiler, flags, include dirs and libraries (toolchain.py)."""
+    """A clone with the target's toolchain (toolchain.py), whose command lines the compile and
+    link steps run; the include and library folders are there for SCons' scanners."""
     from ait_build.toolchain import toolchain_for
     tc = toolchain_for(target)  # raises AitError naming what to install
-    tenv = env.Clone()
-    # SHCCFLAGS empty: the target's flags are the whole story (-fPIC included), as in
-    # Toolchain.compile_command, so SCons and the codegen tests build the same objects.
-    tenv.Replace(CXX=tc.cxx, SHCXX=tc.cxx, SHLINK=tc.cxx, CXXFLAGS=list(tc.flags), SHCCFLAGS=[],
-                 SHCXXFLAGS=["$CXXFLAGS"],  # not SCons' bare -fPIC, which nvcc refuses
-                 CPPDEFINES=list(tc.defines), CPPPATH=list(tc.include_dirs),
-                 LIBPATH=list(tc.lib_dirs), LIBS=list(tc.libs), RPATH=list(tc.rpath),
-                 SHLINKFLAGS=["-shared"] + list(tc.link_flags))
-    if target.backend == "cpu":  # host compilers (gcc, clang) take these directly
-        # Reproducible objects: no checkout path in the output; `$( $)` keeps the path out of the
-        # command signature, so two checkouts share cache entries.
-        tenv.Append(CXXFLAGS=["$(", f"-ffile-prefix-map={root}=.", f"-fdebug-prefix-map={root}=.",
-                              "$)", "-frandom-seed=${TARGET}"])
-    elif tc.host_prefix:  # nvcc: the same prefix map, handed to the host compiler; objects
-        # named .o, the only object suffix nvcc links
-        tenv.Append(CXXFLAGS=["$(", *tc.host_prefix, f"-ffile-prefix-map={root}=.", "$)"])
-        tenv.Replace(SHOBJSUFFIX=".o")
-    return tenv
+    return env.Clone(AIT_TOOLCHAIN=tc, AIT_ROOT=root,
+                     CPPPATH=[env.fs.Dir(d) for d in tc.include_dirs],
+                     LIBPATH=[env.fs.Dir(d) for d in tc.lib_dirs],
+                     LIBS=[literal(lib) for lib in tc.libs],
+                     # nvcc links only objects named .o
+                     AIT_OBJ_SUFFIX=".o" if tc.host_prefix else ".os")
 
 
 # -- one model for one target ---------------------------------------------------------------------
@@ -248,48 +245,60 @@ def plan(spec: str, target):
     return _PLANS[key]
 
 
-def model_rules(env, spec: str, tname: str, target, root: str) -> tuple:
-    """Declares generate -> compile -> link for one model; returns (output nodes, one target
-    node per step).
-    Outputs go to build/<tname>/<model>, with tname the target as the user named it."""
+def model_rules(env, spec: str, tname: str, target, root: str, claimed: dict) -> tuple:
+    """Declares generate -> compile -> link -> digest for one model; returns (output nodes, one
+    target node per printed step: the digest prints no line). Outputs go to build/<tname>/<model>,
+    with tname the target as the user named it; `claimed` (model name -> spec) refuses two specs
+    that name one model."""
     emission = plan(spec, target)
+    if emission.name in claimed:
+        raise AitError(f"specs {claimed[emission.name]} and {spec} both name model "
+                       f"'{emission.name}' (build/{tname}/{emission.name}); rename one")
+    claimed[emission.name] = spec
     out = os.path.join(root, "build", tname, emission.name)
     label = f"{tname}/{emission.name}"
     if emission.tuning:  # once per build and model: calls the profile does not cover
         print(f"ait-build: {label}: {emission.tuning}")
-    genv = env.Clone(AIT_SPEC=spec, AIT_TARGET=target, AIT_LABEL=label, AIT_ROOT=root,
+    genv = env.Clone(AIT_SPEC=spec, AIT_TARGET=target, AIT_LABEL=label,
                      AIT_TEMPLATES=templates_dir())
-    generated = genv.AitGenerate(target=os.path.join(out, emission.manifest), source=spec)
+    file = env.fs.File  # nodes, not strings: SCons would substitute `$` in a string path
+    generated = genv.AitGenerate(target=file(os.path.join(out, emission.manifest)),
+                                 source=file(spec))
     genv.Precious(generated)  # emit() leaves unchanged files alone; SCons must not delete them
     by_path = {str(node.abspath): node for node in generated}
-    sources = [emission.model_source] + list(emission.kernel_sources)
-    objects = [genv.SharedObject(target=os.path.join(out, "obj", os.path.splitext(os.path.basename(s))[0]),
-                                 source=by_path[os.path.join(out, s)]) for s in sorted(sources)]
-    library = genv.SharedLibrary(target=os.path.join(out, emission.name), source=objects)
+    sources = emission.compiled_sources
+    objects = [genv.AitCompile(target=file(os.path.join(out, "obj", _stem(s) + env["AIT_OBJ_SUFFIX"])),
+                               source=by_path[os.path.join(out, s)])[0] for s in sorted(sources)]
+    library = genv.AitLink(target=file(os.path.join(out, f"lib{emission.name}.so")), source=objects)
+    digest = genv.AitDigest(target=file(os.path.join(out, f"lib{emission.name}.so.sha256")),
+                            source=library)
     # a new compiler or library version rebuilds (and misses the cache): the manifest says so
-    genv.Depends(list(generated) + objects + list(library), toolchain_value(genv, target))
-    nodes = list(generated) + list(library)
-    Alias(emission.name, nodes)
-    Alias(label, nodes)
-    return nodes, [generated[0]] + [obj[0] for obj in objects] + [library[0]]
+    genv.Depends(list(generated) + objects + list(library), toolchain_value(genv))
+    nodes = list(generated) + list(library) + list(digest)
+    Alias(literal(emission.name), nodes)
+    Alias(literal(label), nodes)
+    return nodes, [generated[0]] + objects + [library[0]]
 
 
-def toolchain_value(env, target):
-    """A Value node of what the manifest records of the toolchain: compiler and host compiler
-    versions, library versions (the flags are in the command lines already)."""
+def toolchain_value(env):
+    """A Value node of what the manifest records of the environment's toolchain: compiler and
+    host compiler versions, library versions (the flags are in the command lines already)."""
     import json
-    from ait_build.toolchain import toolchain_for
-    versions = toolchain_for(target).manifest()
+    versions = env["AIT_TOOLCHAIN"].manifest()
     versions.pop("flags")
     return env.Value(f"toolchain {json.dumps(versions, sort_keys=True)}")
+
+
+def _stem(path: str) -> str:
+    return os.path.splitext(os.path.basename(path))[0]
 
 
 def generate_emitter(target, source, env):
     emission = plan(env["AIT_SPEC"], env["AIT_TARGET"])
     out = os.path.dirname(target[0].abspath)
     templates = sorted({t for deps in emission.template_deps.values() for t in deps})
-    targets = [os.path.join(out, f) for f in emission.files]
-    extra = [template_path(t) for t in templates]
+    targets = [env.fs.File(os.path.join(out, f)) for f in emission.files]
+    extra = [env.fs.File(template_path(t)) for t in templates]
     # Values print as themselves in --debug=explain, so they say what they are.
     values = [env.Value(f"target {env['AIT_TARGET'].name} {env['AIT_TARGET'].digest()}"),
               env.Value(f"ait_build sources {package_digest()}"),
@@ -331,23 +340,23 @@ def scan_sources(node, env, path):
         return []
     name = node.abspath
     if name.endswith((".yaml", ".yml")):
-        return spec_references(name)
-    if name.endswith(".j2"):
+        found = spec_references(name)
+    elif name.endswith(".j2"):
         text = node.get_text_contents()
-        return [os.path.join(env["AIT_TEMPLATES"], ref) for ref in JINJA_REF.findall(text)]
-    return []
+        found = [os.path.join(env["AIT_TEMPLATES"], ref) for ref in JINJA_REF.findall(text)]
+    else:
+        found = []
+    return [env.fs.File(path) for path in found]
 
 
 def spec_references(path: str) -> list:
     """Files a spec or block file reads: `include:` entries and a `weights:` file, by path."""
-    import yaml
+    from ait_build.errors import SpecError
+    from ait_build.spec.yamlfile import load_yaml
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = yaml.safe_load(fh)
-    except (OSError, yaml.YAMLError):
+        doc = load_yaml(path)  # bounded: size, nodes and depth are checked as it parses
+    except SpecError:
         return []  # the loader reports it, with a location
-    if not isinstance(doc, dict):
-        return []
     here = os.path.dirname(path)
     refs = doc.get("include") or []
     refs = [refs] if isinstance(refs, str) else [r for r in refs if isinstance(r, str)]

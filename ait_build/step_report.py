@@ -24,7 +24,7 @@ def time_steps(model, inputs: dict, outputs: dict, env: dict, runs: int) -> list
     import ctypes
     import torch
     lib = model._api.lib
-    name = f"ait_{model.manifest.name.replace('-', '_')}_"
+    name = f"{model.manifest.c_name}_"
     count = lib[name + "num_steps"]()
     timed = lib[name + "time_steps"]
     timed.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_void_p),

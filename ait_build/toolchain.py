@@ -81,7 +81,14 @@ class Toolchain:
         return cmd + ["-c", source, "-o", obj]
 
     def link_command(self, objects, library: str) -> list:
-        cmd = [self.cxx, "-shared", *self.link_flags, "-o", library, *objects]
+        return self._link(["-shared", *self.link_flags, "-o", library, *objects])
+
+    def program_command(self, objects, program: str) -> list:
+        """A program (a profiling harness) from objects, with the libraries a model links."""
+        return self._link(["-o", program, *objects])
+
+    def _link(self, head: list) -> list:
+        cmd = [self.cxx, *head]
         cmd += [f"-L{d}" for d in self.lib_dirs] + [f"-Wl,-rpath,{d}" for d in self.rpath]
         return cmd + [f"-l{lib}" for lib in self.libs]
 

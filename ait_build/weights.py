@@ -11,6 +11,9 @@ import os
 import numpy as np
 
 from ait_build.errors import AitError
+from ait_build.ir.dtypes import SAFETENSORS, is_float
+
+FLOAT_STORAGE = ("F16", "BF16", "F32", "F64")  # safetensors dtypes a float weight may come in
 
 # a tensor's random init is drawn from a generator seeded by (seed, name): adding a layer never
 # changes another layer's weights
@@ -107,8 +110,11 @@ class WeightStore:
         return value.astype(np.float32) if value.dtype.kind == "f" or str(value.dtype) == "bfloat16" \
             else value
 
-    def check_file(self) -> list:
-        """Problems with the safetensors file against the spec: missing names and wrong shapes."""
+    def check_file(self, dtypes: dict) -> list:
+        """Problems with the safetensors file against the spec: missing names, wrong shapes and
+        wrong kinds of dtype (`dtypes`: name -> the spec's dtype). A float weight may be stored
+        in any float dtype (converted as a checkpoint is); an integer or bool tensor is never
+        taken for a float one, nor the other way round: that cast would change the values."""
         from safetensors import safe_open
         problems = []
         keys = self.file_keys()
@@ -117,10 +123,22 @@ class WeightStore:
                 if name not in keys:
                     problems.append(f"missing tensor '{name}' (shape {list(shape)})")
                     continue
-                got = tuple(f.get_slice(name).get_shape())
+                piece = f.get_slice(name)
+                got = tuple(piece.get_shape())
                 if got != tuple(shape):
                     problems.append(f"tensor '{name}' has shape {list(got)}, the spec needs {list(shape)}")
+                stored, wanted = piece.get_dtype(), dtypes.get(name, "float32")
+                if not _fits(stored, wanted):
+                    problems.append(f"tensor '{name}' is stored as {stored}, the spec needs "
+                                    f"{'a float type' if is_float(wanted) else SAFETENSORS[wanted]}")
         return problems
+
+
+def _fits(stored: str, wanted: str) -> bool:
+    """Whether a safetensors dtype may hold the values of a weight of dtype `wanted`."""
+    if is_float(wanted):
+        return stored in FLOAT_STORAGE
+    return stored == SAFETENSORS[wanted]
 
 
 def save_safetensors(arrays: dict, path: str, metadata: dict | None = None) -> None:

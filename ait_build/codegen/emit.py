@@ -6,9 +6,12 @@ file only when its bytes change, so timestamps and SCons signatures stay put for
 
 Layout of the folder:
     <name>.h              the C API
-    manifest.json         inputs, outputs, dims, kernels with source hashes, compiler, weights hash
+    manifest.json         inputs, outputs, dims, kernels with source hashes, compiler, weights hash,
+                          and build_id: the hash of all of that, which the library also returns
     weights.safetensors   folded weights in the layout the kernels read
     src/model.cpp         owns workspace and weights, calls the kernels in order
+    src/build_id.cpp      build_id(): the manifest's build_id (its own file, so that a changed
+                          kernel recompiles this one line, not model.cpp)
     src/<kernel>.cpp      one per unique kernel, named from its signature
     src/ait_*.h           support headers shared by those sources
 """
@@ -24,9 +27,12 @@ from ait_build import __version__
 from ait_build.codegen import weights_file
 from ait_build.codegen.plan import ModelPlan, plan_model, weight_arrays
 from ait_build.codegen.render import c_comment, render, template_deps
+from ait_build.digest import json_sha256
 from ait_build.errors import AitError
 
 MODEL_SOURCE = "src/model.cpp"
+ID_SOURCE = "src/build_id.cpp"
+ID_TEMPLATE = "common/build_id.cpp.j2"
 MANIFEST = "manifest.json"
 WEIGHTS = "weights.safetensors"
 HEADER_TEMPLATE = "common/model.h.j2"
@@ -45,6 +51,12 @@ class Emission:
     support_headers: list = field(default_factory=list)
     tuning: str = ""  # one line when calls lack a profile entry (codegen/tuning.py), else ''
     profile: str = ""  # the profile file the kernel choices came from
+    id_source: str = ID_SOURCE
+
+    @property
+    def compiled_sources(self) -> list:
+        """Every source a library is compiled from: the kernels, the model and the build id."""
+        return sorted(self.kernel_sources + [self.model_source, self.id_source])
 
 
 def _resolve_target(target):
@@ -73,11 +85,13 @@ def _emission(plan: ModelPlan) -> Emission:
     deps = {k.source: list(template_deps(k.template)) for k in kernels}
     deps[MODEL_SOURCE] = list(template_deps(plan.backend.MODEL_TEMPLATE))
     deps[header] = list(template_deps(HEADER_TEMPLATE))
+    deps[ID_SOURCE] = list(template_deps(ID_TEMPLATE))
     for path, template in plan.backend.SUPPORT_FILES.items():
         deps[path] = list(template_deps(template))
     support = sorted(plan.backend.SUPPORT_FILES)
     sources = sorted(k.source for k in kernels)
-    files = sorted(set(sources) | set(support) | {MODEL_SOURCE, header, MANIFEST, WEIGHTS})
+    files = sorted(set(sources) | set(support) | {MODEL_SOURCE, ID_SOURCE, header, MANIFEST,
+                                                   WEIGHTS})
     report = plan.tuning
     return Emission(name=plan.name, files=files, kernel_sources=sources, model_source=MODEL_SOURCE,
                     header=header, manifest=MANIFEST, weights=WEIGHTS,
@@ -101,13 +115,17 @@ def _shape_text(shape) -> str:
     return "[" + ", ".join(str(d.to_json()) for d in shape) + "]"
 
 
-def render_sources(plan: ModelPlan, wl: weights_file.WeightsLayout) -> dict:
-    """relative path -> text of every source and header."""
-    out = {}
-    for k in plan.unique_kernels():
-        out[k.source] = render(k.template, k.render_context())
+def render_kernels(plan: ModelPlan) -> dict:
+    """relative path -> text of every kernel source and support header."""
+    out = {k.source: render(k.template, k.render_context()) for k in plan.unique_kernels()}
     for path, template in plan.backend.SUPPORT_FILES.items():
         out[path] = render(template, {})
+    return out
+
+
+def render_model(plan: ModelPlan, wl: weights_file.WeightsLayout, build_id: str) -> dict:
+    """relative path -> text of the header, the model source and the build id source."""
+    out = {}
     ios = {"inputs": [dict(name=i.name, dtype=i.dtype, shape=_shape_text(i.shape))
                       for i in plan.io(plan.graph.inputs)],
            "outputs": [dict(name=o.name, dtype=o.dtype, shape=_shape_text(o.shape))
@@ -117,6 +135,7 @@ def render_sources(plan: ModelPlan, wl: weights_file.WeightsLayout) -> dict:
                   CNAME=plan.cname.upper(), dims=dims, **ios)
     header = f"{plan.name}.h"
     out[header] = render(HEADER_TEMPLATE, dict(common, step_timing=getattr(plan.backend, "STEP_TIMING", False)))
+    out[ID_SOURCE] = render(ID_TEMPLATE, dict(common, header=header, build_id=build_id))
     shared, per_thread = plan.scratch()
     groups = [dict(size=size, start=g.start, end=g.end, tensors=c_comment(", ".join(g.tensors))[:100])
               for g, size in zip(plan.layout.groups, plan.layout.size_exprs())]
@@ -146,6 +165,7 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, toolchain) ->
                for k in plan.unique_kernels()]
     return {
         "name": plan.name,
+        "c_name": plan.cname,
         "target": plan.target.name,
         "backend": plan.target.backend,
         "dtype": plan.graph.dtype,
@@ -201,9 +221,14 @@ def write_if_changed(path: str, data: bytes) -> bool:
         pass
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
     return True
 
 
@@ -220,14 +245,20 @@ def emit(spec_path: str, target, out_dir: str, weights: str | None = None,
         blob = weights_file.file_bytes(wl, weight_arrays(plan))
     except ValueError as exc:
         raise AitError(f"internal: {exc}") from None
-    sources = render_sources(plan, wl)
+    sources = render_kernels(plan)
+    record = manifest(plan, sources, blob, toolchain)
+    record["build_id"] = json_sha256(record)  # what the library returns from build_id()
+    sources.update(render_model(plan, wl, record["build_id"]))
     data = {path: text.encode() for path, text in sources.items()}
     data[WEIGHTS] = blob
-    data[MANIFEST] = (json.dumps(manifest(plan, sources, blob, toolchain), indent=2,
-                                 sort_keys=True) + "\n").encode()
+    data[MANIFEST] = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
     missing = set(emission.files) ^ set(data)
     if missing:
         raise AitError(f"internal: emitted files differ from the plan: {sorted(missing)}")
     for rel in emission.files:
-        write_if_changed(os.path.join(out_dir, rel), data[rel])
+        path = os.path.join(out_dir, rel)
+        try:
+            write_if_changed(path, data[rel])
+        except OSError as exc:  # a read-only or full build folder: the user's to fix
+            raise AitError(f"cannot write {path}: {exc.strerror or exc}") from None
     return emission

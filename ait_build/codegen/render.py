@@ -31,8 +31,12 @@ def c_string(value) -> str:
 
 
 def c_comment(value) -> str:
-    """Text safe inside a // comment: no line breaks or line-continuing backslashes."""
-    return " ".join(str(value).replace("\\", "/").split())
+    """Text safe inside a // or a /* */ comment: no line breaks, no line-continuing backslashes,
+    and no `*/` or `/*` to end or nest a comment."""
+    text = " ".join(str(value).replace("\\", "/").split())
+    while "*/" in text or "/*" in text:
+        text = text.replace("*/", "* /").replace("/*", "/ *")
+    return text
 
 
 def cute_ints(text) -> str:

@@ -107,9 +107,14 @@ def _infer_binary(attrs, inputs, float_only=False):
         raise OpError("arithmetic on bool tensors is not supported (cast to a number type)")
     if float_only:  # true division of ints gives floats in PyTorch; we keep dtypes, so ask
         require_float(inputs[0], "div input")
-    if scalar is not None and dtype not in FLOAT_DTYPES and not float(scalar).is_integer():
-        raise OpError(f"scalar {scalar} is not an integer but the input is {dtype} "
-                      "(cast the input to a float type)")
+    if scalar is not None and dtype not in FLOAT_DTYPES:
+        if isinstance(scalar, float) and not scalar.is_integer():
+            raise OpError(f"scalar {scalar} is not an integer but the input is {dtype} "
+                          "(cast the input to a float type)")
+        info = np.iinfo(NUMPY[dtype])
+        if not info.min <= scalar <= info.max:
+            raise OpError(f"scalar {scalar} is outside the range of {dtype} "
+                          f"[{info.min}, {info.max}]")
     if scalar is not None:
         return [inputs[0]]
     return [TType(broadcast_shapes(inputs[0].shape, inputs[1].shape), dtype)]

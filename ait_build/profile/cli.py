@@ -172,6 +172,7 @@ def cmd_profile(args) -> int:
 
 def register(sub) -> None:
     from ait_build.cli import add_command
+    from ait_build.cli_args import positive_int
     p = add_command(
         sub, "profile", "time every candidate GEMM/conv configuration on the GPU and write the "
         "winners to the target's profile (profiles/<target>.yaml)",
@@ -184,7 +185,7 @@ def register(sub) -> None:
                    "dim's min, opt and max)")
     p.add_argument("--dim", action="append", help="NAME=VALUE[,VALUE...] for another dim "
                    "(default: its opt); repeatable")
-    p.add_argument("-j", "--jobs", type=int, help="parallel compile jobs (default: as a build)")
+    p.add_argument("-j", "--jobs", type=positive_int, help="parallel compile jobs (default: as a build)")
     p.add_argument("--cache", help="CacheDir for the compiled candidates (default: $AIT_BUILD_CACHE)")
     p.add_argument("--compile-only", action="store_true",
                    help="compile the harnesses and stop (no GPU needed; fills the cache)")

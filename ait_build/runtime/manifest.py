@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import ast
 import json
+import numbers
 import os
+import stat
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ait_build.digest import json_sha256
 from ait_build.errors import AitError
+
+MAX_MANIFEST_BYTES = 64 << 20  # a real manifest is a few KB; a bigger file is not one
 
 
 class ModelError(AitError):
@@ -44,6 +49,9 @@ class Manifest:
     outputs: tuple
     weights_file: str
     weights_bytes: int
+    weights_sha256: str
+    build_id: str
+    c_name: str  # prefix of the C API's symbols: ait_<name> with '-' as '_'
     raw: dict
 
     @property
@@ -52,31 +60,69 @@ class Manifest:
 
 
 def load_manifest(path: str) -> Manifest:
+    """The manifest of a build folder, checked against its build_id (the hash of its other
+    fields) before anything in it is used: a hand-edited manifest is an error."""
+    raw = _read_json(path)
+    recorded = raw.get("build_id")
+    if not isinstance(recorded, str):
+        raise ModelError(f"{path}: no build_id; rebuild the model with this ait-build")
+    if json_sha256(raw) != recorded:
+        raise ModelError(f"{path} was changed after the build (its content no longer matches its "
+                         "build_id); rebuild the model instead of editing the manifest")
     try:
-        with open(path, encoding="utf-8") as fh:
-            raw = json.load(fh)
-        weights = raw.get("weights") or {}
+        weights = raw["weights"]
         return Manifest(
-            name=raw["name"], target=raw.get("target", ""), backend=raw.get("backend", "cpu"),
-            dims=tuple(DimSpec(d["name"], int(d["min"]), int(d["max"]), int(d.get("opt", d["max"])))
-                       for d in raw.get("dims", [])),
+            name=_text(raw["name"]), target=_text(raw["target"]), backend=_text(raw["backend"]),
+            dims=tuple(DimSpec(_text(d["name"]), _count(d["min"]), _count(d["max"]),
+                               _count(d["opt"])) for d in raw["dims"]),
             inputs=tuple(_tensor(t) for t in raw["inputs"]),
             outputs=tuple(_tensor(t) for t in raw["outputs"]),
-            weights_file=weights.get("file", "weights.safetensors"),
-            weights_bytes=int(weights.get("bytes", -1)), raw=raw)
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read the manifest ({exc.strerror}); is this a build "
-                         "directory (build/<target>/<model>)?") from None
-    except (ValueError, KeyError, TypeError) as exc:
+            weights_file=_text(weights["file"]), weights_bytes=_count(weights["bytes"]),
+            weights_sha256=_text(weights["sha256"]), build_id=recorded,
+            c_name=_text(raw["c_name"]), raw=raw)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModelError(f"{path}: not a valid ait-build manifest ({type(exc).__name__}: {exc})") from None
 
 
+def _read_json(path: str) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise ModelError(f"{path} is not a regular file")
+            data = fh.read(MAX_MANIFEST_BYTES + 1)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read the manifest ({exc.strerror}); is this a build "
+                         "directory (build/<target>/<model>)?") from None
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ModelError(f"{path}: larger than {MAX_MANIFEST_BYTES >> 20} MiB; not a manifest")
+    try:
+        raw = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise ModelError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ModelError(f"{path}: not an ait-build manifest (a JSON object)")
+    return raw
+
+
+def _text(value) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _count(value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise TypeError(f"expected a non-negative integer, got {value!r}")
+    return value
+
+
 def _tensor(raw: dict) -> TensorSpec:
-    shape = tuple(d if isinstance(d, int) else str(d) for d in raw["shape"])
+    shape = tuple(d if isinstance(d, int) and not isinstance(d, bool) else _text(d)
+                  for d in raw["shape"])
     for d in shape:
         if isinstance(d, str):
             _parse(d)  # reject a malformed expression when loading, not when running
-    return TensorSpec(raw["name"], raw["dtype"], shape)
+    return TensorSpec(_text(raw["name"]), _text(raw["dtype"]), shape)
 
 
 # -- dim expressions ------------------------------------------------------------------------------
@@ -126,7 +172,15 @@ def bind_dims(manifest: Manifest, shapes: dict, given: dict | None = None) -> di
     """Dim values from the input shapes (name -> tuple), checked for rank, static sizes, ranges and
     consistency. `given` fixes dims up front. Expressions such as 'batch*seq' are solved for their
     one unknown dim when it appears nowhere else."""
-    env = dict(given or {})
+    if given is not None and not isinstance(given, dict):
+        raise ModelError(f"{manifest.name}: dims must be a dict of dim name -> integer, got "
+                         f"{type(given).__name__}")
+    env = {}
+    for name, value in (given or {}).items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ModelError(f"{manifest.name}: dim '{name}' must be an integer, got "
+                             f"{type(value).__name__} ({value!r:.40})")
+        env[name] = int(value)
     unknown = set(env) - set(manifest.dim_names)
     if unknown:
         raise ModelError(f"{manifest.name}: unknown dim(s) {', '.join(sorted(unknown))}; the model's "

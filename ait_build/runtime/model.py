@@ -3,38 +3,47 @@
 Inputs must already have the manifest's dtype: a float64 array for a float32 input is an error,
 not a silent cast (a cast would hide a 2x copy and, for float16 models, a precision loss the user
 did not ask for). Non-contiguous arrays are copied to C order. The generated run() is thread-safe,
-so one Model serves concurrent calls; close() waits for calls in flight.
+so one Model serves concurrent calls; close() refuses new calls and waits for those in flight.
+Before the library is loaded, its manifest, bytes and weights are checked to be one build's
+(identity.py).
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import shutil
+import tempfile
 import threading
 
 import numpy as np
 
 from ait_build.ir.dtypes import NUMPY, from_numpy
+from ait_build.runtime import identity
 from ait_build.runtime.manifest import (Manifest, ModelError, bind_dims, load_manifest,
                                         output_shapes, weights_path)
 
 
 class CApi:
-    """The generated C API of one library: ait_<name>_{create,run,destroy,last_error}."""
+    """The generated C API of one library: <c_name>_{create,run,destroy,last_error,build_id},
+    c_name being ait_<model> with '-' as '_'."""
 
-    def __init__(self, lib_path: str, name: str):
+    def __init__(self, lib_path: str, c_name: str):
         try:
-            self.lib = ctypes.CDLL(lib_path)
+            self.lib = _load_current(lib_path)
         except OSError as exc:
             raise ModelError(f"cannot load {lib_path}: {exc}") from None
-        prefix = f"ait_{name}_"
+        prefix = f"{c_name}_"
         try:
             self.create = self.lib[prefix + "create"]
             self.run = self.lib[prefix + "run"]
             self.destroy = self.lib[prefix + "destroy"]
             self.last_error = self.lib[prefix + "last_error"]
+            self.build_id = self.lib[prefix + "build_id"]
         except AttributeError as exc:
-            raise ModelError(f"{lib_path} lacks the C API for model '{name}': {exc}") from None
+            raise ModelError(f"{lib_path} lacks the C API {prefix}*: {exc}") from None
+        self.build_id.argtypes = []
+        self.build_id.restype = ctypes.c_char_p
         self.create.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
         self.create.restype = ctypes.c_int
         self.run.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64),
@@ -63,25 +72,20 @@ class Model:
             raise ModelError(f"{m.name} was built for '{m.target}' ({m.backend}); the Python "
                              "runtime runs cpu and cuda builds")
         self.weights = os.path.abspath(weights) if weights else weights_path(self.build_dir, m)
-        self._check_weights_file()
-        self._api = CApi(os.path.join(self.build_dir, f"lib{m.name}.so"), m.name)
+        identity.check_weights_file(self.weights, m, own=not weights)
+        library = os.path.join(self.build_dir, f"lib{m.name}.so")
+        identity.check_library_file(library)
+        self._api = CApi(library, m.c_name)
+        identity.check_library_build((self._api.build_id() or b"").decode("ascii", "replace"), m,
+                                     library)
         handle = ctypes.c_void_p()
         if self._api.create(self.weights.encode(), ctypes.byref(handle)) != 0 or not handle.value:
             raise ModelError(f"{m.name}: cannot create the model from {self.weights}: "
                              f"{self._api.error()}")
         self._handle = handle
         self._calls = 0
+        self._closing = False
         self._idle = threading.Condition()
-
-    def _check_weights_file(self) -> None:
-        try:
-            size = os.path.getsize(self.weights)
-        except OSError as exc:
-            raise ModelError(f"{self.manifest.name}: weights file {self.weights}: {exc.strerror}") from None
-        if self.manifest.weights_bytes >= 0 and size != self.manifest.weights_bytes:
-            raise ModelError(f"{self.manifest.name}: weights file {self.weights} has {size} bytes, "
-                             f"the build wrote {self.manifest.weights_bytes} (truncated or from "
-                             "another build?)")
 
     # -- introspection -------------------------------------------------------------------------
     @property
@@ -283,7 +287,7 @@ class Model:
 
     def _enter(self):
         with self._idle:
-            if self._handle is None:
+            if self._handle is None or self._closing:
                 raise ModelError(f"{self.name}: the model is closed")
             self._calls += 1
             return self._handle
@@ -295,11 +299,13 @@ class Model:
 
     # -- lifetime ------------------------------------------------------------------------------
     def close(self) -> None:
-        """Frees the model once the calls in flight return; later calls raise ModelError."""
+        """Refuses new calls, frees the model once the calls in flight return; later calls
+        raise ModelError (so close() returns even while other threads keep calling run())."""
         idle = getattr(self, "_idle", None)
         if idle is None:
             return  # __init__ failed before the model existed
         with idle:
+            self._closing = True
             while self._calls:
                 idle.wait()
             handle, self._handle = self._handle, None
@@ -364,6 +370,19 @@ def torch_to_numpy(tensor) -> np.ndarray:
     if tensor.dtype == torch.bfloat16:
         return tensor.view(torch.int16).cpu().numpy().view(NUMPY["bfloat16"])
     return tensor.cpu().numpy()
+
+
+def _load_current(lib_path: str) -> ctypes.CDLL:
+    """The library as it is on disk now. dlopen() hands back a library already loaded under the
+    same path, so a model rebuilt while this process runs would run its old code; through a
+    link of a new name the loader finds the file itself (and still shares an unchanged one)."""
+    folder = tempfile.mkdtemp(prefix="ait-build-")
+    link = os.path.join(folder, os.path.basename(lib_path))
+    try:
+        os.symlink(os.path.abspath(lib_path), link)
+        return ctypes.CDLL(link)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _pointers(arrays: list):

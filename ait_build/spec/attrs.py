@@ -10,13 +10,23 @@ from ait_build.spec.fields import type_name
 from ait_build.spec.yamlfile import YList
 
 
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1  # what the generated code holds an integer in
+
+
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _int64(value, what: str, loc: Location) -> int:
+    """An integer that fits int64 (YAML integers are unbounded; C++ would truncate them)."""
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise SpecError(f"{what}: {shown(value)} does not fit in a 64-bit integer", loc)
+    return value
+
+
 def _dim(value, dims, loc, what):
     if _is_int(value):
-        return Dim.of(value)
+        return Dim.of(_int64(value, what, loc))
     if isinstance(value, str):
         if value not in dims:
             raise SpecError(f"{what}: unknown dim '{value}'" + did_you_mean(value, dims), loc)
@@ -30,14 +40,16 @@ def convert(kind: str, value, name: str, dims: dict, loc: Location):
     if kind == "int":
         if not _is_int(value):
             raise SpecError(f"{what} must be an integer, got {type_name(value)} ({shown(value)})", loc)
-        return value
+        return _int64(value, what, loc)
     if kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise SpecError(f"{what} must be a number, got {type_name(value)} ({shown(value)})", loc)
         return float(value)
-    if kind == "number_or_none":
+    if kind == "number_or_none":  # an integer stays one: int tensors take it exactly
         if value is None:
             return None
+        if _is_int(value):
+            return _int64(value, what, loc)
         return convert("float", value, name, dims, loc)
     if kind == "bool":
         if not isinstance(value, bool):
@@ -51,12 +63,12 @@ def convert(kind: str, value, name: str, dims: dict, loc: Location):
     if kind == "ints":
         if not isinstance(value, list) or not all(_is_int(v) for v in value):
             raise SpecError(f"{what} must be a list of integers", loc)
-        return tuple(value)
+        return tuple(_int64(v, what, loc) for v in value)
     if kind == "pair":
         if _is_int(value):
-            return value
+            return _int64(value, what, loc)
         if isinstance(value, list) and len(value) == 2 and all(_is_int(v) for v in value):
-            return tuple(value)
+            return tuple(_int64(v, what, loc) for v in value)
         raise SpecError(f"{what} must be an integer or a list of two integers", loc)
     if kind == "shape":
         if not isinstance(value, list):

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from ait_build.errors import Location, SpecError, did_you_mean, shown
 from ait_build.spec.fields import (check_header, check_keys, expect_list, expect_map, get,
                                    type_name)
+from ait_build.spec.names import check_identifier
 from ait_build.spec.yamlfile import YList, YMap, load_yaml, where, ylist
 
 BLOCK_FIELDS = ("params", "inputs", "outputs", "graph", "doc")
 BLOCKS_FILE_FIELDS = ("apiVersion", "kind", "include", "blocks", "description")
 PARAM_TYPES = {"int": int, "float": (int, float), "bool": bool, "str": str}
 MAX_INCLUDE_DEPTH = 16
+MAX_INCLUDE_FILES = 256  # distinct files one model includes, directly or not
 RESERVED = ("i", "true", "false")  # names expressions give a meaning of their own
 NO_DEFAULT = object()
 
@@ -48,10 +50,7 @@ def parse_block(name: str, body, loc: Location) -> BlockDef:
         if "params" in body else {}
     for pname, spec in raw.items():
         ploc = raw.where(pname)
-        if not isinstance(pname, str) or not pname.isidentifier() or pname in RESERVED:
-            raise SpecError(f"block param name '{pname}' must be an identifier"
-                            + (" other than i, true and false (reserved)" if pname in RESERVED else ""),
-                            raw.key_loc[pname])
+        check_identifier(pname, raw.key_loc[pname], "block param", RESERVED)
         if isinstance(spec, YMap):
             check_keys(spec, ("type", "default", "doc"), f"param '{pname}'")
             ptype = get(spec, "type", str, f"param '{pname}'")
@@ -96,10 +95,13 @@ def check_arg_type(param: BlockParam, value, loc: Location, what: str = "argumen
 
 
 class BlockLibrary:
-    """Blocks gathered from a model's `blocks:` and its includes, following nested includes."""
+    """Blocks gathered from a model's `blocks:` and its includes, following nested includes.
+    Each file is read once: a file included again (a diamond of includes) adds nothing, so
+    includes cannot fan out into exponential re-reading."""
 
     def __init__(self):
         self.blocks: dict = {}
+        self.files: set = set()  # real paths of the block files read
 
     def add_from(self, doc: YMap, path: str, stack=()) -> None:
         if "include" in doc:
@@ -115,9 +117,7 @@ class BlockLibrary:
         if "blocks" in doc:
             blocks = expect_map(doc["blocks"], where(doc, "blocks"), "blocks")
             for name, body in blocks.items():
-                if not isinstance(name, str) or not name.isidentifier():
-                    raise SpecError(f"block name '{name}' must be an identifier",
-                                    blocks.key_loc.get(name, blocks.loc))
+                check_identifier(name, blocks.key_loc.get(name, blocks.loc), "block")
                 if name in self.blocks:
                     first = self.blocks[name].loc
                     raise SpecError(f"block '{name}' is defined twice (first at {first})",
@@ -137,6 +137,11 @@ class BlockLibrary:
             raise SpecError(f"includes nested deeper than {MAX_INCLUDE_DEPTH}", loc)
         if not os.path.isfile(full):
             raise SpecError(f"included file '{rel}' not found (looked for {full})", loc)
+        if real in self.files:
+            return
+        if len(self.files) >= MAX_INCLUDE_FILES:
+            raise SpecError(f"the model includes more than {MAX_INCLUDE_FILES} block files", loc)
+        self.files.add(real)
         stack = tuple(stack) + ((os.path.realpath(including), loc),)
         self.add_from(_read_blocks_file(full), full, stack)
 

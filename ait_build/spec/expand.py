@@ -1,5 +1,5 @@
 """Block uses: argument binding, `repeat` with PyTorch-style instance names, block outputs, and
-the node limit checked before an expansion runs away.
+the limits (graph nodes, graph entries evaluated) checked before an expansion runs away.
 
 `BlockExpander` is a mixin of ModelBuilder (model.py); it uses the builder's `_entries`, `_sub`,
 `_node_name`, `_resolve_inputs`, `_lookup`, `library` and `nodes`.
@@ -13,12 +13,15 @@ from ait_build.errors import Location, SpecError, did_you_mean, shown
 from ait_build.spec.blocks import NO_DEFAULT, BlockDef, check_arg_type
 from ait_build.spec.expr import substitute
 from ait_build.spec.fields import check_keys, expect_map
-from ait_build.spec.model_fields import check_name
+from ait_build.spec.names import check_name
 from ait_build.spec.yamlfile import YMap, where
 
 BLOCK_USE_FIELDS = ("name", "block", "repeat", "args", "inputs", "when", "doc")
 MAX_REPEAT = 10_000
 MAX_NODES = 100_000  # graph nodes after expansion; the largest real models have a few thousand
+# graph entries evaluated during expansion, those that `when: false` drops included: without it a
+# repeat of repeats of dropped entries would make no node and run for hours
+MAX_ENTRIES = 200_000
 
 
 @dataclass
@@ -40,7 +43,8 @@ class Scope:
 class BlockExpander:
     """Expands `{block: ..., repeat: ..., args: ...}` entries into the builder's graph."""
 
-    min_nodes_cache: dict
+    min_size_cache: dict
+    entries_seen: int
 
     def _block_use(self, entry: YMap, scope: Scope, loc: Location) -> None:
         check_keys(entry, BLOCK_USE_FIELDS, "a block use")
@@ -68,7 +72,9 @@ class BlockExpander:
                 raise SpecError(f"block '{bname}' has no param '{key}'" + did_you_mean(key, block.params)
                                 + (f"; its params: {', '.join(block.params)}" if block.params else ""),
                                 args.key_loc[key])
-        self._check_growth(repeat * self._min_nodes(block), bname, repeat, entry, loc)
+        nodes, entries = self._min_size(block)
+        self._check_growth(repeat * nodes, bname, repeat, entry, loc)
+        self._check_entries(repeat * entries, bname, repeat, entry, loc)
         outputs, start, instances = [], len(self.nodes), {}
         for i in range(repeat):
             if templated:
@@ -118,23 +124,45 @@ class BlockExpander:
                             f"{total} nodes; the limit is {MAX_NODES}",
                             where(entry, "repeat") if "repeat" in entry else loc)
 
-    def _min_nodes(self, block: BlockDef) -> int:
-        """A lower bound of the nodes one instance of `block` adds (literal repeats, no 'when')."""
-        if block.name not in self.min_nodes_cache:
-            self.min_nodes_cache[block.name] = 0  # a block that uses itself is reported elsewhere
-            total = 0
+    def _check_entries(self, adds, bname, repeat, entry, loc) -> None:
+        """Fail before expanding a block use that would evaluate more than MAX_ENTRIES entries."""
+        if self.entries_seen + adds > MAX_ENTRIES:
+            raise SpecError(f"block '{bname}' repeated {repeat} time(s) evaluates at least "
+                            f"{self.entries_seen + adds} graph entries (those 'when' drops count "
+                            f"too); the limit is {MAX_ENTRIES}",
+                            where(entry, "repeat") if "repeat" in entry else loc)
+
+    def _count_entry(self, loc) -> None:
+        """Counts one evaluated entry; the net under _check_entries' estimate (expressions)."""
+        self.entries_seen += 1
+        if self.entries_seen > MAX_ENTRIES:
+            raise SpecError(f"block expansion evaluates more than {MAX_ENTRIES} graph entries "
+                            "(those 'when' drops count too)", loc)
+
+    def _min_size(self, block: BlockDef) -> tuple:
+        """Lower bounds of (nodes added, entries evaluated) by one instance of `block`, from its
+        literal repeats: an entry with 'when' adds no node for sure but is still evaluated."""
+        if block.name not in self.min_size_cache:
+            self.min_size_cache[block.name] = (0, 0)  # a block that uses itself is reported elsewhere
+            nodes = entries = 0
             for entry in block.graph:
-                if not isinstance(entry, YMap) or "when" in entry:
+                entries += 1
+                if not isinstance(entry, YMap):
                     continue
                 name = entry.get("block")
                 inner = self.library.blocks.get(name) if isinstance(name, str) else None
                 if inner is None:
-                    total += "op" in entry
+                    nodes += "op" in entry and "when" not in entry
                     continue
+                if "when" in entry:
+                    continue  # maybe never expanded
                 repeat = entry.get("repeat", 1)
-                total += (repeat if _valid_repeat(repeat) else 1) * self._min_nodes(inner)
-            self.min_nodes_cache[block.name] = total
-        return self.min_nodes_cache[block.name]
+                repeat = repeat if _valid_repeat(repeat) else 1
+                inner_nodes, inner_entries = self._min_size(inner)
+                nodes += repeat * inner_nodes
+                entries += repeat * inner_entries
+            self.min_size_cache[block.name] = (nodes, entries)
+        return self.min_size_cache[block.name]
 
     def _block_env(self, block: BlockDef, args: YMap, outer_env: dict, loc: Location) -> dict:
         env = {}

@@ -4,7 +4,7 @@ weights source are parsed by model_fields.py."""
 
 from __future__ import annotations
 
-from ait_build.errors import Location, OpError, SpecError, did_you_mean
+from ait_build.errors import Location, OpError, SpecError, did_you_mean, shown
 from ait_build.ir.dims import Dim, bounds, numel, shape_str
 from ait_build.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES
 from ait_build.ir.graph import INPUT, WEIGHT, Graph, Node, Tensor, verify
@@ -15,14 +15,22 @@ from ait_build.spec.expand import MAX_NODES, BlockExpander, Scope
 from ait_build.spec.expr import substitute
 from ait_build.spec.fields import (check_docs, check_header, check_keys, expect_list, expect_map, get,
                                    type_name)
-from ait_build.spec.model_fields import MAX_DIM, check_name, open_weights, parse_dims
+from ait_build.spec.model_fields import MAX_DIM, open_weights, parse_dims
+from ait_build.spec.names import check_model_name, check_name
 from ait_build.spec.yamlfile import YList, YMap, load_yaml, where, ylist
 
 MODEL_FIELDS = ("apiVersion", "kind", "name", "description", "dtype", "dims", "inputs", "outputs",
                 "weights", "include", "blocks", "graph")
 NODE_FIELDS = ("name", "op", "inputs", "outputs", "when", "weights", "doc")
 MAX_TENSOR_ELEMENTS = 2**40
-MAX_WEIGHT_ELEMENTS = 2**36
+MAX_WEIGHT_ELEMENTS = 2**32
+MAX_WEIGHTS_BYTES = 2**36  # all weights together, at 4 bytes per element
+# dim expressions (concat sums dims, reshape multiplies them): real models use 2 terms of degree 2;
+# without a bound a short spec multiplies sums into polynomials of thousands of terms, which the
+# generated sources print at every use (megabytes of C++ for the compiler)
+MAX_DIM_TERMS = 8
+MAX_DIM_DEGREE = 6
+MAX_NUMEL_TERMS = 64
 
 
 class ModelBuilder(BlockExpander):
@@ -37,16 +45,16 @@ class ModelBuilder(BlockExpander):
         self.node_names: dict = {}
         self.library = BlockLibrary()
         self.ops = {k: v for k, v in all_ops().items() if not v.internal}
-        self.min_nodes_cache: dict = {}
+        self.min_size_cache: dict = {}
+        self.entries_seen = 0
+        self.weight_elements = 0
 
     # -- top level ------------------------------------------------------------------------------
     def build(self) -> Graph:
         doc = self.doc
         check_keys(doc, MODEL_FIELDS, "a model spec", required=("name", "inputs", "graph", "outputs"))
         name = get(doc, "name", str, "the model")
-        if not name.replace("_", "").replace("-", "").isalnum():
-            raise SpecError(f"model name '{name}' may only hold letters, digits, '_' and '-'",
-                            where(doc, "name"))
+        check_model_name(name, where(doc, "name"))
         self.dtype = get(doc, "dtype", str, "the model", default="float32")
         if self.dtype not in FLOAT_DTYPES:
             raise SpecError(f"model dtype must be one of {', '.join(FLOAT_DTYPES)}, got '{self.dtype}'"
@@ -62,9 +70,10 @@ class ModelBuilder(BlockExpander):
         outputs = self._outputs(doc, scope)
         graph = Graph(name=name, dtype=self.dtype, dims=self.dims, tensors=self.tensors,
                       nodes=self.nodes, inputs=inputs, outputs=outputs, source=self.path)
-        graph.weights = open_weights(doc, self.path, self.weights_override, {
-            t.name: (tuple(d.value for d in t.shape), t.init)
-            for t in self.tensors.values() if t.kind == WEIGHT})
+        weights = [t for t in self.tensors.values() if t.kind == WEIGHT]
+        graph.weights = open_weights(doc, self.path, self.weights_override,
+                                     {t.name: (tuple(d.value for d in t.shape), t.init) for t in weights},
+                                     {t.name: t.dtype for t in weights})
         graph.remove_unused_tensors()
         verify(graph)
         return graph
@@ -141,6 +150,7 @@ class ModelBuilder(BlockExpander):
         scope.later = _names_defined(entries)
         for i, entry in enumerate(entries):
             loc = entries.where(i)
+            self._count_entry(loc)
             entry = expect_map(entry, loc, "a graph entry")
             if "when" in entry:
                 cond = self._sub(entry["when"], scope, where(entry, "when"))
@@ -285,7 +295,11 @@ class ModelBuilder(BlockExpander):
                 total = numel(shape).value
                 if total > MAX_WEIGHT_ELEMENTS:
                     raise SpecError(f"weight '{wname}' would hold {total} elements; the limit is "
-                                    f"{MAX_WEIGHT_ELEMENTS}", loc)
+                                    f"{MAX_WEIGHT_ELEMENTS} (2^32)", loc)
+                self.weight_elements += total
+                if self.weight_elements * 4 > MAX_WEIGHTS_BYTES:
+                    raise SpecError(f"the weights up to '{wname}' would take more than "
+                                    f"{MAX_WEIGHTS_BYTES >> 30} GiB; that is the limit", loc)
                 self.tensors[wname] = Tensor(wname, shape, dtype, WEIGHT, loc, spec.init)
             weights[role] = wname
         return weights
@@ -324,6 +338,16 @@ class ModelBuilder(BlockExpander):
     def _check_size(self, shape, loc, what) -> None:
         if not shape:
             return
+        terms = 1
+        for d in shape:
+            if len(d.terms) > MAX_DIM_TERMS or any(len(m) > MAX_DIM_DEGREE for m, _ in d.terms):
+                raise SpecError(f"{what} would have size {shown(str(d))}, a dim expression of "
+                                f"{len(d.terms)} terms; the limit is {MAX_DIM_TERMS} terms of "
+                                f"degree {MAX_DIM_DEGREE}", loc)
+            terms *= len(d.terms)
+        if terms > MAX_NUMEL_TERMS:
+            raise SpecError(f"{what} would have shape {shown(shape_str(shape))}, whose element count "
+                            f"expands to more than {MAX_NUMEL_TERMS} terms", loc)
         _, hi = bounds(numel(shape), self.dims)
         if hi > MAX_TENSOR_ELEMENTS:
             raise SpecError(f"{what} would hold {hi} elements at the largest dims; the limit is "

@@ -1,5 +1,5 @@
-"""A model spec's own fields, each a plain function: dims and their ranges, the weights source,
-and the rule for names."""
+"""A model spec's own fields, each a plain function: dims and their ranges and the weights
+source (the rules for names are in names.py)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,11 @@ import os
 from ait_build.errors import Location, SpecError
 from ait_build.ir.dims import DimRange
 from ait_build.spec.fields import check_keys, expect_map, get
+from ait_build.spec.names import check_identifier
 from ait_build.spec.yamlfile import YMap, where
 from ait_build.weights import WeightStore
 
 MAX_DIM = 2**31 - 1
-NAME_FORBIDDEN = ":$[]{},"  # ':' indexes outputs, the others are YAML or expression syntax
-
-
-def check_name(name, loc: Location, what: str) -> None:
-    if not isinstance(name, str) or not name or any(c.isspace() or c in NAME_FORBIDDEN for c in name):
-        raise SpecError(f"{what} name '{name}' may not be empty or hold spaces or any of "
-                        ": $ [ ] { } ,", loc)
 
 
 def parse_dims(doc: YMap) -> dict:
@@ -29,8 +23,7 @@ def parse_dims(doc: YMap) -> dict:
     dims = expect_map(doc["dims"], where(doc, "dims"), "dims")
     for dname, spec in dims.items():
         loc = dims.key_loc[dname]
-        if not isinstance(dname, str) or not dname.isidentifier():
-            raise SpecError(f"dim name '{dname}' must be an identifier", loc)
+        check_identifier(dname, loc, "dim")
         what = f"dim '{dname}'"
         spec = expect_map(spec, dims.where(dname), what)
         check_keys(spec, ("min", "max", "opt", "doc"), what, required=("max",))
@@ -49,22 +42,22 @@ def parse_dims(doc: YMap) -> dict:
     return result
 
 
-def open_weights(doc: YMap, spec_path: str, override: str | None, specs: dict) -> WeightStore:
+def open_weights(doc: YMap, spec_path: str, override: str | None, specs: dict,
+                 dtypes: dict) -> WeightStore:
     """The weight store the `weights:` field (or an override file) describes; `specs` maps each
-    weight name to (shape, init). A file must hold every weight with its exact shape."""
+    weight name to (shape, init), `dtypes` to its dtype. A file must hold every weight with its
+    exact shape and a dtype of its kind (float or not)."""
     if override is not None:  # a file given on the command line or by a test
-        if not os.path.isfile(override):
-            raise SpecError(f"weights file '{override}' not found")
-        return _checked_file(override, override, specs, None)
+        _regular_file(override, override, None)
+        return _checked_file(override, override, specs, dtypes, None)
     value = doc.get("weights", None)
     loc = where(doc, "weights")
     if value is None:
         return WeightStore(None, 0, specs)
     if isinstance(value, str):
         path = os.path.join(os.path.dirname(spec_path), value)
-        if not os.path.isfile(path):
-            raise SpecError(f"weights file '{value}' not found (looked for {path})", loc)
-        return _checked_file(path, value, specs, loc)
+        _regular_file(path, value, loc)
+        return _checked_file(path, value, specs, dtypes, loc)
     spec = expect_map(value, loc, "weights")
     check_keys(spec, ("random",), "weights", required=("random",))
     rnd = expect_map(spec["random"], where(spec, "random"), "weights.random")
@@ -72,10 +65,20 @@ def open_weights(doc: YMap, spec_path: str, override: str | None, specs: dict) -
     return WeightStore(None, get(rnd, "seed", int, "weights.random", default=0), specs)
 
 
-def _checked_file(path: str, shown: str, specs: dict, loc: Location | None) -> WeightStore:
+def _regular_file(path: str, shown: str, loc: Location | None) -> None:
+    """A weights file that exists and is a regular file (a FIFO or a device would block)."""
+    if not os.path.exists(path):
+        looked = f" (looked for {path})" if path != shown else ""
+        raise SpecError(f"weights file '{shown}' not found{looked}", loc)
+    if not os.path.isfile(path):
+        raise SpecError(f"weights file '{shown}' is not a regular file", loc)
+
+
+def _checked_file(path: str, shown: str, specs: dict, dtypes: dict,
+                  loc: Location | None) -> WeightStore:
     store = WeightStore(path, None, specs)
     try:
-        problems = store.check_file()
+        problems = store.check_file(dtypes)
     except Exception as exc:  # safetensors raises several types for a corrupt file
         raise SpecError(str(exc), loc) from None
     if problems:

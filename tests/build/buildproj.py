@@ -35,7 +35,8 @@ import dataclasses, json, os, sys
 root, spec = sys.argv[1], sys.argv[2]
 from ait_build.codegen.emit import plan_outputs
 from ait_build.spec.target import find_target
-print(json.dumps(dataclasses.asdict(plan_outputs(spec, find_target("cpu", os.path.join(root, "targets"))))))
+emission = plan_outputs(spec, find_target("cpu", os.path.join(root, "targets")))
+print(json.dumps(dict(dataclasses.asdict(emission), compiled_sources=emission.compiled_sources)))
 """
 
 

@@ -131,7 +131,7 @@ def test_cli_build_then_bench(project, tmp_path, monkeypatch, capsys, mode):
 CREATE = """
 import ctypes, sys
 from ait_build.runtime.model import CApi
-api = CApi(sys.argv[1], "mlp")
+api = CApi(sys.argv[1], "ait_mlp")
 handle = ctypes.c_void_p()
 rc = api.create(sys.argv[2].encode(), ctypes.byref(handle))
 print(rc, api.error() if rc else "")

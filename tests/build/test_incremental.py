@@ -35,11 +35,11 @@ def test_progress_lines_count_steps(built, tmp_path):
     shutil.rmtree(project.path("build"))
     result = project.scons("target=cpu")
     emission = project.plan()
-    total = 1 + len(emission.kernel_sources) + 1 + 1  # generate, objects, link
+    total = 1 + len(emission.compiled_sources) + 1  # generate, objects, link
     lines = [line for line in result.out.splitlines() if line.startswith("[")]
     assert lines[0] == f"[1/{total}] generating {len(emission.files)} files (cpu/{MODEL})"
     assert lines[-1] == f"[{total}/{total}] linking lib{MODEL}.so (cpu/{MODEL})"
-    assert result.steps("compiling") == _basenames(emission.kernel_sources + [emission.model_source])
+    assert result.steps("compiling") == _basenames(emission.compiled_sources)
 
 
 @pytest.mark.parametrize("old, new, new_kernel", [
@@ -54,7 +54,8 @@ def test_layer_change_rebuilds_its_kernels_model_and_link(fresh, old, new, new_k
     changed = set(after.kernel_sources) - set(before.kernel_sources)
     assert bool(changed) == new_kernel
     assert len(changed) < len(after.kernel_sources)
-    assert result.steps("compiling") == _basenames(changed) | {os.path.basename(after.model_source)}
+    assert result.steps("compiling") == _basenames(changed) | {
+        os.path.basename(after.model_source), os.path.basename(after.id_source)}
     assert result.steps("linking") == {f"lib{MODEL}.so"}
 
 
@@ -84,7 +85,8 @@ def test_template_edit_rebuilds_only_kernels_rendered_from_it(fresh):
     _edit_template(fresh.path(template))
     result = fresh.scons("target=cpu")
     assert result.steps("generating")
-    assert result.steps("compiling") == _basenames(sources)
+    # and the one-line build id source: the manifest records every kernel's hash
+    assert result.steps("compiling") == _basenames(sources) | {os.path.basename(emission.id_source)}
 
 
 def test_template_reached_through_include_is_a_dependency(fresh):

@@ -39,7 +39,8 @@ def object_cache(tmp_path_factory):
 def _compile(tc, out_dir: str, rel: str, emission, cache_dir) -> str:
     src = os.path.join(out_dir, rel)
     digest = hashlib.sha256(" ".join(tc.compile_command("x", "y")).encode())
-    headers = emission.support_headers + ([emission.header] if rel == emission.model_source else [])
+    headers = emission.support_headers + ([emission.header] if rel in (emission.model_source,
+                                                                      emission.id_source) else [])
     for path in [rel] + headers:
         with open(os.path.join(out_dir, path), "rb") as fh:
             digest.update(fh.read())
@@ -56,7 +57,7 @@ def _compile(tc, out_dir: str, rel: str, emission, cache_dir) -> str:
 
 
 def build_library(tc, out_dir: str, emission, cache_dir) -> str:
-    sources = emission.kernel_sources + [emission.model_source]
+    sources = emission.compiled_sources
     with ThreadPoolExecutor(JOBS) as pool:
         objects = list(pool.map(lambda rel: _compile(tc, out_dir, rel, emission, cache_dir),
                                 sources))

@@ -188,3 +188,24 @@ def test_weights_override_reaches_the_weights_file(tmp_path, cpu_target):
     emit(MLP, cpu_target, str(tmp_path / "out"), weights=str(tmp_path / "w.safetensors"))
     stored = load_file(str(tmp_path / "out" / "weights.safetensors"))
     np.testing.assert_array_equal(stored["fc2.weight@kn"], values["fc2.weight"].T)
+
+
+def test_a_folder_that_cannot_be_written_is_one_error(tmp_path, cpu_target):
+    """A read-only or blocked build folder is the user's to fix: an AitError naming the file
+    (SCons prints it as one line), not an internal error."""
+    blocked = tmp_path / "build"
+    blocked.write_text("a file where the build folder should be")
+    with pytest.raises(AitError, match=r"cannot write .*/build/manifest.json"):
+        emit(MLP, cpu_target, str(blocked))
+    if os.geteuid() != 0:  # root writes anywhere: only another user sees a read-only folder
+        folder = tmp_path / "readonly"
+        folder.mkdir(mode=0o555)
+        with pytest.raises(AitError, match="cannot write .*Permission denied"):
+            emit(MLP, cpu_target, str(folder))
+
+
+def test_header_comments_cannot_be_closed_by_text():
+    from ait_build.codegen.render import c_comment
+    for text in ("a*/b", "*\\/", "/*/", "x*/*/y", "line\nbreak\\"):
+        safe = c_comment(text)
+        assert "*/" not in safe and "/*" not in safe and "\n" not in safe and "\\" not in safe

@@ -168,3 +168,16 @@ def test_every_op_has_a_cpu_kernel_and_a_test_here():
     tested = {e["op"] for g in GROUPS.values() for e in g["graph"]}
     # fused_elementwise is made by the optimizer: test_models runs it in the tiny transformers
     assert ops - tested == {"fused_elementwise"}, sorted(ops - tested)
+
+
+def test_int64_scalar_is_exact_past_float_precision(build_spec, tmp_path):
+    """An integer `scalar` stays an integer: 2^62 + 1 added to an int64 tensor is exact in the
+    reference and in the library (as a float it would round to 2^62)."""
+    big = 2**62 + 1
+    spec = write_spec(tmp_path, "bigint", {"i": {"shape": [3], "dtype": "int64"}},
+                      [n("plus", "add", ["i"], scalar=big)], ["plus"])
+    model, _, _ = build_spec(spec, optimize=False, name="bigint")
+    inputs = {"i": np.array([0, 1, -2], np.int64)}
+    want = inputs["i"] + np.int64(big)
+    np.testing.assert_array_equal(run_reference(load_model(spec), inputs)["plus"], want)
+    np.testing.assert_array_equal(model.run(inputs)["plus"], want)

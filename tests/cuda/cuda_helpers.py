@@ -18,6 +18,7 @@ import numpy as np
 import yaml
 
 from ait_build.codegen.emit import emit
+from ait_build.digest import record_digest
 from ait_build.spec.target import find_target
 from ait_build.toolchain import toolchain_for
 
@@ -80,7 +81,7 @@ def unity_build(spec: str, target: str, out_dir: str) -> tuple:
     emission = emit(spec, t, out_dir)
     unity = os.path.join(out_dir, "all.cu")
     with open(unity, "w") as fh:
-        for rel in emission.kernel_sources + [emission.model_source]:
+        for rel in emission.compiled_sources:
             fh.write(f'#include "{rel}"\n')
     tc = toolchain_for(t)
     obj = os.path.join(out_dir, "all.o")
@@ -101,6 +102,7 @@ def compile_and_link(jobs: list, workers: int) -> None:
         what, compile_cmd, link_cmd = job
         run_checked(compile_cmd, f"compiling {what}")
         run_checked(link_cmd, f"linking {what}")
+        record_digest(link_cmd[link_cmd.index("-o") + 1])  # what Model() checks, as a build does
 
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(one, jobs))

@@ -50,7 +50,8 @@ def test_library_exports_only_the_c_api(libraries, model, target):
                              text=True, check=True).stdout.split("\n")
     exported = sorted(line.split()[-1] for line in symbols if " T " in line)
     prefix = f"ait_{emission.name}_"
-    assert exported == [prefix + f for f in ("create", "destroy", "last_error", "run")]
+    assert exported == [prefix + f for f in ("build_id", "create", "destroy", "last_error",
+                                             "num_steps", "run", "time_steps")]
 
 
 @pytest.mark.parametrize("model,target", CASES)

@@ -12,6 +12,7 @@ import pytest
 
 from ait_build import bench_cuda, build_cli
 from ait_build.cli import main
+from ait_build.digest import json_sha256
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -156,11 +157,14 @@ def test_a_cuda_build_goes_to_the_cuda_bench_and_saves_every_case(monkeypatch, c
     def fake_build(spec, target, jobs=None):
         assert (os.path.basename(spec), target) == ("mlp.yaml", "h200")
         build_dir.mkdir(parents=True)
-        (build_dir / "manifest.json").write_text(json.dumps({
-            "name": "mlp", "target": "h200", "backend": "cuda", "dtype": "float32",
-            "dims": [{"name": "batch", "min": 1, "max": 64, "opt": 8}],
+        manifest = {
+            "name": "mlp", "c_name": "ait_mlp", "target": "h200", "backend": "cuda",
+            "dtype": "float32", "dims": [{"name": "batch", "min": 1, "max": 64, "opt": 8}],
             "inputs": [{"name": "x", "dtype": "float32", "shape": ["batch", 32]}],
-            "outputs": [{"name": "softmax", "dtype": "float32", "shape": ["batch", 16]}]}))
+            "outputs": [{"name": "softmax", "dtype": "float32", "shape": ["batch", 16]}],
+            "weights": {"file": "weights.safetensors", "bytes": 0, "sha256": ""}}
+        manifest["build_id"] = json_sha256(manifest)
+        (build_dir / "manifest.json").write_text(json.dumps(manifest))
         return str(build_dir)
 
     report_path = tmp_path / "out" / "bench.json"

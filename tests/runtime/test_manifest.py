@@ -6,16 +6,24 @@ import json
 
 import pytest
 
+from ait_build.digest import json_sha256
 from ait_build.runtime.manifest import ModelError, bind_dims, evaluate, load_manifest, output_shapes
 
 
-def _manifest(tmp_path, inputs, outputs=None, dims=None):
-    raw = {"name": "m", "target": "cpu", "backend": "cpu",
-           "dims": dims or [{"name": "batch", "min": 1, "max": 8}, {"name": "seq", "min": 2, "max": 9}],
+def _raw(inputs, outputs=None, dims=None) -> dict:
+    raw = {"name": "m", "c_name": "ait_m", "target": "cpu", "backend": "cpu",
+           "dims": dims or [{"name": "batch", "min": 1, "max": 8, "opt": 8},
+                            {"name": "seq", "min": 2, "max": 9, "opt": 9}],
            "inputs": [{"name": n, "dtype": "float32", "shape": s} for n, s in inputs.items()],
-           "outputs": [{"name": n, "dtype": "float32", "shape": s} for n, s in (outputs or {}).items()]}
+           "outputs": [{"name": n, "dtype": "float32", "shape": s} for n, s in (outputs or {}).items()],
+           "weights": {"file": "weights.safetensors", "bytes": 8, "sha256": "0" * 64}}
+    raw["build_id"] = json_sha256(raw)
+    return raw
+
+
+def _manifest(tmp_path, inputs, outputs=None, dims=None):
     path = tmp_path / "manifest.json"
-    path.write_text(json.dumps(raw))
+    path.write_text(json.dumps(_raw(inputs, outputs, dims)))
     return load_manifest(str(path))
 
 
@@ -52,7 +60,50 @@ def test_consistency_between_inputs(tmp_path):
         bind_dims(m, {"a": (2, 3), "b": (4, 2)})
 
 
-def test_broken_manifest_is_an_error_not_a_traceback(tmp_path):
-    (tmp_path / "manifest.json").write_text('{"name": "m"}')
+@pytest.mark.parametrize("text, message", [
+    ('{"name": "m"}', "no build_id"),
+    ("[1, 2]", "not an ait-build manifest"),
+    ("{" * 100000, "not JSON"),
+    ("\xff", "not JSON"),
+])
+def test_broken_manifest_is_an_error_not_a_traceback(tmp_path, text, message):
+    (tmp_path / "manifest.json").write_text(text, encoding="latin-1")
+    with pytest.raises(ModelError, match=message):
+        load_manifest(str(tmp_path / "manifest.json"))
+
+
+@pytest.mark.parametrize("edit", [
+    lambda m: m["dims"][0].update(max=4096),
+    lambda m: m["inputs"].append({"name": "y", "dtype": "float32", "shape": [4]}),
+    lambda m: m["weights"].update(bytes="abc"),
+    lambda m: m.update(weights=[]),
+])
+def test_hand_edited_manifest_is_refused_by_its_build_id(tmp_path, edit):
+    raw = _raw({"x": ["batch", 4]})
+    edit(raw)
+    (tmp_path / "manifest.json").write_text(json.dumps(raw, indent=2))
+    with pytest.raises(ModelError, match="was changed after the build"):
+        load_manifest(str(tmp_path / "manifest.json"))
+
+
+def test_a_sealed_manifest_of_the_wrong_shape_is_still_one_error(tmp_path):
+    """Fields of the wrong type are reported even when build_id was recomputed after the edit."""
+    raw = _raw({"x": ["batch", 4]})
+    raw["weights"] = []
+    raw["build_id"] = json_sha256(raw)
+    (tmp_path / "manifest.json").write_text(json.dumps(raw))
     with pytest.raises(ModelError, match="not a valid ait-build manifest"):
         load_manifest(str(tmp_path / "manifest.json"))
+
+
+@pytest.mark.parametrize("dims, message", [
+    ({"seq": 3.0}, "dim 'seq' must be an integer, got float"),
+    ({"seq": "3"}, "must be an integer, got str"),
+    ({"seq": [3]}, "must be an integer, got list"),
+    ({"seq": True}, "must be an integer, got bool"),
+    ([3], "dims must be a dict"),
+])
+def test_given_dims_must_be_integers(tmp_path, dims, message):
+    m = _manifest(tmp_path, {"x": ["batch", "seq"]})
+    with pytest.raises(ModelError, match=message):
+        bind_dims(m, {"x": (2, 3)}, dims)

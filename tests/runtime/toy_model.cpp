@@ -52,4 +52,6 @@ int ait_toy_run(ait_toy* m, const int64_t* dims, const void* const* inputs, void
 void ait_toy_destroy(ait_toy* m) { delete m; }
 
 const char* ait_toy_last_error(void) { return last_error.c_str(); }
+
+const char* ait_toy_build_id(void) { return TOY_BUILD_ID; }
 }

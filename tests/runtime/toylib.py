@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 
 import numpy as np
 
+from ait_build.digest import digest_line, json_sha256, sha256_file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOY_WEIGHTS = np.array([1.0, -2.0, 0.5, 3.0], dtype=np.float32)
 TOY_MANIFEST = {
-    "name": "toy", "target": "cpu", "backend": "cpu", "dtype": "float32",
+    "name": "toy", "c_name": "ait_toy", "target": "cpu", "backend": "cpu", "dtype": "float32",
     "dims": [{"name": "batch", "min": 1, "max": 64, "opt": 8},
              {"name": "seq", "min": 1, "max": 32, "opt": 4}],
     "inputs": [{"name": "x", "dtype": "float32", "shape": ["batch", 4]},
@@ -19,14 +22,21 @@ TOY_MANIFEST = {
     "outputs": [{"name": "y", "dtype": "float32", "shape": ["batch", 4]},
                 {"name": "count", "dtype": "float32", "shape": ["batch"]}],
     "kernels": [], "workspace_bytes": 0,
-    "weights": {"file": "weights.safetensors", "sha256": "", "bytes": 16},
+    "weights": {"file": "weights.safetensors", "bytes": 16,
+                "sha256": hashlib.sha256(TOY_WEIGHTS.tobytes()).hexdigest()},
 }
+TOY_MANIFEST["build_id"] = json_sha256(TOY_MANIFEST)
 
 
 def build_toy(out: str) -> str:
-    """Builds the toy model into `out` (a build directory) and returns it."""
-    subprocess.run(["g++", "-O1", "-std=c++17", "-shared", "-fPIC", "-o",
-                    os.path.join(out, "libtoy.so"), os.path.join(HERE, "toy_model.cpp")], check=True)
+    """Builds the toy model into `out` (a build directory) as a build does: the library returns
+    the manifest's build_id and its hash is recorded beside it. Returns `out`."""
+    library = os.path.join(out, "libtoy.so")
+    subprocess.run(["g++", "-O1", "-std=c++17", "-shared", "-fPIC",
+                    f"-DTOY_BUILD_ID=\"{TOY_MANIFEST['build_id']}\"", "-o", library,
+                    os.path.join(HERE, "toy_model.cpp")], check=True)
+    with open(library + ".sha256", "w") as fh:
+        fh.write(digest_line(sha256_file(library), "libtoy.so"))
     with open(os.path.join(out, "manifest.json"), "w") as fh:
         json.dump(TOY_MANIFEST, fh)
     TOY_WEIGHTS.tofile(os.path.join(out, "weights.safetensors"))

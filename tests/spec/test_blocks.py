@@ -3,6 +3,8 @@ nested blocks and included block files."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ait_build.errors import SpecError
@@ -168,3 +170,26 @@ def test_repeat_with_a_name_that_does_not_change_per_instance_is_an_error(write)
     with pytest.raises(SpecError, match="instances 0 and 1 are both named 'same'"):
         load_model(_model(write, "  - {name: \"${'same'}\", block: mlp, repeat: 2, args: {hidden: 16}}",
                           outputs="[same]"))
+
+
+def test_include_fan_out_reads_each_file_once(tmp_path, monkeypatch):
+    """Ten block files, each including every later one three times: 3^45 include paths, but each
+    file is read once (it used to be read again on every path: minutes)."""
+    import time
+    from ait_build.spec import blocks
+    count = 10
+    for i in range(count):
+        later = [f"f{j}.yaml" for j in range(i + 1, count)] * 3
+        (tmp_path / f"f{i}.yaml").write_text(
+            f"apiVersion: ait-build/v1\nkind: Blocks\ninclude: {later}\n"
+            f"blocks:\n  b{i}:\n    graph: [{{op: relu}}]\n")
+    (tmp_path / "m.yaml").write_text(
+        "apiVersion: ait-build/v1\nkind: Model\nname: m\ninputs: {x: {shape: [4]}}\n"
+        "include: [f0.yaml, f0.yaml]\ngraph: [{name: a, block: b9}]\noutputs: [a]\n")
+    reads = []
+    real = blocks._read_blocks_file
+    monkeypatch.setattr(blocks, "_read_blocks_file", lambda path: reads.append(path) or real(path))
+    start = time.perf_counter()
+    assert [n.name for n in load_model(str(tmp_path / "m.yaml")).nodes] == ["a.relu"]
+    assert time.perf_counter() - start < 2.0
+    assert sorted(os.path.basename(p) for p in reads) == sorted(f"f{i}.yaml" for i in range(count))

@@ -1,0 +1,54 @@
+"""SHA-256 of files and the `<hex>  <name>` digest files beside build outputs (the format of
+`sha256sum`, so `sha256sum -c lib<model>.so.sha256` checks one by hand)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+
+CHUNK = 1 << 20
+
+
+def sha256_file(path: str) -> str:
+    """Hex digest of a regular file's bytes (a FIFO or a device raises OSError: reading one could
+    block forever or never end)."""
+    with open(path, "rb", buffering=0) as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        h = hashlib.sha256()
+        for chunk in iter(lambda: fh.read(CHUNK), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def digest_line(digest: str, name: str) -> str:
+    return f"{digest}  {name}\n"
+
+
+def record_digest(path: str) -> str:
+    """Writes `<path>.sha256` (what a build records after linking a library); returns it."""
+    digest_file = path + ".sha256"
+    with open(digest_file, "w", encoding="ascii") as fh:
+        fh.write(digest_line(sha256_file(path), os.path.basename(path)))
+    return digest_file
+
+
+def read_digest(path: str) -> str | None:
+    """The hex digest a digest file records, or None when it is missing or malformed."""
+    try:
+        with open(path, encoding="ascii") as fh:
+            text = fh.read(200)
+    except (OSError, UnicodeDecodeError):
+        return None
+    word = text.split()[0] if text.split() else ""
+    return word if len(word) == 64 and all(c in "0123456789abcdef" for c in word) else None
+
+
+def json_sha256(record: dict) -> str:
+    """Hex digest of a JSON record in canonical form (sorted keys, no spaces): a manifest's
+    build_id is this over every other field, so an edit to any of them shows."""
+    fields = {k: v for k, v in record.items() if k != "build_id"}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":"),
+                                     ensure_ascii=True).encode()).hexdigest()

@@ -1,0 +1,47 @@
+"""What a name in a spec may hold: only what every layer it reaches can carry as it is.
+
+Names travel far: a model name becomes file names (lib<name>.so, <name>.h), a build folder, an
+SCons alias and C identifiers (ait_<name>_run); tensor, node and weight names go into C string
+literals and comments, safetensors keys, manifest.json and `ait-build run -o` files; dim names
+become C variables and terms of the dim expressions the runtime parses. So the rules are ASCII,
+decided here once, and checked by `ait-build check` with the name's location:
+
+- model: letters, digits, `_` and `-`, starting with a letter, a digit or `_`; at most 64;
+- tensor, node, weight, input and output names: letters, digits, `_`, `.` and `-` (PyTorch's
+  `encoder.layer.0.attention`); at most 200;
+- dims, blocks and block params: identifiers (letters, digits, `_`, not starting with a digit)
+  that are not Python keywords (expressions are parsed as Python); at most 64.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+
+from ait_build.errors import Location, SpecError, shown
+
+MODEL_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
+TENSOR_NAME = re.compile(r"[A-Za-z0-9_.-]{1,200}")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+def check_model_name(name, loc: Location) -> None:
+    if not isinstance(name, str) or not MODEL_NAME.fullmatch(name):
+        raise SpecError(f"model name {shown(name)} may only hold ASCII letters, digits, '_' and "
+                        "'-' (not first), at most 64 of them: it names files and C functions", loc)
+
+
+def check_name(name, loc: Location, what: str) -> None:
+    """A tensor, node, weight, input or output name."""
+    if not isinstance(name, str) or not TENSOR_NAME.fullmatch(name):
+        raise SpecError(f"{what} name {shown(name)} may only hold ASCII letters, digits, '_', '.' "
+                        "and '-', at most 200 of them (it may not be empty or hold spaces)", loc)
+
+
+def check_identifier(name, loc: Location, what: str, reserved=()) -> None:
+    """A dim, block or block param name."""
+    if not isinstance(name, str) or not IDENTIFIER.fullmatch(name) or keyword.iskeyword(name):
+        raise SpecError(f"{what} name {shown(name)} must be an identifier: ASCII letters, digits "
+                        "and '_', not starting with a digit, at most 64, not a Python keyword", loc)
+    if name in reserved:
+        raise SpecError(f"{what} name '{name}' is reserved ({', '.join(reserved)})", loc)

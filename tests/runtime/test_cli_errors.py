@@ -1,0 +1,128 @@
+"""A user's mistake on the command line is one line on stderr, exit status 1 (2 for a malformed
+argument, argparse's usage errors), and never a traceback; outputs are checked before the work
+that would fill them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ait_build.digest import json_sha256
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MLP = os.path.join(ROOT, "specs", "mlp.yaml")
+
+
+def _cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "ait_build", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=ROOT))
+
+
+def _one_line(proc, rc: int, words: str) -> None:
+    assert proc.returncode == rc, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert words in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["run", "{toy}", "--random-input", "--batch", "-1"], "argument --batch: must be >= 1, got -1"),
+    (["reference", MLP, "--random-input", "--batch", "0"], "argument --batch: must be >= 1, got 0"),
+    (["run", "{toy}", "--random-input", "--seed", "-5"], "argument --seed: must be >= 0, got -5"),
+    (["reference", MLP, "--random-input", "--seed", "x"], "expected an integer, got 'x'"),
+    (["reference", MLP, "--random-input", "--dim", "batch"], "takes NAME=VALUE, got 'batch'"),
+    (["bench", "mlp", "--batch", "0"], "argument --batch: must be >= 1, got 0"),
+    (["bench", "mlp", "--batch", "abc"], "argument --batch: expected an integer, got 'abc'"),
+    (["bench", "mlp", "--runs", "0"], "argument --runs: must be >= 1, got 0"),
+    (["bench", "mlp", "--warmup", "-1"], "argument --warmup: must be >= 0, got -1"),
+    (["build", "mlp", "-j", "0"], "argument -j/--jobs: must be >= 1, got 0"),
+])
+def test_malformed_arguments_are_usage_errors(toy_dir, args, words):
+    _one_line(_cli(*[a.format(toy=toy_dir) for a in args]), 2, words)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["reference", MLP, "--random-input", "--dim", "nope=3"], "unknown dim(s) nope; the model's dims: batch"),
+    (["reference", MLP, "--random-input", "--batch", "65"], "dim 'batch' is 65, outside the model's range [1, 64]"),
+    (["reference", MLP, "--random-input", "--dim", "batch=2", "--batch", "3"], "dim 'batch' is given twice"),
+    (["run", "{toy}", "--random-input", "--dim", "nope=3"], "unknown dim(s) nope"),
+    (["run", "{toy}", "--random-input", "--batch", "100000"], "outside the model's range [1, 64]"),
+    (["run", "{toy}", "--random-input", "-o", "{tmp}"], "is a directory; give a file name"),
+    (["run", "{toy}", "--random-input", "-o", "{tmp}/no/such/out.safetensors"], "does not exist"),
+    (["reference", MLP, "--random-input", "-o", "{tmp}"], "is a directory"),
+    (["run", "{toy}", "--random-input", "--check", "--spec", MLP], "does not describe the model built as 'toy'"),
+    (["run", "{toy}", "--inputs", "{tmp}"], "not a regular file"),
+    (["graph", MLP, "-o", "/proc/ait-build/graph.txt"], "cannot write /proc/ait-build/graph.txt"),
+])
+def test_user_errors_are_one_line_before_the_work(toy_dir, tmp_path, args, words):
+    _one_line(_cli(*[a.format(toy=toy_dir, tmp=tmp_path) for a in args]), 1, words)
+
+
+def test_hand_edited_manifest_is_one_line(toy_dir, tmp_path):
+    folder = tmp_path / "toy"
+    folder.mkdir()
+    for name in os.listdir(toy_dir):
+        (folder / name).write_bytes((open(os.path.join(toy_dir, name), "rb")).read())
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["dims"][0]["max"] = 1 << 40
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    _one_line(_cli("run", str(folder), "--random-input"), 1, "was changed after the build")
+    manifest["build_id"] = json_sha256(manifest)  # sealed again: the library still disagrees
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    _one_line(_cli("run", str(folder), "--random-input"), 1, "come from different builds")
+
+
+def test_bench_names_no_file_before_the_spec_is_checked(tmp_path):
+    """`bench --dtype` writes a copy of the spec named after its model: a name such as
+    '../../x' is refused (located) before anything is written."""
+    spec = tmp_path / "evil.yaml"
+    spec.write_text("apiVersion: ait-build/v1\nkind: Model\nname: ../../escaped\n"
+                    "inputs: {x: {shape: [4]}}\ngraph: [{op: relu}]\noutputs: [relu]\n")
+    before = set(os.listdir(tmp_path))
+    proc = _cli("bench", str(spec), "--dtype", "float16", cwd=str(tmp_path))
+    _one_line(proc, 1, f"{spec}:3:7: error: model name '../../escaped' may only hold")
+    assert set(os.listdir(tmp_path)) == before
+    assert not os.path.exists(os.path.join(ROOT, "build", "escaped_float16.yaml"))
+
+
+def test_check_with_nan_in_both_is_agreement():
+    from ait_build.build_cli import compare
+    import numpy as np
+    ours = {"y": np.array([np.nan, 1.0, np.inf], np.float32)}
+    assert compare(ours, {"y": np.array([np.nan, 1.0, np.inf], np.float32)}, "float32")[0].endswith(" ok")
+    lines = compare(ours, {"y": np.array([0.0, 1.0, np.inf], np.float32)}, "float32")
+    assert lines[0].endswith("MISMATCH")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("apiVersion: ait-build/v1\nkind: Model\nname: big\ndescription: '" + "x" * (9 << 20) + "'\n",
+     ":1:1: error: file is larger than 8 MiB"),
+    ("apiVersion: ait-build/v1\nkind: Model\nname: deep\ngraph: " + "[" * 100 + "]" * 100 + "\n",
+     "error: nesting deeper than 64 levels"),
+])
+def test_build_reads_the_spec_with_limits_before_scons(tmp_path, text, words):
+    """`ait-build build` used to parse with an unbounded yaml.safe_load first (a 50 MB spec took
+    minutes, deep nesting raised RecursionError)."""
+    import time
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text)
+    start = time.perf_counter()
+    _one_line(_cli("build", str(spec), "--target", "cpu"), 1, words)
+    assert time.perf_counter() - start < 30
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "{toy}", "--inputs", "{fifo}"],
+    ["reference", MLP, "--random-input", "--weights", "{fifo}"],
+    ["reference", MLP, "--inputs", "{fifo}"],
+])
+def test_a_fifo_is_refused_not_read(toy_dir, tmp_path, args):
+    """Reading a FIFO (or a device) would block forever: only regular files are read."""
+    fifo = str(tmp_path / "pipe.safetensors")
+    os.mkfifo(fifo)
+    _one_line(_cli(*[a.format(toy=toy_dir, fifo=fifo) for a in args]), 1, "not a regular file")
