@@ -50,11 +50,14 @@ def test_help_prints_whole_sentences():
 
 
 def test_usage_errors_exit_2(capsys):
-    for argv in (["nonsense"], ["build"], ["run", "x", "--batch", "two"]):
+    """A usage error is one line that names the command and where its usage is."""
+    for argv, command in ((["nonsense"], "ait-build"), (["build"], "ait-build build"),
+                          (["run", "x", "--batch", "two"], "ait-build run")):
         with pytest.raises(SystemExit) as info:
             main(argv)
         assert info.value.code == 2, argv
-    assert "usage: ait-build" in capsys.readouterr().err
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith(f"{command}: error: ") and line.endswith(f"(see {command} --help)")
 
 
 def test_input_errors_exit_1_internal_errors_3(tmp_path, capsys, monkeypatch):

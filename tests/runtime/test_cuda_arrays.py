@@ -7,15 +7,13 @@ the CUDA calls themselves (tests/cuda/test_gpu_arrays.py runs them on a GPU)."""
 from __future__ import annotations
 
 import ctypes
-import json
-import shutil
 import sys
 
 import numpy as np
 import pytest
 
 from ait_build.runtime import Model, ModelError, cuda
-from toylib import toy_expected
+from toylib import build_toy, toy_expected
 
 
 class HostRuntime:
@@ -56,15 +54,11 @@ def host_runtime(monkeypatch):
     return rt
 
 
-@pytest.fixture
-def cuda_toy(toy_dir, tmp_path) -> str:
-    """The toy library, its manifest saying it was built for h200."""
-    out = tmp_path / "toy"
-    shutil.copytree(toy_dir, out)
-    manifest = json.loads((out / "manifest.json").read_text())
-    manifest.update(target="h200", backend="cuda")
-    (out / "manifest.json").write_text(json.dumps(manifest))
-    return str(out)
+@pytest.fixture(scope="module")
+def cuda_toy(toy_dir, tmp_path_factory) -> str:
+    """The toy library built with a manifest saying it was built for h200 (its build_id, which
+    the library returns, follows the manifest); toy_dir skips where g++ is missing."""
+    return build_toy(str(tmp_path_factory.mktemp("cuda_toy")), target="h200", backend="cuda")
 
 
 def _inputs():

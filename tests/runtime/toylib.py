@@ -28,17 +28,22 @@ TOY_MANIFEST = {
 TOY_MANIFEST["build_id"] = json_sha256(TOY_MANIFEST)
 
 
-def build_toy(out: str) -> str:
+def build_toy(out: str, **fields) -> str:
     """Builds the toy model into `out` (a build directory) as a build does: the library returns
-    the manifest's build_id and its hash is recorded beside it. Returns `out`."""
+    the manifest's build_id and its hash is recorded beside it. `fields` replace manifest fields
+    (target="h200", backend="cuda": a cuda build's manifest), the build_id following them.
+    Returns `out`."""
+    manifest = dict(TOY_MANIFEST, **fields)
+    manifest.pop("build_id")
+    manifest["build_id"] = json_sha256(manifest)
     library = os.path.join(out, "libtoy.so")
     subprocess.run(["g++", "-O1", "-std=c++17", "-shared", "-fPIC",
-                    f"-DTOY_BUILD_ID=\"{TOY_MANIFEST['build_id']}\"", "-o", library,
+                    f"-DTOY_BUILD_ID=\"{manifest['build_id']}\"", "-o", library,
                     os.path.join(HERE, "toy_model.cpp")], check=True)
     with open(library + ".sha256", "w") as fh:
         fh.write(digest_line(sha256_file(library), "libtoy.so"))
     with open(os.path.join(out, "manifest.json"), "w") as fh:
-        json.dump(TOY_MANIFEST, fh)
+        json.dump(manifest, fh)
     TOY_WEIGHTS.tofile(os.path.join(out, "weights.safetensors"))
     return out
 
