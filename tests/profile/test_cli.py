@@ -85,6 +85,52 @@ def test_measure_only_writes_a_profile_that_builds_read(project, capsys):
     assert (project / "profiles" / "h200.yaml").read_text() == before
 
 
+# nvcc's stand-in for --compile-only: tells its version and writes the file after -o
+FAKE_NVCC = """#!/bin/sh
+if [ "$1" = --version ]; then echo "Cuda compilation tools, release 13.0, V$FAKE_NVCC_VERSION"; exit 0; fi
+out=""
+while [ $# -gt 0 ]; do if [ "$1" = -o ]; then out="$2"; fi; shift; done
+echo "built by the stand-in" > "$out"
+"""
+
+
+def test_compile_only_builds_the_harnesses_as_model_steps(project, tmp_path, monkeypatch, capfd):
+    """--compile-only through the harness SConstruct: every source compiles and every program
+    links with [k/n] progress lines; a second run compiles nothing; a new compiler version
+    compiles everything again (the toolchain Value of a model build's steps)."""
+    pytest.importorskip("cutlass_library")  # the h200 toolchain's headers (the cuda extra)
+    fake = tmp_path / "bin" / "nvcc"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_NVCC)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_NVCC_VERSION", "13.0.88")
+    monkeypatch.delenv("AIT_BUILD_CACHE", raising=False)
+    args = ["profile", "bert_base", "--target", "h200", "--batch", "1", "--compile-only", "-j2"]
+    target = find_target(str(project / "targets" / "h200.yaml"))
+    jobs, backend = gather_jobs(["bert_base"], target, {"batch": [1]}, print)
+    harnesses = [render_harness(job, backend, str(project / "build" / "h200" / "profile" / job.group))
+                 for job in jobs]
+    steps = sum(len(h.sources) + 1 for h in harnesses)  # each source, then the link
+    assert main(args) == 0
+    lines = progress_lines(capfd)
+    assert len(lines) == steps and lines[-1].startswith(f"[{steps}/{steps}] linking harness ")
+    for h in harnesses:
+        assert (project / "build" / "h200" / "profile" / h.group / h.program).is_file()
+        assert (project / "build" / "h200" / "profile" / h.group / DIGEST).read_text() == h.digest
+    assert main(args) == 0
+    assert progress_lines(capfd) == []
+    monkeypatch.setenv("FAKE_NVCC_VERSION", "13.0.99")
+    assert main(args) == 0
+    assert len(progress_lines(capfd)) == steps
+
+
+def progress_lines(capfd) -> list:
+    """The build's `[k/n] compiling ...` and `[k/n] linking ...` lines printed since the last call."""
+    return [line for line in capfd.readouterr().out.splitlines()
+            if line.startswith("[") and ("] compiling " in line or "] linking " in line)]
+
+
 def test_measure_only_refuses_harnesses_built_from_other_sources(project, capsys):
     target = find_target(str(project / "targets" / "h200.yaml"))
     for job in place_fake_harnesses(project, target):

@@ -41,6 +41,7 @@ def _one_line(proc, rc: int, words: str) -> None:
     (["bench", "mlp", "--runs", "0"], "argument --runs: must be >= 1, got 0"),
     (["bench", "mlp", "--warmup", "-1"], "argument --warmup: must be >= 0, got -1"),
     (["build", "mlp", "-j", "0"], "argument -j/--jobs: must be >= 1, got 0"),
+    (["profile", "mlp", "--target", "h200", "-j", "0"], "argument -j/--jobs: must be >= 1, got 0"),
 ])
 def test_malformed_arguments_are_usage_errors(toy_dir, args, words):
     _one_line(_cli(*[a.format(toy=toy_dir) for a in args]), 2, words)
