@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
@@ -64,13 +65,25 @@ def bf16_spec(name: str) -> str:
 def fp16acc_target(target: str, out_dir: str) -> str:
     """targets/<target>.yaml copied to out_dir/<target>_fp16acc.yaml with `precision:
     {accumulate: float16}` appended: what docs/cuda.md tells a user to write."""
+    return _target_copy(target, out_dir, "fp16acc",
+                        lambda text: text + "precision: {accumulate: float16}\n")
+
+
+def heuristic_target(target: str, out_dir: str) -> str:
+    """targets/<target>.yaml copied to out_dir/<target>_heuristic.yaml without its
+    profile_cache: every tuned GEMM/conv call holds the heuristic's configurations."""
+    return _target_copy(target, out_dir, "heuristic",
+                        lambda text: re.sub(r"(?m)^profile_cache:.*\n", "", text))
+
+
+def _target_copy(target: str, out_dir: str, suffix: str, edit) -> str:
     with open(os.path.join(ROOT, "targets", f"{target}.yaml"), encoding="utf-8") as fh:
         text = fh.read()
-    text = text.replace(f"\nname: {target}\n", f"\nname: {target}_fp16acc\n", 1)
-    path = os.path.join(out_dir, f"{target}_fp16acc.yaml")
+    text = text.replace(f"\nname: {target}\n", f"\nname: {target}_{suffix}\n", 1)
+    path = os.path.join(out_dir, f"{target}_{suffix}.yaml")
     os.makedirs(out_dir, exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text + "precision: {accumulate: float16}\n")
+        fh.write(edit(text))
     return path
 
 
