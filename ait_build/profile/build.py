@@ -20,7 +20,8 @@ from ait_build.errors import AitError
 
 
 def setup(arguments: dict) -> None:
-    from ait_build.scons import Options, Progress, base_env, target_env
+    from ait_build.scons import Options, base_env, target_env
+    from ait_build.scons_progress import Progress
     from ait_build.spec.target import load_target
     root = Dir("#").abspath
     try:
@@ -43,10 +44,11 @@ def setup(arguments: dict) -> None:
         folder = harness["folder"]
         henv = tenv.Clone(AIT_LABEL=f"{target.name} profile {harness['group']}")
         objects = [henv.SharedObject(target=os.path.join(folder, "obj", os.path.splitext(os.path.basename(s))[0]),
-                                     source=os.path.join(folder, s)) for s in harness["sources"]]
+                                     source=os.path.join(folder, s))[0] for s in harness["sources"]]
         # the model libraries' link line, making a program: nvcc links the CUDA runtime statically
         quiet = {} if opts.verbose else {"LINKCOMSTR": "linking ${TARGET.file} (${AIT_LABEL})"}
         programs += henv.Program(target=os.path.join(folder, harness["program"]), source=objects,
                                  LINK="$SHLINK", LINKFLAGS=[], **quiet)
-        progress.total += len(objects) + 1
+        for node in objects + programs[-1:]:
+            progress.add_step(henv, node)
     Default(programs)
