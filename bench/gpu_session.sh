@@ -7,6 +7,11 @@
 set -o pipefail
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
+# PACK=1: on the way out, pack everything under $OUT into one results.tgz (a device call brings
+# back at most 8 files)
+pack() { [ "${PACK:-0}" = 1 ] && (cd "$OUT" && tar czf /tmp/results.tgz . && find . -type f -delete \
+  && mv /tmp/results.tgz results.tgz); }
+trap pack EXIT
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1

@@ -125,6 +125,8 @@ def cmd_profile(args) -> int:
     echo = print
     start = time.monotonic()
     jobs, backend = gather_jobs(args.spec, target, requested_dims(args), echo)
+    if args.kernels:  # re-profile some families (the profile file keeps the others' entries)
+        jobs = [j for j in jobs if any(k in j.family for k in args.kernels)]
     if not jobs:
         echo("nothing to profile: no GEMM or conv with several candidate configurations")
         return 0
@@ -185,6 +187,9 @@ def register(sub) -> None:
                    "dim's min, opt and max)")
     p.add_argument("--dim", action="append", help="NAME=VALUE[,VALUE...] for another dim "
                    "(default: its opt); repeatable")
+    p.add_argument("--kernels", action="append", metavar="TEXT",
+                   help="only the kernel families whose name contains TEXT, e.g. 'conv2d float16 "
+                   "act=relu' (repeatable; the profile keeps the other families' entries)")
     p.add_argument("-j", "--jobs", type=positive_int, help="parallel compile jobs (default: as a build)")
     p.add_argument("--cache", help="CacheDir for the compiled candidates (default: $AIT_BUILD_CACHE)")
     p.add_argument("--compile-only", action="store_true",

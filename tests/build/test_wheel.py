@@ -85,3 +85,15 @@ def test_build_from_a_folder_without_sconstruct(venv, tmp_path):
     assert os.path.isfile(tmp_path / "loose" / "build" / "cpu" / "mlp" / "libmlp.so")
     after = os.listdir(os.path.join(REPO, "build")) if os.path.isdir(os.path.join(REPO, "build")) else []
     assert before == after
+
+
+def test_the_stock_profiles_come_with_the_wheel(venv, tmp_path):
+    """profiles/h200.yaml travels as ait_build/_data/profiles/, where the stock h200 target's
+    profile_cache points, and reads as a profile with entries."""
+    script = ("from ait_build.codegen.tuning import load_profile, profile_path\n"
+              "from ait_build.spec.target import find_target\n"
+              "t = find_target('h200')\n"
+              "print(profile_path(t), len(load_profile(t).entries))\n")
+    path, entries = run(["python", "-c", script], cwd=str(tmp_path), env=venv).stdout.split()
+    assert path.startswith(venv["VIRTUAL_ENV"]) and path.endswith("_data/profiles/h200.yaml")
+    assert int(entries) > 10

@@ -189,8 +189,13 @@ def test_hopper_attention_picks_its_variant_per_call(tmp_path):
             "cutlass::gemm::KernelTmaWarpSpecializedPingpong>") in src
     assert ("Kernel2 = KernelOf<Shape<_128, _128, _64>, "
             "cutlass::gemm::KernelTmaWarpSpecializedCooperative>") in src
-    assert "if (Sk <= 1024) return hopper::launch<hopper::Kernel1>(" in src
-    assert "    return hopper::launch<hopper::Kernel2>(" in src
+    assert "if (Sk <= 1024) {\n      return hopper::launch<hopper::Kernel1>(" in src
+    assert "      return hopper::launch<hopper::Kernel2>(" in src
+    # key counts in whole 128-key tiles (BERT's 4096) run a twin without the key mask
+    assert "Kernel2Whole = KernelOf<Shape<_128, _128, _64>" in src
+    assert "cutlass::fmha::collective::DefaultFusion>;" in src
+    assert "if (Sk % 128 == 0)  // no key tile is partial" in src
+    assert "Kernel1Whole" not in src
     assert "Sq % 8" not in src and "Op::can_implement(arguments)" not in src
 
 

@@ -145,3 +145,15 @@ def test_profile_refuses_cpu_targets_and_unknown_dims(project, capsys):
     assert "measures the cuda backend" in capsys.readouterr().err
     assert main(["profile", "resnet50", "--target", "h200", "--dim", "seq=128", "--measure-only"]) == 1
     assert "no spec given has a dim 'seq'" in capsys.readouterr().err
+
+
+def test_kernels_narrows_the_profile_to_some_families(project, capsys):
+    target = find_target(str(project / "targets" / "h200.yaml"))
+    place_fake_harnesses(project, target)
+    argv = ["profile", "bert_base", "--target", "h200", "--batch", "1", "--measure-only"]
+    assert main(argv + ["--kernels", "act=gelu"]) == 0
+    assert "[1/1] gemm float16 b=col act=gelu" in capsys.readouterr().out
+    text = (project / "profiles" / "h200.yaml").read_text()
+    assert text.count("\n  - {family: ") == 1 and "act=gelu" in text
+    assert main(argv + ["--kernels", "act=none"]) == 0  # the other family joins, gelu's stays
+    assert (project / "profiles" / "h200.yaml").read_text().count("\n  - {family: ") == 4
