@@ -93,10 +93,7 @@ def _plan_summary(graph, target, report, fmt) -> dict:
     """Passes applied plus, when the planner exists, unique kernels and workspace bytes."""
     extra = {"passes": [{"name": n, "changed": s} for n, s in report]} if fmt == "json" else \
         {"passes": "; ".join(f"{n}: {s}" for n, s in report if s) or "none changed the graph"}
-    try:
-        from ait_build.codegen.plan import summarize
-    except ImportError:  # the optimizer's own counts until codegen provides its plan
-        from ait_build.passes.summary import summarize
+    from ait_build.pipeline import summarize
     extra.update(summarize(graph, target))
     return extra
 

@@ -9,7 +9,8 @@ file emit() writes except weights.safetensors, which is recorded by its sha256 (
 weights run to hundreds of MB). A spec a target cannot build records its error message instead.
 The a100 and h200 targets read profiles/a100.yaml and profiles/h200.yaml as a build does.
 `compare` lists the files that differ, appear or disappear between two snapshots and exits 1
-when there are any.
+when there are any; for a manifest.json it names the fields that differ, and a build_id.cpp that
+differs only in the build id (the hash of its manifest) is counted as such.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import argparse
 import filecmp
 import glob
 import hashlib
+import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -36,7 +39,7 @@ def all_specs() -> list:
 
 
 def write(out: str, targets: list) -> None:
-    from ait_build.codegen.emit import emit
+    from ait_build.pipeline import emit
     from ait_build.errors import AitError
     specs = all_specs()
     for target in targets:
@@ -69,14 +72,43 @@ def files_under(root: str) -> set:
     return {os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs}
 
 
+def json_paths(a, b, prefix="") -> list:
+    """The dotted paths where two JSON values differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [p for k in sorted(set(a) | set(b))
+                for p in json_paths(a.get(k), b.get(k), f"{prefix}{k}.")]
+    return [] if a == b else [prefix.rstrip(".")]
+
+
+def how_it_differs(before: str, after: str, rel: str) -> str:
+    with open(os.path.join(before, rel), encoding="utf-8", errors="replace") as fh:
+        old = fh.read()
+    with open(os.path.join(after, rel), encoding="utf-8", errors="replace") as fh:
+        new = fh.read()
+    if rel.endswith("manifest.json"):
+        return "fields " + ", ".join(json_paths(json.loads(old), json.loads(new)))
+    if rel.endswith("build_id.cpp"):
+        hexid = re.compile(r"[0-9a-f]{64}")
+        if hexid.sub("ID", old) == hexid.sub("ID", new):
+            return "the build id only"
+    return "content"
+
+
 def compare(before: str, after: str) -> int:
     a, b = files_under(before), files_under(after)
     gone, new = sorted(a - b), sorted(b - a)
     changed = sorted(p for p in a & b
                      if not filecmp.cmp(os.path.join(before, p), os.path.join(after, p), shallow=False))
-    for label, paths in (("only before", gone), ("only after", new), ("differs", changed)):
+    for label, paths in (("only before", gone), ("only after", new)):
         for p in paths:
             print(f"{label}: {p}")
+    kinds: dict = {}
+    for p in changed:
+        how = how_it_differs(before, after, p)
+        print(f"differs: {p}: {how}")
+        kinds.setdefault(f"{os.path.basename(p)}: {how}", []).append(p)
+    for how, paths in sorted(kinds.items()):
+        print(f"  {len(paths)} x {how}")
     print(f"{len(a & b) - len(changed)} identical, {len(changed)} differ, {len(gone)} gone, "
           f"{len(new)} new")
     return 1 if gone or new or changed else 0

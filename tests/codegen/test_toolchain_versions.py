@@ -8,7 +8,7 @@ import json
 import os
 
 from ait_build import __version__
-from ait_build.codegen.emit import emit
+from ait_build.pipeline import emit
 from ait_build.spec.target import find_target
 from ait_build.toolchain import compiler_version, header_version, host_compiler
 
@@ -51,7 +51,7 @@ def test_cpu_manifest_records_versions_and_the_target_file(tmp_path):
 
 
 def test_nvcc_from_the_pip_wheels_links_the_runtime_from_its_lib_folder(tmp_path, monkeypatch):
-    from ait_build.toolchain import nvcc_wheel_lib_dirs
+    from ait_build.backends.cuda.toolchain import nvcc_wheel_lib_dirs
     cu13 = tmp_path / "site-packages" / "nvidia" / "cu13"
     (cu13 / "bin").mkdir(parents=True)
     (cu13 / "lib").mkdir()
