@@ -105,7 +105,7 @@ def cmd_reference(args) -> int:
     if args.output:
         check_output_path(args.output)  # before the work, not after it
     if args.inputs:
-        inputs = _load_arrays(args.inputs)
+        inputs = load_arrays(args.inputs)
     elif args.random_input:
         inputs = random_inputs(graph, dims, seed=args.seed)
     else:
@@ -122,7 +122,7 @@ def cmd_reference(args) -> int:
     return 0
 
 
-def _load_arrays(path) -> dict:
+def load_arrays(path) -> dict:
     from safetensors.numpy import load_file
     if not os.path.isfile(path):  # a FIFO or a device would block or never end
         raise AitError(f"{path}: not a regular file" if os.path.exists(path) else f"{path}: not found")

@@ -144,6 +144,7 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, compiler: dic
         "c_name": plan.cname,
         "target": plan.target.name,
         "backend": plan.target.backend,
+        "device": plan.backend.device,
         "dtype": plan.graph.dtype,
         "compute_dtype": "float32",
         "dims": [{"name": d.name, "min": d.min, "max": d.max, "opt": d.opt} for d in plan.dims],
