@@ -120,7 +120,8 @@ def _check_for_backend(doc, backend: str, arch: str, compiler, flags: tuple, ker
         if op not in b.kernel_families:
             raise SpecError(f"kernels: the {backend} backend has no kernel choice for '{op}'"
                             + did_you_mean(op, b.kernel_families) + "; it has "
-                            + (", ".join(sorted(b.kernel_families)) or "none"), kernels.where(op))
+                            + (", ".join(sorted(b.kernel_families)) or "none"),
+                            kernels.key_loc.get(op) or kernels.where(op))
         if family not in b.kernel_families[op]:
             choices = b.kernel_families[op]
             raise SpecError(f"kernels.{op}: the {backend} backend has no kernel family '{family}'"
