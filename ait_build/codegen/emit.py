@@ -122,6 +122,7 @@ def render_model(plan: ModelPlan, wl: weights_file.WeightsLayout, build_id: str)
         weights=[dict(key=e.key, var=e.var, ctype=e.ctype, file_offset=e.file_offset,
                       nbytes=e.nbytes, arena_offset=e.arena_offset) for e in wl.entries],
         scratch_shared=shared, scratch_thread=per_thread, groups=groups,
+        cuda_graphs=bool(plan.target.cap("cuda_graphs")),
         values=[dict(tensor=c_comment(v.tensor), var=v.var, ctype=v.ctype, init=v.init,
                      const=v.const) for v in plan.values.values()],
         steps=[dict(comment=c_comment(f"{s.node or 'io'}: {s.kernel.label}"), kernel=s.kernel.name,

@@ -171,3 +171,19 @@ def test_no_backend_name_branches_outside_backends():
         for needle in ('backend == "cuda"', "backend == 'cuda'", 'backend == "cpu"',
                        'backend != "cpu"', 'backend not in ("cpu", "cuda")'):
             assert needle not in text, f"{rel}: {needle}"
+
+
+def test_cuda_graphs_capability_sets_the_librarys_default(tmp_path):
+    from ait_build.pipeline import emit
+    spec = os.path.join(ROOT, "specs", "mlp.yaml")
+    for graphs in (True, False):
+        path = tmp_path / f"g{graphs}.yaml"
+        path.write_text(HEADER + f"name: g\nbackend: cuda\narch: sm_80\ncompiler: {{cxx: nvcc}}\n"
+                        f"capabilities: {{dtypes: [float32], cuda_graphs: {str(graphs).lower()}}}\n")
+        out = tmp_path / f"out{graphs}"
+        emit(spec, load_target(str(path)), str(out))
+        text = (out / "src" / "model.cpp").read_text()
+        assert (f"std::atomic<bool> graphs{{{str(graphs).lower()}}};" in text)
+        assert ('std::strcmp(graphs, "0")' in text) == graphs
+        manifest = (out / "manifest.json").read_text()
+        assert '"device": "cuda"' in manifest
