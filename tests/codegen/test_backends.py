@@ -187,3 +187,25 @@ def test_cuda_graphs_capability_sets_the_librarys_default(tmp_path):
         assert ('std::strcmp(graphs, "0")' in text) == graphs
         manifest = (out / "manifest.json").read_text()
         assert '"device": "cuda"' in manifest
+
+
+def test_hip_names_cover_the_gpu_layer():
+    """Every CUDA runtime name the GPU layer's templates use has its HIP spelling in
+    templates/gpu/hip_names.h.j2 (what a HIP backend includes to render them)."""
+    import re
+    folder = os.path.join(ROOT, "templates", "gpu")
+    with open(os.path.join(folder, "hip_names.h.j2"), encoding="utf-8") as fh:
+        mapped = dict(re.findall(r"^#define (cuda\w+)\s+(hip\w+)$", fh.read(), re.M))
+    used = set()
+    for name in os.listdir(folder):
+        if name != "hip_names.h.j2":
+            with open(os.path.join(folder, name), encoding="utf-8") as fh:
+                used |= set(re.findall(r"\bcuda[A-Z]\w*", fh.read()))
+    assert used and used <= set(mapped), sorted(used - set(mapped))
+
+
+def test_model_templates_extend_one_base():
+    from ait_build.codegen.render import template_deps
+    for name in backend_names():
+        deps = template_deps(get_backend(name).model_template)
+        assert "templates/common/model.cpp.j2" in deps, (name, deps)
