@@ -90,9 +90,15 @@ def _shape_text(shape) -> str:
     return "[" + ", ".join(str(d.to_json()) for d in shape) + "]"
 
 
+def render_kernel(kernel, backend) -> str:
+    """A kernel's source: its template with its context and the backend's render globals (the
+    GPU layer's templates ask which kernel header to include)."""
+    return render(kernel.template, {**backend.render_globals, **kernel.render_context()})
+
+
 def render_kernels(plan: ModelPlan) -> dict:
     """relative path -> text of every kernel source and support header."""
-    out = {k.source: render(k.template, k.render_context()) for k in plan.unique_kernels()}
+    out = {k.source: render_kernel(k, plan.backend) for k in plan.unique_kernels()}
     for path, template in plan.backend.support_files.items():
         out[path] = render(template, {})
     return out

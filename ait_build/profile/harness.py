@@ -14,7 +14,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 
-from ait_build.codegen.emit import write_if_changed
+from ait_build.codegen.emit import render_kernel, write_if_changed
 from ait_build.codegen.render import render
 from ait_build.profile.jobs import Job
 
@@ -53,7 +53,7 @@ def render_harness(job: Job, backend, out_dir: str) -> Harness:
     candidates = job.candidates
     ladder = tuple(candidates.index(c) for c in job.tunable.ladder)
     kernel = job.make(candidates, ladder)
-    files = {k.source: render(k.template, k.render_context()) for k in (kernel, *kernel.parts)}
+    files = {k.source: render_kernel(k, backend) for k in (kernel, *kernel.parts)}
     params = kernel.params.rsplit(", ", 1)[0]  # the kernel's parameters before `config`
     pairs = [p.rsplit(" ", 1) for p in params.split(", ")]
     scalars = [dict(ctype=SCAN[t][0], name=n, scan=SCAN[t][1]) for t, n in pairs if not t.endswith("*")]

@@ -209,3 +209,21 @@ def test_model_templates_extend_one_base():
     for name in backend_names():
         deps = template_deps(get_backend(name).model_template)
         assert "templates/common/model.cpp.j2" in deps, (name, deps)
+
+
+def test_gpu_layer_templates_name_no_backend():
+    """templates/gpu/ extends and includes only itself and common/; the kernel header comes from
+    the backend (Backend.render_globals), and cuda's copies of the simple kernels are stubs."""
+    import re
+    folder = os.path.join(ROOT, "templates", "gpu")
+    for name in os.listdir(folder):
+        with open(os.path.join(folder, name), encoding="utf-8") as fh:
+            text = fh.read()
+        refs = re.findall(r"{%-?\s*(?:extends|include|import)\s+['\"]([^'\"]+)", text)
+        assert all(r.startswith(("gpu/", "common/")) for r in refs), (name, refs)
+        assert "ait_cuda" not in text, name
+    cuda = get_backend("cuda")
+    assert "src/" + cuda.render_globals["kernel_header"] in cuda.support_files
+    for kind in ("elementwise", "softmax", "layer_norm", "attention", "gemm_simple"):
+        with open(template_path("templates/" + cuda.template(kind)), encoding="utf-8") as fh:
+            assert fh.readline().strip() == f'{{% extends "gpu/{kind}.cu.j2" %}}'

@@ -13,8 +13,9 @@ from ait_build.backends.cuda import cutlass, fmha
 from ait_build.backends.cuda.toolchain import ARCH_OPTIONS, arch_flags, cuda_toolchain
 from ait_build.backends.gpu import edges
 
-# kernel kind -> template: the GPU layer's kernels as cuda renders them, and the dispatches of
-# the CUTLASS GEMMs and convs
+# kernel kind -> template: the GPU layer's kernels as cuda renders them (each a one-line stub
+# extending templates/gpu/<kind>.cu.j2: a kernel's name hashes its template's path, so the stubs
+# keep cuda's kernel names), and the dispatches of the CUTLASS GEMMs and convs
 TEMPLATES = {
     "elementwise": "cuda/elementwise.cu.j2",
     "copy": "cuda/copy.cu.j2",
@@ -59,6 +60,7 @@ BACKEND = Backend(
     kernel_families=frozen({"gemm": tuple(cutlass.FAMILIES), "conv2d": tuple(cutlass.FAMILIES),
                             "attention": tuple(fmha.FAMILIES)}),
     device="cuda",
+    render_globals=frozen({"kernel_header": "ait_cuda.h"}),  # gpu/kernel.cu.j2 includes it
     step_timing=True,
     profile_driver="cuda/profile.cu.j2",
 )

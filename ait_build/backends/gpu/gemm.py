@@ -39,7 +39,7 @@ PART_PARAMS = {
 }
 WINDOW = ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")  # the convs' int window arguments
 
-# activation -> the functor of the GPU kernel header (templates/gpu/device.h.j2)
+# activation -> the functor the backend's kernel header defines (cuda: cuda/ait_cuda.h.j2)
 ACT_FUNCTOR = {"none": "ait::ActIdentity", "relu": "ait::ActRelu", "gelu": "ait::ActGelu",
                "gelu_tanh": "ait::ActGeluTanh", "silu": "ait::ActSilu",
                "sigmoid": "ait::ActSigmoid", "tanh": "ait::ActTanh",
