@@ -73,5 +73,5 @@ def summarize(graph, target) -> dict:
     except AitError as exc:
         return {"kernels": f"not planned: {exc}"}
     return {"kernels": len(plan.kernels), "kernel_calls": len(plan.steps),
-            "dedup_pass_keys": plan.dedup_keys(), "workspace_bytes": plan.workspace_bytes(),
+            "workspace_bytes": plan.workspace_bytes(),
             "workspace_bytes_opt": plan.workspace_bytes("opt")}

@@ -3,8 +3,7 @@ layout kernels read, the ordered kernel calls, the unique kernels).
 
 Each node is handed to its backend's lowering function (the Backend's `lower` table) through a
 `Lowerer`, which knows where tensors live and records calls. Kernels are deduplicated by their
-rendered identity (kernel.py); the dedup pass's node.kernel key groups nodes the same way, and
-the plan reports both.
+rendered identity (kernel.py).
 """
 
 from __future__ import annotations
@@ -99,11 +98,6 @@ class ModelPlan:
 
     def unique_kernels(self) -> list:
         return [self.kernels[k] for k in sorted(self.kernels)]
-
-    def dedup_keys(self) -> int:
-        """Distinct node.kernel keys the dedup pass set (0 when it has not run); our kernels are
-        keyed by their rendered identity, which merges at least as much when sizes are run-time."""
-        return len({n.kernel for n in self.graph.nodes if n.kernel})
 
     # -- storage -------------------------------------------------------------------------------
     def _new_var(self, prefix: str) -> str:
