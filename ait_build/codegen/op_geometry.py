@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ait_build.codegen.cexpr import broadcast_strides, cexpr, contiguous_strides
+from ait_build.codegen.cexpr import broadcast_strides, cexpr, contiguous_strides, elements
 from ait_build.ir.dims import Dim
 from ait_build.ops.conv import window_params
 
@@ -19,6 +19,33 @@ def residual_mode(out_shape, res_shape) -> str | None:
     if all(s == 0 for s in strides[:-1]) and strides[-1] == 1:
         return "row"
     return None
+
+
+@dataclass(frozen=True)
+class MatmulGeometry:
+    """A matmul/bmm as one (possibly batched) GEMM: sizes and per-batch element strides of a and
+    b (0 where broadcast). A batch over which b is shared collapses into one tall GEMM."""
+
+    m: Dim
+    n: Dim
+    k: Dim
+    batch: tuple  # output batch dims; () for one GEMM
+    a_bs: tuple
+    b_bs: tuple
+    trans_b: bool
+
+
+def matmul_geometry(lw) -> MatmulGeometry:
+    """What every backend's matmul/bmm lowering starts from."""
+    node = lw.node
+    sa, sb, so = lw.shape(node.inputs[0]), lw.shape(node.inputs[1]), lw.shape(node.output)
+    m, k, n = sa[-2], sa[-1], so[-1]
+    batch = so[:-2]
+    a_bs = [s * m * k for s in broadcast_strides(sa[:-2], batch)]
+    b_bs = [s * k * n for s in broadcast_strides(sb[:-2], batch)]
+    if batch and all(s == 0 for s in b_bs) and tuple(sa[:-2]) == tuple(batch):
+        m, batch, a_bs, b_bs = elements(batch) * m, (), (), ()  # one tall GEMM against shared b
+    return MatmulGeometry(m, n, k, batch, a_bs, b_bs, bool(node.attrs["transpose_b"]))
 
 
 def window_attrs(attrs) -> dict:

@@ -6,10 +6,11 @@ pass over the output instead."""
 
 from __future__ import annotations
 
-from ait_build.codegen.cexpr import broadcast_strides, cexpr, collapse, contiguous_strides, elements
+from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.elementwise import ACT, Operand, elementwise, float_literal
 from ait_build.codegen.kernel import make_kernel
-from ait_build.codegen.op_geometry import attention_operands, conv_geometry, residual_mode
+from ait_build.codegen.op_geometry import (attention_operands, conv_geometry, matmul_geometry,
+                                           residual_mode)
 from ait_build.ir.dims import Dim
 from ait_build.ops.attention import attention_scale
 
@@ -98,19 +99,11 @@ def lower_linear(lw) -> None:
 
 def lower_matmul(lw) -> None:
     node = lw.node
-    a, b, out = node.inputs[0], node.inputs[1], node.output
-    trans_b = bool(node.attrs["transpose_b"])
-    sa, sb, so = lw.shape(a), lw.shape(b), lw.shape(out)
-    m, k = sa[-2], sa[-1]
-    n = so[-1]
-    batch = so[:-2]
+    g = matmul_geometry(lw)
     epi = Epilogue(lw, 2, False)
-    a_bs = [s * m * k for s in broadcast_strides(sa[:-2], batch)]
-    b_bs = [s * k * n for s in broadcast_strides(sb[:-2], batch)]
-    if batch and all(s == 0 for s in b_bs) and tuple(sa[:-2]) == tuple(batch):
-        m, batch, a_bs, b_bs = elements(batch) * m, (), (), ()  # one tall GEMM against shared b
-    gemm_call(lw, _label(node.op, epi), epi, out, lw.src(a), lw.src(b), None, m, n, k, batch,
-              a_bs, b_bs, trans_b, node.attrs["alpha"])
+    gemm_call(lw, _label(node.op, epi), epi, node.output, lw.src(node.inputs[0]),
+              lw.src(node.inputs[1]), None, g.m, g.n, g.k, g.batch, g.a_bs, g.b_bs, g.trans_b,
+              node.attrs["alpha"])
 
 
 def lower_conv2d(lw) -> None:

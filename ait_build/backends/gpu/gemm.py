@@ -20,10 +20,10 @@ from functools import partial
 from typing import Callable, Mapping
 
 from ait_build.codegen import data_movement
-from ait_build.codegen.cexpr import broadcast_strides, cexpr, collapse, contiguous_strides, elements
+from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.elementwise import ACT, Operand, elementwise, float_literal
 from ait_build.codegen.kernel import make_kernel
-from ait_build.codegen.op_geometry import conv_geometry, residual_mode
+from ait_build.codegen.op_geometry import conv_geometry, matmul_geometry, residual_mode
 from ait_build.codegen.tuning import Tunable
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
@@ -205,18 +205,10 @@ def lower_linear(engine: MatrixEngine, lw) -> None:
 
 def lower_matmul(engine: MatrixEngine, lw) -> None:
     node = lw.node
-    a, b, out = node.inputs[0], node.inputs[1], node.output
-    trans_b = bool(node.attrs["transpose_b"])
-    sa, sb, so = lw.shape(a), lw.shape(b), lw.shape(out)
-    m, k, n = sa[-2], sa[-1], so[-1]
-    batch = so[:-2]
+    g = matmul_geometry(lw)
     epi = Epilogue(lw, 2, False)
-    a_bs = [s * m * k for s in broadcast_strides(sa[:-2], batch)]
-    b_bs = [s * k * n for s in broadcast_strides(sb[:-2], batch)]
-    if batch and all(s == 0 for s in b_bs) and tuple(sa[:-2]) == tuple(batch):
-        m, batch, a_bs, b_bs = elements(batch) * m, (), (), ()  # one tall GEMM against shared b
-    gemm_call(engine, lw, epi, out, lw.src(a), lw.src(b), m, n, k, trans_b, batch, a_bs, b_bs,
-              node.attrs["alpha"])
+    gemm_call(engine, lw, epi, node.output, lw.src(node.inputs[0]), lw.src(node.inputs[1]), g.m,
+              g.n, g.k, g.trans_b, g.batch, g.a_bs, g.b_bs, node.attrs["alpha"])
 
 
 def patches(win: dict) -> bool:
