@@ -84,6 +84,21 @@ def require_compiler(cxx: str, target_name: str) -> str:
     return path
 
 
+def version_key(version: str) -> tuple:
+    """'13.0.88' -> (13, 0, 88): versions compare by their numbers."""
+    return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
+def require_min_version(target) -> None:
+    """The target's compiler.min_version, if it has one, against the compiler's version."""
+    if not target.min_version:
+        return
+    have = compiler_version(target.cxx)
+    if have == "unknown" or version_key(have) < version_key(target.min_version):
+        raise AitError(f"target '{target.name}' needs {target.cxx} {target.min_version} or newer "
+                       f"(compiler.min_version); '{target.cxx}' is version {have}")
+
+
 # compilers whose exact version only `--version` tells (nvcc has no -dumpfullversion): the
 # pattern that finds it there ("Cuda compilation tools, release 13.0, V13.0.88"; "HIP version:
 # 5.2.21153-...")
@@ -150,4 +165,5 @@ def toolchain_for(target, check: bool = True) -> Toolchain:
     verifies the compiler exists first, raising one AitError that says what to install."""
     if check:
         require_compiler(target.cxx, target.name)
+        require_min_version(target)
     return get_backend(target.backend).toolchain(target)

@@ -48,6 +48,7 @@ class Target:
     profile_cache: str
     source: str
     precision: tuple = (("accumulate", "float32"),)  # sorted (key, value) pairs
+    min_version: str = ""  # compiler.min_version: the oldest compiler version it builds with
 
     def cap(self, key: str):
         return dict(self.capabilities)[key]
@@ -142,7 +143,7 @@ def load_target(path: str) -> Target:
         raise SpecError(f"a {backend} target needs 'arch' (e.g. sm_90a, gfx90a)", doc.loc)
     compiler = expect_map(doc["compiler"], where(doc, "compiler"), "compiler")
     check_keys(compiler, COMPILER_FIELDS, "compiler", required=("cxx",))
-    get(compiler, "min_version", (str, float), "compiler")  # a version: '12.4' or 12.4
+    min_version = str(get(compiler, "min_version", (str, float), "compiler", default=""))
     device = expect_map(doc.get("device", {}), where(doc, "device"), "device") if "device" in doc else {}
     if device:
         check_keys(device, DEVICE_FIELDS, "device")
@@ -182,7 +183,7 @@ def load_target(path: str) -> Target:
         capabilities=tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v)
                                   for k, v in caps.items())),
         profile_cache=get(doc, "profile_cache", str, "the target", default=""), source=path,
-        precision=precision)
+        precision=precision, min_version=min_version)
 
 
 def stock_targets_dir() -> str:
