@@ -216,7 +216,7 @@ SIDE_ENV = {"ait_build": {"OMP_WAIT_POLICY": "ACTIVE"}, "torch": {"OMP_WAIT_POLI
 def time_side_isolated(ctx, side: str, inputs: dict, warmup: int, runs: int) -> dict:
     """One side timed in a fresh process (see the module docstring)."""
     import subprocess
-    from ait_build.cli import _load_arrays
+    from ait_build.cli import load_arrays
     from ait_build.weights import save_safetensors
     with tempfile.TemporaryDirectory() as tmp:
         save_safetensors(inputs, os.path.join(tmp, "inputs.safetensors"))
@@ -232,7 +232,7 @@ def time_side_isolated(ctx, side: str, inputs: dict, warmup: int, runs: int) -> 
         with open(os.path.join(tmp, "result.json"), encoding="utf-8") as fh:
             result = json.load(fh)
         if "times" in result:
-            result["outputs"] = _load_arrays(os.path.join(tmp, "outputs.safetensors"))
+            result["outputs"] = load_arrays(os.path.join(tmp, "outputs.safetensors"))
     result["env"] = {k: env.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
     return result
 
@@ -241,7 +241,7 @@ def side_main(argv=None) -> int:
     """`python -m ait_build.bench --side NAME ...`: time one side, write result.json and
     outputs.safetensors into --dir."""
     import argparse
-    from ait_build.cli import _load_arrays
+    from ait_build.cli import load_arrays
     from ait_build.weights import save_safetensors
     p = argparse.ArgumentParser()
     for flag in ("--side", "--spec", "--twin", "--build-dir", "--dir"):
@@ -250,7 +250,7 @@ def side_main(argv=None) -> int:
     p.add_argument("--runs", type=int, required=True)
     a = p.parse_args(argv)
     ctx = Context(a.spec, a.twin, a.build_dir)
-    inputs = _load_arrays(os.path.join(a.dir, "inputs.safetensors"))
+    inputs = load_arrays(os.path.join(a.dir, "inputs.safetensors"))
     result = time_sides(ctx, [a.side], inputs, CpuClock(), a.warmup, a.runs)[a.side]
     ctx.close()
     if "outputs" in result:
@@ -267,6 +267,7 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
     """The report; runs/warmup None: the backend's defaults. A cuda build is timed by
     bench_cuda.run_bench (compile_mode, and on_case(report) after each case)."""
     from ait_build import bench_cuda
+    from ait_build.backends import get_backend
     from ait_build.build_cli import build, make_inputs, project_root, resolve_spec, spec_name
     from ait_build.runtime import load_manifest
     from ait_build.spec.target import find_target
@@ -275,13 +276,14 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
         raise AitError(f"unknown --vs {', '.join(unknown)}; choose from {', '.join(COMPETITORS)}")
     spec = resolve_spec(spec)
     twin_name = spec_name(spec)
-    if find_target(target, os.path.join(project_root(), "targets")).backend == "cuda":
+    on_device = get_backend(find_target(target, os.path.join(project_root(), "targets")).backend).device
+    if on_device == "cuda":
         bench_cuda.check(vs)  # before a build that would be for nothing
     if dtype:
         spec = dtype_variant(spec, dtype, project_root())
     build_dir = build(spec, target, jobs=jobs)
     manifest = load_manifest(os.path.join(build_dir, "manifest.json"))
-    if manifest.backend == "cuda":
+    if manifest.device == "cuda":
         return bench_cuda.run_bench(Context(spec, twin_name, build_dir), manifest, target, batches,
                                     vs, runs, warmup, dims, compile_mode, on_case)
     runs = CPU_RUNS if runs is None else runs
@@ -352,9 +354,9 @@ def cmd_bench(args) -> int:
     report = run_bench(args.spec, args.target, batches, vs, args.runs, args.warmup,
                        dims_of(args.dim), args.jobs, args.dtype, args.in_process,
                        args.compile_mode, on_case=lambda r: write_json(r, args.json))
-    if report.get("backend") == "cuda":
-        from ait_build.bench_cuda import table as cuda_table
-        print(cuda_table(report))
+    from ait_build import bench_cuda
+    if report.get("clock") == bench_cuda.CLOCK:  # timed on a CUDA device: its own table
+        print(bench_cuda.table(report))
     else:
         print(table(report, vs))
     if args.json:

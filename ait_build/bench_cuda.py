@@ -27,6 +27,7 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-
 # most LARGE_RUNS timed calls after at most LARGE_WARMUP untimed ones
 LARGE_ROWS, LARGE_RUNS, LARGE_WARMUP = 512, 30, 5
 DEFAULT_RUNS, DEFAULT_WARMUP = 100, 20
+CLOCK = "torch.cuda.Event"  # how a cuda build is timed (and which table prints its report)
 # the PyTorch sides: report key, table heading
 TORCH_MODES = (("torch_eager", "eager"), ("torch_eager_cuda_graph", "eager+graph"),
                ("torch_compile", "compile"))
@@ -212,7 +213,7 @@ def run_bench(ctx, manifest, target: str, batches: list, vs: list, runs: int | N
     report = {"spec": os.path.relpath(ctx.spec), "model": manifest.name, "target": target,
               "backend": "cuda", "dtype": dtype_name, "device": torch.cuda.get_device_name(),
               "torch": torch.__version__, "platform": platform.platform(),
-              "python": sys.version.split()[0], "clock": "torch.cuda.Event", "runs": runs,
+              "python": sys.version.split()[0], "clock": CLOCK, "runs": runs,
               "warmup": warmup, "vs": vs,
               "compile_mode": compile_mode if "torch" in vs else None, "results": []}
     twin = module = dtype = None

@@ -167,7 +167,7 @@ def check_same_model(graph, manifest, spec: str) -> None:
 
 
 def cmd_run(args) -> int:
-    from ait_build.cli import _load_arrays
+    from ait_build.cli import load_arrays
     from ait_build.cli_args import check_output_path, dims_of
     from ait_build.runtime import Model
     dims = dims_of(args.dim, args.batch)
@@ -186,7 +186,7 @@ def cmd_run(args) -> int:
                     raise
                 graph = None  # random inputs come from the manifest alone
         if args.inputs:
-            inputs = _load_arrays(args.inputs)
+            inputs = load_arrays(args.inputs)
         elif args.random_input:
             inputs = make_inputs(model.manifest, graph, dims, args.seed)
         else:

@@ -93,10 +93,7 @@ def _plan_summary(graph, target, report, fmt) -> dict:
     """Passes applied plus, when the planner exists, unique kernels and workspace bytes."""
     extra = {"passes": [{"name": n, "changed": s} for n, s in report]} if fmt == "json" else \
         {"passes": "; ".join(f"{n}: {s}" for n, s in report if s) or "none changed the graph"}
-    try:
-        from ait_build.codegen.plan import summarize
-    except ImportError:  # the optimizer's own counts until codegen provides its plan
-        from ait_build.passes.summary import summarize
+    from ait_build.pipeline import summarize
     extra.update(summarize(graph, target))
     return extra
 
@@ -108,7 +105,7 @@ def cmd_reference(args) -> int:
     if args.output:
         check_output_path(args.output)  # before the work, not after it
     if args.inputs:
-        inputs = _load_arrays(args.inputs)
+        inputs = load_arrays(args.inputs)
     elif args.random_input:
         inputs = random_inputs(graph, dims, seed=args.seed)
     else:
@@ -125,7 +122,7 @@ def cmd_reference(args) -> int:
     return 0
 
 
-def _load_arrays(path) -> dict:
+def load_arrays(path) -> dict:
     from safetensors.numpy import load_file
     if not os.path.isfile(path):  # a FIFO or a device would block or never end
         raise AitError(f"{path}: not a regular file" if os.path.exists(path) else f"{path}: not found")

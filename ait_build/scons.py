@@ -24,6 +24,7 @@ from SCons.Script import Builder, Default, Dir, Environment, Exit, GetOption, He
 from SCons.Script import Alias, Variables
 
 from ait_build import scons_commands, scons_integrity
+from ait_build.backends import get_backend
 from ait_build.build_lock import hold_build_lock
 from ait_build.codegen.render import template_path, templates_dir
 from ait_build.errors import AitError, did_you_mean
@@ -40,8 +41,11 @@ VARIABLES = (
     ("cache_readonly", "1: read the cache but never write to it (CI on pull requests)", "0"),
     ("verbose", "1: print full command lines instead of one line per step", "0"),
 )
-# Modules whose code does not shape the generated sources (they are not hashed into generation).
-NOT_CODEGEN = ("runtime", "profile", "build_cli.py", "bench.py", "bench_models.py", "cli.py",
+# Modules whose code does not shape the generated sources (they are not hashed into generation):
+# folders and files of ait_build/ (of profile/, store.py reads the profile a build uses)
+NOT_CODEGEN = ("runtime", "profile/build.py", "profile/cli.py", "profile/harness.py",
+               "profile/jobs.py", "profile/measure.py", "profile/report.py",
+               "profile/sconstruct.py", "build_cli.py", "bench.py", "bench_models.py", "cli.py",
                "graph_view.py", "project_cli.py")
 JINJA_REF = re.compile(r"{%-?\s*(?:include|import|from|extends)\s+['\"]([^'\"]+)['\"]")
 
@@ -184,17 +188,13 @@ def base_env(opts: Options, backends: set):
     return env
 
 
-# peak compiler memory per job: a CUTLASS 3.x sm90 kernel file takes 4-5 GB in nvcc (cicc),
-# a C++ kernel file well under 1 GB
-JOB_MEMORY = {"cuda": 5 << 30, "rocm": 3 << 30, "cpu": 1 << 30}
-
-
 def default_jobs(backends: set, cpus: int, available: int | None) -> tuple:
     """(parallel jobs, a note when memory rather than the cores set them): one job per core, but
-    no more than the available memory holds at the hungriest backend's per-job peak."""
+    no more than the available memory holds at the hungriest backend's per-job peak
+    (Backend.compile_job_memory)."""
     if available is None:
         return cpus, ""
-    per_job = max(JOB_MEMORY.get(b, JOB_MEMORY["cpu"]) for b in backends or {"cpu"})
+    per_job = max(get_backend(b).compile_job_memory for b in backends or {"cpu"})
     fits = max(1, available // per_job)
     if fits >= cpus:
         return cpus, ""
@@ -228,8 +228,7 @@ def target_env(env, target, root: str):
                      CPPPATH=[env.fs.Dir(d) for d in tc.include_dirs],
                      LIBPATH=[env.fs.Dir(d) for d in tc.lib_dirs],
                      LIBS=[literal(lib) for lib in tc.libs],
-                     # nvcc links only objects named .o
-                     AIT_OBJ_SUFFIX=".o" if tc.host_prefix else ".os")
+                     AIT_OBJ_SUFFIX=tc.object_suffix)
 
 
 # -- one model for one target ---------------------------------------------------------------------
@@ -240,7 +239,7 @@ def plan(spec: str, target):
     """Emission planned for (spec, target), computed once per SCons run."""
     key = (spec, target.digest())
     if key not in _PLANS:
-        from ait_build.codegen.emit import plan_outputs
+        from ait_build.pipeline import plan_outputs
         _PLANS[key] = plan_outputs(spec, target)
     return _PLANS[key]
 
@@ -307,7 +306,7 @@ def generate_emitter(target, source, env):
 
 
 def generate_action(target, source, env):
-    from ait_build.codegen.emit import emit
+    from ait_build.pipeline import emit
     out = os.path.dirname(target[0].abspath)
     planned = plan(env["AIT_SPEC"], env["AIT_TARGET"])
     try:
@@ -390,7 +389,7 @@ def package_digest() -> str:
         for fname in sorted(filenames):
             path = os.path.join(dirpath, fname)
             rel = os.path.relpath(path, pkg).replace(os.sep, "/")
-            if not fname.endswith(".py") or rel.split("/")[0] in NOT_CODEGEN:
+            if not fname.endswith(".py") or rel in NOT_CODEGEN or rel.split("/")[0] in NOT_CODEGEN:
                 continue
             with open(path, "rb") as fh:
                 h.update(rel.encode() + b"\0" + fh.read() + b"\0")

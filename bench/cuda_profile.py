@@ -61,7 +61,7 @@ def profile_case(torch, name: str, target: str, dims: dict, calls: int, top: int
         outs = {k: torch.empty_like(v) for k, v in model.run(tensors).items()}
         row["ait_build"] = kernel_table(torch, lambda: model.run(tensors, outputs=outs), calls, top)
         from ait_build import step_report
-        from ait_build.codegen.emit import build_plan
+        from ait_build.pipeline import build_plan
         from ait_build.spec.target import find_target
         env = {d: dims.get(d, graph.dims[d].opt) for d in graph.dims}
         plan = build_plan(spec, find_target(target))

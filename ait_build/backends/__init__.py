@@ -1,26 +1,27 @@
-"""Backends: per target backend, which kernel template and configuration each op gets.
-
-A backend module provides LOWER (op -> lowering function taking a codegen.plan.Lowerer),
-MODEL_TEMPLATE, SUPPORT_FILES (generated headers shared by its sources) and lower_inputs /
-lower_outputs (the conversions at the model's edges).
+"""Backends: one package per backend (backends/<name>/), each making one `Backend` (base.py)
+that describes itself; `gpu/` is the vendor-neutral layer the GPU backends extend. This module
+only knows where each backend package is, and imports a backend when it is first asked for.
 """
 
 from __future__ import annotations
 
 import importlib
 
+from ait_build.backends.base import Backend
 from ait_build.errors import AitError
 
-BACKEND_MODULES = {"cpu": "ait_build.backends.cpu", "cuda": "ait_build.backends.cuda"}
+PACKAGES = {"cpu": "ait_build.backends.cpu", "cuda": "ait_build.backends.cuda"}
 
 
-def get_backend(target):
-    name = target.backend
-    if name not in BACKEND_MODULES:
-        raise AitError(f"target '{target.name}': code generation for the {name} backend is not "
-                       f"available yet (backends with code generation: "
-                       f"{', '.join(sorted(BACKEND_MODULES))})")
+def backend_names() -> tuple:
+    return tuple(sorted(PACKAGES))
+
+
+def get_backend(name: str) -> Backend:
+    if name not in PACKAGES:
+        raise AitError(f"code generation for the {name} backend is not available (backends with "
+                       f"code generation: {', '.join(backend_names())})")
     try:
-        return importlib.import_module(BACKEND_MODULES[name])
+        return importlib.import_module(PACKAGES[name]).BACKEND
     except ImportError as exc:
-        raise AitError(f"target '{target.name}': the {name} backend cannot be loaded: {exc}") from None
+        raise AitError(f"the {name} backend cannot be loaded: {exc}") from None

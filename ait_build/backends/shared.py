@@ -1,39 +1,39 @@
 """Rows of the op -> lowering tables that every backend shares: elementwise programs and data
 movement are the same index arithmetic on any device, and each backend renders them into its own
-templates (see codegen/kernel.template_for). Backends spread these into their LOWER table."""
+templates (Backend.templates, by kind). Backends spread these into their LOWER table."""
 
 from __future__ import annotations
 
-from ait_build.codegen import cpu_data, cpu_elementwise, cpu_norm
+from ait_build.codegen import data_movement, elementwise, rows_and_windows
 
 # one expression per element (templates/<backend>/elementwise.*.j2)
 ELEMENTWISE = {
-    **{op: cpu_elementwise.lower_simple for op in (
+    **{op: elementwise.lower_simple for op in (
         "relu", "silu", "sigmoid", "tanh", "hardswish", "gelu", "add", "sub", "mul", "div",
         "cast")},
-    "fused_elementwise": cpu_elementwise.lower_fused,
-    "batch_norm": cpu_elementwise.lower_batch_norm,
+    "fused_elementwise": elementwise.lower_fused,
+    "batch_norm": elementwise.lower_batch_norm,
 }
 
 # views where possible, else one strided-copy template; gather by index
 DATA_MOVEMENT = {
-    "identity": cpu_data.lower_view,
-    "reshape": cpu_data.lower_view,
-    "flatten": cpu_data.lower_view,
-    "permute": cpu_data.lower_permute,
-    "transpose": cpu_data.lower_permute,
-    "expand": cpu_data.lower_expand,
-    "slice": cpu_data.lower_slice,
-    "concat": cpu_data.lower_concat,
-    "split": cpu_data.lower_split,
-    "pad": cpu_data.lower_pad,
-    "gather": cpu_data.lower_gather,
+    "identity": data_movement.lower_view,
+    "reshape": data_movement.lower_view,
+    "flatten": data_movement.lower_view,
+    "permute": data_movement.lower_permute,
+    "transpose": data_movement.lower_permute,
+    "expand": data_movement.lower_expand,
+    "slice": data_movement.lower_slice,
+    "concat": data_movement.lower_concat,
+    "split": data_movement.lower_split,
+    "pad": data_movement.lower_pad,
+    "gather": data_movement.lower_gather,
 }
 
 # rows and windows whose loops are the same everywhere (templates/<backend>/{softmax,pool2d,...})
 ROWS_AND_WINDOWS = {
-    "softmax": cpu_norm.lower_softmax,
-    "max_pool2d": cpu_norm.lower_pool,
-    "avg_pool2d": cpu_norm.lower_pool,
-    "global_avg_pool": cpu_norm.lower_global_avg_pool,
+    "softmax": rows_and_windows.lower_softmax,
+    "max_pool2d": rows_and_windows.lower_pool,
+    "avg_pool2d": rows_and_windows.lower_pool,
+    "global_avg_pool": rows_and_windows.lower_global_avg_pool,
 }

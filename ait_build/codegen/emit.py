@@ -1,8 +1,9 @@
-"""Spec -> the generated files of one model library.
+"""A planned model -> the generated files of its library.
 
-`plan_outputs` says which files a build will have (cheap: load, optimize, plan; nothing rendered,
-no weight values computed), for SCons emitters. `emit` renders them into a folder and rewrites a
-file only when its bytes change, so timestamps and SCons signatures stay put for unchanged kernels.
+`emission` says which files a build will have (nothing rendered, no weight values computed), for
+SCons emitters. `write_library` renders them into a folder and rewrites a file only when its
+bytes change, so timestamps and SCons signatures stay put for unchanged kernels. Loading the spec,
+the passes and the plan come before (ait_build/pipeline.py).
 
 Layout of the folder:
     <name>.h              the C API
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ait_build import __version__
 from ait_build.codegen import weights_file
-from ait_build.codegen.plan import ModelPlan, plan_model, weight_arrays
+from ait_build.codegen.plan import ModelPlan, weight_arrays
 from ait_build.codegen.render import c_comment, render, template_deps
 from ait_build.digest import json_sha256
 from ait_build.errors import AitError
@@ -59,36 +60,16 @@ class Emission:
         return sorted(self.kernel_sources + [self.model_source, self.id_source])
 
 
-def _resolve_target(target):
-    if isinstance(target, str):
-        from ait_build.spec.target import find_target
-        return find_target(target)
-    return target
-
-
-def build_plan(spec_path: str, target, weights: str | None = None,
-               optimize: bool = True, tune: bool = True) -> ModelPlan:
-    """`optimize=False` plans the graph as written (every op its own kernel), for tests;
-    `tune=False` leaves the tuned calls for `ait-build profile` (codegen/tuning.py)."""
-    from ait_build.passes import optimize as run_passes
-    from ait_build.spec.model import load_model
-    target = _resolve_target(target)
-    graph = load_model(spec_path, weights)
-    if optimize:
-        graph, _ = run_passes(graph, target)
-    return plan_model(graph, target, tune=tune)
-
-
-def _emission(plan: ModelPlan) -> Emission:
+def emission(plan: ModelPlan) -> Emission:
     header = f"{plan.name}.h"
     kernels = plan.unique_kernels()
     deps = {k.source: list(template_deps(k.template)) for k in kernels}
-    deps[MODEL_SOURCE] = list(template_deps(plan.backend.MODEL_TEMPLATE))
+    deps[MODEL_SOURCE] = list(template_deps(plan.backend.model_template))
     deps[header] = list(template_deps(HEADER_TEMPLATE))
     deps[ID_SOURCE] = list(template_deps(ID_TEMPLATE))
-    for path, template in plan.backend.SUPPORT_FILES.items():
+    for path, template in plan.backend.support_files.items():
         deps[path] = list(template_deps(template))
-    support = sorted(plan.backend.SUPPORT_FILES)
+    support = sorted(plan.backend.support_files)
     sources = sorted(k.source for k in kernels)
     files = sorted(set(sources) | set(support) | {MODEL_SOURCE, ID_SOURCE, header, MANIFEST,
                                                    WEIGHTS})
@@ -100,12 +81,6 @@ def _emission(plan: ModelPlan) -> Emission:
                     profile=report.profile if report else "")
 
 
-def plan_outputs(spec_path: str, target, weights: str | None = None,
-                 optimize: bool = True) -> Emission:
-    """The files emit() would write, without rendering anything."""
-    return _emission(build_plan(spec_path, target, weights, optimize))
-
-
 def _io(plan: ModelPlan, names) -> list:
     return [{"name": i.name, "dtype": i.dtype, "shape": [d.to_json() for d in i.shape]}
             for i in plan.io(names)]
@@ -115,10 +90,16 @@ def _shape_text(shape) -> str:
     return "[" + ", ".join(str(d.to_json()) for d in shape) + "]"
 
 
+def render_kernel(kernel, backend) -> str:
+    """A kernel's source: its template with its context and the backend's render globals (the
+    GPU layer's templates ask which kernel header to include)."""
+    return render(kernel.template, {**backend.render_globals, **kernel.render_context()})
+
+
 def render_kernels(plan: ModelPlan) -> dict:
     """relative path -> text of every kernel source and support header."""
-    out = {k.source: render(k.template, k.render_context()) for k in plan.unique_kernels()}
-    for path, template in plan.backend.SUPPORT_FILES.items():
+    out = {k.source: render_kernel(k, plan.backend) for k in plan.unique_kernels()}
+    for path, template in plan.backend.support_files.items():
         out[path] = render(template, {})
     return out
 
@@ -134,12 +115,12 @@ def render_model(plan: ModelPlan, wl: weights_file.WeightsLayout, build_id: str)
     common = dict(model=plan.name, target=plan.target.name, cname=plan.cname,
                   CNAME=plan.cname.upper(), dims=dims, **ios)
     header = f"{plan.name}.h"
-    out[header] = render(HEADER_TEMPLATE, dict(common, step_timing=getattr(plan.backend, "STEP_TIMING", False)))
+    out[header] = render(HEADER_TEMPLATE, dict(common, step_timing=plan.backend.step_timing))
     out[ID_SOURCE] = render(ID_TEMPLATE, dict(common, header=header, build_id=build_id))
     shared, per_thread = plan.scratch()
     groups = [dict(size=size, start=g.start, end=g.end, tensors=c_comment(", ".join(g.tensors))[:100])
               for g, size in zip(plan.layout.groups, plan.layout.size_exprs())]
-    out[MODEL_SOURCE] = render(plan.backend.MODEL_TEMPLATE, dict(
+    out[MODEL_SOURCE] = render(plan.backend.model_template, dict(
         common, header=header, kernels=[dict(name=k.name, params=k.params)
                                         for k in plan.unique_kernels()],
         header_len=len(wl.header), header_hash=wl.header_hash, data_len=wl.data_len,
@@ -147,6 +128,7 @@ def render_model(plan: ModelPlan, wl: weights_file.WeightsLayout, build_id: str)
         weights=[dict(key=e.key, var=e.var, ctype=e.ctype, file_offset=e.file_offset,
                       nbytes=e.nbytes, arena_offset=e.arena_offset) for e in wl.entries],
         scratch_shared=shared, scratch_thread=per_thread, groups=groups,
+        cuda_graphs=bool(plan.target.cap("cuda_graphs")),
         values=[dict(tensor=c_comment(v.tensor), var=v.var, ctype=v.ctype, init=v.init,
                      const=v.const) for v in plan.values.values()],
         steps=[dict(comment=c_comment(f"{s.node or 'io'}: {s.kernel.label}"), kernel=s.kernel.name,
@@ -156,10 +138,11 @@ def render_model(plan: ModelPlan, wl: weights_file.WeightsLayout, build_id: str)
 
 def weights_layout(plan: ModelPlan) -> weights_file.WeightsLayout:
     return weights_file.layout(plan.weights, {"format": "ait-build", "model": plan.name,
-                                              "backend": plan.target.backend})
+                                              "backend": plan.target.backend}, plan.ctypes)
 
 
-def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, toolchain) -> dict:
+def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, compiler: dict) -> dict:
+    """`compiler`: what the toolchain records (toolchain.Toolchain.manifest())."""
     kernels = [{"name": k.name, "op": k.op, "source": k.source,
                 "sha256": hashlib.sha256(sources[k.source].encode()).hexdigest()}
                for k in plan.unique_kernels()]
@@ -168,6 +151,7 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, toolchain) ->
         "c_name": plan.cname,
         "target": plan.target.name,
         "backend": plan.target.backend,
+        "device": plan.backend.device,
         "dtype": plan.graph.dtype,
         "compute_dtype": "float32",
         "dims": [{"name": d.name, "min": d.min, "max": d.max, "opt": d.opt} for d in plan.dims],
@@ -181,7 +165,7 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, toolchain) ->
         "memory_plan": "optimizer" if plan.graph.memory_plan is not None else "lifetimes",
         "weights": {"file": WEIGHTS, "sha256": hashlib.sha256(weights_bytes).hexdigest(),
                     "bytes": len(weights_bytes)},
-        "compiler": toolchain.manifest(),
+        "compiler": compiler,
         "tuning": _tuning(plan),
         "ait_build_version": __version__,
         "target_file": target_file(plan.target),
@@ -233,33 +217,29 @@ def write_if_changed(path: str, data: bytes) -> bool:
     return True
 
 
-def emit(spec_path: str, target, out_dir: str, weights: str | None = None,
-         optimize: bool = True) -> Emission:
-    """Renders every file of the model library into out_dir (only changed files are written)."""
-    from ait_build.toolchain import toolchain_for
-    target = _resolve_target(target)
-    plan = build_plan(spec_path, target, weights, optimize)
-    emission = _emission(plan)
-    toolchain = toolchain_for(target)
+def write_library(plan: ModelPlan, out_dir: str, compiler: dict) -> Emission:
+    """Renders every file of the model library into out_dir (only changed files are written);
+    `compiler` is what manifest.json records of the toolchain."""
+    planned = emission(plan)
     wl = weights_layout(plan)
     try:
         blob = weights_file.file_bytes(wl, weight_arrays(plan))
     except ValueError as exc:
         raise AitError(f"internal: {exc}") from None
     sources = render_kernels(plan)
-    record = manifest(plan, sources, blob, toolchain)
+    record = manifest(plan, sources, blob, compiler)
     record["build_id"] = json_sha256(record)  # what the library returns from build_id()
     sources.update(render_model(plan, wl, record["build_id"]))
     data = {path: text.encode() for path, text in sources.items()}
     data[WEIGHTS] = blob
     data[MANIFEST] = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
-    missing = set(emission.files) ^ set(data)
+    missing = set(planned.files) ^ set(data)
     if missing:
         raise AitError(f"internal: emitted files differ from the plan: {sorted(missing)}")
-    for rel in emission.files:
+    for rel in planned.files:
         path = os.path.join(out_dir, rel)
         try:
             write_if_changed(path, data[rel])
         except OSError as exc:  # a read-only or full build folder: the user's to fix
             raise AitError(f"cannot write {path}: {exc.strerror or exc}") from None
-    return emission
+    return planned

@@ -70,13 +70,6 @@ def make_kernel(label: str, op: str, template: str, context: dict, params: list,
                   context=tuple(sorted(context.items())), params=param_text, parts=tuple(parts))
 
 
-def template_for(plan, kind: str, default: str) -> str:
-    """The plan's backend's template for a lowering shared between backends (the cuda backend
-    lowers elementwise and data-movement ops with cpu_elementwise/cpu_data, into its own
-    templates with the same context and parameters)."""
-    return getattr(plan.backend, "TEMPLATES", {}).get(kind, default)
-
-
 def io_params(lw, out: str, *names: str) -> list:
     """(ctype, name) pairs for `out` and same-typed inputs, in the backend's storage type."""
     ctype = lw.ctype(out)

@@ -1,10 +1,9 @@
 """Kernel planning: an optimized Graph -> a ModelPlan (storage for every tensor, the weights in the
 layout kernels read, the ordered kernel calls, the unique kernels).
 
-Each node is handed to its backend's lowering function (backends/cpu.py's table) through a
+Each node is handed to its backend's lowering function (the Backend's `lower` table) through a
 `Lowerer`, which knows where tensors live and records calls. Kernels are deduplicated by their
-rendered identity (kernel.py); the dedup pass's node.kernel key groups nodes the same way, and
-the plan reports both.
+rendered identity (kernel.py).
 """
 
 from __future__ import annotations
@@ -16,7 +15,8 @@ import numpy as np
 
 from ait_build.codegen.cexpr import elements
 from ait_build.codegen.kernel import Kernel, Step
-from ait_build.codegen.storage import CTYPE, IO_CTYPE, SIZEOF, Layout, Value, align
+from ait_build.codegen.storage import Layout, Value, align
+from ait_build.codegen.tuning import TunedCall, check_candidates, finalize
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
 from ait_build.ir.graph import Graph
@@ -48,7 +48,7 @@ class IOInfo:
 class ModelPlan:
     graph: Graph
     target: object
-    backend: object
+    backend: object  # backends.base.Backend
     values: dict = field(default_factory=dict)  # tensor -> Value
     weights: dict = field(default_factory=dict)  # key -> WeightSlot
     steps: list = field(default_factory=list)
@@ -62,15 +62,14 @@ class ModelPlan:
     def name(self) -> str:
         return self.graph.name
 
-    # storage types: a backend may define its own CTYPE / IO_CTYPE / SIZEOF (cuda stores float16
-    # as __half); the defaults are the cpu's float32 storage
     @property
     def ctypes(self) -> dict:
-        return getattr(self.backend, "CTYPE", CTYPE)
+        """dtype -> the backend's storage type (cpu: float32 for every float; cuda: the dtype's)."""
+        return self.backend.ctypes
 
     @property
     def io_ctypes(self) -> dict:
-        return getattr(self.backend, "IO_CTYPE", IO_CTYPE)
+        return self.backend.io_ctypes
 
     @property
     def cname(self) -> str:
@@ -100,11 +99,6 @@ class ModelPlan:
     def unique_kernels(self) -> list:
         return [self.kernels[k] for k in sorted(self.kernels)]
 
-    def dedup_keys(self) -> int:
-        """Distinct node.kernel keys the dedup pass set (0 when it has not run); our kernels are
-        keyed by their rendered identity, which merges at least as much when sizes are run-time."""
-        return len({n.kernel for n in self.graph.nodes if n.kernel})
-
     # -- storage -------------------------------------------------------------------------------
     def _new_var(self, prefix: str) -> str:
         return f"{prefix}{len(self.values) + len(self.weights)}"
@@ -116,7 +110,7 @@ class ModelPlan:
         return value
 
     def add_slot(self, tensor: str, ctype: str, shape) -> Value:
-        group = self.layout.add(tensor, slot_bytes(shape, ctype, self.backend), self.position)
+        group = self.layout.add(tensor, elements(shape) * self.backend.sizeof[ctype], self.position)
         return self.add_value(tensor, ctype, f"reinterpret_cast<{ctype}*>(ws + o[{group.index}])",
                               "work", group=group.index)
 
@@ -162,6 +156,10 @@ class Lowerer:
 
     def ctype(self, tensor: str) -> str:
         return self.plan.ctypes[self.dtype(tensor)]
+
+    def template(self, kind: str) -> str:
+        """The backend's template for a kind of kernel the shared lowerings make."""
+        return self.plan.backend.template(kind)
 
     def src(self, tensor: str) -> str:
         return self.plan.use(tensor).var
@@ -237,17 +235,11 @@ class Lowerer:
         heuristic's ladder; tuning.finalize swaps in the kernel its group (calls whose kernels
         differ only in configurations) shares and appends the `config` argument.
         `make(configs, ladder)` makes the kernel for a configuration list."""
-        from ait_build.codegen.tuning import TunedCall, check_candidates
         check_candidates(tunable)
         provisional = make(tunable.ladder, tuple(range(len(tunable.ladder))))
         self.plan.add_step(Step(self.node.name if self.node else "", provisional,
                                 tuple(str(a) for a in args), tuning=TunedCall(tunable, make, group),
                                 flops=flops))
-
-
-def slot_bytes(shape, ctype: str, backend=None) -> Dim:
-    sizes = {**SIZEOF, **getattr(backend, "SIZEOF", {})}
-    return elements(shape) * sizes[ctype]
 
 
 def in_place_aliases(graph: Graph) -> tuple:
@@ -278,26 +270,25 @@ def _is_elementwise(op: str) -> bool:
     return bool(row and row.elementwise)
 
 
-def plan_model(graph: Graph, target, tune: bool = True) -> ModelPlan:
-    """`tune=False` leaves tuned calls unfinalized, for `ait-build profile` (tuning.tunables)."""
-    from ait_build.backends import get_backend
-    from ait_build.codegen.tuning import finalize, load_profile
-    backend = get_backend(target)
+def plan_model(graph: Graph, target, backend, profile=None) -> ModelPlan:
+    """The plan of an optimized graph on `backend` (the target's). Tuned calls get their
+    configurations from `profile` (a tuning.Profile: the target's profile_cache, read by the
+    caller); None leaves them unfinalized, for `ait-build profile` (tuning.tunables)."""
     aliases, notes = in_place_aliases(graph)
     plan = ModelPlan(graph=graph, target=target, backend=backend, layout=Layout(aliases),
                      notes=notes)
     backend.lower_inputs(plan)
     for i, node in enumerate(graph.nodes):
-        lower = backend.LOWER.get(node.op)
+        lower = backend.lower.get(node.op)
         if lower is None:
-            raise AitError(f"{node.loc}: the {target.backend} backend has no kernel for op "
+            raise AitError(f"{node.loc}: the {backend.name} backend has no kernel for op "
                            f"'{node.op}' (node '{node.name}')")
         plan.position = i + 1
         lower(Lowerer(plan, node))
     plan.position = len(graph.nodes) + 1
     backend.lower_outputs(plan)
-    if tune:
-        plan.tuning = finalize(plan, load_profile(target))
+    if profile is not None:
+        plan.tuning = finalize(plan, profile)
     return plan
 
 
@@ -312,15 +303,3 @@ def weight_arrays(plan: ModelPlan) -> dict:
                            f"planned {list(slot.shape)}")
         out[key] = arr
     return out
-
-
-def summarize(graph: Graph, target) -> dict:
-    """Unique kernels and planned workspace, for `ait-build graph --target`."""
-    try:
-        plan = plan_model(graph, target)
-    except AitError as exc:
-        return {"kernels": f"not planned: {exc}"}
-    return {"kernels": len(plan.kernels), "kernel_calls": len(plan.steps),
-            "dedup_pass_keys": plan.dedup_keys(), "workspace_bytes": plan.workspace_bytes(),
-            "workspace_bytes_opt": plan.workspace_bytes("opt")}
-

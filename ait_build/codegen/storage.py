@@ -6,7 +6,7 @@ bytes (an elementwise/row op or a GEMM residual written in place). A group is li
 to the last node that touches any of its tensors or their views. Offsets are placed at run time
 for the actual dims (ait::place in ait_runtime.h, the plan's greedy best-fit rule), because a plan
 made at the max dims can need far more memory than a small batch: BERT-base at batch 256 and
-sequence 4096 needs 24 GiB, at batch 1 and 128 a few MiB. `place` below is the same rule in
+sequence 4096 needs 24 GiB, at batch 1 and 128 a few MiB. placement.place is the same rule in
 Python, for the manifest's workspace size at the max dims.
 """
 
@@ -16,16 +16,9 @@ from dataclasses import dataclass, field
 
 from ait_build.codegen.cexpr import cexpr
 from ait_build.ir.dims import Dim
+from ait_build.placement import place
 
 ALIGN = 64
-
-# storage types: floats are computed and stored as float32 inside the library
-CTYPE = {"float32": "float", "float16": "float", "bfloat16": "float", "int32": "int32_t",
-         "int64": "int64_t", "bool": "uint8_t"}
-# types of the user's input/output buffers (the model dtype for floats)
-IO_CTYPE = {"float32": "float", "float16": "uint16_t", "bfloat16": "uint16_t", "int32": "int32_t",
-            "int64": "int64_t", "bool": "uint8_t"}
-SIZEOF = {"float": 4, "int32_t": 4, "int64_t": 8, "uint8_t": 1, "uint16_t": 2}
 
 
 def align(n: int) -> int:
@@ -91,13 +84,3 @@ class Layout:
     def bytes_at(self, env: dict) -> int:
         sizes = [align(max(s.eval(env) for s in g.sizes)) for g in self.groups]
         return place(sizes, [(g.start, g.end) for g in self.groups])[1]
-
-
-def place(sizes: list, lifetimes: list) -> tuple:
-    """(offsets, bytes spanned): the memory plan's greedy best-fit (largest first; ties: earlier
-    start, then index), which ait::place repeats in C++ at run time."""
-    from ait_build.passes.plan_memory import _place  # one implementation of the rule
-    order = sorted(range(len(sizes)), key=lambda g: (-sizes[g], lifetimes[g][0], g))
-    by_group, top = _place(order, dict(enumerate(sizes)), {g: lt[0] for g, lt in enumerate(lifetimes)},
-                           {g: lt[1] for g, lt in enumerate(lifetimes)})
-    return [by_group[g] for g in range(len(sizes))], top

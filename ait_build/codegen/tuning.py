@@ -6,8 +6,9 @@ the call as a `Tunable`: a readable *family* (what shapes the kernel's code), th
 *problem* (what else the speed depends on), the run-time *extent* the choice may depend on
 (GEMM rows, conv batch), every candidate configuration and the heuristic's ladder. It records
 the call with `Lowerer.tuned_call`, which plans it with the ladder alone (what a build without a
-profile runs). `finalize` then reads the target's profile (`profile_cache`, written by
-`ait-build profile`): per (family, problem) the best configuration measured at several extents.
+profile runs). `finalize` then takes the target's profile (`profile_cache`, written by
+`ait-build profile`, read by profile/store.py): per (family, problem) the best configuration
+measured at several extents.
 Calls that share a kernel get one kernel holding the union of their configurations, and each
 call passes `config`: a C++ expression that picks, for the run-time extent, the configuration
 profiled for the smallest measured extent at or above it (the largest beyond the last), or -1
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ait_build.codegen.cexpr import cexpr
-from ait_build.errors import AitError, SpecError
+from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
 
 ENTRY_FIELDS = ("family", "problem", "extent", "config", "us", "heuristic_us", "candidates")
@@ -92,37 +93,12 @@ class Entry:
 
 
 class Profile:
-    """profiles/<target>.yaml: (family, problem) -> entries sorted by extent."""
+    """A target's profile (profiles/<target>.yaml, read by profile/store.py): (family, problem)
+    -> entries sorted by extent."""
 
     def __init__(self, path: str = "", entries: dict | None = None):
         self.path = path
         self.entries = entries or {}
-
-    @staticmethod
-    def load(path: str) -> "Profile":
-        if not path or not os.path.isfile(path):
-            return Profile(path)
-        from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
-        from ait_build.spec.yamlfile import load_yaml, where
-        doc = check_header(load_yaml(path), path, "Profile")
-        check_keys(doc, ("apiVersion", "kind", "target", "measured_on", "entries"), "a profile")
-        items = expect_list(doc.get("entries", []), where(doc, "entries"), "entries") \
-            if doc.get("entries") is not None else []
-        found: dict = {}
-        for i, raw in enumerate(items):
-            what = f"entries[{i}]"
-            raw = expect_map(raw, items.where(i), what)
-            check_keys(raw, ENTRY_FIELDS, what, required=("family", "problem", "extent", "config"))
-            extent = get(raw, "extent", int, what)
-            if extent < 1:
-                raise SpecError(f"{what}.extent must be positive, got {extent}", raw.where("extent"))
-            for key in ("us", "heuristic_us"):
-                get(raw, key, float, what)
-            get(raw, "candidates", int, what)
-            entry = Entry(extent, get(raw, "config", str, what))
-            key = (get(raw, "family", str, what), get(raw, "problem", str, what))
-            found.setdefault(key, {})[extent] = entry
-        return Profile(path, {k: tuple(v[e] for e in sorted(v)) for k, v in found.items()})
 
     def choices(self, tunable: Tunable) -> tuple:
         """(extent, Config) buckets for the call, or () when the profile has no usable entry."""
@@ -168,31 +144,6 @@ def _problem_distance(text: str, problem: tuple) -> float:
             return math.inf
         distance += abs(math.log(profiled / size))
     return distance
-
-
-def profile_path(target) -> str:
-    """The target's profile_cache, relative to the folder that holds its targets/ folder."""
-    path = getattr(target, "profile_cache", "")
-    if not path or os.path.isabs(path):
-        return path
-    root = os.path.dirname(os.path.dirname(os.path.abspath(target.source))) if target.source else ""
-    return os.path.join(root, path)
-
-
-_LOADED: dict = {}
-
-
-def load_profile(target) -> Profile:
-    """The target's profile, parsed once per file version."""
-    path = profile_path(target)
-    try:
-        stamp = os.stat(path).st_mtime_ns if path else None
-    except OSError:
-        stamp = None
-    key = (path, stamp)
-    if key not in _LOADED:
-        _LOADED[key] = Profile.load(path) if stamp is not None else Profile(path)
-    return _LOADED[key]
 
 
 # -- choosing per call ----------------------------------------------------------------------------

@@ -18,9 +18,6 @@ import numpy as np
 from ait_build.ir.dtypes import ITEMSIZE, SAFETENSORS
 
 ARENA_ALIGN = 64
-# the GPU backends keep float16/bfloat16 weights in their own type (CUDA's names)
-CTYPES = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16",
-          "int32": "int32_t", "int64": "int64_t", "bool": "uint8_t"}
 
 
 @dataclass(frozen=True)
@@ -53,8 +50,9 @@ def fnv1a64(data: bytes) -> int:
     return h
 
 
-def layout(slots: dict, metadata: dict) -> WeightsLayout:
-    """`slots`: key -> plan.WeightSlot. Offsets and the header, without touching values."""
+def layout(slots: dict, metadata: dict, ctypes: dict) -> WeightsLayout:
+    """`slots`: key -> plan.WeightSlot; `ctypes`: dtype -> the C++ type the library reads it as
+    (the backend's storage types). Offsets and the header, without touching values."""
     header: dict = {"__metadata__": dict(sorted(metadata.items()))}
     entries = []
     offset = arena = 0
@@ -66,7 +64,7 @@ def layout(slots: dict, metadata: dict) -> WeightsLayout:
         nbytes = count * ITEMSIZE[slot.dtype]
         header[key] = {"dtype": SAFETENSORS[slot.dtype], "shape": [int(d) for d in slot.shape],
                        "data_offsets": [offset, offset + nbytes]}
-        entries.append(Entry(key, slot.var, CTYPES[slot.dtype], tuple(slot.shape), nbytes, offset,
+        entries.append(Entry(key, slot.var, ctypes[slot.dtype], tuple(slot.shape), nbytes, offset,
                              arena))
         offset += nbytes
         arena += (nbytes + ARENA_ALIGN - 1) // ARENA_ALIGN * ARENA_ALIGN

@@ -33,7 +33,6 @@ class Node:
     attrs: dict = field(default_factory=dict)
     weights: dict = field(default_factory=dict)  # role -> weight tensor name
     loc: Location = field(default_factory=lambda: Location("<graph>"))
-    kernel: str = ""  # unique kernel key, set by the kernel dedup pass; equal keys share code
 
     @property
     def output(self) -> str:

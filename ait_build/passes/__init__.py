@@ -19,9 +19,9 @@ class Pass:
 
 
 def _pipeline() -> list:
-    from ait_build.passes import (dedup_kernels, eliminate_dead_code, fold_batchnorm,
-                                  fold_constants, fuse_attention, fuse_elementwise, fuse_epilogue,
-                                  fuse_layernorm, pad_channels, plan_memory)
+    from ait_build.passes import (eliminate_dead_code, fold_batchnorm, fold_constants,
+                                  fuse_attention, fuse_elementwise, fuse_epilogue, fuse_layernorm,
+                                  pad_channels, plan_memory)
     steps = (  # (module, what it does); a pass is named after its module
         (eliminate_dead_code, "drop no-op nodes and nodes that reach no output"),
         (fold_constants, "compute weight-only subgraphs at build time"),
@@ -31,7 +31,6 @@ def _pipeline() -> list:
         (fuse_layernorm, "residual add + layer_norm -> layer_norm with a residual input"),
         (fuse_epilogue, "bias add, residual add, activation -> the GEMM/conv epilogue"),
         (fuse_elementwise, "chains and small DAGs of elementwise ops -> one fused_elementwise"),
-        (dedup_kernels, "key every node by its signature; equal keys share one kernel"),
         (plan_memory, "tensor lifetimes -> offsets in one workspace"),
     )
     return [Pass(module.__name__.rpartition(".")[2], module.run, doc) for module, doc in steps]
@@ -39,8 +38,8 @@ def _pipeline() -> list:
 
 # The order matters: folding first gives the fusions clean conv+bias ops; attention fusion runs
 # before the epilogue and elementwise fusions, which would otherwise take its scale and mask adds;
-# layernorm fusion before epilogue fusion (see fuse_layernorm.py); dedup and planning last, on the
-# final graph.
+# layernorm fusion before epilogue fusion (see fuse_layernorm.py); planning last, on the final
+# graph.
 PIPELINE: list = _pipeline()
 
 

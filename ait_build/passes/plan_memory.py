@@ -27,6 +27,7 @@ from ait_build.ir.dtypes import ITEMSIZE
 from ait_build.ir.graph import VALUE, Graph
 from ait_build.ops.registry import get_op
 from ait_build.passes.fuse_epilogue import DATA_INPUTS
+from ait_build.placement import place_groups
 
 VIEW_OPS = ("reshape", "flatten")
 ROW_OPS = ("batch_norm", "layer_norm", "softmax")  # each output row depends on its input row only
@@ -108,23 +109,6 @@ def _share(graph: Graph, groups: _Groups, sizes: dict, root) -> dict:
     return aliases
 
 
-def _place(order: list, size: dict, start: dict, end: dict) -> tuple:
-    """Greedy by size: (offsets by group, workspace bytes)."""
-    offsets, placed, top = {}, [], 0
-    for g in order:
-        busy = sorted((o, s) for h, o, s in placed if start[h] <= end[g] and start[g] <= end[h])
-        best, best_gap, cursor = None, None, 0
-        for o, s in busy:
-            gap = o - cursor
-            if gap >= size[g] and (best_gap is None or gap < best_gap):
-                best, best_gap = cursor, gap
-            cursor = max(cursor, o + s)
-        offsets[g] = best if best is not None else cursor
-        placed.append((g, offsets[g], size[g]))
-        top = max(top, offsets[g] + size[g])
-    return offsets, top
-
-
 def plan(graph: Graph, env: dict | None = None, alignment: int = ALIGNMENT) -> MemoryPlan:
     """The plan at dim values `env` (default: every dim at its max)."""
     env = env or graph.bounds_env("max")
@@ -155,7 +139,7 @@ def plan(graph: Graph, env: dict | None = None, alignment: int = ALIGNMENT) -> M
         g = groups.find(t)
         group_size[g] = max(group_size.get(g, 0), sizes[t])
     roots = sorted(group_size, key=lambda g: (-group_size[g], groups.start[g], g))
-    offsets, workspace = _place(roots, group_size, groups.start, groups.end)
+    offsets, workspace = place_groups(roots, group_size, groups.start, groups.end)
     live = [0] * (len(graph.nodes) + 1)
     for g in roots:
         for i in range(groups.start[g], groups.end[g] + 1):

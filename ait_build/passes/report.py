@@ -14,7 +14,7 @@ import os
 import sys
 
 from ait_build.passes import optimize
-from ait_build.passes.dedup_kernels import unique_kernels
+from ait_build.passes.kernel_signatures import unique_kernels
 from ait_build.passes.plan_memory import plan
 
 # (label, spec file stem, dims that replace the max)

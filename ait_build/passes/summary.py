@@ -1,16 +1,16 @@
 """Numbers `ait-build graph --format json` shows for a graph at any stage: unique kernels and the
-planned workspace against the naive sum. Stages before dedup_kernels / plan_memory get them
-computed on the fly, so a user can see what each pass buys."""
+planned workspace against the naive sum. Stages before plan_memory get the
+workspace computed on the fly, so a user can see what each pass buys."""
 
 from __future__ import annotations
 
 from ait_build.ir.graph import Graph
-from ait_build.passes.dedup_kernels import kernel_key, unique_kernels
+from ait_build.passes.kernel_signatures import kernel_key, unique_kernels
 from ait_build.passes.plan_memory import plan
 
 
 def summarize(graph: Graph, target=None) -> dict:
-    keys = [n.kernel or kernel_key(graph, n) for n in graph.nodes]
+    keys = [kernel_key(graph, n) for n in graph.nodes]
     memory = graph.memory_plan if graph.memory_plan is not None else plan(graph)
     return {
         "kernels": unique_kernels(graph, keys),

@@ -43,7 +43,7 @@ def requested_dims(args) -> dict:
 def gather_jobs(specs: list, target, given: dict, echo) -> list:
     """The specs' jobs, merged by kernel group (the same kernel in several specs is one job)."""
     from ait_build.build_cli import resolve_spec
-    from ait_build.codegen.emit import build_plan
+    from ait_build.pipeline import build_plan
     from ait_build.profile.jobs import collect, dim_points
     merged: dict = {}
     backend = None
@@ -110,7 +110,8 @@ def check_built(harnesses: list) -> None:
 
 
 def cmd_profile(args) -> int:
-    from ait_build.codegen.tuning import profile_path
+    from ait_build.backends import get_backend
+    from ait_build.profile.store import profile_path
     from ait_build.profile.harness import render_harness
     from ait_build.profile.measure import Journal, measure
     from ait_build.profile.report import choose, summary_lines
@@ -119,9 +120,9 @@ def cmd_profile(args) -> int:
     from ait_build.build_cli import project_root
     root = project_root()
     target = find_target(args.target, os.path.join(root, "targets"))
-    if target.backend != "cuda":
-        raise AitError(f"target '{target.name}' has the {target.backend} backend; profiling "
-                       "measures the cuda backend's CUTLASS configurations")
+    if not get_backend(target.backend).profile_driver:
+        raise AitError(f"target '{target.name}' has the {target.backend} backend, whose kernels "
+                       "have no configurations to profile")
     echo = print
     start = time.monotonic()
     jobs, backend = gather_jobs(args.spec, target, requested_dims(args), echo)

@@ -1,8 +1,8 @@
 """A job -> the sources of its profiling harness: the group's kernel made with every candidate
 configuration (a dispatch and one translation unit per configuration, the same files a model
 build compiles for the configurations it uses, so SCons compiles them in parallel and a
-CacheDir shares them), and a driver (templates/cuda/profile.cu.j2) that times each candidate
-on each problem.
+CacheDir shares them), and the backend's driver (cuda: templates/cuda/profile.cu.j2) that times
+each candidate on each problem.
 
 The candidates start with the heuristic's ladder, so configuration -1 of the kernel is exactly
 what a build without a profile runs: the reference output and the baseline time.
@@ -14,7 +14,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 
-from ait_build.codegen.emit import write_if_changed
+from ait_build.codegen.emit import render_kernel, write_if_changed
 from ait_build.codegen.render import render
 from ait_build.profile.jobs import Job
 
@@ -53,7 +53,7 @@ def render_harness(job: Job, backend, out_dir: str) -> Harness:
     candidates = job.candidates
     ladder = tuple(candidates.index(c) for c in job.tunable.ladder)
     kernel = job.make(candidates, ladder)
-    files = {k.source: render(k.template, k.render_context()) for k in (kernel, *kernel.parts)}
+    files = {k.source: render_kernel(k, backend) for k in (kernel, *kernel.parts)}
     params = kernel.params.rsplit(", ", 1)[0]  # the kernel's parameters before `config`
     pairs = [p.rsplit(" ", 1) for p in params.split(", ")]
     scalars = [dict(ctype=SCAN[t][0], name=n, scan=SCAN[t][1]) for t, n in pairs if not t.endswith("*")]
@@ -62,13 +62,13 @@ def render_harness(job: Job, backend, out_dir: str) -> Harness:
     if sorted(b["name"] for b in buffers) != sorted(pointers):
         raise RuntimeError(f"internal: the {job.tunable.kind} driver has no buffers for {pointers}")
     call = [f"{n}_ptr" if n in ("bias", "res") else f"buf_{n}.ptr" for n in pointers]
-    files["src/profile.cu"] = render("cuda/profile.cu.j2", dict(
+    files["src/profile.cu"] = render(backend.profile_driver, dict(
         kernel=kernel.name, family=job.family, params=kernel.params,
         candidates=tuple(c.name for c in candidates), reps=REPS,
         flush_bytes=FLUSH_BYTES, scratch_bytes=SCRATCH_BYTES, ctype=pairs[0][0].rstrip("*"),
         scalars=scalars, buffers=buffers,
         call_args=", ".join(call + [s["name"] for s in scalars])))
-    for path, template in backend.SUPPORT_FILES.items():
+    for path, template in backend.support_files.items():
         files[path] = render(template, {})
     digest = hashlib.sha256()
     for path in sorted(files):

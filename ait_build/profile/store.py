@@ -1,14 +1,18 @@
-"""profiles/<target>.yaml as `ait-build profile` writes it: one entry per (family, problem,
-extent), one line each, sorted, so a diff of the file reads as "this problem now runs that
-configuration". Writing merges with what the file holds: profiling another spec or another batch
-adds entries and replaces only the ones measured again."""
+"""profiles/<target>.yaml: read as a build reads it (`load_profile`: the target's profile_cache,
+checked with located errors), and written as `ait-build profile` writes it: one entry per
+(family, problem, extent), one line each, sorted, so a diff of the file reads as "this problem
+now runs that configuration". Writing merges with what the file holds: profiling another spec
+or another batch adds entries and replaces only the ones measured again."""
 
 from __future__ import annotations
 
 import json
 import os
 
-from ait_build.codegen.tuning import ENTRY_FIELDS, Profile
+from ait_build.codegen.tuning import ENTRY_FIELDS, Entry, Profile
+from ait_build.errors import SpecError
+from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
+from ait_build.spec.yamlfile import load_yaml, where
 
 HEADER = """\
 # Kernel configurations for target {target}, measured by `ait-build profile` (docs/profile.md).
@@ -19,12 +23,62 @@ HEADER = """\
 """
 
 
+def read_profile(path: str) -> Profile:
+    """The profile in `path` (an empty one when there is no such file)."""
+    if not path or not os.path.isfile(path):
+        return Profile(path)
+    doc = check_header(load_yaml(path), path, "Profile")
+    check_keys(doc, ("apiVersion", "kind", "target", "measured_on", "entries"), "a profile")
+    items = expect_list(doc.get("entries", []), where(doc, "entries"), "entries") \
+        if doc.get("entries") is not None else []
+    found: dict = {}
+    for i, raw in enumerate(items):
+        what = f"entries[{i}]"
+        raw = expect_map(raw, items.where(i), what)
+        check_keys(raw, ENTRY_FIELDS, what, required=("family", "problem", "extent", "config"))
+        extent = get(raw, "extent", int, what)
+        if extent < 1:
+            raise SpecError(f"{what}.extent must be positive, got {extent}", raw.where("extent"))
+        for key in ("us", "heuristic_us"):
+            get(raw, key, float, what)
+        get(raw, "candidates", int, what)
+        entry = Entry(extent, get(raw, "config", str, what))
+        key = (get(raw, "family", str, what), get(raw, "problem", str, what))
+        found.setdefault(key, {})[extent] = entry
+    return Profile(path, {k: tuple(v[e] for e in sorted(v)) for k, v in found.items()})
+
+
+def profile_path(target) -> str:
+    """The target's profile_cache, relative to the folder that holds its targets/ folder."""
+    path = target.profile_cache
+    if not path or os.path.isabs(path):
+        return path
+    root = os.path.dirname(os.path.dirname(os.path.abspath(target.source))) if target.source else ""
+    return os.path.join(root, path)
+
+
+_LOADED: dict = {}
+
+
+def load_profile(target) -> Profile:
+    """The target's profile, parsed once per file version."""
+    path = profile_path(target)
+    try:
+        stamp = os.stat(path).st_mtime_ns if path else None
+    except OSError:
+        stamp = None
+    key = (path, stamp)
+    if key not in _LOADED:
+        _LOADED[key] = read_profile(path) if stamp is not None else Profile(path)
+    return _LOADED[key]
+
+
 def read_entries(path: str) -> tuple:
     """((family, problem, extent) -> entry dict, measured_on) of the file, validated like a
     build reads it; ({}, '') when there is none."""
     if not os.path.isfile(path):
         return {}, ""
-    Profile.load(path)  # located errors for a broken file
+    read_profile(path)  # located errors for a broken file
     import yaml
     with open(path, encoding="utf-8") as fh:
         doc = yaml.safe_load(fh) or {}

@@ -44,6 +44,7 @@ class Manifest:
     name: str
     target: str
     backend: str
+    device: str  # 'host': inputs and outputs are host memory; else the device API ('cuda')
     dims: tuple  # DimSpec, in the order the C API takes them
     inputs: tuple  # TensorSpec, in the order the C API takes them
     outputs: tuple
@@ -69,10 +70,14 @@ def load_manifest(path: str) -> Manifest:
     if json_sha256(raw) != recorded:
         raise ModelError(f"{path} was changed after the build (its content no longer matches its "
                          "build_id); rebuild the model instead of editing the manifest")
+    if "device" not in raw:
+        raise ModelError(f"{path}: no 'device' field (made by an older ait-build); rebuild the model "
+                         "with this ait-build")
     try:
         weights = raw["weights"]
         return Manifest(
             name=_text(raw["name"]), target=_text(raw["target"]), backend=_text(raw["backend"]),
+            device=_text(raw["device"]),
             dims=tuple(DimSpec(_text(d["name"]), _count(d["min"]), _count(d["max"]),
                                _count(d["opt"])) for d in raw["dims"]),
             inputs=tuple(_tensor(t) for t in raw["inputs"]),

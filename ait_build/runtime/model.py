@@ -23,6 +23,10 @@ from ait_build.runtime import identity
 from ait_build.runtime.manifest import (Manifest, ModelError, bind_dims, load_manifest,
                                         output_shapes, weights_path)
 
+# the memory a build's tensors live in (manifest "device", the backend's Backend.device) that
+# this runtime can hand a library: host arrays, or CUDA device memory
+DEVICES = ("host", "cuda")
+
 
 class CApi:
     """The generated C API of one library: <c_name>_{create,run,destroy,last_error,build_id},
@@ -68,9 +72,10 @@ class Model:
         self.build_dir = os.path.abspath(build_dir)
         self.manifest: Manifest = load_manifest(os.path.join(self.build_dir, "manifest.json"))
         m = self.manifest
-        if m.backend not in ("cpu", "cuda"):
-            raise ModelError(f"{m.name} was built for '{m.target}' ({m.backend}); the Python "
-                             "runtime runs cpu and cuda builds")
+        if m.device not in DEVICES:
+            raise ModelError(f"{m.name} was built for '{m.target}' ({m.backend}), whose tensors "
+                             f"live in {m.device} memory; the Python runtime runs builds on "
+                             f"{', '.join(DEVICES)} memory")
         self.weights = os.path.abspath(weights) if weights else weights_path(self.build_dir, m)
         identity.check_weights_file(self.weights, m, own=not weights)
         library = os.path.join(self.build_dir, f"lib{m.name}.so")
@@ -110,12 +115,12 @@ class Model:
         enqueued on torch's current stream; outputs are torch tensors); `outputs` may hand it
         contiguous device arrays to write into, so that repeated calls reuse one set of
         pointers (and replay one CUDA graph)."""
-        if self.manifest.backend == "cuda":
+        if self.manifest.device == "cuda":
             if any(_is_torch(v) for v in list(inputs.values()) + list((outputs or {}).values())):
                 return self._run_cuda(inputs, dims, outputs)
             return self._run_cuda_arrays(inputs, dims, outputs)
         if outputs is not None:
-            raise ModelError(f"{self.name}: outputs= is for cuda builds")
+            raise ModelError(f"{self.name}: outputs= is for builds whose tensors live on a device")
         arrays = self._check_inputs(inputs)
         env = bind_dims(self.manifest, {k: a.shape for k, a in arrays.items()}, dims)
         shapes = output_shapes(self.manifest, env)

@@ -9,13 +9,14 @@ import json
 import os
 from dataclasses import dataclass
 
-from ait_build.errors import SpecError, did_you_mean
+from ait_build.backends import backend_names, get_backend
+from ait_build.errors import AitError, SpecError, did_you_mean
 from ait_build.ir.dtypes import ALL_DTYPES
 from ait_build.resources import data_dir, project_targets
 from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
 from ait_build.spec.yamlfile import load_yaml, where
 
-BACKENDS = ("cpu", "cuda", "rocm")
+BACKENDS = ("cpu", "cuda", "rocm")  # what `backend:` may name (backends.backend_names(): built)
 TARGET_FIELDS = ("apiVersion", "kind", "name", "description", "backend", "arch", "compiler",
                  "device", "kernels", "capabilities", "precision", "profile_cache", "sources")
 COMPILER_FIELDS = ("cxx", "flags", "link_flags", "min_version")
@@ -47,6 +48,7 @@ class Target:
     profile_cache: str
     source: str
     precision: tuple = (("accumulate", "float32"),)  # sorted (key, value) pairs
+    min_version: str = ""  # compiler.min_version: the oldest compiler version it builds with
 
     def cap(self, key: str):
         return dict(self.capabilities)[key]
@@ -101,6 +103,33 @@ def _precision(doc, backend: str) -> tuple:
     return tuple(sorted(values.items()))
 
 
+def _check_for_backend(doc, backend: str, arch: str, compiler, flags: tuple, kernels) -> None:
+    """What only the backend knows: whether it takes `arch`, which flags would choose the
+    architecture behind `arch`'s back, and the kernel families `kernels:` may name."""
+    if backend not in backend_names():
+        return  # a backend named in BACKENDS whose code is not written: planning says so
+    b = get_backend(backend)
+    try:
+        b.arch_flags(arch)
+    except AitError as exc:
+        raise SpecError(str(exc), where(doc, "arch") or doc.loc) from None
+    for i, flag in enumerate(flags):
+        if flag.split("=", 1)[0] in b.arch_options:
+            raise SpecError(f"compiler.flags must not choose the architecture ('{flag}'): `arch: "
+                            f"{arch}` does", compiler["flags"].where(i))
+    for op, family in kernels.items():
+        if op not in b.kernel_families:
+            raise SpecError(f"kernels: the {backend} backend has no kernel choice for '{op}'"
+                            + did_you_mean(op, b.kernel_families) + "; it has "
+                            + (", ".join(sorted(b.kernel_families)) or "none"),
+                            kernels.key_loc.get(op) or kernels.where(op))
+        if family not in b.kernel_families[op]:
+            choices = b.kernel_families[op]
+            raise SpecError(f"kernels.{op}: the {backend} backend has no kernel family '{family}'"
+                            + did_you_mean(family, choices) + f"; one of {', '.join(choices)}",
+                            kernels.where(op))
+
+
 def load_target(path: str) -> Target:
     doc = check_header(load_yaml(path), path, "Target")
     check_keys(doc, TARGET_FIELDS, "a target spec", required=("name", "backend", "compiler"))
@@ -114,7 +143,7 @@ def load_target(path: str) -> Target:
         raise SpecError(f"a {backend} target needs 'arch' (e.g. sm_90a, gfx90a)", doc.loc)
     compiler = expect_map(doc["compiler"], where(doc, "compiler"), "compiler")
     check_keys(compiler, COMPILER_FIELDS, "compiler", required=("cxx",))
-    get(compiler, "min_version", (str, float), "compiler")  # a version: '12.4' or 12.4
+    min_version = str(get(compiler, "min_version", (str, float), "compiler", default=""))
     device = expect_map(doc.get("device", {}), where(doc, "device"), "device") if "device" in doc else {}
     if device:
         check_keys(device, DEVICE_FIELDS, "device")
@@ -143,16 +172,18 @@ def load_target(path: str) -> Target:
             else:
                 caps[key] = get(raw, key, bool, "capabilities")
     precision = _precision(doc, backend)
+    flags = _str_list(compiler, "flags", "compiler")
+    _check_for_backend(doc, backend, arch, compiler, flags, kernels)
     _str_list(doc, "sources", "target")
     return Target(
         name=name, backend=backend, arch=arch, cxx=get(compiler, "cxx", str, "compiler"),
-        flags=_str_list(compiler, "flags", "compiler"),
+        flags=flags,
         link_flags=_str_list(compiler, "link_flags", "compiler"),
         device=tuple(sorted(device.items())), kernels=tuple(sorted(kernels.items())),
         capabilities=tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v)
                                   for k, v in caps.items())),
         profile_cache=get(doc, "profile_cache", str, "the target", default=""), source=path,
-        precision=precision)
+        precision=precision, min_version=min_version)
 
 
 def stock_targets_dir() -> str:

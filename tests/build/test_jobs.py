@@ -4,7 +4,8 @@ in nvcc), and what the build prints when memory decides."""
 
 from __future__ import annotations
 
-from ait_build.scons import JOB_MEMORY, available_memory, default_jobs
+from ait_build.backends import get_backend
+from ait_build.scons import available_memory, default_jobs
 
 GIB = 1 << 30
 
@@ -16,7 +17,7 @@ def test_cores_decide_when_memory_is_plenty():
 
 def test_memory_caps_cuda_builds_with_a_note():
     jobs, why = default_jobs({"cpu", "cuda"}, 64, 40 * GIB)
-    assert jobs == 40 * GIB // JOB_MEMORY["cuda"] == 8
+    assert jobs == 40 * GIB // get_backend("cuda").compile_job_memory == 8
     assert why.startswith("8 parallel compile jobs, not 64: 40.0 GiB of memory available")
     assert "-j N overrides" in why
 

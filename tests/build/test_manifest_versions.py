@@ -8,7 +8,7 @@ import filecmp
 import json
 import os
 
-from ait_build.codegen.emit import emit
+from ait_build.pipeline import emit
 from ait_build.spec.target import find_target
 from ait_build.toolchain import compiler_version
 from buildproj import MODEL, NVCC_VERSION, REPO, fake_compiler, make_project

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import yaml
 
-from ait_build.codegen.emit import emit
+from ait_build.pipeline import emit
 from ait_build.ir.dtypes import NUMPY
 from ait_build.spec.target import find_target
 from ait_build.toolchain import toolchain_for

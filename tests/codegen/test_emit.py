@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from ait_build.codegen.emit import emit, plan_outputs
+from ait_build.pipeline import emit, plan_outputs
 from ait_build.codegen.render import template_path
 from ait_build.errors import AitError
 from ait_build.spec.model import load_model
@@ -120,7 +120,7 @@ def test_weights_file_holds_the_kernel_layout(tmp_path, cpu_target):
 
 def test_equal_layers_share_kernels(cpu_target):
     emission = plan_outputs(os.path.join(SPECS, "tiny_bert.yaml"), cpu_target)
-    from ait_build.codegen.emit import build_plan
+    from ait_build.pipeline import build_plan
     plan = build_plan(os.path.join(SPECS, "tiny_bert.yaml"), cpu_target)
     # two encoder layers, every kernel of the second is one of the first's
     assert len(plan.steps) > len(emission.kernel_sources) + 5
@@ -141,7 +141,7 @@ def test_unknown_backend_and_missing_compiler(tmp_path):
 def test_missing_blas_says_what_to_install(monkeypatch):
     import sys
 
-    from ait_build import toolchain
+    from ait_build.backends.cpu import toolchain
     toolchain.find_openblas.cache_clear()
     monkeypatch.setitem(sys.modules, "scipy_openblas32", None)  # import fails
     try:
@@ -152,7 +152,7 @@ def test_missing_blas_says_what_to_install(monkeypatch):
 
 
 def test_place_keeps_live_groups_apart():
-    from ait_build.codegen.storage import place
+    from ait_build.placement import place
     rng = np.random.default_rng(0)
     for _ in range(50):
         n = int(rng.integers(1, 30))
@@ -171,7 +171,7 @@ def test_place_keeps_live_groups_apart():
 def test_workspace_follows_the_dims_given(cpu_target):
     """BERT-base's max dims (batch 256, seq 4096) need GiBs; batch 1 must not pay for them: the
     offsets are placed at run time, with the plan's in-place sharing."""
-    from ait_build.codegen.emit import build_plan
+    from ait_build.pipeline import build_plan
     plan = build_plan(os.path.join(SPECS, "bert_base.yaml"), cpu_target)
     assert plan.workspace_bytes("max") > 8 * 2**30
     assert plan.workspace_bytes("min") < 4 * 2**20

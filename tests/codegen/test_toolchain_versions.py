@@ -7,10 +7,14 @@ import hashlib
 import json
 import os
 
+import pytest
+
 from ait_build import __version__
-from ait_build.codegen.emit import emit
-from ait_build.spec.target import find_target
-from ait_build.toolchain import compiler_version, header_version, host_compiler
+from ait_build.errors import AitError
+from ait_build.pipeline import emit
+from ait_build.spec.target import find_target, load_target
+from ait_build.toolchain import (compiler_version, header_version, host_compiler, toolchain_for,
+                                 version_key)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -51,7 +55,7 @@ def test_cpu_manifest_records_versions_and_the_target_file(tmp_path):
 
 
 def test_nvcc_from_the_pip_wheels_links_the_runtime_from_its_lib_folder(tmp_path, monkeypatch):
-    from ait_build.toolchain import nvcc_wheel_lib_dirs
+    from ait_build.backends.cuda.toolchain import nvcc_wheel_lib_dirs
     cu13 = tmp_path / "site-packages" / "nvidia" / "cu13"
     (cu13 / "bin").mkdir(parents=True)
     (cu13 / "lib").mkdir()
@@ -63,3 +67,18 @@ def test_nvcc_from_the_pip_wheels_links_the_runtime_from_its_lib_folder(tmp_path
     assert nvcc_wheel_lib_dirs("nvcc") == (str(cu13 / "lib"),)
     (cu13 / "lib64").mkdir()  # a toolkit's layout: nvcc.profile finds lib64 itself
     assert nvcc_wheel_lib_dirs("nvcc") == ()
+
+
+def test_min_version_is_enforced(tmp_path):
+    assert version_key("13.0.88") > version_key("12.4") > version_key("12")
+    for wanted, ok in (("1.0", True), ("9999", False)):
+        path = tmp_path / f"t{ok}.yaml"
+        path.write_text("apiVersion: ait-build/v1\nkind: Target\nname: t\nbackend: cpu\n"
+                        f"compiler: {{cxx: g++, min_version: '{wanted}'}}\n")
+        target = load_target(str(path))
+        assert target.min_version == wanted
+        if ok:
+            toolchain_for(target)
+        else:
+            with pytest.raises(AitError, match=r"needs g\+\+ 9999 or newer \(compiler.min_version\)"):
+                toolchain_for(target)

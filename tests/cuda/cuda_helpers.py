@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import yaml
 
-from ait_build.codegen.emit import emit
+from ait_build.pipeline import emit
 from ait_build.digest import record_digest
 from ait_build.spec.target import find_target
 from ait_build.toolchain import toolchain_for

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ait_build.codegen.emit import build_plan, emit
+from ait_build.pipeline import build_plan, emit
 from ait_build.spec.target import find_target
 from ait_build.toolchain import toolchain_for
 from cuda_helpers import (c_create, compile_and_link, fp16_spec, fp16acc_target, run_checked,

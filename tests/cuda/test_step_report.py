@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ait_build import step_report
-from ait_build.codegen.emit import build_plan
+from ait_build.pipeline import build_plan
 from ait_build.spec.target import find_target
 
 from cuda_helpers import spec_path

@@ -11,8 +11,9 @@ import shutil
 
 import pytest
 
-from ait_build.codegen.emit import build_plan, emit
-from ait_build.codegen.tuning import Profile, selector
+from ait_build.pipeline import build_plan, emit
+from ait_build.codegen.tuning import selector
+from ait_build.profile.store import read_profile
 from ait_build.errors import SpecError
 from ait_build.ir.dims import Dim
 from ait_build.spec.target import find_target
@@ -147,11 +148,11 @@ def test_a_broken_profile_is_a_located_error(tmp_path, text, message):
     path = tmp_path / "p.yaml"
     path.write_text("apiVersion: ait-build/v1\nkind: Profile\n" + text)
     with pytest.raises(SpecError) as err:
-        Profile.load(str(path))
+        read_profile(str(path))
     assert message in str(err.value) and f"{path}:" in str(err.value)
 
 
 def test_profile_path_is_relative_to_the_targets_folder(tmp_path):
-    from ait_build.codegen.tuning import profile_path
+    from ait_build.profile.store import profile_path
     target = find_target(target_with_profile(tmp_path, []))
     assert profile_path(target) == str(tmp_path / "profiles" / "h200.yaml")

@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from ait_build.codegen.tuning import Config, Profile, Tunable
+from ait_build.codegen.tuning import Config, Tunable
+from ait_build.profile.store import read_profile
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
 from ait_build.profile.harness import Harness
@@ -115,7 +116,7 @@ def test_winners_merge_into_the_profile_file(tmp_path):
     text = open(path).read()
     assert text.count("\n  - {family: ") == 5 and "measured_on: \"Fake GPU (4 SMs)\"" in text
     assert read_entries(path) == (entries, "Fake GPU (4 SMs)")  # what is written reads back
-    profile = Profile.load(path)
+    profile = read_profile(path)
     (first,) = [p for p in problems() if p.extent == 4 and dict(p.tunable.problem)["n"] == 64]
     assert [(e, c.name) for e, c in profile.choices(first.tunable)] == [(4, "fast"), (32, "fast")]
 

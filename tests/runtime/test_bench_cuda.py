@@ -158,7 +158,7 @@ def test_a_cuda_build_goes_to_the_cuda_bench_and_saves_every_case(monkeypatch, c
         assert (os.path.basename(spec), target) == ("mlp.yaml", "h200")
         build_dir.mkdir(parents=True)
         manifest = {
-            "name": "mlp", "c_name": "ait_mlp", "target": "h200", "backend": "cuda",
+            "name": "mlp", "c_name": "ait_mlp", "target": "h200", "backend": "cuda", "device": "cuda",
             "dtype": "float32", "dims": [{"name": "batch", "min": 1, "max": 64, "opt": 8}],
             "inputs": [{"name": "x", "dtype": "float32", "shape": ["batch", 32]}],
             "outputs": [{"name": "softmax", "dtype": "float32", "shape": ["batch", 16]}],

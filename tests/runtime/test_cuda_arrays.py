@@ -58,7 +58,8 @@ def host_runtime(monkeypatch):
 def cuda_toy(toy_dir, tmp_path_factory) -> str:
     """The toy library built with a manifest saying it was built for h200 (its build_id, which
     the library returns, follows the manifest); toy_dir skips where g++ is missing."""
-    return build_toy(str(tmp_path_factory.mktemp("cuda_toy")), target="h200", backend="cuda")
+    return build_toy(str(tmp_path_factory.mktemp("cuda_toy")), target="h200", backend="cuda",
+                     device="cuda")
 
 
 def _inputs():
@@ -193,3 +194,10 @@ def test_libcudart_missing_or_without_a_gpu_is_a_clear_error():
         assert rt.device_count() >= 0
     except ModelError as exc:  # no GPU or no driver here: CUDA's own words
         assert str(exc).startswith("cudaGetDeviceCount failed: CUDA error ")
+
+
+def test_a_library_on_a_device_the_runtime_does_not_know_is_refused(toy_dir, tmp_path):
+    path = build_toy(str(tmp_path), target="mi250", backend="rocm", device="hip")
+    with pytest.raises(ModelError, match=r"live in hip memory; the Python runtime runs builds on "
+                                         r"host, cuda memory"):
+        Model(path)

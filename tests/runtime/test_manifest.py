@@ -11,7 +11,7 @@ from ait_build.runtime.manifest import ModelError, bind_dims, evaluate, load_man
 
 
 def _raw(inputs, outputs=None, dims=None) -> dict:
-    raw = {"name": "m", "c_name": "ait_m", "target": "cpu", "backend": "cpu",
+    raw = {"name": "m", "c_name": "ait_m", "target": "cpu", "backend": "cpu", "device": "host",
            "dims": dims or [{"name": "batch", "min": 1, "max": 8, "opt": 8},
                             {"name": "seq", "min": 2, "max": 9, "opt": 9}],
            "inputs": [{"name": n, "dtype": "float32", "shape": s} for n, s in inputs.items()],
@@ -107,3 +107,12 @@ def test_given_dims_must_be_integers(tmp_path, dims, message):
     m = _manifest(tmp_path, {"x": ["batch", "seq"]})
     with pytest.raises(ModelError, match=message):
         bind_dims(m, {"x": (2, 3)}, dims)
+
+
+def test_a_manifest_without_device_asks_for_a_rebuild(tmp_path):
+    raw = _raw({"x": ["batch", 4]})
+    del raw["device"]
+    raw["build_id"] = json_sha256(raw)
+    (tmp_path / "manifest.json").write_text(json.dumps(raw))
+    with pytest.raises(ModelError, match="no 'device' field .*rebuild the model"):
+        load_manifest(str(tmp_path / "manifest.json"))

@@ -14,7 +14,8 @@ from ait_build.digest import digest_line, json_sha256, sha256_file
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOY_WEIGHTS = np.array([1.0, -2.0, 0.5, 3.0], dtype=np.float32)
 TOY_MANIFEST = {
-    "name": "toy", "c_name": "ait_toy", "target": "cpu", "backend": "cpu", "dtype": "float32",
+    "name": "toy", "c_name": "ait_toy", "target": "cpu", "backend": "cpu", "device": "host",
+    "dtype": "float32",
     "dims": [{"name": "batch", "min": 1, "max": 64, "opt": 8},
              {"name": "seq", "min": 1, "max": 32, "opt": 4}],
     "inputs": [{"name": "x", "dtype": "float32", "shape": ["batch", 4]},
@@ -31,8 +32,8 @@ TOY_MANIFEST["build_id"] = json_sha256(TOY_MANIFEST)
 def build_toy(out: str, **fields) -> str:
     """Builds the toy model into `out` (a build directory) as a build does: the library returns
     the manifest's build_id and its hash is recorded beside it. `fields` replace manifest fields
-    (target="h200", backend="cuda": a cuda build's manifest), the build_id following them.
-    Returns `out`."""
+    (target="h200", backend="cuda", device="cuda": a cuda build's manifest), the build_id
+    following them. Returns `out`."""
     manifest = dict(TOY_MANIFEST, **fields)
     manifest.pop("build_id")
     manifest["build_id"] = json_sha256(manifest)

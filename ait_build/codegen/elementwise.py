@@ -1,7 +1,8 @@
-"""cpu lowering of elementwise work: activations, arithmetic, cast, batch_norm, fused_elementwise
-programs, dtype conversions at the model's edges. All of it is one template
-(cpu/elementwise.cpp.j2) with a C++ expression per element; the expressions call the inline
-functions of ait_cpu.h, so this table only names them."""
+"""Lowering of elementwise work on any backend: activations, arithmetic, cast, batch_norm,
+fused_elementwise programs (and the backends' dtype conversions at the model's edges). All of it
+is one template per backend (its `elementwise` template: a loop over a collapsed broadcast index
+space) with a C++ expression per element; the expressions call the inline functions every
+backend's kernel header defines (ait::relu, ait::gelu, ...), so this module only names them."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ait_build.codegen.cexpr import broadcast_strides, cexpr, collapse, contiguous_strides
-from ait_build.codegen.kernel import make_kernel, template_for
-from ait_build.codegen.storage import CTYPE
+from ait_build.codegen.kernel import make_kernel
 from ait_build.errors import AitError
 
-TEMPLATE = "cpu/elementwise.cpp.j2"
+# the C++ type an expression computes in: float32 for every float dtype
+COMPUTE_CTYPE = {"float32": "float", "float16": "float", "bfloat16": "float", "int32": "int32_t",
+                 "int64": "int64_t", "bool": "uint8_t"}
 
-# activation name (ops/elementwise.py ACTIVATIONS) -> ait_cpu.h function
+# activation name (ops/elementwise.py ACTIVATIONS) -> the kernel headers' function
 ACT = {"none": "ait::identity", "relu": "ait::relu", "gelu": "ait::gelu",
        "gelu_tanh": "ait::gelu_tanh", "silu": "ait::silu", "sigmoid": "ait::sigmoid",
        "tanh": "ait::tanh", "hardswish": "ait::hardswish"}
@@ -45,7 +47,7 @@ def float_literal(value) -> str:
 
 def literal(value, dtype: str) -> str:
     if dtype in ("int32", "int64"):
-        return f"static_cast<{CTYPE[dtype]}>({int(value)}LL)"
+        return f"static_cast<{COMPUTE_CTYPE[dtype]}>({int(value)}LL)"
     return float_literal(value)
 
 
@@ -73,7 +75,7 @@ def elementwise(lw, label: str, out: Operand, operands: list, expr: str, stmts=(
                    in_ctypes=tuple(o.ctype for o in operands), in_kinds=tuple(kinds),
                    in_offsets=offsets, out_ctype=out.ctype, expr=expr, stmts=tuple(stmts))
     op = lw.node.op if lw.node is not None else "convert"
-    kernel = make_kernel(label, op, template_for(lw.plan, "elementwise", TEMPLATE), context, params)
+    kernel = make_kernel(label, op, lw.template("elementwise"), context, params)
     args = [out.var] + [o.var for o in operands] + [cexpr(s) for s in sizes]
     args += [cexpr(in_strides[i][k]) for i in range(n_in) for k in range(rank - 1)]
     lw.call(kernel, args)
@@ -89,7 +91,7 @@ def cast_expr(v: str, src: str, dst: str) -> str:
         return f"ait::round_f16({as_float})"
     if dst == "bfloat16":
         return f"ait::round_bf16({as_float})"
-    return f"static_cast<{CTYPE[dst]}>({v})"
+    return f"static_cast<{COMPUTE_CTYPE[dst]}>({v})"
 
 
 def op_expr(op: str, attrs: dict, args: list, dtypes: list, out_dtype: str) -> str:
@@ -104,14 +106,14 @@ def op_expr(op: str, attrs: dict, args: list, dtypes: list, out_dtype: str) -> s
         return cast_expr(args[0], dtypes[0], attrs["dtype"])
     if op in BINARY:
         if "bool" in dtypes:
-            raise AitError(f"'{op}' on bool tensors is not supported by the cpu backend")
+            raise AitError(f"'{op}' on bool tensors is not supported")
         if attrs.get("scalar") is not None:
             args, dtypes = [args[0], literal(attrs["scalar"], dtypes[0])], [dtypes[0]] * 2
         if op == "div" and dtypes[0] in ("int32", "int64"):  # NumPy: true division, then the cast
-            return (f"static_cast<{CTYPE[out_dtype]}>(static_cast<double>({args[0]}) / "
+            return (f"static_cast<{COMPUTE_CTYPE[out_dtype]}>(static_cast<double>({args[0]}) / "
                     f"static_cast<double>({args[1]}))")
         return f"({args[0]} {BINARY[op]} {args[1]})"
-    raise AitError(f"the cpu backend has no elementwise form of op '{op}'")
+    raise AitError(f"internal: op '{op}' has no elementwise form")
 
 
 def operand(lw, tensor: str) -> Operand:
@@ -147,7 +149,7 @@ def lower_fused(lw) -> None:
         (out_type,) = row.infer(attrs, arg_types)
         expr = op_expr(op, attrs, [known[a][0] for a in args], [t.dtype for t in arg_types],
                        out_type.dtype)
-        stmts.append(f"const {CTYPE[out_type.dtype]} t{j} = {expr};")
+        stmts.append(f"const {COMPUTE_CTYPE[out_type.dtype]} t{j} = {expr};")
         known[f"t{j}"] = (f"t{j}", out_type)
         names.append(op)
     label = "fused_" + "_".join(dict.fromkeys(names))[:40].rstrip("_")
@@ -170,15 +172,3 @@ def lower_batch_norm(lw) -> None:
     elementwise(lw, "batch_norm", destination(lw, node.output),
                 [operand(lw, node.inputs[0]), mean, sc, bias], "((v0 - v1) * v2 + v3)")
 
-
-def convert(lw, out: Operand, src: Operand, src_dtype: str, dst_dtype: str) -> None:
-    """Model-edge conversion between the user's dtype and float32 storage (or a plain copy)."""
-    if src.ctype == "uint16_t":
-        fn = "ait::f16_to_f32" if src_dtype == "float16" else "ait::bf16_to_f32"
-        expr = f"{fn}(v0)"
-    elif out.ctype == "uint16_t":
-        fn = "ait::f32_to_f16" if dst_dtype == "float16" else "ait::f32_to_bf16"
-        expr = f"{fn}(v0)"
-    else:
-        expr = "v0"
-    elementwise(lw, "convert", out, [src], expr)

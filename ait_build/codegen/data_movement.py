@@ -1,19 +1,17 @@
-"""cpu lowering of data movement: reshape/flatten/identity (views when the memory plan allows),
-permute, transpose, expand, slice, concat, split, pad (all one strided-copy template with their
-own strides and offsets), and table lookups (gather, embedding, parameter)."""
+"""Lowering of data movement on any backend: reshape/flatten/identity (views when the memory plan
+allows), permute, transpose, expand, slice, concat, split, pad (all one strided-copy template
+with their own strides and offsets) and gather. Each backend renders them into its own `copy`
+and `gather` templates, which take the same context and parameters."""
 
 from __future__ import annotations
 
 from ait_build.codegen.cexpr import broadcast_strides, cexpr, collapse, contiguous_strides, elements
-from ait_build.codegen.cpu_elementwise import Operand, elementwise, literal
-from ait_build.codegen.kernel import make_kernel, template_for
+from ait_build.codegen.elementwise import Operand, elementwise, literal
+from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.render import c_string
 from ait_build.ir.dims import Dim
 from ait_build.ops.registry import norm_axis
 from ait_build.ops.shape import slice_range, split_sizes
-
-COPY_TEMPLATE = "cpu/copy.cpp.j2"
-GATHER_TEMPLATE = "cpu/gather.cpp.j2"
 
 
 def copy(lw, out_var: str, in_var: str, ctype: str, sizes, in_strides, out_strides,
@@ -26,7 +24,7 @@ def copy(lw, out_var: str, in_var: str, ctype: str, sizes, in_strides, out_strid
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "in")]
     params += [("int64_t", f"{p}{k}") for p in ("n", "is", "os") for k in range(rank)]
     kernel = make_kernel(label, lw.node.op if lw.node is not None else "copy",
-                         template_for(lw.plan, "copy", COPY_TEMPLATE), context, params)
+                         lw.template("copy"), context, params)
     args = [out_var, in_var] + [cexpr(v) for v in list(sizes) + list(ist) + list(ost)]
     lw.call(kernel, args)
 
@@ -138,7 +136,7 @@ def gather(lw, out: str, data_var: str, data_shape, ctype: str, indices: str, ax
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "data"), (f"const {idx_ctype}*", "idx"),
               ("int64_t", "outer"), ("int64_t", "L"), ("int64_t", "inner"), ("int64_t", "I"),
               ("const char*", "what")]
-    kernel = make_kernel("gather", lw.node.op, template_for(lw.plan, "gather", GATHER_TEMPLATE),
+    kernel = make_kernel("gather", lw.node.op, lw.template("gather"),
                          dict(ctype=ctype, negative=negative), params)
     lw.call(kernel, [lw.dst(out), data_var, lw.src(indices), cexpr(outer),
                      cexpr(data_shape[axis]), cexpr(inner), cexpr(elements(lw.shape(indices))),
@@ -152,17 +150,3 @@ def lower_gather(lw) -> None:
     gather(lw, node.output, lw.src(data), shape, lw.ctype(data), indices,
            norm_axis(node.attrs["axis"], len(shape)), negative=True)
 
-
-def lower_embedding(lw) -> None:
-    node = lw.node
-    table = (Dim.of(node.attrs["num_embeddings"]), Dim.of(node.attrs["embedding_dim"]))
-    gather(lw, node.output, lw.weight("weight"), table, lw.ctype(node.output), node.inputs[0], 0,
-           negative=False)
-
-
-def lower_parameter(lw) -> None:
-    """A weight used as a tensor: read in place, copied only when it is a model output."""
-    node = lw.node
-    if not lw.view_weight(node.output, "value"):
-        n = elements(lw.shape(node.output))
-        copy(lw, lw.dst(node.output), lw.weight("value"), lw.ctype(node.output), [n], [1], [1])

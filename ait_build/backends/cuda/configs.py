@@ -3,7 +3,7 @@
 Each configuration has a name (what profiles/<target>.yaml and logs say), a kind (`sm80`:
 CUTLASS 2.x, mma.sync; `sm90`: CUTLASS 3.x, TMA and wgmma) that picks its template, and the
 context that template adds. Each is compiled in a translation unit of its own
-(codegen/cuda_gemm.py). `gemm_candidates` and `conv_candidates` list what a call may run, by
+(backends/gpu/gemm.py). `gemm_candidates` and `conv_candidates` list what a call may run, by
 element type, operand alignment and the target's kernel family; their first entries form the
 heuristic's ladder (what a build without a profile runs): the largest tile whose tiles still
 cover every multiprocessor, else a small one.

@@ -1,7 +1,11 @@
-"""Kernel dedup: every node gets `node.kernel`, a key built from what its generated code depends on
-(op, attributes, input/output/weight dtypes and shapes, symbolic dims by name) and never from its
-name. Nodes with equal keys share one generated kernel: ResNet-50's 16 bottlenecks need far fewer
-than 53 conv kernels, and every BERT layer reuses the first layer's.
+"""Kernel signatures: a key per node built from what its generated code would depend on (op,
+attributes, input/output/weight dtypes and shapes, symbolic dims by name), never from its name.
+`ait-build graph` and passes/report.py count distinct keys at any stage, to show what each pass
+buys: ResNet-50's 16 bottlenecks need far fewer than 53 conv kernels, and every BERT layer has the
+first layer's signatures.
+
+This is a report, not a pass: code generation deduplicates kernels by their rendered identity
+(codegen/kernel.py), which merges at least as much, since sizes are run-time arguments.
 
 The key reads `<op>[_<activation>]_<hash8>`, so file names stay short and still say what they
 hold. `parameter` nodes read a weight in place and get no kernel.
@@ -55,11 +59,3 @@ def kernel_key(graph: Graph, node: Node) -> str:
 def unique_kernels(graph: Graph, keys=None) -> int:
     keys = keys if keys is not None else [kernel_key(graph, n) for n in graph.nodes]
     return len({k for k in keys if k})
-
-
-def run(graph: Graph, target) -> str:
-    for node in graph.nodes:
-        node.kernel = kernel_key(graph, node)
-    launched = sum(1 for n in graph.nodes if n.kernel)
-    return f"{launched} kernel launches share {unique_kernels(graph, [n.kernel for n in graph.nodes])} " \
-           "unique kernels"

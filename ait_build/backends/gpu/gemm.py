@@ -1,82 +1,67 @@
-"""cuda lowering of GEMM-shaped ops: linear, matmul/bmm and conv2d.
+"""GPU lowering of GEMM-shaped ops (linear, matmul/bmm, conv2d), shared by the GPU backends.
 
-GEMMs and convolutions run through CUTLASS 2.x sm80 tensor-op kernels (they run unchanged on
-sm_90a) with the epilogue act(acc + bias + residual) fused by CUTLASS's broadcast epilogue:
-LinearCombinationBiasElementwise computes act(alpha * acc + beta * C + V) with C the residual
-(beta = 1, or 0 and never read) and V the per-column bias (a null pointer reads as zeros), so
-one kernel serves every bias/residual combination and a kernel's identity is only its element
-type, operand alignments and activation (and its accumulator, below). Sizes are run-time
-arguments; each kernel holds a large and a small tile configuration and picks per call
-(templates/cuda/gemm_sm80.cu.j2).
+A backend brings its matrix engine (`MatrixEngine`: cuda's CUTLASS kernels, rocm's MFMA ones):
+element types, operand alignments, the context its kernels share and the configurations a call
+may run. This module decides the rest, the same way for every engine: the epilogue act(acc +
+bias + residual) fused in the kernel (a per-column residual becomes the bias; a residual of
+another shape is added by a following elementwise pass), batch axes collapsed to at most two,
+pointwise and patch convs as GEMMs, implicit-GEMM convs, and the tuned call (codegen/tuning.py)
+whose kernel is a dispatch (the backend's `gemm`/`conv2d` template) over one part per
+configuration. Sizes are run-time arguments.
 
-What CUTLASS cannot take goes to own templates: grouped and depthwise convolutions and operands
-whose rows are not 4-byte aligned (a direct conv, a plain tiled GEMM). A residual that is neither
-the output's shape nor a per-column vector is added by a following elementwise pass.
-
-A target picks the GEMM family with `kernels: {gemm: ..., conv2d: ...}`. `cutlass_sm90` adds a
-CUTLASS 3.x warp-specialized TMA kernel with the same epilogue as an epilogue visitor tree to the
-16-bit GEMMs whose K and N are multiples of 8 (gemm_sm90.cu.j2; calls too small to fill the
-device keep the sm80 configurations); its convs are still the sm80 ones (docs/cuda.md).
-
-The CUTLASS kernels accumulate in float32 unless the target asks for `precision: {accumulate:
-float16}`: then those of float16 models accumulate in half_t (the epilogue still computes in
-float32); bfloat16 and float32 models and the own templates keep float32.
+What an engine cannot take goes to the GPU layer's own templates: grouped and depthwise
+convolutions and operands whose rows the engine cannot read (`conv2d_direct`, `gemm_simple`).
 """
 
 from __future__ import annotations
 
-from ait_build.codegen import cpu_data
-from ait_build.codegen.cexpr import broadcast_strides, cexpr, collapse, contiguous_strides, elements
-from ait_build.codegen.cpu_elementwise import ACT, Operand, elementwise, float_literal
-from ait_build.codegen.cpu_gemm import conv_geometry, residual_mode
-from ait_build.codegen.cuda_configs import conv_candidates, gemm_candidates
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable, Mapping
+
+from ait_build.codegen import data_movement
+from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
+from ait_build.codegen.elementwise import ACT, Operand, elementwise, float_literal
 from ait_build.codegen.kernel import make_kernel
+from ait_build.codegen.op_geometry import conv_geometry, matmul_geometry, residual_mode
 from ait_build.codegen.tuning import Tunable
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
 
-# kernel family (target.kernels) -> whether its calls may also run CUTLASS 3.x Hopper kernels
-# (codegen/cuda_configs.py lists the configurations of both)
-FAMILIES = {"cutlass_sm80": False, "cutlass_sm90": True}
-# per op: the dispatch template, each configuration kind's template and its parameters
-CUTLASS = {
-    "gemm": ("cuda/gemm.cu.j2", {"sm80": "cuda/gemm_sm80.cu.j2", "sm90": "cuda/gemm_sm90.cu.j2"},
-             ["out", "a", "b", "bias", "res"],
+# per op: the tuned kernel's pointer parameters and size parameters (every part takes them)
+PART_PARAMS = {
+    "gemm": (["out", "a", "b", "bias", "res"],
              [("int64_t", p) for p in ("M", "N", "K")] + [("float", "alpha")]
              + [("int64_t", p) for p in ("batch", "a_s", "b_s")]),
-    "conv2d": ("cuda/conv2d.cu.j2", {"sm80": "cuda/conv2d_sm80.cu.j2", "sm90": "cuda/conv2d_sm90.cu.j2"},
-               ["out", "x", "w", "bias", "res"],
+    "conv2d": (["out", "x", "w", "bias", "res"],
                [("int", p) for p in ("N", "H", "W", "C", "O", "HO", "WO", "KH", "KW", "SH", "SW",
                                      "PH", "PW", "DH", "DW")]),
 }
-SIMPLE_GEMM = "cuda/gemm_simple.cu.j2"
-DIRECT_CONV = "cuda/conv2d_direct.cu.j2"
 WINDOW = ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")  # the convs' int window arguments
 
-ELEMENT = {"float16": "cutlass::half_t", "bfloat16": "cutlass::bfloat16_t", "float32": "float"}
-ACCUMULATOR = {"float16": "cutlass::half_t", "float32": "float"}
+# activation -> the functor the backend's kernel header defines (cuda: cuda/ait_cuda.h.j2)
 ACT_FUNCTOR = {"none": "ait::ActIdentity", "relu": "ait::ActRelu", "gelu": "ait::ActGelu",
                "gelu_tanh": "ait::ActGeluTanh", "silu": "ait::ActSilu",
                "sigmoid": "ait::ActSigmoid", "tanh": "ait::ActTanh",
                "hardswish": "ait::ActHardswish"}
 
 
-def tensor_op(dtype: str) -> dict:
-    """Instruction shape, math operator and the alignments (elements per access) CUTLASS's sm80
-    tensor-op kernels take for `dtype`. float32 runs as 3xTF32 (OpMultiplyAddFastF32): tensor
-    cores at close to float32 accuracy. The tile configurations are in cuda_configs.py."""
-    if dtype == "float32":
-        return dict(inst="16, 8, 8", math="cutlass::arch::OpMultiplyAddFastF32", aligns=(4, 2, 1))
-    return dict(inst="16, 8, 16", math="cutlass::arch::OpMultiplyAdd", aligns=(8, 4, 2))
+@dataclass(frozen=True)
+class MatrixEngine:
+    """What a GPU backend's tensor-core (matrix-core) GEMMs and convs are made of."""
+
+    name: str  # for messages
+    element: Mapping  # dtype -> the element type its templates (and the fallbacks') name
+    aligns: Callable  # (dtype) -> the operand alignments (elements per access) it can read, widest first
+    context: Callable  # (lw, dtype, epi, aligns) -> the context every kernel of a call shares
+    candidates: Callable  # (lw, op, dtype, min_align, channels) -> (candidates, ladder)
+    parts: Mapping  # op -> configuration kind -> template of one configuration's part
 
 
-def accumulator(lw, dtype: str) -> dict:
-    """The CUTLASS kernels' accumulator as context: {} for float32 (the templates' default, so
-    the default kernels keep their names), {'accumulator': 'cutlass::half_t'} for a float16 model
-    on a target with `precision: {accumulate: float16}` (target.accumulator). Own templates
-    (gemm_simple, conv2d_direct) always accumulate in float32 and never get it."""
-    acc = lw.plan.target.accumulator(dtype)
-    return {} if acc == "float32" else {"accumulator": ACCUMULATOR[acc]}
+def lowerings(engine: MatrixEngine) -> dict:
+    """The rows of a GPU backend's LOWER table for GEMM-shaped ops, on its matrix engine."""
+    return {"linear": partial(lower_linear, engine), "matmul": partial(lower_matmul, engine),
+            "bmm": partial(lower_matmul, engine), "conv2d": partial(lower_conv2d, engine)}
 
 
 def alignment(dims, choices) -> int:
@@ -85,23 +70,6 @@ def alignment(dims, choices) -> int:
         if all(Dim.of(d).is_static and Dim.of(d).value % a == 0 for d in dims):
             return a
     return 0
-
-
-def hopper(lw, op: str) -> bool:
-    """Whether the target's kernel family for `op` offers the CUTLASS 3.x Hopper kernels."""
-    name = lw.plan.target.kernel(op, "cutlass_sm80")
-    if name not in FAMILIES:
-        raise AitError(f"target '{lw.plan.target.name}': kernels.{op} is '{name}'; the cuda "
-                       f"backend has {', '.join(sorted(FAMILIES))}")
-    return FAMILIES[name]
-
-
-def cutlass_context(lw, dtype: str, epi, aligns: tuple) -> dict:
-    """The context every CUTLASS GEMM/conv kernel of this call shares, whatever its tiles."""
-    tc = tensor_op(dtype)
-    return dict(element=ELEMENT[dtype], ctype=lw.plan.ctypes[dtype], act=ACT_FUNCTOR[epi.kernel_act],
-                act_fn=ACT[epi.kernel_act], align_a=aligns[0], align_b=aligns[1], align_c=aligns[2],
-                inst=tc["inst"], math=tc["math"], **accumulator(lw, dtype))
 
 
 def family_text(op: str, dtype: str, epi, context: dict, extra: str = "") -> str:
@@ -116,11 +84,13 @@ def _static(value):
     return d.value if d.is_static else str(d)
 
 
-def tuned(lw, op: str, label: str, context: dict, params: list, args: list, fields: dict) -> None:
-    """Records a CUTLASS call whose configuration a profile may choose (codegen/tuning.py). Its
-    kernel is a dispatch over parts, one per configuration, each compiled on its own: the part
-    of a configuration is the same file in every model and profiling harness that uses it."""
-    dispatch, templates, pointers, sizes = CUTLASS[op]
+def tuned(engine: MatrixEngine, lw, op: str, label: str, context: dict, params: list, args: list,
+          fields: dict) -> None:
+    """Records a call whose configuration a profile may choose (codegen/tuning.py). Its kernel
+    is a dispatch over parts, one per configuration, each compiled on its own: the part of a
+    configuration is the same file in every model and profiling harness that uses it."""
+    dispatch, templates = lw.template(op), engine.parts[op]
+    pointers, sizes = PART_PARAMS[op]
     ctype = context["ctype"]
     part_params = [(f"{ctype}*" if p == "out" else f"const {ctype}*", p) for p in pointers] + sizes
     params = params + [("int", "config")]
@@ -176,10 +146,7 @@ def label_of(op: str, epi: Epilogue) -> str:
     return op + ("" if epi.kernel_act == "none" else f"_{epi.kernel_act}")
 
 
-GEMM_PARAMS = ["out", "a", "b", "bias", "res"]
-
-
-def gemm_call(lw, epi: Epilogue, out: str, a_var: str, b_var: str, m, n, k, col_b: bool,
+def gemm_call(engine: MatrixEngine, lw, epi: Epilogue, out: str, a_var: str, b_var: str, m, n, k, col_b: bool,
               batch=(), a_bs=(), b_bs=(), alpha=1.0) -> None:
     """out[.., M, N] = act(alpha * A[.., M, K] B + bias + res); B is [.., N, K] when `col_b`
     (column-major K x N) else [.., K, N]. At most two batch axes after collapsing."""
@@ -190,13 +157,13 @@ def gemm_call(lw, epi: Epilogue, out: str, a_var: str, b_var: str, m, n, k, col_
     if len(sizes) == 1 and sizes[0] == 1:
         sizes, abs_, bbs = [], [], []
     if len(sizes) > 2:
-        raise AitError(f"{lw.node.loc}: the cuda backend batches GEMMs over at most two axes; "
+        raise AitError(f"{lw.node.loc}: the {lw.plan.backend.name} backend batches GEMMs over at most two axes; "
                        f"'{lw.node.name}' needs {len(sizes)}")
     sizes, abs_, bbs = ([1] * (2 - len(sizes)) + list(sizes), [0] * (2 - len(abs_)) + list(abs_),
                         [0] * (2 - len(bbs)) + list(bbs))
-    tc = tensor_op(dtype)
-    aligns = (alignment([k], tc["aligns"]), alignment([k if col_b else n], tc["aligns"]),
-              alignment([n], tc["aligns"]))
+    choices = engine.aligns(dtype)
+    aligns = (alignment([k], choices), alignment([k if col_b else n], choices),
+              alignment([n], choices))
     op = "gemm"  # linear, matmul, bmm and pointwise convs alike: they share kernels
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "a"), (f"const {ctype}*", "b"),
               (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")]
@@ -207,16 +174,17 @@ def gemm_call(lw, epi: Epilogue, out: str, a_var: str, b_var: str, m, n, k, col_
                ("b_si", bbs[1])]
     args = [lw.dst(out), a_var, b_var] + epi.args(lw)
     args += [cexpr(v) if name != "alpha" else float_literal(v) for name, v in scalars]
-    if min(aligns) == 0:  # rows CUTLASS cannot read (odd K in fp16): a plain tiled GEMM
-        context = dict(element=ELEMENT[dtype], ctype=ctype, col_b=col_b,
+    if min(aligns) == 0:  # rows the engine cannot read (odd K in fp16): a plain tiled GEMM
+        context = dict(element=engine.element[dtype], ctype=ctype, col_b=col_b,
                        act=ACT_FUNCTOR[epi.kernel_act], act_fn=ACT[epi.kernel_act])
-        lw.call(make_kernel(label_of("gemm_simple", epi), op, SIMPLE_GEMM, context, params), args)
+        lw.call(make_kernel(label_of("gemm_simple", epi), op, lw.template("gemm_simple"), context,
+                            params), args)
         epi.finish(lw, out)
         return
-    context = dict(cutlass_context(lw, dtype, epi, aligns), col_b=col_b)
-    candidates, ladder = gemm_candidates(dtype, hopper(lw, "gemm"), min(aligns))
+    context = dict(engine.context(lw, dtype, epi, aligns), col_b=col_b)
+    candidates, ladder = engine.candidates(lw, "gemm", dtype, min(aligns), 0)
     layout = f" b={'col' if col_b else 'row'}"
-    tuned(lw, "gemm", label_of("gemm", epi), context, params, args, dict(
+    tuned(engine, lw, "gemm", label_of("gemm", epi), context, params, args, dict(
         kind="gemm", family=family_text("gemm", dtype, epi, context, layout),
         problem=(("n", _static(n)), ("k", _static(k)), ("l", _static(Dim.of(sizes[0]) * sizes[1]))),
         extent=Dim.of(m), scalars=tuple(scalars),
@@ -225,30 +193,22 @@ def gemm_call(lw, epi: Epilogue, out: str, a_var: str, b_var: str, m, n, k, col_
     epi.finish(lw, out)
 
 
-def lower_linear(lw) -> None:
+def lower_linear(engine: MatrixEngine, lw) -> None:
     node = lw.node
     x, out = node.inputs[0], node.output
     k = lw.shape(x)[-1]
     n = Dim.of(node.attrs["out_features"])
     epi = Epilogue(lw, 1, bool(node.attrs["bias"]))
     w = lw.weight("weight", dtype=lw.dtype(out))  # PyTorch's [N, K] is B column-major
-    gemm_call(lw, epi, out, lw.src(x), w, elements(lw.shape(x)[:-1]), n, k, col_b=True)
+    gemm_call(engine, lw, epi, out, lw.src(x), w, elements(lw.shape(x)[:-1]), n, k, col_b=True)
 
 
-def lower_matmul(lw) -> None:
+def lower_matmul(engine: MatrixEngine, lw) -> None:
     node = lw.node
-    a, b, out = node.inputs[0], node.inputs[1], node.output
-    trans_b = bool(node.attrs["transpose_b"])
-    sa, sb, so = lw.shape(a), lw.shape(b), lw.shape(out)
-    m, k, n = sa[-2], sa[-1], so[-1]
-    batch = so[:-2]
+    g = matmul_geometry(lw)
     epi = Epilogue(lw, 2, False)
-    a_bs = [s * m * k for s in broadcast_strides(sa[:-2], batch)]
-    b_bs = [s * k * n for s in broadcast_strides(sb[:-2], batch)]
-    if batch and all(s == 0 for s in b_bs) and tuple(sa[:-2]) == tuple(batch):
-        m, batch, a_bs, b_bs = elements(batch) * m, (), (), ()  # one tall GEMM against shared b
-    gemm_call(lw, epi, out, lw.src(a), lw.src(b), m, n, k, trans_b, batch, a_bs, b_bs,
-              node.attrs["alpha"])
+    gemm_call(engine, lw, epi, node.output, lw.src(node.inputs[0]), lw.src(node.inputs[1]), g.m,
+              g.n, g.k, g.trans_b, g.batch, g.a_bs, g.b_bs, node.attrs["alpha"])
 
 
 def patches(win: dict) -> bool:
@@ -257,7 +217,7 @@ def patches(win: dict) -> bool:
             and win["dh"] == win["dw"] == 1)
 
 
-def lower_conv2d(lw) -> None:
+def lower_conv2d(engine: MatrixEngine, lw) -> None:
     node = lw.node
     x, out = node.inputs[0], node.output
     dims, g, win, sizes, size_params = conv_geometry(lw)
@@ -266,38 +226,37 @@ def lower_conv2d(lw) -> None:
     dtype, ctype = lw.dtype(out), lw.ctype(out)
     epi = Epilogue(lw, 1, bool(node.attrs["bias"]))
     cv, ov = c.value, o.value
-    tc = tensor_op(dtype)
-    align_in = alignment([c], tc["aligns"])
-    align_out = alignment([o], tc["aligns"])
-    if g == 1 and align_in and align_out:  # implicit GEMM; filters as CUTLASS's KRSC
+    align_in = alignment([c], engine.aligns(dtype))
+    align_out = alignment([o], engine.aligns(dtype))
+    if g == 1 and align_in and align_out:  # implicit GEMM; filters KRSC (output channel major)
         wt = lw.weight("weight", lambda a: a.transpose(0, 2, 3, 1), "krsc", (ov, kh, kw, cv),
                        dtype=dtype)
         if kh == kw == 1 and win["sh"] == win["sw"] == 1 and win["ph"] == win["pw"] == 0:
             # a pointwise conv over NHWC rows is the GEMM [N*H*W, C] x [O, C]^T: the GEMM
             # kernels (Hopper's included) take it
-            gemm_call(lw, epi, out, lw.src(x), wt, n * h * w, o, c, col_b=True)
+            gemm_call(engine, lw, epi, out, lw.src(x), wt, n * h * w, o, c, col_b=True)
             return
         if patches(win):
             # non-overlapping windows (ViT's 16x16 patches): gather each window's KH*KW*C
             # values into a row, then the GEMM [N*HO*WO, KH*KW*C] x [O, KH*KW*C]^T
             rows = lw.plan.add_slot(f"{node.name}:patches", ctype, (n, ho, wo, kh, kw, c)).var
-            cpu_data.copy(lw, rows, lw.src(x), ctype, [n, ho, kh, wo, kw, c],
-                          [h * w * c, kh * w * c, w * c, kw * c, c, 1],
-                          [ho * wo * kh * kw * c, wo * kh * kw * c, kw * c, kh * kw * c, c, 1],
-                          "patches")
-            gemm_call(lw, epi, out, rows, wt, n * ho * wo, o, c * (kh * kw), col_b=True)
+            data_movement.copy(lw, rows, lw.src(x), ctype, [n, ho, kh, wo, kw, c],
+                               [h * w * c, kh * w * c, w * c, kw * c, c, 1],
+                               [ho * wo * kh * kw * c, wo * kh * kw * c, kw * c, kh * kw * c, c, 1],
+                               "patches")
+            gemm_call(engine, lw, epi, out, rows, wt, n * ho * wo, o, c * (kh * kw), col_b=True)
             return
         params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {ctype}*", "w"),
                   (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
         params += [("int", p) for p in WINDOW]
         aligns = (align_in, align_in, align_out)
-        context = cutlass_context(lw, dtype, epi, aligns)
-        candidates, ladder = conv_candidates(dtype, hopper(lw, "conv2d"), min(aligns), cv)
+        context = engine.context(lw, dtype, epi, aligns)
+        candidates, ladder = engine.candidates(lw, "conv2d", dtype, min(aligns), cv)
         window = [win[p.lower()] for p in WINDOW]
         scalars = list(zip(("N", "H", "W", "C", "HO", "WO", "O"), dims)) + list(zip(WINDOW, window))
         args = [lw.dst(out), lw.src(x), wt] + epi.args(lw) + sizes + [str(v) for v in window]
         problem = tuple((k.lower(), _static(v)) for k, v in scalars if k != "N")
-        tuned(lw, "conv2d", label_of("conv2d", epi), context, params, args, dict(
+        tuned(engine, lw, "conv2d", label_of("conv2d", epi), context, params, args, dict(
             kind="conv2d", family=family_text("conv2d", dtype, epi, context), problem=problem,
             extent=Dim.of(n), scalars=tuple(scalars),
             operands=(("bias", epi.bias is not None), ("res", epi.residual is not None)),
@@ -309,9 +268,10 @@ def lower_conv2d(lw) -> None:
     wt = lw.weight("weight", lambda a: a.transpose(2, 3, 1, 0), "hwio", (kh, kw, cg, ov), dtype=dtype)
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {ctype}*", "w"),
               (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
-    context = dict(element=ELEMENT[dtype], ctype=ctype, act=ACT_FUNCTOR[epi.kernel_act],
+    context = dict(element=engine.element[dtype], ctype=ctype, act=ACT_FUNCTOR[epi.kernel_act],
                    act_fn=ACT[epi.kernel_act], **win, groups=g)
     label = "depthwise_conv2d" if g == cv == ov else "conv2d_direct"
-    kernel = make_kernel(label_of(label, epi), "conv2d", DIRECT_CONV, context, params)
+    kernel = make_kernel(label_of(label, epi), "conv2d", lw.template("conv2d_direct"), context,
+                         params)
     lw.call(kernel, [lw.dst(out), lw.src(x), wt] + epi.args(lw) + sizes)
     epi.finish(lw, out)

@@ -1,0 +1,74 @@
+"""The cpu backend: C++17 + OpenMP kernels, GEMMs through OpenBLAS (scipy-openblas32), float32
+compute for every float dtype (float16/bfloat16 models take and return their own dtype; the
+conversion happens at the model's edges, edges.py).
+
+LOWER is the whole mapping from ops to kernels: the rows every backend shares
+(backends/shared.py, rendered into the templates named in TEMPLATES) and the cpu's own lowerings
+in this package (gemm.py: GEMMs, convs and attention through OpenBLAS; norm.py; lookups.py).
+"""
+
+from __future__ import annotations
+
+from ait_build.backends import shared
+from ait_build.backends.base import Backend, frozen
+from ait_build.backends.cpu import edges, gemm, lookups, norm
+from ait_build.backends.cpu.toolchain import arch_flags, cpu_toolchain
+
+# the templates of the lowerings every backend shares (codegen/: elementwise, data movement,
+# rows and windows), by kind
+TEMPLATES = {
+    "elementwise": "cpu/elementwise.cpp.j2",
+    "copy": "cpu/copy.cpp.j2",
+    "gather": "cpu/gather.cpp.j2",
+    "softmax": "cpu/softmax.cpp.j2",
+    "pool2d": "cpu/pool2d.cpp.j2",
+    "global_avg_pool": "cpu/global_avg_pool.cpp.j2",
+}
+SUPPORT_FILES = {  # generated path -> template
+    "src/ait_common.h": "common/ait_common.h.j2",
+    "src/ait_runtime.h": "common/ait_runtime.h.j2",
+    "src/ait_cpu.h": "cpu/ait_cpu.h.j2",
+}
+# storage types: floats are computed and stored as float32 inside the library
+CTYPE = {"float32": "float", "float16": "float", "bfloat16": "float", "int32": "int32_t",
+         "int64": "int64_t", "bool": "uint8_t"}
+# types of the user's input/output buffers (the model dtype for floats)
+IO_CTYPE = {"float32": "float", "float16": "uint16_t", "bfloat16": "uint16_t", "int32": "int32_t",
+            "int64": "int64_t", "bool": "uint8_t"}
+SIZEOF = {"float": 4, "int32_t": 4, "int64_t": 8, "uint8_t": 1, "uint16_t": 2}
+
+LOWER = {
+    **shared.ELEMENTWISE,  # elementwise ops, fused programs, batch_norm (backends/shared.py)
+    # GEMM-shaped, with the fused epilogue (gemm / conv2d / depthwise_conv2d / attention)
+    "linear": gemm.lower_linear,
+    "matmul": gemm.lower_matmul,
+    "bmm": gemm.lower_matmul,
+    "conv2d": gemm.lower_conv2d,
+    "multi_head_attention": gemm.lower_attention,
+    # rows and windows
+    "layer_norm": norm.lower_layer_norm,
+    **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
+    **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
+    "embedding": lookups.lower_embedding,
+    "parameter": lookups.lower_parameter,
+}
+
+BACKEND = Backend(
+    name="cpu",
+    lower=frozen(LOWER),
+    templates=frozen(TEMPLATES),
+    model_template="cpu/model.cpp.j2",
+    support_files=frozen(SUPPORT_FILES),
+    ctypes=frozen(CTYPE),
+    io_ctypes=frozen(IO_CTYPE),
+    sizeof=frozen(SIZEOF),
+    lower_inputs=edges.lower_inputs,
+    lower_outputs=edges.lower_outputs,
+    toolchain=cpu_toolchain,
+    arch_flags=arch_flags,
+    compile_job_memory=1 << 30,  # a C++ kernel file takes well under 1 GB
+    arch_options=("-march",),
+    kernel_families=frozen({"gemm": ("openblas",), "conv2d": ("im2col_openblas",),
+                            "attention": ("cpu_fused",)}),
+    device="host",
+)

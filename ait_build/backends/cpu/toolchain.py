@@ -1,0 +1,93 @@
+"""The cpu backend's command lines: the target's compiler (g++ or clang++) with OpenMP, OpenBLAS
+from the scipy-openblas32 wheel, vector-width flags from `device.simd` and `-march` from `arch`."""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+from ait_build.errors import AitError
+from ait_build.toolchain import Toolchain, compiler_machine, package_version
+
+# target.device.simd (float32 lanes) -> instruction-set flags, per compiler machine prefix. The
+# target file says how wide the vectors are; the compiler's own machine says which ISA that is.
+SIMD_FLAGS = {
+    ("x86_64", 4): (),
+    ("x86_64", 8): ("-mavx2", "-mfma", "-mf16c"),
+    ("x86_64", 16): ("-mavx512f", "-mavx512vl", "-mavx512bw", "-mavx512dq", "-mfma", "-mf16c"),
+    ("aarch64", 4): (),
+}
+
+# always on for cpu: only the C API is exported (kernels stay private to each library), no
+# asserts; no errno or FP-exception flags from math, which is what lets GCC vectorize the
+# branch-free exp/erf/tanh selects in ait_cpu.h (values are unchanged: no -ffast-math)
+CPU_EXTRA_FLAGS = ("-fvisibility=hidden", "-fvisibility-inlines-hidden", "-DNDEBUG",
+                   "-fno-math-errno", "-fno-trapping-math")
+
+
+@dataclass(frozen=True)
+class Blas:
+    """Where the cblas header and library are, and the (prefixed) symbols the kernels call."""
+
+    include_dir: str
+    lib_dir: str
+    lib: str  # -l name
+    defines: tuple  # -D macros naming the symbols, so sources do not hard-code a BLAS
+
+
+@functools.lru_cache(maxsize=None)
+def find_openblas() -> Blas:
+    """OpenBLAS from the scipy-openblas32 wheel: headers, library and its `scipy_` symbol prefix."""
+    try:
+        import scipy_openblas32 as ob
+    except ImportError:
+        raise AitError("the cpu target needs OpenBLAS from the scipy-openblas32 wheel: "
+                       "pip install scipy-openblas32") from None
+    include_dir, lib_dir = ob.get_include_dir(), ob.get_lib_dir()
+    if not os.path.isfile(os.path.join(include_dir, "cblas.h")):
+        raise AitError(f"scipy-openblas32 has no cblas.h in {include_dir}; reinstall it: "
+                       "pip install --force-reinstall scipy-openblas32")
+    lib = ob.get_library()  # 'scipy_openblas'
+    if not any(name.startswith(f"lib{lib}.") for name in os.listdir(lib_dir)):
+        raise AitError(f"scipy-openblas32 has no lib{lib} in {lib_dir}; reinstall it: "
+                       "pip install --force-reinstall scipy-openblas32")
+    prefix = "scipy_"
+    defines = (f"AIT_SGEMM={prefix}cblas_sgemm",
+               f"AIT_BLAS_SET_THREADS={prefix}openblas_set_num_threads")
+    return Blas(include_dir, lib_dir, lib, defines)
+
+
+def simd_flags(target, cxx: str) -> tuple:
+    lanes = target.fact("simd")
+    if not lanes:
+        return ()
+    machine = compiler_machine(cxx).split("-")[0]
+    flags = SIMD_FLAGS.get((machine, int(lanes)))
+    if flags is None:
+        raise AitError(f"target '{target.name}' asks for {lanes}-lane float32 vectors, which "
+                       f"'{cxx}' ({machine or 'unknown machine'}) cannot target; fix device.simd")
+    return flags
+
+
+def arch_flags(arch: str) -> tuple:
+    """`arch` names the CPU the generated code may assume (GCC's -march names: x86-64-v3,
+    znver3, armv8.2-a); none: the compiler's default. Never `native`: the target file, not the
+    building machine, says what the library runs on."""
+    if not arch:
+        return ()
+    if arch == "native":
+        raise AitError("arch 'native' would take the architecture from the building machine; "
+                       "name it (x86-64-v3, znver3, armv8.2-a, ...)")
+    return (f"-march={arch}",)
+
+
+def cpu_toolchain(target) -> Toolchain:
+    blas = find_openblas()
+    flags = (tuple(target.flags) + arch_flags(target.arch) + simd_flags(target, target.cxx)
+             + CPU_EXTRA_FLAGS)
+    return Toolchain(target=target.name, cxx=target.cxx, flags=flags,
+                     include_dirs=(blas.include_dir,), defines=blas.defines,
+                     link_flags=tuple(target.link_flags), libs=(blas.lib,),
+                     lib_dirs=(blas.lib_dir,), rpath=(blas.lib_dir,),
+                     libraries=(("scipy-openblas32", package_version("scipy-openblas32")),))

@@ -1,0 +1,84 @@
+"""The cuda backend's tensor-core attention: CUTLASS's fused multi-head attention (example 41's
+kernel, templates/cuda/attention_fmha.cu.j2) for the calls it can take, with the Hopper FMHA of
+example 88 beside it on targets whose `kernels.attention` is fmha_sm90. Other calls run the GPU
+layer's kernel (backends/gpu/attention.py)."""
+
+from __future__ import annotations
+
+from ait_build.ir.dims import Dim, bounds
+
+# kernel family (target.kernels.attention) -> whether it offers the Hopper FMHA variants
+FAMILIES = {"fmha_sm80": False, "fmha_sm90": True}
+FMHA_ELEMENT = {"float16": "cutlass::half_t", "bfloat16": "cutlass::bfloat16_t"}
+# example 41's kernel: 8-element (16-byte) aligned rows, head_dim up to its one-pass maximum;
+# (queries, keys, max head_dim) per block as xFormers picks them for sm80
+FMHA_ALIGN = 8
+FMHA_TILES = ((64, (64, 64, 64)), (128, (32, 128, 128)))
+
+
+def fmha_tiles(lw, hd: int, ld, sq, sk, bias, bias_strides):
+    """The tensor-core kernel's tile (queries, keys, max head_dim) when it can take this
+    attention, else None (the GPU layer's kernel runs it): 16-bit storage,
+    head_dim a multiple of 8 up to 128, row strides and the packed head offsets multiples of 8,
+    a bias in the same dtype, contiguous along keys, other strides static multiples of 8, and
+    causal masks only on square scores (the kernel's bottom-right offset is unsigned)."""
+    node = lw.node
+    if lw.dtype(node.output) not in FMHA_ELEMENT or hd % FMHA_ALIGN:
+        return None
+    if not all(Dim.of(x).is_static and Dim.of(x).value % FMHA_ALIGN == 0 for x in ld):
+        return None
+    if node.attrs["causal"] and Dim.of(sq) != Dim.of(sk):
+        return None
+    if bias is not None:
+        if lw.dtype(bias) != lw.dtype(node.output):
+            return None
+        *outer, last = (Dim.of(s) for s in bias_strides)
+        if last != Dim.of(1):
+            return None
+        if not all(s.is_static and s.value % FMHA_ALIGN == 0 for s in outer):
+            return None
+    for limit, tiles in FMHA_TILES:
+        if hd <= limit:
+            return tiles
+    return None
+
+
+# example 88's Hopper FMHA (targets whose kernels.attention is fmha_sm90): per head_dim, the
+# variants a kernel holds and the longest key count each takes (0: any), chosen per call. On the
+# H200 (bench/hopper_fmha_variants.cu, bench/results/h200_fmha_variants.jsonl) the ping-pong
+# 128x64 tile ran 128 and 197 keys 1.3-1.5x faster than the cooperative one, and the cooperative
+# 128x128 tile ran 4096 keys 1.25x faster than either 128x64 (0.95 ms a BERT-base layer at batch
+# 8); 1024 keys, between the measured points, is where the choice switches. No bias, no causal mask.
+# (tile, schedule, up to how many keys (0: beyond), whether a twin without key masking runs key
+# counts that fill whole key tiles: 4% faster on BERT's 4096 keys, bench/results/
+# h200_fmha_variants.jsonl, only worth its compile time where attention takes long)
+HOPPER_VARIANTS = {
+    64: (("128, 64, 64", "Pingpong", 1024, 0), ("128, 128, 64", "Cooperative", 0, 1)),
+    128: (("128, 128, 128", "Cooperative", 0, 1),),
+}
+
+
+def hopper_variants(lw, hd: int, bias) -> tuple:
+    """The kernel context's Hopper variants, "tile / schedule / max_keys / whole" each (flat
+    strings)."""
+    node = lw.node
+    if not FAMILIES.get(lw.plan.target.kernel("attention", ""), False):
+        return ()
+    if bias is not None or node.attrs["causal"]:
+        return ()
+    return tuple(" / ".join(map(str, v)) for v in HOPPER_VARIANTS.get(hd, ()))
+
+
+def tensor_core_attention(lw, ops, context: dict):
+    """(template, label, scratch bytes) of the tensor-core kernel for the call, its context added,
+    or None where fmha_tiles() refuses it."""
+    hd = context["head_dim"]
+    tiles = fmha_tiles(lw, hd, ops.ld, ops.sq, ops.sk, ops.bias, ops.bias_strides)
+    if not tiles:
+        return None
+    hopper = hopper_variants(lw, hd, ops.bias)
+    context.update(element=FMHA_ELEMENT[lw.dtype(lw.node.output)], queries=tiles[0],
+                   keys=tiles[1], max_k=tiles[2], hopper=hopper)
+    # the Hopper variants keep one row of log-sum-exp at the longest query count
+    scratch = 4 * bounds(Dim.of(ops.sq), lw.plan.graph.dims)[1] if hopper else 0
+    return "cuda/attention_fmha.cu.j2", "fmha", scratch

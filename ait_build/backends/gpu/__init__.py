@@ -1,0 +1,32 @@
+"""The vendor-neutral GPU layer that the GPU backends (cuda, rocm) extend; not a backend itself.
+
+Python side: the lowerings every GPU backend shares (edges.py: device buffers in the model's
+dtype; rows.py: layer norm, channel pads; attention.py: fused attention on ordinary cores, which
+a backend may replace per call with a faster kernel; gemm.py: GEMMs and convs on a backend's
+`MatrixEngine`) and `LOWER`, the table rows they make. Template side: templates/gpu/, the simple
+kernels and the device half of the model's run loop, written with CUDA's names, which a HIP
+build maps through its own small header.
+"""
+
+from __future__ import annotations
+
+from ait_build.backends import shared
+from ait_build.backends.gpu import edges, gemm, rows
+from ait_build.backends.gpu.attention import attention_lowering
+
+
+def lowerings(engine, tensor_core_attention=None) -> dict:
+    """A GPU backend's whole op -> lowering table, on its matrix engine (and its tensor-core
+    attention, if any)."""
+    return {
+        **shared.ELEMENTWISE,  # elementwise ops, fused programs, batch_norm (backends/shared.py)
+        **gemm.lowerings(engine),  # linear, matmul, bmm, conv2d with the fused epilogue
+        "multi_head_attention": attention_lowering(tensor_core_attention),
+        # rows and windows
+        "layer_norm": rows.lower_layer_norm,
+        **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
+        **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
+        "pad": rows.lower_pad,  # the last dim alone: one pass; else the shared fill + copy
+        "embedding": edges.lower_embedding,
+        "parameter": edges.lower_parameter,
+    }

@@ -1,0 +1,77 @@
+"""spec -> passes -> plan -> files: the one place that strings the stages together.
+
+    load_model (spec/)  ->  optimize (passes/)  ->  plan_model (codegen/ on the target's Backend,
+    with the target's profile)  ->  emission / write_library (codegen/emit.py)
+
+Each stage stays a plain function of its inputs and imports none of the others; this module and
+its callers (SCons, the command line, the tests) are what know the order.
+"""
+
+from __future__ import annotations
+
+from ait_build.backends import get_backend
+from ait_build.codegen.emit import Emission, emission, write_library
+from ait_build.codegen.plan import ModelPlan, plan_model
+from ait_build.errors import AitError
+from ait_build.passes import optimize as run_passes
+from ait_build.profile.store import load_profile
+from ait_build.spec.model import load_model
+from ait_build.spec.target import find_target
+from ait_build.toolchain import toolchain_for
+
+
+def resolve_target(target):
+    """A Target, or the Target a name or path names."""
+    return find_target(target) if isinstance(target, str) else target
+
+
+def check_dtype(graph, target) -> None:
+    """The model's dtype must be one the target declares (capabilities.dtypes)."""
+    dtypes = target.cap("dtypes")
+    if graph.dtype not in dtypes:
+        raise AitError(f"model '{graph.name}' computes in {graph.dtype}; target '{target.name}' "
+                       f"supports {', '.join(dtypes)} (capabilities.dtypes)")
+
+
+def plan_graph(graph, target, tune: bool = True) -> ModelPlan:
+    """The plan of an (optimized) graph for `target`; `tune=False` leaves the tuned calls for
+    `ait-build profile` (codegen/tuning.py)."""
+    check_dtype(graph, target)
+    return plan_model(graph, target, get_backend(target.backend),
+                      load_profile(target) if tune else None)
+
+
+def build_plan(spec_path: str, target, weights: str | None = None,
+               optimize: bool = True, tune: bool = True) -> ModelPlan:
+    """`optimize=False` plans the graph as written (every op its own kernel), for tests."""
+    target = resolve_target(target)
+    graph = load_model(spec_path, weights)
+    if optimize:
+        graph, _ = run_passes(graph, target)
+    return plan_graph(graph, target, tune)
+
+
+def plan_outputs(spec_path: str, target, weights: str | None = None,
+                 optimize: bool = True) -> Emission:
+    """The files emit() would write, without rendering anything (for SCons emitters)."""
+    return emission(build_plan(spec_path, target, weights, optimize))
+
+
+def emit(spec_path: str, target, out_dir: str, weights: str | None = None,
+         optimize: bool = True) -> Emission:
+    """Renders every file of the model library into out_dir (only changed files are written)."""
+    target = resolve_target(target)
+    plan = build_plan(spec_path, target, weights, optimize)
+    return write_library(plan, out_dir, toolchain_for(target).manifest())
+
+
+def summarize(graph, target) -> dict:
+    """Unique kernels and planned workspace of an optimized graph, for `ait-build graph
+    --target`."""
+    try:
+        plan = plan_graph(graph, target)
+    except AitError as exc:
+        return {"kernels": f"not planned: {exc}"}
+    return {"kernels": len(plan.kernels), "kernel_calls": len(plan.steps),
+            "workspace_bytes": plan.workspace_bytes(),
+            "workspace_bytes_opt": plan.workspace_bytes("opt")}
