@@ -33,6 +33,7 @@ LOWER = {
     "layer_norm": cpu_norm.lower_layer_norm,
     **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
     **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
+    **shared.GENERATE,  # constant and iota (backends/shared.py)
     "embedding": cpu_data.lower_embedding,
     "parameter": cpu_data.lower_parameter,
 }

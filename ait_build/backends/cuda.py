@@ -73,6 +73,7 @@ LOWER = {
     "layer_norm": cuda_ops.lower_layer_norm,
     **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
     **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
+    **shared.GENERATE,  # constant and iota (backends/shared.py)
     "pad": cuda_ops.lower_pad,  # the last dim alone: one pass; else the shared fill + copy
     "embedding": lower_embedding,
     "parameter": lower_parameter,
