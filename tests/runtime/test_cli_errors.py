@@ -106,7 +106,7 @@ def test_check_with_nan_in_both_is_agreement():
      ":1:1: error: file is larger than 8 MiB"),
     ("apiVersion: ait-build/v1\nkind: Model\nname: deep\ngraph: " + "[" * 100 + "]" * 100 + "\n",
      "error: nesting deeper than 64 levels"),
-])
+], ids=["9MiB", "deep"])  # short ids: pytest puts the id in PYTEST_CURRENT_TEST, which children inherit
 def test_build_reads_the_spec_with_limits_before_scons(tmp_path, text, words):
     """`ait-build build` used to parse with an unbounded yaml.safe_load first (a 50 MB spec took
     minutes, deep nesting raised RecursionError)."""
