@@ -84,7 +84,7 @@ def _finish(graph, args, description: str) -> int:
 def cmd_import_torch(args) -> int:
     from ait_build.importers.from_torch import import_torch
     from ait_build.importers.options import dims_for, parse_dim, parse_input
-    _require("torch", "pip install torch")
+    _require("torch", "pip install \"ait-build[torch]\"")
     inputs = [parse_input(text) for text in args.input]
     if not inputs:
         raise AitError("give at least one --input NAME:SHAPE[:DTYPE]")
@@ -96,7 +96,7 @@ def cmd_import_torch(args) -> int:
 def cmd_import_onnx(args) -> int:
     from ait_build.importers.from_onnx import import_onnx
     from ait_build.importers.options import parse_dim, parse_input
-    _require("onnx", "pip install onnx")
+    _require("onnx", "pip install \"ait-build[onnx]\"")
     inputs = [parse_input(text) for text in args.input]
     dims = [parse_dim(text) for text in args.dim]
     graph = import_onnx(args.model, inputs, dims, _name(args), args.dtype)
@@ -108,5 +108,4 @@ def _require(module: str, how: str) -> None:
     try:
         __import__(module)
     except ImportError:
-        raise AitError(f"importing from {module} needs the '{module}' package ({how}, or "
-                       "pip install \"ait-build[torch]\")") from None
+        raise AitError(f"importing from {module} needs the '{module}' package: {how}") from None

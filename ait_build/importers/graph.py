@@ -34,6 +34,17 @@ class ImportFailure(AitError):
         super().__init__(text)
 
 
+def registrar(table: dict):
+    """`@handles("Conv", ...)`: a decorator filing a frontend's handler under source op names."""
+    def handles(*names):
+        def register(fn):
+            for name in names:
+                table[name] = fn
+            return fn
+        return register
+    return handles
+
+
 def inverse(perm) -> tuple:
     out = [0] * len(perm)
     for i, p in enumerate(perm):

@@ -9,17 +9,10 @@ raises becomes one line of the import's report of unsupported operations.
 from __future__ import annotations
 
 from ait_build.errors import AitError
-from ait_build.importers.graph import Value
+from ait_build.importers.graph import Value, registrar
 
 HANDLERS: dict = {}
-
-
-def handles(*names):
-    def register(fn):
-        for name in names:
-            HANDLERS[name] = fn
-        return fn
-    return register
+handles = registrar(HANDLERS)
 
 
 def arg(node, index: int, name: str, default=None):

@@ -35,11 +35,6 @@ def import_case(case, out_dir, name):
     return write_spec(graph, os.path.join(str(out_dir), f"{name}.yaml"), "test import")
 
 
-@pytest.fixture(autouse=True)
-def _project_root(monkeypatch):
-    monkeypatch.chdir(ROOT)  # the factories are tests.importers.zoo:NAME
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_imported_model_matches_torch_on_cpu(name, tmp_path, build_spec):
     case = CASES[name]
