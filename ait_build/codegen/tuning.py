@@ -17,6 +17,7 @@ profiled for the smallest measured extent at or above it (the largest beyond the
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Callable
@@ -26,6 +27,11 @@ from ait_build.errors import AitError, SpecError
 from ait_build.ir.dims import Dim
 
 ENTRY_FIELDS = ("family", "problem", "extent", "config", "us", "heuristic_us", "candidates")
+# A call without an entry borrows the choice of the closest profiled problem of its family whose
+# every size is within this factor (and whose zero sizes match): a model edit such as 1000 ->
+# 1008 classes keeps its kernels (and the build compiles nothing new for them) instead of
+# switching to the heuristic's configurations.
+NEARBY_RATIO = 1.25
 
 
 @dataclass(frozen=True)
@@ -120,11 +126,48 @@ class Profile:
 
     def choices(self, tunable: Tunable) -> tuple:
         """(extent, Config) buckets for the call, or () when the profile has no usable entry."""
-        entries = self.entries.get(tunable.key, ())
-        by_name = {c.name: c for c in tunable.candidates}
-        if not entries or any(e.config not in by_name for e in entries):
-            return ()
-        return tuple((e.extent, by_name[e.config]) for e in entries)
+        return _usable(self.entries.get(tunable.key, ()), tunable)
+
+    def nearby_choices(self, tunable: Tunable) -> tuple:
+        """The buckets of the closest profiled problem of the call's family within NEARBY_RATIO
+        in every size (see there), or ()."""
+        best, best_distance = (), math.inf
+        for (family, problem), entries in self.entries.items():
+            if family != tunable.family or problem == tunable.problem_text:
+                continue
+            distance = _problem_distance(problem, tunable.problem)
+            if distance < best_distance:
+                buckets = _usable(entries, tunable)
+                if buckets:
+                    best, best_distance = buckets, distance
+        return best
+
+
+def _usable(entries: tuple, tunable: Tunable) -> tuple:
+    by_name = {c.name: c for c in tunable.candidates}
+    if not entries or any(e.config not in by_name for e in entries):
+        return ()
+    return tuple((e.extent, by_name[e.config]) for e in entries)
+
+
+def _problem_distance(text: str, problem: tuple) -> float:
+    """Sum of |log(ratio)| over the sizes of a profile's problem text and a call's problem;
+    infinite when their names differ, a zero meets a non-zero, or a ratio exceeds NEARBY_RATIO."""
+    pairs = [item.partition("=") for item in text.split()]
+    if [name for name, _, _ in pairs] != [name for name, _ in problem]:
+        return math.inf
+    distance = 0.0
+    for (_, _, value), (_, size) in zip(pairs, problem):
+        try:
+            profiled = int(value)
+        except ValueError:
+            return math.inf
+        if profiled == size:
+            continue
+        if min(profiled, size) <= 0 or max(profiled, size) > NEARBY_RATIO * min(profiled, size):
+            return math.inf
+        distance += abs(math.log(profiled / size))
+    return distance
 
 
 def profile_path(target) -> str:
@@ -176,6 +219,7 @@ class TuningReport:
     profile: str = ""
     calls: int = 0
     profiled: int = 0
+    nearby: int = 0  # of the calls without an entry, those borrowing a nearby problem's choice
 
     @property
     def unprofiled(self) -> int:
@@ -186,8 +230,15 @@ class TuningReport:
         if not self.unprofiled:
             return ""
         where = os.path.relpath(self.profile) if self.profile else "no profile_cache"
+        heuristic = self.unprofiled - self.nearby
+        how = [f"{_uses(self.nearby)} the choice profiled for a nearby problem"] if self.nearby else []
+        how += [f"{_uses(heuristic)} the heuristic"] if heuristic else []
         return (f"{self.unprofiled} of {self.calls} GEMM/conv calls have no entry in {where}: "
-                f"they use the heuristic (`ait-build profile` measures them)")
+                f"{' and '.join(how)} (`ait-build profile` measures them)")
+
+
+def _uses(count: int) -> str:
+    return f"{count} uses" if count == 1 else f"{count} use"
 
 
 def finalize(plan, profile: Profile) -> TuningReport:
@@ -201,6 +252,8 @@ def finalize(plan, profile: Profile) -> TuningReport:
     for indices in groups.values():
         calls = [plan.steps[i].tuning for i in indices]
         chosen = [profile.choices(c.tunable) for c in calls]
+        exact = [bool(ch) for ch in chosen]
+        chosen = [ch or profile.nearby_choices(c.tunable) for c, ch in zip(calls, chosen)]
         ladder = calls[0].tunable.ladder
         if all(chosen):  # keep only the ladder's last: it takes any call (unaligned pointers)
             ladder = ladder[-1:]
@@ -208,12 +261,13 @@ def finalize(plan, profile: Profile) -> TuningReport:
                                         key=lambda c: c.name)
         index = {c.name: i for i, c in enumerate(configs)}
         kernel = calls[0].make(tuple(configs), tuple(range(len(ladder))))
-        for i, call, ch in zip(indices, calls, chosen):
+        for i, call, ch, is_exact in zip(indices, calls, chosen, exact):
             step = plan.steps[i]
             report.calls += 1
+            report.profiled += is_exact
+            report.nearby += bool(ch) and not is_exact
             scratch = step.scratch_shared
             if ch:
-                report.profiled += 1
                 expr = selector(call.tunable.extent, [(e, index[c.name]) for e, c in ch])
                 largest = plan.at_max(call.tunable.extent)  # the last bucket runs up to it
                 for j, (extent, config) in enumerate(ch):

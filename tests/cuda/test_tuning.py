@@ -99,6 +99,29 @@ def test_emitted_sources_follow_the_profile(tmp_path):
     assert re.search(r"gemm_gelu_\w+\(cx, .*, 1\)\) return rc;", model)
 
 
+def test_a_call_without_an_entry_borrows_the_closest_profiled_problem_of_its_family(tmp_path):
+    # QKV (n=2304) has no entry; n=2560 is within NEARBY_RATIO (1.11x), closer than n=2000
+    # (1.15x); the attention output (n=768) is beyond it from both: it runs the heuristic
+    near = ("gemm float16 b=col act=none align=8,8,8", "n=2560 k=768 l=1")
+    nearer_but_other_k = ("gemm float16 b=col act=none align=8,8,8", "n=2304 k=512 l=1")
+    farther = ("gemm float16 b=col act=none align=8,8,8", "n=2000 k=768 l=1")
+    entries = [entry(near, 128, "sm90_pingpong_64x64x64_c1x1"),
+               entry(farther, 128, "sm90_coop_128x128x64_c1x1_streamk"),
+               entry(nearer_but_other_k, 128, "sm90_coop_256x128x64_c1x2")]
+    plan = build_plan(spec_path("bert_base"), find_target(target_with_profile(tmp_path, entries)))
+    report = plan.tuning
+    assert (report.calls, report.profiled, report.nearby) == (48, 0, 12)
+    assert "12 use the choice profiled for a nearby problem and 36 use the heuristic" in \
+        report.summary()
+    qkv = [s for s in plan.steps if s.node.endswith(".attention.self.qkv")]
+    names = [p.name for p in qkv[0].kernel.parts]
+    index = next(i for i, p in enumerate(qkv[0].kernel.parts)
+                 if dict(p.context).get("tile") == "64, 64, 64")
+    assert all(s.args[-1] == str(index) for s in qkv), names
+    out = [s for s in plan.steps if s.node.endswith(".attention.output.dense")]
+    assert out and all(s.args[-1] == "-1" for s in out)
+
+
 def test_entries_naming_unknown_configurations_are_ignored(tmp_path):
     entries = [entry(BERT_FFN, 128, "sm90_no_such_tile")]
     plan = build_plan(spec_path("bert_base"), find_target(target_with_profile(tmp_path, entries)))
