@@ -42,7 +42,8 @@ def register(sub) -> None:
         ["ait-build import torch torchvision.models:resnet50 --input x:batch,3,224,224 "
          "-o specs/resnet50.yaml",
          "ait-build import onnx model.onnx --dim batch=1:32 -o specs/model.yaml"])
-    sources = p.add_subparsers(dest="source", required=True, metavar="SOURCE")
+    sources = p.add_subparsers(dest="source", required=True, metavar="SOURCE",
+                               help="torch (a PyTorch module from a factory) or onnx (a file)")
     t = sources.add_parser("torch", help="a torch.nn.Module from a factory function",
                            description="Import MODULE:FACTORY: the factory (a function or "
                            "class) is called with --args and must return a torch.nn.Module.",

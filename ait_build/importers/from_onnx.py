@@ -92,8 +92,9 @@ class OnnxTranslator:
                     failed.difference_update(node.output)
                     continue
                 results = handler(self, node)
-            except AitError as exc:
-                text = str(exc)
+            except (AitError, ValueError, TypeError, AttributeError, IndexError) as exc:
+                # a form of the operator the handler does not expect: one line of the report
+                text = str(exc) if isinstance(exc, AitError) else f"{type(exc).__name__}: {exc}"
                 prefix = self.lower.where + ": "
                 self.g.unsupported(self.lower.where, text[len(prefix):] if text.startswith(prefix)
                                    else text)

@@ -36,10 +36,19 @@ def _unary(t, node):
     return t.lower.unary(UNARY[node.op_type], t.tensor(node, 0))
 
 
-@handles("Identity", "Dropout")
+@handles("Identity")
 def _identity(t, node):
-    value = t.get(node, 0)
-    return [value, None] if node.op_type == "Dropout" else value
+    return t.get(node, 0)
+
+
+@handles("Dropout")
+def _dropout(t, node):
+    training = t.get(node, 2)
+    if training is not None and (not is_known(training) or bool(as_array(training).any())):
+        raise AitError("Dropout in training mode")
+    if len(node.output) > 1 and node.output[1]:
+        raise AitError("Dropout's mask output")
+    return t.get(node, 0)
 
 
 @handles("Gelu")
@@ -172,11 +181,7 @@ def _conv(t, node):
     if weight is None:
         raise AitError("a convolution whose weight is computed in the model")
     bias = t.weight(node, 2) if len(node.input) > 2 and node.input[2] else None
-    w = t.g.weights[weight]
-    if w.ndim != 4:
-        raise AitError(f"a {w.ndim - 2}-d convolution: only 2-d convolutions are supported")
-    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
-        raise AitError("Conv with auto_pad")
+    _check_padding(attrs, t.g.weights[weight].ndim - 2)
     pads = attrs.get("pads", [0, 0, 0, 0])
     if pads[:2] != pads[2:]:
         raise AitError(f"asymmetric padding {pads}")
@@ -246,9 +251,19 @@ def _softmax(t, node):
     return t.lower.softmax(t.tensor(node, 0), attributes(node).get("axis", -1))
 
 
+def _check_padding(attrs: dict, kernel_rank: int) -> None:
+    auto = attrs.get("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    if auto not in ("NOTSET", "VALID"):
+        raise AitError(f"auto_pad {auto} (padding computed from the input size)")
+    if kernel_rank != 2:
+        raise AitError(f"a {kernel_rank}-d window: only 2-d convolutions and pools are supported")
+
+
 @handles("MaxPool", "AveragePool")
 def _pool(t, node):
     attrs = attributes(node)
+    _check_padding(attrs, len(attrs["kernel_shape"]))
     if attrs.get("ceil_mode") or len(node.output) > 1 and node.output[1]:
         raise AitError(f"{node.op_type} with ceil_mode or indices")
     pads = attrs.get("pads", [0, 0, 0, 0])

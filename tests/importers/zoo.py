@@ -273,3 +273,23 @@ class Unsupported(nn.Module):
 
 def unsupported():
     return Unsupported()
+
+
+def torchvision_model(name: str, seed: int = 6, **kw):
+    """A torchvision classifier by name with seeded random weights (nothing is downloaded)."""
+    import torchvision
+    torch.manual_seed(seed)
+    return _randomized(getattr(torchvision.models, name)(weights=None, **kw))
+
+
+def transformers_model(kind: str, seed: int = 7):
+    """A small transformers model (random weights, 2 layers): 'distilbert' or 'gpt2'."""
+    import transformers
+    torch.manual_seed(seed)
+    if kind == "distilbert":
+        config = transformers.DistilBertConfig(vocab_size=100, dim=32, n_layers=2, n_heads=4,
+                                               hidden_dim=64, max_position_embeddings=32)
+        return transformers.DistilBertModel(config).eval()
+    config = transformers.GPT2Config(vocab_size=100, n_embd=32, n_layer=2, n_head=4,
+                                     n_positions=32)
+    return transformers.GPT2Model(config).eval()
