@@ -216,7 +216,7 @@ class TorchTranslator:
             if hasattr(a, "op"):
                 if a in self.consts:
                     continue
-                if shape_only and a is node.args[0] and _static_tensor(a):
+                if shape_only and a is node.args[0]:  # read for its dtype (the result is static)
                     continue
                 return False
         try:
@@ -224,8 +224,10 @@ class TorchTranslator:
                 if hasattr(a, "op"):
                     if a in self.consts:
                         return self.consts[a]
-                    val = a.meta["val"]
-                    return self.torch.zeros(tuple(int(s) for s in val.shape), dtype=val.dtype)
+                    val = a.meta["val"]  # a shape-only op's operand: its dtype matters
+                    shape = tuple(int(s) if _is_int(s) or isinstance(s, int) else 1
+                                  for s in val.shape)
+                    return self.torch.zeros(shape, dtype=val.dtype)
                 return a
             args = _map(node.args, real)
             kwargs = _map(node.kwargs, real)

@@ -41,3 +41,17 @@ def torch_outputs(factory: str, inputs: dict) -> list:
 def rel_error(got: np.ndarray, want: np.ndarray) -> float:
     """max |got - want| over max |want|: the measure the issue's 1e-5 bound is in."""
     return float(np.abs(got.astype(np.float64) - want).max() / np.abs(want).max())
+
+# larger families, checked in the reference executor only (their cpu kernels are the ones the
+# small models above build): factory, --args, --input texts, --dim texts, example inputs
+IMAGE32 = {"x": RNG.standard_normal((1, 3, 32, 32)).astype(np.float32)}
+LIBRARY = {
+    "swin_t": ("tests.importers.zoo:torchvision_model", {"name": "swin_t"},
+               ["x:batch,3,32,32"], ["batch=1:2:1"], IMAGE32),
+    "convnext_tiny": ("tests.importers.zoo:torchvision_model", {"name": "convnext_tiny"},
+                      ["x:batch,3,32,32"], ["batch=1:2:1"], IMAGE32),
+    "distilbert": ("tests.importers.zoo:transformers_model", {"kind": "distilbert"},
+                   ["input_ids:batch,seq:int64", "attention_mask:batch,seq:int64"],
+                   ["batch=1:2:1", "seq=2:16:8"],
+                   {"input_ids": RNG.integers(0, 100, (1, 8)), "attention_mask": MASK}),
+}

@@ -4,6 +4,7 @@ for cpu, and matched against PyTorch at batch 1 within 1e-5 relative."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from cases import CASES, RESNET18, rel_error, torch_outputs  # noqa: E402
+from cases import CASES, LIBRARY, RESNET18, rel_error, torch_outputs  # noqa: E402
 
 from ait_build.importers.from_torch import import_torch  # noqa: E402
 from ait_build.importers.options import dims_for, parse_dim, parse_input  # noqa: E402
@@ -26,11 +27,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RTOL = 1e-5
 
 
-def import_case(case, out_dir, name):
+def import_case(case, out_dir, name, args=None):
     factory, input_texts, dim_texts, _ = case
     inputs = [parse_input(t) for t in input_texts]
     dims = dims_for(inputs, [parse_dim(t) for t in dim_texts])
-    graph = import_torch(factory, None, inputs, dims, name)
+    graph = import_torch(factory, json.dumps(args) if args else None, inputs, dims, name)
     simplify(graph)
     return write_spec(graph, os.path.join(str(out_dir), f"{name}.yaml"), "test import")
 
@@ -111,3 +112,21 @@ def test_a_bad_factory_is_one_line(tmp_path):
         import_case(("tests.importers.zoo:nope", ["x:1,3"], [], None), tmp_path, "m")
     with pytest.raises(Exception, match="MODULE:FACTORY"):
         import_case(("zoo", ["x:1,3"], [], None), tmp_path, "m")
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY))
+def test_library_models_match_torch_in_the_reference(name, tmp_path):
+    """Swin (roll, the shifted-window mask folded into weights), ConvNeXt (layer scale,
+    channels-last blocks) from torchvision, DistilBERT from transformers: imported, the spec's
+    reference against PyTorch. Their cpu kernels are those the small models build."""
+    factory, args, input_texts, dim_texts, feed = LIBRARY[name]
+    pytest.importorskip(factory.split(":")[1].split("_")[0])  # torchvision / transformers
+    _, _, graph = import_case((factory, input_texts, dim_texts, None), tmp_path, name, args)
+    module, _, attr = factory.partition(":")
+    import importlib
+    model = getattr(importlib.import_module(module), attr)(**args)
+    with torch.no_grad():
+        out = model(*(torch.from_numpy(v) for v in feed.values()))
+    want = (out if isinstance(out, torch.Tensor) else out[0]).numpy()
+    got = run_reference(graph, feed)[graph.outputs[0]]
+    assert rel_error(got, want) < RTOL

@@ -279,7 +279,12 @@ def torchvision_model(name: str, seed: int = 6, **kw):
     """A torchvision classifier by name with seeded random weights (nothing is downloaded)."""
     import torchvision
     torch.manual_seed(seed)
-    return _randomized(getattr(torchvision.models, name)(weights=None, **kw))
+    model = getattr(torchvision.models, name)(weights=None, **kw)
+    with torch.no_grad():  # zero-initialized heads (ViT's) would make every output 0
+        for p in model.parameters():
+            if p.ndim > 1 and not p.any():
+                p.normal_(0.0, 0.02)
+    return _randomized(model)
 
 
 def transformers_model(kind: str, seed: int = 7):
@@ -291,5 +296,6 @@ def transformers_model(kind: str, seed: int = 7):
                                                hidden_dim=64, max_position_embeddings=32)
         return transformers.DistilBertModel(config).eval()
     config = transformers.GPT2Config(vocab_size=100, n_embd=32, n_layer=2, n_head=4,
-                                     n_positions=32)
+                                     n_positions=32, use_cache=False, bos_token_id=0,
+                                     eos_token_id=0)
     return transformers.GPT2Model(config).eval()
