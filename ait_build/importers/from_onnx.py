@@ -82,14 +82,17 @@ class OnnxTranslator:
                 self.g.unsupported(self.lower.where, f"operator domain '{node.domain}'")
                 continue
             handler = HANDLERS.get(node.op_type)
-            if handler is None and node.op_type != "Constant":  # listed even after a failure
-                self.g.unsupported(self.lower.where, f"{node.op_type} has no translation")
-                continue
+            missing = handler is None and node.op_type != "Constant"
             if any(name in failed for name in node.input):
-                continue  # reads an op already reported
+                if missing:  # listed even after a failure: every operator is in the report
+                    self.g.unsupported(self.lower.where, f"{node.op_type} has no translation")
+                continue  # else it reads an op already reported
             try:
-                if self._fold(node):
+                if self._fold(node):  # any operator ONNX's reference evaluator computes
                     failed.difference_update(node.output)
+                    continue
+                if missing:
+                    self.g.unsupported(self.lower.where, f"{node.op_type} has no translation")
                     continue
                 results = handler(self, node)
             except (AitError, ValueError, TypeError, AttributeError, IndexError) as exc:

@@ -84,6 +84,31 @@ def _hard_sigmoid(t, node):
     return t.lower.unary("clamp", scaled, min=0.0, max=1.0)
 
 
+@handles("IsNaN")
+def _isnan(t, node):
+    x = t.tensor(node, 0)
+    return t.lower.binary("not_equal", x, x)  # only NaN differs from itself
+
+
+@handles("Pad")
+def _pad(t, node):
+    attrs = attributes(node)
+    mode = attrs.get("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode != "constant":
+        raise AitError(f"Pad mode '{mode}' (only constant)")
+    x = t.tensor(node, 0)
+    pads = attrs.get("pads") or t.ints(node, 1)
+    value = t.operand(node, 2) if len(node.input) > 2 and node.input[2] else 0.0
+    if isinstance(value, Value):
+        raise AitError("Pad with a fill computed in the model")
+    axes = t.ints(node, 3) if len(node.input) > 3 and node.input[3] else list(range(x.rank))
+    per_axis = [(0, 0)] * x.rank
+    for i, axis in enumerate(axes):
+        per_axis[axis % x.rank] = (pads[i], pads[i + len(axes)])
+    return t.lower.pad(x, per_axis, value)
+
+
 @handles("Neg")
 def _neg(t, node):
     return t.lower.binary("mul", t.tensor(node, 0), -1)
