@@ -18,8 +18,7 @@ import numpy as np
 from ait_build.errors import AitError
 from ait_build.importers.graph import ImportFailure, ImportGraph, Value
 from ait_build.importers.lower import Lower
-from ait_build.importers.options import DimSpec
-from ait_build.ir.dims import Dim
+from ait_build.ir.dims import Dim, DimRange
 
 ONNX_DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 6: "int32", 7: "int64", 9: "bool",
                11: "float32"}
@@ -143,7 +142,7 @@ class OnnxTranslator:
                                        f"--input {inp.name}:SHAPE")
             for s in shape:
                 if isinstance(s, str) and s not in self.g.dims:
-                    d = self.given_dims.get(s) or DimSpec(s, 1, DEFAULT_MAX, 8)
+                    d = self.given_dims.get(s) or DimRange(s, 1, DEFAULT_MAX, 8)
                     self.g.dims[s] = (d.min, d.max, d.opt)
             src_dtype = "float32" if dtype in ("float16", "bfloat16") else dtype
             if given is not None:

@@ -19,6 +19,7 @@ import sys
 from ait_build.errors import AitError
 from ait_build.importers.graph import ImportFailure, ImportGraph, Value
 from ait_build.importers.lower import Lower
+from ait_build.importers.options import example_size
 from ait_build.ir.dims import Dim
 
 TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
@@ -65,7 +66,7 @@ def export(model, inputs: list, dims: dict):
     tdims = {name: torch.export.Dim(name, min=d.min, max=d.max) for name, d in dims.items()}
     examples, dynamic = [], []
     for spec in inputs:
-        shape = [s if isinstance(s, int) else dims[s].example for s in spec.shape]
+        shape = [s if isinstance(s, int) else example_size(dims[s]) for s in spec.shape]
         dtype = getattr(torch, spec.dtype)
         examples.append(torch.randn(shape, dtype=dtype) if dtype.is_floating_point
                         else torch.zeros(shape, dtype=dtype))

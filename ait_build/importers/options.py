@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ait_build.errors import AitError
+from ait_build.ir.dims import DimRange
 from ait_build.ir.dtypes import ALL_DTYPES
 from ait_build.spec.names import IDENTIFIER
 
@@ -19,17 +20,9 @@ class InputSpec:
     dtype: str
 
 
-@dataclass(frozen=True)
-class DimSpec:
-    name: str
-    min: int
-    max: int
-    opt: int
-
-    @property
-    def example(self) -> int:
-        """The size an export traces with: not 0 or 1, which exporters specialize on."""
-        return max(2, min(self.opt, self.max)) if self.max >= 2 else self.max
+def example_size(d: DimRange) -> int:
+    """The size an export traces with: not 0 or 1, which exporters specialize on."""
+    return max(2, min(d.opt, d.max)) if d.max >= 2 else d.max
 
 
 def parse_input(text: str) -> InputSpec:
@@ -53,7 +46,7 @@ def parse_input(text: str) -> InputSpec:
     return InputSpec(name, tuple(shape), dtype)
 
 
-def parse_dim(text: str) -> DimSpec:
+def parse_dim(text: str) -> DimRange:
     """`batch=1:64`, `seq=1:512:128` or `batch=64` (1..64)."""
     name, eq, rng = text.partition("=")
     if not eq or not IDENTIFIER.fullmatch(name):
@@ -69,16 +62,16 @@ def parse_dim(text: str) -> DimSpec:
     opt = nums[2] if len(nums) == 3 else min(nums[1], 8)
     if not nums[0] <= opt <= nums[1]:
         raise AitError(f"--dim {name}: OPT {opt} is outside [{nums[0]}, {nums[1]}]")
-    return DimSpec(name, nums[0], nums[1], opt)
+    return DimRange(name, nums[0], nums[1], opt)
 
 
 def dims_for(inputs: list, given: list) -> dict:
-    """name -> DimSpec for every dim the inputs name (unnamed ones: 1..64, opt 8)."""
+    """name -> DimRange for every dim the inputs name (unnamed ones: 1..64, opt 8)."""
     dims = {d.name: d for d in given}
     used = [s for spec in inputs for s in spec.shape if isinstance(s, str)]
     unknown = sorted(set(dims) - set(used))
     if unknown:
         raise AitError(f"--dim {unknown[0]}: no --input uses a dim of that name")
     for name in used:
-        dims.setdefault(name, DimSpec(name, 1, DEFAULT_MAX, 8))
+        dims.setdefault(name, DimRange(name, 1, DEFAULT_MAX, 8))
     return dims

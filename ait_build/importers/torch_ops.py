@@ -21,16 +21,26 @@ def arg(node, index: int, name: str, default=None):
     return node.kwargs.get(name, default)
 
 
+def uniform_fill(fn):
+    """A view or copy of a known tensor whose elements are all equal (a sliced mask of ones)
+    becomes a `constant` of the result's shape, which follows the dims, instead of a weight."""
+    def handler(t, node):
+        fill = t.uniform(node.args[0])
+        if fill is not None:
+            return t.lower.fill(t.shape(node), fill, t.dtype(node))
+        return fn(t, node)
+    handler.__name__ = fn.__name__
+    return handler
+
+
 # -- pass-through and casts -------------------------------------------------------------------
 
 @handles("aten.clone.default", "aten.contiguous.default", "aten.alias.default",
          "aten.detach.default", "aten.lift_fresh_copy.default", "aten.dropout.default",
          "aten.feature_dropout.default", "aten.alpha_dropout.default")
+@uniform_fill
 def _same(t, node):
     x = node.args[0]
-    fill = t.uniform(x)
-    if fill is not None:
-        return t.lower.fill(t.shape(node), fill, t.dtype(node))
     return t.tensor(x)
 
 
@@ -40,11 +50,9 @@ def _nothing(t, node):
 
 
 @handles("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout", "aten.type_as.default")
+@uniform_fill
 def _cast(t, node):
     x = node.args[0]
-    fill = t.uniform(x)
-    if fill is not None:
-        return t.lower.fill(t.shape(node), fill, t.dtype(node))
     return t.lower.cast(t.tensor(x), t.dtype(node), hint=None)
 
 
@@ -348,11 +356,9 @@ def _softmax(t, node):
          "aten.unflatten.int", "aten.flatten.using_ints", "aten.squeeze.dim",
          "aten.squeeze.dims", "aten.squeeze.default", "aten.unsqueeze.default",
          "aten.view_as.default", "aten.reshape_as.default")
+@uniform_fill
 def _reshape(t, node):
     x = node.args[0]
-    fill = t.uniform(x)
-    if fill is not None:
-        return t.lower.fill(t.shape(node), fill, t.dtype(node))
     value = t.tensor(x)
     if x in t.iota and _key(node) == "aten.unsqueeze.default":
         size, position = t.iota[x]
@@ -377,10 +383,8 @@ def _t(t, node):
 
 
 @handles("aten.expand.default", "aten.expand_as.default")
+@uniform_fill
 def _expand(t, node):
-    fill = t.uniform(node.args[0])
-    if fill is not None:
-        return t.lower.fill(t.shape(node), fill, t.dtype(node))
     return t.lower.expand(t.tensor(node.args[0]), t.shape(node))
 
 
@@ -425,11 +429,9 @@ def _select(t, node):
 
 
 @handles("aten.slice.Tensor")
+@uniform_fill
 def _slice(t, node):
     x_arg = node.args[0]
-    fill = t.uniform(x_arg)
-    if fill is not None:
-        return t.lower.fill(t.shape(node), fill, t.dtype(node))
     x = t.tensor(x_arg)
     axis = arg(node, 1, "dim", 0)
     start, end = arg(node, 2, "start"), arg(node, 3, "end")
@@ -495,11 +497,9 @@ def _index_select(t, node):
 
 
 @handles("aten.index.Tensor")
+@uniform_fill
 def _index(t, node):
     x_arg, indices = node.args[0], node.args[1]
-    fill = t.uniform(x_arg)
-    if fill is not None:
-        return t.lower.fill(t.shape(node), fill, t.dtype(node))
     given = [(i, a) for i, a in enumerate(indices) if a is not None]
     x = t.tensor(x_arg)
     if len(given) == 1:
@@ -520,10 +520,8 @@ def _index(t, node):
 
 
 @handles("aten.gather.default")
+@uniform_fill
 def _torch_gather(t, node):
-    fill = t.uniform(node.args[0])
-    if fill is not None:
-        return t.lower.fill(t.shape(node), fill, t.dtype(node))
     raise AitError("torch.gather along a dim (per-element indices) is not supported")
 
 
