@@ -102,15 +102,18 @@ def cmd_reference(args) -> int:
     from ait_build.reference import ProgressLine, random_inputs, run_reference
     graph = _load(args.spec, args.weights)
     dims = dims_of(args.dim, args.batch)
-    if args.output:
-        check_output_path(args.output)  # before the work, not after it
+    for path in (args.output, args.intermediates):
+        if path:
+            check_output_path(path)  # before the work, not after it
     if args.inputs:
         inputs = load_arrays(args.inputs)
     elif args.random_input:
         inputs = random_inputs(graph, dims, seed=args.seed)
     else:
         raise AitError("give --random-input or --inputs FILE.safetensors")
-    outputs = run_reference(graph, inputs, progress=ProgressLine())
+    values = run_reference(graph, inputs, keep_all=bool(args.intermediates),
+                           progress=ProgressLine())
+    outputs = {name: values[name] for name in graph.outputs}
     for name, arr in outputs.items():
         flat = arr.astype(np.float64).ravel()
         print(f"{name}: {arr.dtype}{list(arr.shape)} mean={flat.mean():.6g} std={flat.std():.6g} "
@@ -119,6 +122,10 @@ def cmd_reference(args) -> int:
         from ait_build.weights import save_safetensors
         save_safetensors(outputs, args.output)
         print(f"wrote {args.output}", file=sys.stderr)
+    if args.intermediates:
+        from ait_build.weights import save_safetensors
+        save_safetensors(values, args.intermediates)
+        print(f"wrote {len(values)} tensors to {args.intermediates}", file=sys.stderr)
     return 0
 
 
@@ -166,7 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "checked against) and print each output's statistics.",
                     ["ait-build reference specs/mlp.yaml --random-input --batch 4",
                      "ait-build reference specs/tiny_bert.yaml --inputs in.safetensors -o "
-                     "out.safetensors"])
+                     "out.safetensors",
+                     "ait-build reference specs/tiny_cnn.yaml --random-input --intermediates "
+                     "all.safetensors"])
     p.add_argument("spec", help="model spec file, e.g. specs/mlp.yaml")
     p.add_argument("--random-input", action="store_true", help="random inputs at each dim's opt")
     p.add_argument("--inputs", metavar="FILE", help="inputs from a safetensors file")
@@ -178,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", metavar="FILE", help="a safetensors file replacing the spec's "
                    "weights")
     p.add_argument("-o", "--output", metavar="FILE", help="write outputs to a safetensors file")
+    p.add_argument("--intermediates", metavar="FILE", help="write every tensor the graph "
+                   "computes (inputs too), named as in `ait-build graph`, to a safetensors file: "
+                   "compare them with the source model's while porting")
     p.set_defaults(func=cmd_reference)
 
     for register in _extra_commands():
@@ -189,7 +201,7 @@ def _extra_commands():
     """Commands that live beside their subsystem (build/run/bench/profile), where present."""
     found = []
     for module in ("ait_build.build_cli", "ait_build.bench", "ait_build.profile.cli",
-                   "ait_build.project_cli"):
+                   "ait_build.project_cli", "ait_build.importers.cli"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ImportError:

@@ -16,7 +16,8 @@ from ait_build.ir.dims import Dim, DimRange, shape_str
 from ait_build.ops.registry import REQUIRED, TType, all_ops
 from ait_build.spec.attrs import parse_attrs
 
-CATEGORIES = ("elementwise", "conv", "pool", "gemm", "norm", "attention", "shape", "gather")
+CATEGORIES = ("elementwise", "logic", "conv", "pool", "gemm", "norm", "attention", "shape",
+              "gather", "constant")
 NODE_FIELDS = ("name", "op", "inputs", "outputs", "weights")
 EXAMPLE_DIMS = {"batch": DimRange("batch", 1, 64, 8), "seq": DimRange("seq", 1, 512, 128)}
 
@@ -43,6 +44,31 @@ EXAMPLES = {
     "mul": (X, "{op: mul, inputs: [x], scalar: 0.125}"),
     "div": ({"x": ["batch", 64], "y": ["batch", 1]}, "{op: div, inputs: [x, y]}"),
     "cast": (X, "{op: cast, inputs: [x], dtype: float16}"),
+    "clamp": (X, "{op: clamp, inputs: [x], min: 0.0}"),
+    "sqrt": (X, "{op: sqrt, inputs: [x]}"),
+    "exp": (X, "{op: exp, inputs: [x]}"),
+    "erf": (X, "{op: erf, inputs: [x]}"),
+    "relu6": (X, "{op: relu6, inputs: [x]}"),
+    "hardtanh": (X, "{op: hardtanh, inputs: [x], min_val: -2.0, max_val: 2.0}"),
+    "minimum": ({"x": ["batch", 64], "y": ["batch", 64]}, "{op: minimum, inputs: [x, y]}"),
+    "maximum": (X, "{op: maximum, inputs: [x], scalar: 0.5}"),
+    "equal": ({"ids": (["batch", "seq"], "int64")}, "{op: equal, inputs: [ids], scalar: 0}"),
+    "not_equal": ({"x": ["batch", 64], "y": ["batch", 64]}, "{op: not_equal, inputs: [x, y]}"),
+    "less": ({"x": ["batch", 64], "y": [64]}, "{op: less, inputs: [x, y]}"),
+    "less_equal": ({"cols": [1, "seq"], "rows": ["seq", 1]},
+                   "{name: causal, op: less_equal, inputs: [cols, rows]}"),
+    "greater": (X, "{op: greater, inputs: [x], scalar: 0.0}"),
+    "greater_equal": (X, "{op: greater_equal, inputs: [x], scalar: 0.0}"),
+    "logical_and": ({"a": (["batch", 64], "bool"), "b": ([64], "bool")},
+                    "{op: logical_and, inputs: [a, b]}"),
+    "logical_or": ({"a": (["batch", 64], "bool"), "b": ([64], "bool")},
+                   "{op: logical_or, inputs: [a, b]}"),
+    "logical_not": ({"mask": (["batch", "seq"], "bool")}, "{op: logical_not, inputs: [mask]}"),
+    "where": ({"mask": (["seq", "seq"], "bool"), "scores": ["batch", 12, "seq", "seq"],
+               "fill": [1]}, "{op: where, inputs: [mask, scores, fill]}"),
+    "constant": ({}, "{name: fill, op: constant, shape: [1], value: -.inf}"),
+    "iota": ({}, "{name: positions, op: iota, shape: [seq]}"),
+    "roll": ({"x": ["batch", 56, 56, 96]}, "{op: roll, inputs: [x], shifts: [-3, -3], dims: [1, 2]}"),
     "conv2d": ({"image": ["batch", 224, 224, 3]},
                "{name: conv1, op: conv2d, inputs: [image], out_channels: 64, kernel: 7, stride: 2, "
                "padding: 3, bias: false}"),

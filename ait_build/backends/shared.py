@@ -4,13 +4,15 @@ templates (Backend.templates, by kind). Backends spread these into their LOWER t
 
 from __future__ import annotations
 
-from ait_build.codegen import data_movement, elementwise, rows_and_windows
+from ait_build.codegen import data_movement, elementwise, index_ops, rows_and_windows
 
 # one expression per element (templates/<backend>/elementwise.*.j2)
 ELEMENTWISE = {
     **{op: elementwise.lower_simple for op in (
         "relu", "silu", "sigmoid", "tanh", "hardswish", "gelu", "add", "sub", "mul", "div",
-        "cast")},
+        "cast", "sqrt", "exp", "erf", "clamp", "relu6", "hardtanh", "minimum", "maximum",
+        "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+        "logical_or", "logical_not", "where")},
     "fused_elementwise": elementwise.lower_fused,
     "batch_norm": elementwise.lower_batch_norm,
 }
@@ -28,6 +30,13 @@ DATA_MOVEMENT = {
     "split": data_movement.lower_split,
     "pad": data_movement.lower_pad,
     "gather": data_movement.lower_gather,
+    "roll": index_ops.lower_roll,
+}
+
+# values written by position: fills and iotas (the elementwise template with no operand)
+GENERATE = {
+    "constant": index_ops.lower_constant,
+    "iota": index_ops.lower_iota,
 }
 
 # rows and windows whose loops are the same everywhere (templates/<backend>/{softmax,pool2d,...})

@@ -24,6 +24,9 @@ ACT = {"none": "ait::identity", "relu": "ait::relu", "gelu": "ait::gelu",
        "gelu_tanh": "ait::gelu_tanh", "silu": "ait::silu", "sigmoid": "ait::sigmoid",
        "tanh": "ait::tanh", "hardswish": "ait::hardswish"}
 BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+COMPARE = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
+           "greater_equal": ">="}
+LOGIC = {"logical_and": "&&", "logical_or": "||"}
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,17 @@ def cast_expr(v: str, src: str, dst: str) -> str:
     return f"static_cast<{COMPUTE_CTYPE[dst]}>({v})"
 
 
+def clamp_expr(op: str, attrs: dict, arg: str, dtype: str) -> str:
+    """min(max(x, low), high) through the NaN-keeping ait::maximum/minimum."""
+    from ait_build.ops.elementwise import clamp_bounds
+    low, high = clamp_bounds(op, attrs)
+    if low is not None:
+        arg = f"ait::maximum({arg}, {literal(low, dtype)})"
+    if high is not None:
+        arg = f"ait::minimum({arg}, {literal(high, dtype)})"
+    return arg
+
+
 def op_expr(op: str, attrs: dict, args: list, dtypes: list, out_dtype: str) -> str:
     """The C++ expression of one elementwise op over argument expressions."""
     if op in ("relu", "silu", "sigmoid", "tanh", "hardswish"):
@@ -102,6 +116,22 @@ def op_expr(op: str, attrs: dict, args: list, dtypes: list, out_dtype: str) -> s
         return f"{ACT['gelu_tanh' if attrs.get('approximate') == 'tanh' else 'gelu']}({args[0]})"
     if op == "identity":
         return args[0]
+    if op in ("sqrt", "exp", "erf"):
+        return f"ait::op_{op}({args[0]})"
+    if op in ("clamp", "relu6", "hardtanh"):
+        return clamp_expr(op, attrs, args[0], dtypes[0])
+    if op in ("minimum", "maximum"):
+        other = args[1] if attrs.get("scalar") is None else literal(attrs["scalar"], dtypes[0])
+        return f"ait::{op}({args[0]}, {other})"
+    if op in COMPARE:
+        other = args[1] if attrs.get("scalar") is None else literal(attrs["scalar"], dtypes[0])
+        return f"({args[0]} {COMPARE[op]} {other})"
+    if op in LOGIC:
+        return f"({args[0]} {LOGIC[op]} {args[1]})"
+    if op == "logical_not":
+        return f"(!{args[0]})"
+    if op == "where":
+        return f"({args[0]} ? {args[1]} : {args[2]})"
     if op == "cast":
         return cast_expr(args[0], dtypes[0], attrs["dtype"])
     if op in BINARY:

@@ -1,6 +1,7 @@
-"""Elementwise ops: activations, broadcasting binary arithmetic, cast.
+"""Elementwise ops: activations, clamps, broadcasting binary arithmetic, minimum/maximum, cast.
 
 `ACTIVATIONS` is also the table of epilogues that conv2d/linear/matmul can apply (see epilogue.py).
+Comparisons, logic and `where` are in logic.py.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ ACTIVATIONS = {
     "hardswish": lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
 }
 
-BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+          "minimum": np.minimum, "maximum": np.maximum}
 
 
 def _same(attrs, inputs):
@@ -84,6 +86,26 @@ _unary_row("silu", "x * sigmoid(x)", "torch.nn.functional.silu")
 _unary_row("sigmoid", "1 / (1 + exp(-x))", "torch.sigmoid")
 _unary_row("tanh", "hyperbolic tangent", "torch.tanh")
 _unary_row("hardswish", "x * relu6(x + 3) / 6", "torch.nn.functional.hardswish")
+# unary math beyond the activations (not epilogues): the pieces exporters write GELU and
+# norms with (x / sqrt(var), 0.5 x (1 + erf(x / sqrt 2)))
+_erf = np.frompyfunc(math.erf, 1, 1)
+MATH = {
+    "sqrt": lambda x: np.sqrt(x),
+    "exp": lambda x: np.exp(x),
+    "erf": lambda x: np.asarray(_erf(x.astype(np.float64)), np.float64).astype(x.dtype),
+}
+
+
+def _math_row(name, doc, notes):
+    fn = MATH[name]
+    register(OpDef(name=name, category="elementwise", doc=doc, elementwise=True,
+                   infer=_same_float, notes=notes,
+                   reference=lambda attrs, xs, ws: [fn(xs[0])]))
+
+
+_math_row("sqrt", "square root (NaN below 0)", "torch.sqrt; float tensors only.")
+_math_row("exp", "e ** x", "torch.exp; float tensors only.")
+_math_row("erf", "the error function", "torch.erf; float tensors only.")
 register(OpDef(
     name="gelu", category="elementwise", elementwise=True, infer=_same_float,
     doc="Gaussian error linear unit; `approximate: tanh` for the tanh form",
@@ -145,6 +167,66 @@ _binary_row("sub", "a - b, NumPy broadcasting", "torch.sub" + _SAME_TYPE)
 _binary_row("mul", "a * b, NumPy broadcasting", "torch.mul" + _SAME_TYPE)
 _binary_row("div", "a / b, NumPy broadcasting; float tensors only",
             "torch.div; int tensors are rejected (PyTorch would return floats).")
+_binary_row("minimum", "the smaller of a and b, NumPy broadcasting; NaN wins",
+            "torch.minimum" + _SAME_TYPE)
+_binary_row("maximum", "the larger of a and b, NumPy broadcasting; NaN wins",
+            "torch.maximum" + _SAME_TYPE)
+
+
+# -- clamps: min(max(x, low), high); a NaN stays NaN, as in PyTorch ----------------------------
+
+def clamp_bounds(op: str, attrs: dict) -> tuple:
+    """(low, high) of a clamp-family node; None leaves that side open."""
+    if op == "relu6":
+        return 0.0, 6.0
+    if op == "hardtanh":
+        return attrs["min_val"], attrs["max_val"]
+    return attrs["min"], attrs["max"]
+
+
+def _clamp_reference(op):
+    def reference(attrs, xs, ws):
+        x = xs[0]
+        low, high = clamp_bounds(op, attrs)
+        if low is not None:
+            x = np.maximum(x, np.asarray(low, x.dtype))
+        if high is not None:
+            x = np.minimum(x, np.asarray(high, x.dtype))
+        return [x]
+    return reference
+
+
+def _clamp_infer(attrs, inputs):
+    x = _same_numeric(attrs, inputs)[0]
+    low, high = attrs["min"], attrs["max"]
+    if low is None and high is None:
+        raise OpError("clamp needs 'min', 'max' or both")
+    if x.dtype not in FLOAT_DTYPES:
+        for bound in (low, high):
+            if isinstance(bound, float) and not bound.is_integer():
+                raise OpError(f"bound {bound} is not an integer but the input is {x.dtype}")
+    return [x]
+
+
+register(OpDef(
+    name="clamp", category="elementwise", elementwise=True, infer=_clamp_infer,
+    doc="min(max(x, min), max); either bound may be left out",
+    attrs=(Attr("min", "number_or_none", None, doc="the lower bound; null: none"),
+           Attr("max", "number_or_none", None, doc="the upper bound; null: none")),
+    notes="torch.clamp with number bounds (min > max gives max everywhere, as in PyTorch); int "
+          "tensors take integral bounds.",
+    reference=_clamp_reference("clamp")))
+register(OpDef(
+    name="relu6", category="elementwise", elementwise=True, infer=_same_float,
+    doc="min(max(x, 0), 6)", notes="torch.nn.functional.relu6; float tensors only.",
+    reference=_clamp_reference("relu6")))
+register(OpDef(
+    name="hardtanh", category="elementwise", elementwise=True, infer=_same_float,
+    doc="min(max(x, min_val), max_val)",
+    attrs=(Attr("min_val", "float", -1.0, doc="the lower bound"),
+           Attr("max_val", "float", 1.0, doc="the upper bound")),
+    notes="torch.nn.functional.hardtanh; float tensors only.",
+    reference=_clamp_reference("hardtanh")))
 
 
 register(OpDef(

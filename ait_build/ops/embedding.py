@@ -7,7 +7,7 @@ import numpy as np
 
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim, shape_str
-from ait_build.ir.dtypes import INT_DTYPES
+from ait_build.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES
 from ait_build.ops.registry import (Attr, OpDef, ParamSpec, TType, norm_axis, register,
                                     require_positive)
 
@@ -71,7 +71,14 @@ register(OpDef(
 def _parameter_infer(attrs, inputs):
     if not all(d.is_static and d.value >= 1 for d in attrs["shape"]):
         raise OpError(f"parameter shape must be static sizes >= 1, got {shape_str(attrs['shape'])}")
-    return [TType(tuple(attrs["shape"]), attrs["_dtype"])]
+    return [TType(tuple(attrs["shape"]), attrs.get("dtype") or attrs["_dtype"])]
+
+
+def _parameter_params(attrs, inputs):
+    dtype = attrs.get("dtype") or ""
+    # an index table (Swin's relative_position_index) has no meaningful random fill: zeros
+    init = attrs["init"] if dtype in ("",) + FLOAT_DTYPES else "zeros"
+    return {"value": ParamSpec(tuple(attrs["shape"]), init, dtype)}
 
 
 register(OpDef(
@@ -79,10 +86,12 @@ register(OpDef(
     doc="a stored weight (named `<name>` itself, not `<name>.weight`) used as a tensor",
     inputs=(), attrs=(Attr("shape", "shape", doc="static sizes"),
                       Attr("init", "str", "normal", ("normal", "zeros", "ones", "small"),
-                           doc="the fill under `weights: {random: ...}`")),
+                           doc="the fill under `weights: {random: ...}` (ints and bools: zeros)"),
+                      Attr("dtype", "dtype", None, ALL_DTYPES,
+                           doc="default: the model dtype; an int type for index tables")),
     infer=_parameter_infer,
     weight_shapes=(("value", "`shape`"),),
-    notes="nn.Parameter: the weight is stored under the node's own name, or under NAME with "
-          "`weights: {value: NAME}` (ViT's class_token).",
-    params=lambda attrs, xs: {"value": ParamSpec(tuple(attrs["shape"]), attrs["init"])},
+    notes="nn.Parameter or a buffer: the weight is stored under the node's own name, or under "
+          "NAME with `weights: {value: NAME}` (ViT's class_token); `/NAME` skips the block prefix.",
+    params=_parameter_params,
     reference=lambda attrs, xs, ws: [ws["value"]]))

@@ -28,14 +28,16 @@ def _linear_infer(attrs, inputs):
 def _linear_params(attrs, inputs):
     k = require_static(inputs[0].shape[-1], "linear input features")
     n = attrs["out_features"]
-    params = {"weight": ParamSpec((Dim.of(n), Dim.of(k)), f"fan_in:{k}")}
+    shape = (Dim.of(k), Dim.of(n)) if attrs["weight_layout"] == "in_out" else (Dim.of(n), Dim.of(k))
+    params = {"weight": ParamSpec(shape, f"fan_in:{k}")}
     if attrs["bias"]:
         params["bias"] = ParamSpec((Dim.of(n),), f"bias:{k}")
     return params
 
 
 def _linear_reference(attrs, xs, ws):
-    acc = xs[0] @ ws["weight"].T
+    weight = ws["weight"]
+    acc = xs[0] @ (weight if attrs["weight_layout"] == "in_out" else weight.T)
     return [apply_epilogue(acc, attrs, ws.get("bias"), xs[1] if len(xs) > 1 else None)]
 
 
@@ -44,10 +46,15 @@ register(OpDef(
     doc="x @ weight.T + bias over the last dim; weight is [out_features, in_features]",
     inputs=("x", "residual?"),
     attrs=(Attr("out_features", "int", doc="N"),
-           Attr("bias", "bool", True, doc="owns a `bias` weight")) + EPILOGUE_ATTRS,
-    weight_shapes=(("weight", "[out_features, in_features]"),
+           Attr("bias", "bool", True, doc="owns a `bias` weight"),
+           Attr("weight_layout", "str", "out_in", ("out_in", "in_out"),
+                doc="`in_out`: the weight is stored [in_features, out_features] (GPT-2's "
+                    "Conv1D), out = x @ weight + bias")) + EPILOGUE_ATTRS,
+    weight_shapes=(("weight", "[out_features, in_features] ([in, out] with weight_layout: in_out)"),
                    ("bias", "[out_features] (with bias: true)")),
-    notes="torch.nn.functional.linear; the epilogue adds the residual before the activation.",
+    notes="torch.nn.functional.linear; the epilogue adds the residual before the activation. "
+          "`weight_layout: in_out` is transformers' Conv1D (torch.addmm(bias, x, weight)); each "
+          "backend lays the weight out for its GEMM when it writes the weights.",
     infer=_linear_infer, params=_linear_params, reference=_linear_reference))
 
 

@@ -106,8 +106,8 @@ def all_ops() -> dict:
 
 def _load_all():
     # importing the category modules registers their rows
-    from ait_build.ops import (attention, conv, elementwise, embedding, linear, norm,  # noqa: F401
-                               shape)
+    from ait_build.ops import (attention, constant, conv, elementwise, embedding, linear,  # noqa: F401
+                               logic, norm, shape)
     from ait_build.ops import fused  # noqa: F401  (internal ops the passes create)
 
 

@@ -1,5 +1,5 @@
 """Shape and data-movement ops: reshape, flatten, permute, transpose, expand, concat, split,
-slice, pad.
+slice, pad, roll.
 
 Reference functions that need concrete sizes read `attrs["_env"]` (dim name -> value) and
 `attrs["_out_shapes"]`, which the executor adds for each call.
@@ -289,3 +289,45 @@ register(OpDef(
         xs[0], [(attrs["pads"][2 * i], attrs["pads"][2 * i + 1]) for i in range(xs[0].ndim)],
         constant_values=attrs["value"])]))
 
+
+
+def roll_shifts(attrs, shape) -> list:
+    """[(axis, shift in [0, size))] of a roll over a tensor of `shape` (sizes of rolled dims are
+    static); shifts of 0 are dropped."""
+    if len(attrs["shifts"]) != len(attrs["dims"]) or not attrs["dims"]:
+        raise OpError(f"roll needs one shift per dim, got shifts {list(attrs['shifts'])} and "
+                      f"dims {list(attrs['dims'])}")
+    out, seen = [], set()
+    for shift, d in zip(attrs["shifts"], attrs["dims"]):
+        axis = norm_axis(d, len(shape))
+        if axis in seen:
+            raise OpError(f"roll dims {list(attrs['dims'])} name dim {axis} twice")
+        seen.add(axis)
+        size = shape[axis]
+        if not size.is_static:
+            raise OpError(f"roll over dim {axis} needs a static size, got '{size}'")
+        if shift % size.value:
+            out.append((axis, shift % size.value))
+    return out
+
+
+def _roll_infer(attrs, inputs):
+    roll_shifts(attrs, inputs[0].shape)
+    return [inputs[0]]
+
+
+def _roll_reference(attrs, xs, ws):
+    shifts = roll_shifts(attrs, [Dim.of(n) for n in xs[0].shape])
+    if not shifts:
+        return [xs[0]]
+    axes, amounts = zip(*shifts)
+    return [np.roll(xs[0], amounts, axis=axes)]
+
+
+register(OpDef(
+    name="roll", category="shape",
+    doc="shifts elements along dims, wrapping around: out[(i + shift) % n] = x[i]",
+    attrs=(Attr("shifts", "ints", doc="one shift per dim (negative: toward index 0)"),
+           Attr("dims", "ints", doc="the dims rolled; their sizes must be static")),
+    notes="torch.roll(x, shifts, dims) with dims given (no flattened roll).",
+    infer=_roll_infer, reference=_roll_reference))

@@ -46,6 +46,8 @@ def run(graph: Graph, target) -> str:
             continue
         if op.attrs.get("activation", "none") != "none" or len(op.inputs) > 1:
             continue
+        if op.attrs.get("weight_layout", "out_in") != "out_in":  # folding scales output rows
+            continue
         fold(graph, op, bn)
         folded.append(bn)
     remove_nodes(graph, folded)

@@ -159,7 +159,8 @@ def _same_projection(nodes) -> bool:
     first = nodes[0]
     return all(n.op == "linear" and len(n.inputs) == 1 and n.inputs == first.inputs
                and n.attrs == first.attrs for n in nodes) and len({id(n) for n in nodes}) == 3 \
-        and first.attrs["activation"] == "none"
+        and first.attrs["activation"] == "none" \
+        and first.attrs.get("weight_layout", "out_in") == "out_in"  # packed along output rows
 
 
 def pack_qkv(graph: Graph, uses: Uses, attn: Node, names: set) -> list:

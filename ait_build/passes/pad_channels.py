@@ -47,7 +47,8 @@ def _pad_weight(graph: Graph, node: Node, extra: int) -> None:
     name = node.weights["weight"]
     weight = graph.weights.get(name)
     widths = [(0, 0)] * weight.ndim
-    widths[WEIGHT_IN_AXIS[node.op]] = (0, extra)
+    in_out = node.attrs.get("weight_layout") == "in_out"  # a [in, out] linear weight (GPT-2)
+    widths[0 if in_out else WEIGHT_IN_AXIS[node.op]] = (0, extra)
     tensor = graph.tensors[name]
     node.weights["weight"] = add_weight(graph, f"{node.name}.padded_weight", np.pad(weight, widths),
                                         tensor.dtype, tensor)

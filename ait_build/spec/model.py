@@ -127,7 +127,11 @@ class ModelBuilder(BlockExpander):
             loc = outputs.where(i)
             if not isinstance(oname, str):
                 raise SpecError(f"outputs must be tensor names, got {type_name(oname)}", loc)
-            tid = self._lookup(oname, scope, loc)
+            if oname not in scope.names and oname in self.tensors \
+                    and self.tensors[oname].kind not in (INPUT, WEIGHT):
+                tid = oname  # a tensor inside a block, by its full name: 'layers.1.fc1'
+            else:
+                tid = self._lookup(oname, scope, loc)
             if tid in self.tensors and self.tensors[tid].kind == INPUT:
                 raise SpecError(f"output '{oname}' is a model input; outputs must be computed", loc)
             if tid != oname and oname not in self.tensors:
@@ -275,8 +279,12 @@ class ModelBuilder(BlockExpander):
         for role, spec in params.items():
             if role in overrides:
                 wname = self._sub(overrides[role], scope, overrides.where(role))
+                # '/NAME' names a weight from the model's root: a block's use of a model-wide
+                # parameter (a position table) or a weight tied across blocks
+                rooted = isinstance(wname, str) and wname.startswith("/")
+                wname = wname[1:] if rooted else wname
                 check_name(wname, overrides.where(role), "weight")
-                wname = scope.prefix + wname
+                wname = wname if rooted else scope.prefix + wname
             else:
                 wname = full if op_name == "parameter" else f"{full}.{role}"
             shape = tuple(spec.shape)

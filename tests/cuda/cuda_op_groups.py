@@ -75,9 +75,10 @@ GROUPS = {
                n("matmul_t", "matmul", ["x", "bt"], transpose_b=True, alpha=0.5),
                n("matmul_bcast", "matmul", ["a4", "b3"], activation="sigmoid"),
                n("matmul_shared", "matmul", ["x", "w"]),
-               n("bmm", "bmm", ["x", "b", "matmul"], activation="hardswish")],
+               n("bmm", "bmm", ["x", "b", "matmul"], activation="hardswish"),
+               n("linear_in_out", "linear", ["x"], out_features=24, weight_layout="in_out")],
         outputs=["linear", "linear_relu", "linear_res", "linear_row", "linear_odd", "linear_k7",
-                 "matmul", "matmul_t", "matmul_bcast", "matmul_shared", "bmm"]),
+                 "matmul", "matmul_t", "matmul_bcast", "matmul_shared", "bmm", "linear_in_out"]),
     # big enough at batch 5 for the h200 build's sm90 GEMM (at least 160 tiles of 128x128:
     # calls that fill the device), at batch 1 the sm80 one; bias, residual and activation in
     # the epilogue, a batched GEMM with row-major B
@@ -150,6 +151,33 @@ GROUPS = {
                  head_dim=64)],
         outputs=["ln", "ln_res", "ln_plain", "ln768", "ln100", "softmax", "softmax_mid", "mha",
                  "mha_cross", "mha_packed", "mha_plain", "mha_odd"]),
+    # clamps, minimum/maximum, masks built in the model, fills and rolls (no GEMM: the nvcc
+    # test compiles it in seconds); the [in, out] linear is in the gemm group
+    "masks_and_clamps": dict(
+        inputs={"x": {"shape": ["batch", 5, 8]}, "y": {"shape": ["batch", 5, 8]},
+                "col": {"shape": ["batch", 5, 1]},
+                "i": {"shape": ["batch", 5, 8], "dtype": "int32"},
+                "img": {"shape": ["batch", 6, 4, 3]}},
+        graph=[n("clamp", "clamp", ["x"], min=-0.5, max=0.7), n("clamp_i", "clamp", ["i"], min=-1),
+               n("relu6", "relu6", ["x"]), n("hardtanh", "hardtanh", ["x"], min_val=-0.5),
+               n("sqrt", "sqrt", ["y"]), n("exp", "exp", ["x"]), n("erf", "erf", ["x"]),
+               n("minimum", "minimum", ["x", "y"]), n("maximum", "maximum", ["x", "col"]),
+               n("maximum_s", "maximum", ["x"], scalar=0.25),
+               n("less", "less", ["x", "y"]), n("ge", "greater_equal", ["x"], scalar=0.0),
+               n("eq_i", "equal", ["i"], scalar=1), n("ne", "not_equal", ["x", "y"]),
+               n("both", "logical_and", ["less", "ge"]), n("either", "logical_or", ["less", "eq_i"]),
+               n("neither", "logical_not", ["either"]),
+               n("where", "where", ["less", "x", "y"]),
+               n("fill", "constant", [], shape=["batch", 5, 1], value=-2.5),
+               n("fill_b", "constant", [], shape=[4], value=1, dtype="bool"),
+               n("iota", "iota", [], shape=["batch", 5], axis=1, start=2, step=3),
+               n("iota_mid", "iota", [], shape=[2, 5, 3], axis=1, start=0.5, step=0.25,
+                 dtype="float32"),
+               n("roll", "roll", ["x"], shifts=[2, -3], dims=[1, 2]),
+               n("roll_img", "roll", ["img"], shifts=[-2, -2], dims=[1, 2])],
+        outputs=["sqrt", "exp", "erf", "clamp", "clamp_i", "relu6", "hardtanh", "minimum", "maximum", "maximum_s",
+                 "less", "ge", "eq_i", "ne", "both", "either", "neither", "where", "fill",
+                 "fill_b", "iota", "iota_mid", "roll", "roll_img"]),
     "lookup": dict(
         inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
                 "ids32": {"shape": ["batch", 3], "dtype": "int32"},

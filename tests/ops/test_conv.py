@@ -129,6 +129,18 @@ def test_global_avg_pool(tmp_path, keepdims, shape):
     np.testing.assert_array_equal(out.reshape(2, 3), [[4.5, 5.5, 6.5], [16.5, 17.5, 18.5]])
 
 
+def test_global_avg_pool_sums_in_float64(tmp_path):
+    """The oracle must be the exact side: the mean of a 112x112 map with a large offset, where a
+    float32 running sum drifts by ~1e-5 relative, matches the float64 mean rounded once."""
+    x = (1000.0 + np.random.default_rng(0).standard_normal((1, 112, 112, 2))).astype(F32)
+    exact = x.astype(np.float64).mean(axis=(1, 2)).astype(F32)
+    np.testing.assert_array_equal(run1(tmp_path, "global_avg_pool", {"x": x}), exact)
+    running = np.zeros(2, F32)
+    for row in x.reshape(-1, 2):
+        running += row
+    assert np.abs(running / F32(112 * 112) - exact).max() > 1e-4  # what float32 would give
+
+
 # -- errors -------------------------------------------------------------------------------------
 
 X = {"x": [1, 8, 8, 4]}

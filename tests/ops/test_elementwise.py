@@ -176,3 +176,59 @@ def test_cast_vs_torch(tmp_path, dtype):
     ref = ref.float().numpy() if ref.is_floating_point() else ref.numpy()
     # rounding to nearest even (floats) and truncation toward zero (ints) on both sides: exact
     np.testing.assert_array_equal(run1(tmp_path, "cast", {"x": x}, dtype=dtype), ref)
+
+
+# -- clamps and minimum/maximum -----------------------------------------------------------------
+
+@pytest.mark.parametrize("op, attrs, expected", [
+    ("clamp", dict(min=-1, max=2), v(-1, -0.5, 1.5, 2, np.nan)),
+    ("clamp", dict(min=0), v(0, 0, 1.5, 7, np.nan)),
+    ("clamp", dict(max=0.5), v(-3, -0.5, 0.5, 0.5, np.nan)),
+    ("clamp", dict(min=3, max=1), v(1, 1, 1, 1, np.nan)),  # min > max gives max, as in PyTorch
+    ("relu6", {}, v(0, 0, 1.5, 6, np.nan)),
+    ("hardtanh", {}, v(-1, -0.5, 1, 1, np.nan)),
+    ("hardtanh", dict(min_val=-2.0, max_val=3.0), v(-2, -0.5, 1.5, 3, np.nan)),
+])
+def test_clamp_family_values_keep_nan(tmp_path, op, attrs, expected):
+    out = run1(tmp_path, op, {"x": v(-3, -0.5, 1.5, 7, np.nan)}, **attrs)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_clamp_on_ints_and_its_rules(tmp_path):
+    out = run1(tmp_path, "clamp", {"x": v(-5, 0, 9, dtype=np.int64)}, min=-1, max=4)
+    assert out.dtype == np.int64 and out.tolist() == [-1, 0, 4]
+    spec_error(tmp_path, "clamp", {"x": [3]}, "needs 'min', 'max' or both")
+    spec_error(tmp_path, "clamp", {"x": ([3], "int32")}, "not an integer", min=0.5)
+    spec_error(tmp_path, "relu6", {"x": ([3], "int32")}, "float tensor")
+
+
+def test_minimum_maximum_broadcast_and_nan_wins(tmp_path):
+    a = v(1, 5, np.nan, 2).reshape(4, 1)
+    b = v(3, np.nan)
+    lo = run1(tmp_path, "minimum", {"a": a, "b": b})
+    hi = run1(tmp_path, "maximum", {"a": a, "b": b})
+    np.testing.assert_array_equal(lo, [[1, np.nan], [3, np.nan], [np.nan, np.nan], [2, np.nan]])
+    np.testing.assert_array_equal(hi, [[3, np.nan], [5, np.nan], [np.nan, np.nan], [3, np.nan]])
+    np.testing.assert_array_equal(run1(tmp_path, "maximum", {"a": v(-1, 2)}, scalar=0), [0, 2])
+
+
+def test_clamps_vs_torch(tmp_path):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(3).standard_normal(64).astype(F32) * 5
+    t = torch.from_numpy(x)
+    cases = [("relu6", {}, torch.nn.functional.relu6(t)),
+             ("hardtanh", dict(min_val=-0.3, max_val=0.8), torch.nn.functional.hardtanh(t, -0.3, 0.8)),
+             ("clamp", dict(min=-2.5), torch.clamp(t, min=-2.5))]
+    for op, attrs, want in cases:
+        np.testing.assert_array_equal(run1(tmp_path, op, {"x": x}, **attrs), want.numpy(), err_msg=op)
+
+
+def test_sqrt_exp_erf_values(tmp_path):
+    np.testing.assert_array_equal(run1(tmp_path, "sqrt", {"x": v(4, 2.25, 0)}), [2, 1.5, 0])
+    assert np.isnan(run1(tmp_path, "sqrt", {"x": v(-1)}))[0]
+    np.testing.assert_allclose(run1(tmp_path, "exp", {"x": v(0, 1, -1)}),
+                               [1, math.e, 1 / math.e], rtol=1e-7)
+    x = v(-2, -0.5, 0, 0.3, 3)
+    np.testing.assert_array_equal(run1(tmp_path, "erf", {"x": x}),
+                                  np.array([math.erf(t) for t in x.astype(np.float64)], F32))
+    spec_error(tmp_path, "erf", {"x": ([3], "int64")}, "float tensor")

@@ -119,3 +119,13 @@ def test_matmul_vs_torch(tmp_path, op, a_shape, b_shape, transpose_b):
     tb = torch.from_numpy(b)
     ref = torch.tanh(0.25 * torch.matmul(torch.from_numpy(a), tb.mT if transpose_b else tb))
     np.testing.assert_allclose(out, ref.numpy(), **GEMM_TOL)
+
+
+def test_linear_over_an_in_out_weight(tmp_path):
+    """GPT-2's Conv1D: weight [in, out], out = x @ weight + bias (torch.addmm(bias, x, weight))."""
+    w, b = m([1, 3, 5], [2, 4, 6]), m(1, 1, 1)  # the transposed layout of the test above
+    out = run1(tmp_path, "linear", {"x": m([1, 2])}, weights={"weight": w, "bias": b},
+               out_features=3, weight_layout="in_out")
+    np.testing.assert_array_equal(out, [[1 + 4 + 1, 3 + 8 + 1, 5 + 12 + 1]])
+    assert weights_of(tmp_path, "linear", {"x": [4, 2]}, out_features=3,
+                      weight_layout="in_out")["weight"] == ("n.weight", [2, 3])

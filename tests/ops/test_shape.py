@@ -243,3 +243,26 @@ def test_data_movement_vs_torch(tmp_path):
     same(run1(tmp_path, "flatten", {"x": A}), torch.nn.Flatten()(t).numpy())
     same(run1(tmp_path, "expand", {"x": A[:, :1]}, shape=[2, 3, -1]),
          t[:, :1].expand(2, 3, -1).numpy())
+
+
+def test_roll_matches_numpy_and_wraps_negative_shifts(tmp_path):
+    x = np.arange(2 * 5 * 4, dtype=np.float32).reshape(2, 5, 4)
+    out = run1(tmp_path, "roll", {"x": x}, shifts=[2, -3], dims=[1, 2])
+    np.testing.assert_array_equal(out, np.roll(x, (2, -3), axis=(1, 2)))
+    # a full turn is no shift
+    np.testing.assert_array_equal(run1(tmp_path, "roll", {"x": x}, shifts=[5], dims=[1]), x)
+
+
+def test_roll_rules(tmp_path):
+    spec_error(tmp_path, "roll", {"x": [2, 3]}, "one shift per dim", shifts=[1, 1], dims=[0])
+    spec_error(tmp_path, "roll", {"x": [2, 3]}, "twice", shifts=[1, 1], dims=[1, -1])
+    spec_error(tmp_path, "roll", {"x": ["batch", 3]}, "static size", model_dims={"batch": 4},
+               shifts=[1], dims=[0])
+
+
+def test_roll_vs_torch(tmp_path):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal((1, 8, 8, 3)).astype(np.float32)
+    want = torch.roll(torch.from_numpy(x), shifts=(-3, -3), dims=(1, 2)).numpy()
+    np.testing.assert_array_equal(run1(tmp_path, "roll", {"x": x}, shifts=[-3, -3], dims=[1, 2]),
+                                  want)

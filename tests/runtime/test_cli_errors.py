@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from ait_build.digest import json_sha256
@@ -127,3 +128,18 @@ def test_a_fifo_is_refused_not_read(toy_dir, tmp_path, args):
     fifo = str(tmp_path / "pipe.safetensors")
     os.mkfifo(fifo)
     _one_line(_cli(*[a.format(toy=toy_dir, fifo=fifo) for a in args]), 1, "not a regular file")
+
+
+def test_reference_writes_every_intermediate(tmp_path):
+    """`ait-build reference --intermediates FILE`: every tensor by its graph name, for
+    comparing a port layer by layer."""
+    from safetensors.numpy import load_file
+    dump = tmp_path / "all.safetensors"
+    proc = _cli("reference", MLP, "--random-input", "--batch", "2", "--intermediates", str(dump))
+    assert proc.returncode == 0, proc.stderr
+    values = load_file(str(dump))
+    assert {"x", "fc1", "gelu", "fc2", "softmax"} <= set(values)
+    assert values["fc1"].shape == (2, 64)
+    np.testing.assert_allclose(values["softmax"].sum(axis=-1), 1.0, rtol=1e-6)
+    _one_line(_cli("reference", MLP, "--random-input", "--intermediates", str(tmp_path)), 1,
+              "is a directory")

@@ -143,3 +143,34 @@ def test_random_weights_are_seeded(write):
     path = _model(write, "  - {name: fc, op: linear, out_features: 4}", "[fc]", extra="weights: {random: {seed: 3}}")
     a, b = load_model(path).weights.get("fc.weight"), load_model(path).weights.get("fc.weight")
     assert np.array_equal(a, b) and a.std() > 0
+
+
+def test_a_rooted_weight_name_skips_the_block_prefix(write):
+    """ViT's pos_embedding read inside a block, and a table tied across blocks: '/NAME'."""
+    blocks = ("blocks:\n  b:\n    graph:\n"
+              "      - {name: pos, op: parameter, shape: [16], weights: {value: /pos_embedding}}\n"
+              "      - {name: add, op: add, inputs: [x, pos]}\n"
+              "      - {name: fc, op: linear, out_features: 16, weights: {weight: /shared.weight}}\n")
+    g = load_model(_model(write, "  - {name: layers, block: b, repeat: 2}", "[layers]",
+                          extra=blocks))
+    assert {"pos_embedding", "shared.weight", "layers.0.fc.bias", "layers.1.fc.bias"} <= \
+        set(g.weight_names())
+    assert g.node("layers.1.pos").weights == {"value": "pos_embedding"}
+    assert not any(w.startswith("layers.0.pos") or w.endswith(".shared.weight")
+                   for w in g.weight_names())
+
+
+def test_a_tensor_inside_a_block_can_be_an_output(write):
+    blocks = "blocks:\n  b:\n    graph:\n      - {name: fc, op: linear, out_features: 4}\n" \
+             "      - {name: act, op: relu}\n"
+    g = load_model(_model(write, "  - {name: layers, block: b, repeat: 3}", "[layers, layers.1.fc]",
+                          extra=blocks))
+    assert g.outputs == ["layers", "layers.1.fc"]
+    inputs = {"x": np.ones((2, 16), np.float32)}
+    from ait_build.reference import run_reference
+    out = run_reference(g, inputs)
+    everything = run_reference(g, inputs, keep_all=True)
+    np.testing.assert_array_equal(out["layers.1.fc"], everything["layers.1.fc"])
+    with pytest.raises(SpecError, match="undefined tensor 'layers.7.fc'"):
+        load_model(_model(write, "  - {name: layers, block: b, repeat: 3}", "[layers.7.fc]",
+                          extra=blocks, name="bad.yaml"))

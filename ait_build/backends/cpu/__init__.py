@@ -49,6 +49,7 @@ LOWER = {
     "layer_norm": norm.lower_layer_norm,
     **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
     **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
+    **shared.GENERATE,  # constant and iota (backends/shared.py)
     "embedding": lookups.lower_embedding,
     "parameter": lookups.lower_parameter,
 }

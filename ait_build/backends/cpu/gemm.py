@@ -91,7 +91,10 @@ def lower_linear(lw) -> None:
     k = lw.shape(x)[-1]
     n = Dim.of(node.attrs["out_features"])
     epi = Epilogue(lw, 1, bool(node.attrs["bias"]))
-    w = lw.weight("weight", lambda a: a.T, "kn", (k.value, n.value))  # [K, N]: no transpose in BLAS
+    # [K, N]: no transpose in BLAS (an `in_out` weight is stored that way already)
+    in_out = node.attrs.get("weight_layout") == "in_out"
+    w = lw.weight("weight", None if in_out else (lambda a: a.T), "" if in_out else "kn",
+                  (k.value, n.value))
     bias = lw.weight("bias") if epi.has_bias else None
     m = elements(lw.shape(x)[:-1])
     gemm_call(lw, _label("linear", epi), epi, out, lw.src(x), w, bias, m, n, k, (), (), ())

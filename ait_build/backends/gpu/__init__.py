@@ -26,6 +26,7 @@ def lowerings(engine, tensor_core_attention=None) -> dict:
         "layer_norm": rows.lower_layer_norm,
         **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
         **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
+        **shared.GENERATE,  # constant and iota (backends/shared.py)
         "pad": rows.lower_pad,  # the last dim alone: one pass; else the shared fill + copy
         "embedding": edges.lower_embedding,
         "parameter": edges.lower_parameter,

@@ -199,7 +199,10 @@ def lower_linear(engine: MatrixEngine, lw) -> None:
     k = lw.shape(x)[-1]
     n = Dim.of(node.attrs["out_features"])
     epi = Epilogue(lw, 1, bool(node.attrs["bias"]))
-    w = lw.weight("weight", dtype=lw.dtype(out))  # PyTorch's [N, K] is B column-major
+    # PyTorch's [N, K] is B column-major; an `in_out` weight ([K, N], GPT-2) is stored as [N, K]
+    in_out = node.attrs.get("weight_layout") == "in_out"
+    w = lw.weight("weight", (lambda a: a.T) if in_out else None, "nk" if in_out else "",
+                  (n.value, k.value), dtype=lw.dtype(out))
     gemm_call(engine, lw, epi, out, lw.src(x), w, elements(lw.shape(x)[:-1]), n, k, col_b=True)
 
 

@@ -1,0 +1,309 @@
+"""ONNX -> ImportGraph: initializers become weights under their own names, each node is translated
+by a handler of onnx_ops.py through Lower (lower.py), the same layer the PyTorch frontend writes
+through.
+
+What the model computes without its inputs is computed here: a node whose inputs are all known
+(initializers, Constant nodes, results of such nodes) runs through ONNX's reference evaluator and
+its result is a constant. Sizes are known too: `Shape` gives a list of our Dims (`batch`,
+`seq`), and the arithmetic exporters do on them (Gather, Concat, Unsqueeze, Mul...) stays a
+list of Dims, so a Reshape or Expand that reads it gets sizes the spec can write.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ait_build.errors import AitError
+from ait_build.importers.graph import ImportFailure, ImportGraph, Value
+from ait_build.importers.lower import Lower
+from ait_build.ir.dims import Dim, DimRange
+
+ONNX_DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 6: "int32", 7: "int64", 9: "bool",
+               11: "float32"}
+
+
+class Sizes(list):
+    """A 1-d int64 tensor known at import time whose entries are Dims (a shape, or part of one)."""
+
+
+def is_known(value) -> bool:
+    return isinstance(value, (np.ndarray, Sizes))
+
+
+def as_sizes(value) -> Sizes:
+    if isinstance(value, Sizes):
+        return value
+    return Sizes(Dim.of(int(v)) for v in np.asarray(value).reshape(-1))
+
+
+def as_array(value):
+    """A known value as a NumPy array; None when a size in it is symbolic."""
+    if isinstance(value, np.ndarray):
+        return value
+    if all(d.is_static for d in value):
+        return np.array([d.value for d in value], np.int64)
+    return None
+
+
+class OnnxTranslator:
+    def __init__(self, model, inputs: list, dims: list, graph: ImportGraph):
+        self.model = model
+        self.g = graph
+        self.lower = Lower(graph)
+        self.given_inputs = {spec.name: spec for spec in inputs}
+        self.given_dims = {d.name: d for d in dims}
+        self.values: dict = {}  # onnx name -> Value | np.ndarray | Sizes
+        self.params: dict = {}  # weight name -> Value of its parameter node
+        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+                          13)
+
+    def run(self) -> ImportGraph:
+        from onnx import numpy_helper
+
+        from ait_build.importers.onnx_ops import HANDLERS
+        graph = self.model.graph
+        for init in graph.initializer:
+            array = numpy_helper.to_array(init)
+            if array.dtype == np.float64:
+                array = array.astype(np.float32)
+            self.values[init.name] = array
+        self._inputs(graph)
+        failed: set = set()
+        for index, node in enumerate(graph.node):
+            self.lower.path = _path(node)
+            self.lower.where = f"node {index} '{node.name or node.output[0]}' ({node.op_type})"
+            self.lower.hint = node.op_type.lower()
+            self.lower.leaf = False
+            failed.update(node.output)  # until it is translated
+            if node.domain not in ("", "ai.onnx"):
+                self.g.unsupported(self.lower.where, f"operator domain '{node.domain}'")
+                continue
+            handler = HANDLERS.get(node.op_type)
+            missing = handler is None and node.op_type != "Constant"
+            if any(name in failed for name in node.input):
+                if missing:  # listed even after a failure: every operator is in the report
+                    self.g.unsupported(self.lower.where, f"{node.op_type} has no translation")
+                continue  # else it reads an op already reported
+            try:
+                if self._fold(node):  # any operator ONNX's reference evaluator computes
+                    failed.difference_update(node.output)
+                    continue
+                if missing:
+                    self.g.unsupported(self.lower.where, f"{node.op_type} has no translation")
+                    continue
+                results = handler(self, node)
+            except (AitError, ValueError, TypeError, AttributeError, IndexError) as exc:
+                # a form of the operator the handler does not expect: one line of the report
+                text = str(exc) if isinstance(exc, AitError) else f"{type(exc).__name__}: {exc}"
+                prefix = self.lower.where + ": "
+                self.g.unsupported(self.lower.where, text[len(prefix):] if text.startswith(prefix)
+                                   else text)
+                continue
+            failed.difference_update(node.output)
+            results = results if isinstance(results, list) and not isinstance(results, Sizes) \
+                else [results]
+            for name, value in zip(node.output, results):
+                if name:
+                    self.values[name] = value
+        if self.g.problems:
+            raise ImportFailure(f"{len(self.g.problems)} operation(s) cannot be imported:",
+                                self.g.problems)
+        self._outputs(graph)
+        return self.g
+
+    # -- inputs and outputs -----------------------------------------------------------------------
+    def _inputs(self, graph) -> None:
+        from ait_build.importers.options import DEFAULT_MAX
+        for inp in graph.input:
+            if inp.name in self.values:  # an initializer listed as an input (old exporters)
+                continue
+            ttype = inp.type.tensor_type
+            dtype = ONNX_DTYPES.get(ttype.elem_type)
+            if dtype is None:
+                raise AitError(f"input '{inp.name}': element type {ttype.elem_type} is not "
+                               "supported")
+            given = self.given_inputs.get(inp.name)
+            if given is not None:
+                shape = list(given.shape)
+                if len(shape) != len(ttype.shape.dim):
+                    raise AitError(f"--input {inp.name}: the model's input has rank "
+                                   f"{len(ttype.shape.dim)}, not {len(shape)}")
+            else:
+                shape = []
+                for axis, d in enumerate(ttype.shape.dim):
+                    if d.HasField("dim_value") and d.dim_value > 0:
+                        shape.append(int(d.dim_value))
+                    elif d.dim_param and d.dim_param.isidentifier():
+                        shape.append(d.dim_param)
+                    else:
+                        raise AitError(f"input '{inp.name}' dim {axis} has no size or name: give "
+                                       f"--input {inp.name}:SHAPE")
+            for s in shape:
+                if isinstance(s, str) and s not in self.g.dims:
+                    d = self.given_dims.get(s) or DimRange(s, 1, DEFAULT_MAX, 8)
+                    self.g.dims[s] = (d.min, d.max, d.opt)
+            src_dtype = "float32" if dtype in ("float16", "bfloat16") else dtype
+            if given is not None:
+                src_dtype = given.dtype
+            self.values[inp.name] = self.g.add_input(
+                inp.name, tuple(shape), self.g.dtype if src_dtype == "float32" else src_dtype)
+        unknown = sorted(set(self.given_dims) - set(self.g.dims))
+        if unknown:
+            raise AitError(f"--dim {unknown[0]}: no input of the model uses a dim of that name")
+
+    def _outputs(self, graph) -> None:
+        self.lower.path, self.lower.where = "", "the model's outputs"
+        inputs = {name for name, _ in self.g.inputs}
+        for out in graph.output:
+            value = self.values.get(out.name)
+            if is_known(value):
+                value = self.constant(out.name, value)
+            value = self.lower.plain(value)
+            if value.ref in inputs or value.ref in self.g.outputs or ":" in value.ref:
+                name = _spec_name(out.name)
+                value = self.lower.emit("identity", [value], name=name, hint=name)
+            self.g.outputs.append(value.ref)
+
+    # -- constants --------------------------------------------------------------------------------
+    def _fold(self, node) -> bool:
+        """Computes a node whose inputs are all known; True when it did."""
+        if node.op_type in ("Shape", "Size"):
+            return False  # onnx_ops reads shapes as Dims
+        ins = [self.values.get(name) if name else None for name in node.input]
+        if node.op_type != "Constant" and (not ins or not all(
+                v is None and not name or is_known(v) for v, name in zip(ins, node.input))):
+            return False
+        if any(isinstance(v, Sizes) for v in ins):
+            if any(as_array(v) is None for v in ins if v is not None):
+                return False  # symbolic sizes: the handler computes with Dims
+        arrays = [as_array(v) if v is not None else None for v in ins]
+        results = evaluate(node, arrays, self.opset)
+        for name, array in zip(node.output, results):
+            if name:
+                array = np.asarray(array)
+                self.values[name] = array.astype(np.float32) if array.dtype == np.float64 \
+                    else array
+        return True
+
+    def constant(self, name: str, value) -> Value:
+        """A known tensor read by a run-time op: a parameter node named after it."""
+        array = as_array(value)
+        if array is None:
+            raise AitError(f"'{name}' holds sizes that depend on the inputs "
+                           f"({', '.join(str(d) for d in value)}) and is read as a tensor")
+        key = _spec_name(name)
+        if key in self.params:
+            return self.params[key]
+        wname = self.g.add_weight(key, np.ascontiguousarray(array))
+        value = self.g.parameter(wname, self.lower.path, self.lower.where)
+        self.params[key] = value
+        return value
+
+    # -- arguments --------------------------------------------------------------------------------
+    def get(self, node, index: int):
+        """The input at `index`: a Value, a known array/Sizes, or None when absent."""
+        if index >= len(node.input) or not node.input[index]:
+            return None
+        name = node.input[index]
+        if name not in self.values:
+            raise AitError(f"input '{name}' was not translated")
+        return self.values[name]
+
+    def tensor(self, node, index: int) -> Value:
+        value = self.get(node, index)
+        if value is None:
+            raise AitError(f"input {index} is required")
+        if is_known(value):
+            return self.constant(node.input[index], value)
+        return value
+
+    def operand(self, node, index: int):
+        """A number for a known one-element input, else a Value."""
+        value = self.get(node, index)
+        if is_known(value):
+            array = as_array(value)
+            if array is not None and array.size == 1:
+                return array.reshape(-1)[0].item()
+        return self.tensor(node, index)
+
+    def weight(self, node, index: int) -> str | None:
+        """The weight name of an initializer input (None when computed in the model)."""
+        value = self.get(node, index)
+        if not isinstance(value, np.ndarray):
+            return None
+        name = _spec_name(node.input[index])
+        if name in self.g.weights and self.g.weights[name] is value:
+            return name
+        return self.g.add_weight(name, value)
+
+    def ints(self, node, index: int) -> list | None:
+        value = self.get(node, index)
+        if value is None:
+            return None
+        array = as_array(value) if is_known(value) else None
+        if array is None:
+            raise AitError(f"input {index} must be known at import time")
+        return [int(v) for v in array.reshape(-1)]
+
+
+def attributes(node) -> dict:
+    from onnx import helper
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def evaluate(node, arrays: list, opset: int) -> list:
+    """One node through onnx.reference (the ONNX package's own semantics)."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+    names = [f"in{i}" if a is not None else "" for i, a in enumerate(arrays)]
+    feeds = {n: a for n, a in zip(names, arrays) if n}
+    inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+              for n, a in feeds.items()]
+    outs = [f"out{i}" for i in range(len(node.output))]
+    one = helper.make_node(node.op_type, names, outs, domain=node.domain)
+    one.attribute.extend(node.attribute)
+    graph = helper.make_graph([one], "fold", inputs,
+                              [helper.make_empty_tensor_value_info(o) for o in outs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    try:
+        return ReferenceEvaluator(model).run(None, feeds)
+    except Exception as exc:
+        raise AitError(f"folding a constant {node.op_type}: {exc}") from None
+
+
+def _spec_name(name: str) -> str:
+    """An ONNX name as a tensor/weight name: '/layer1/conv/Conv_output_0' -> 'layer1.conv.Conv'."""
+    import re
+    text = name.strip("/").replace("/", ".").replace("::", ".")
+    text = re.sub(r"_output_0$", "", text)
+    text = re.sub(r"[^A-Za-z0-9_.\-]", "_", text).strip(".")
+    return text or "value"
+
+
+def _path(node) -> str:
+    """The module path a node came from: PyTorch exporters name nodes '/layer1/layer1.0/conv1/Conv'
+    (TorchScript) or record it in the node's metadata (dynamo: pkg.torch.onnx.name_scopes)."""
+    for prop in node.metadata_props:
+        if prop.key == "pkg.torch.onnx.name_scopes":
+            import ast
+            try:
+                scopes = ast.literal_eval(prop.value)
+            except (ValueError, SyntaxError):
+                break
+            return scopes[-2] if len(scopes) >= 2 else ""  # full paths, the op's name last
+    parts = [p for p in node.name.split("/") if p][:-1]
+    return parts[-1] if parts else ""
+
+
+def import_onnx(path: str, inputs: list, dims: list, name: str,
+                dtype: str = "float32") -> ImportGraph:
+    import onnx
+    if not os.path.isfile(path):
+        raise AitError(f"no such ONNX file: {path}")
+    try:
+        model = onnx.load(path)
+    except Exception as exc:
+        raise AitError(f"cannot read {path} as ONNX: {exc}") from None
+    return OnnxTranslator(model, inputs, dims, ImportGraph(name, dtype)).run()

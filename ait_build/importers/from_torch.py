@@ -1,0 +1,470 @@
+"""PyTorch -> ImportGraph: load a module from a factory, export it with torch.export (symbolic
+dims from the --input shapes), fold the parts that depend on no input into constants, and
+translate each ATen node with the handlers of torch_ops.py.
+
+Parameters and float buffers keep their state_dict names; integer buffers and lifted constants
+(index tables, masks computed in forward) are constants: subgraphs of constants are computed here
+with PyTorch itself and enter the spec as weights of their own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import operator
+import os
+import sys
+
+from ait_build.errors import AitError
+from ait_build.importers.graph import ImportFailure, ImportGraph, Value
+from ait_build.importers.lower import Lower
+from ait_build.importers.options import example_size
+from ait_build.ir.dims import Dim
+
+TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
+                "int64": "int64", "int32": "int32", "bool": "bool", "float64": "float32"}
+# ops whose result depends only on their arguments' dtypes and the given sizes
+SHAPE_ONLY = ("aten.new_zeros", "aten.new_ones", "aten.new_full", "aten.new_empty",
+              "aten.zeros_like", "aten.ones_like", "aten.full_like", "aten.empty_like")
+NEVER_FOLD = ("aten._assert_tensor_metadata", "aten.sym_size", "aten.rand", "aten.randn",
+              "aten.bernoulli", "aten.dropout", "aten.native_dropout")
+
+
+def load_factory(target: str, args_json: str | None):
+    """MODULE:FACTORY -> the eval-mode module the factory returns (kwargs from --args JSON)."""
+    import torch
+    module_name, colon, attr = target.partition(":")
+    if not colon or not module_name or not attr:
+        raise AitError(f"expected MODULE:FACTORY (e.g. torchvision.models:resnet50), got '{target}'")
+    if os.getcwd() not in sys.path:  # a factory in the user's own project
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise AitError(f"cannot import module '{module_name}': {exc}") from None
+    factory = module
+    for part in attr.split("."):
+        if not hasattr(factory, part):
+            raise AitError(f"module '{module_name}' has no '{attr}'")
+        factory = getattr(factory, part)
+    try:
+        kwargs = json.loads(args_json) if args_json else {}
+    except json.JSONDecodeError as exc:
+        raise AitError(f"--args is not JSON: {exc}") from None
+    if not isinstance(kwargs, dict):
+        raise AitError("--args must be a JSON object of keyword arguments")
+    model = factory(**kwargs)
+    if not isinstance(model, torch.nn.Module):
+        raise AitError(f"'{target}' returned a {type(model).__name__}, not a torch.nn.Module")
+    return model.eval()
+
+
+def export(model, inputs: list, dims: dict):
+    """torch.export with each named size of each input as a torch.export.Dim."""
+    import torch
+    tdims = {name: torch.export.Dim(name, min=d.min, max=d.max) for name, d in dims.items()}
+    examples, dynamic = [], []
+    for spec in inputs:
+        shape = [s if isinstance(s, int) else example_size(dims[s]) for s in spec.shape]
+        dtype = getattr(torch, spec.dtype)
+        examples.append(torch.randn(shape, dtype=dtype) if dtype.is_floating_point
+                        else torch.zeros(shape, dtype=dtype))
+        dynamic.append({i: tdims[s] for i, s in enumerate(spec.shape) if isinstance(s, str)} or None)
+    params = list(inspect.signature(model.forward).parameters)
+    by_name = all(spec.name in params for spec in inputs)
+    try:
+        if by_name:
+            ep = torch.export.export(model, (), {s.name: t for s, t in zip(inputs, examples)},
+                                     dynamic_shapes={s.name: d for s, d in zip(inputs, dynamic)})
+        else:
+            ep = torch.export.export(model, tuple(examples), dynamic_shapes=tuple(dynamic))
+    except Exception as exc:  # torch.export raises many kinds; its first line says what
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise AitError(f"torch.export failed: {first}") from None
+    return ep.run_decompositions({})  # functional ATen: no in-place ops, same high-level ops
+
+
+class TorchTranslator:
+    def __init__(self, ep, inputs: list, dims: dict, graph: ImportGraph, leaves=frozenset()):
+        import torch
+        self.torch = torch
+        self.leaves = leaves  # paths of modules without children or parameters (nn.ReLU)
+        self.ep = ep
+        self.g = graph
+        self.lower = Lower(graph)
+        self.inputs = inputs
+        self.dims = dims
+        self.symbols: dict = {}  # sympy symbol name -> our dim name
+        self.values: dict = {}  # fx node -> Value | [Value] | python value
+        self.consts: dict = {}  # fx node -> torch value known at import time
+        self.weight_of: dict = {}  # fx placeholder -> weight name (parameters, float buffers)
+        self.param_values: dict = {}  # weight name -> Value of its parameter node
+        self.iota: dict = {}  # fx node -> (size, position): an arange seen through unsqueezes
+
+    # -- set-up ---------------------------------------------------------------------------------
+    def run(self) -> ImportGraph:
+        from ait_build.importers.torch_ops import HANDLERS
+        self._placeholders()
+        failed: set = set()
+        for node in self.ep.graph.nodes:
+            if node.op != "call_function":
+                continue
+            self._context(node)
+            if node in self.consts:
+                continue
+            if self._fold(node):
+                continue
+            if _is_symbolic_scalar(node):
+                continue
+            key = _target_name(node)
+            handler = HANDLERS.get(key)
+            if handler is None:  # reported even after a failed input: every op is listed
+                failed.add(node)
+                self.g.unsupported(self.lower.where, f"{key} has no translation")
+                self.values[node] = None
+                continue
+            if any(a in failed for a in _flat(node.args) + _flat(node.kwargs)):
+                failed.add(node)  # reads an op already reported
+                continue
+            try:
+                self.values[node] = handler(self, node)
+            except AitError as exc:
+                self.g.unsupported(self.lower.where, f"{key}: {_strip_where(exc, self.lower.where)}")
+                self.values[node] = None
+                failed.add(node)
+        if self.g.problems:
+            raise ImportFailure(f"{len(self.g.problems)} operation(s) cannot be imported:",
+                                self.g.problems)
+        self._outputs()
+        return self.g
+
+    def _placeholders(self) -> None:
+        sig = self.ep.graph_signature
+        kinds = {spec.arg.name: spec for spec in sig.input_specs}
+        state = self.ep.state_dict
+        constants = getattr(self.ep, "constants", {})
+        user = iter(self.inputs)
+        for node in self.ep.graph.nodes:
+            if node.op != "placeholder":
+                continue
+            spec = kinds[node.name]
+            kind = spec.kind.name
+            if kind == "USER_INPUT":
+                self._user_input(node, next(user))
+            elif kind == "PARAMETER":
+                self._weight(node, spec.target, state[spec.target])
+            elif kind == "BUFFER":
+                tensor = state[spec.target] if spec.target in state else constants[spec.target]
+                if tensor.is_floating_point() and getattr(spec, "persistent", True):
+                    self._weight(node, spec.target, tensor)
+                else:  # index tables, position ids: constants (kept by name when read as such)
+                    self.consts[node] = tensor
+                    self.weight_of[node] = spec.target
+            else:  # lifted tensor constants
+                self.consts[node] = constants[spec.target]
+
+    def _user_input(self, node, spec) -> None:
+        val = node.meta["val"]
+        shape = []
+        for axis, (size, want) in enumerate(zip(val.shape, spec.shape)):
+            if isinstance(want, int):
+                shape.append(want)
+                continue
+            expr = getattr(size, "node", None)
+            if expr is None or not getattr(expr.expr, "is_Symbol", False):
+                raise AitError(f"input '{spec.name}' dim {axis} ('{want}'): the model fixes it "
+                               f"to {int(size)}; give that size instead of a dim")
+            self.symbols[expr.expr.name] = want
+            shape.append(want)
+        for name, d in self.dims.items():
+            self.g.dims[name] = (d.min, d.max, d.opt)
+        self.values[node] = self.g.add_input(spec.name, tuple(shape), TORCH_DTYPES[spec.dtype])
+
+    def _weight(self, node, name: str, tensor) -> None:
+        array = tensor.detach().cpu().contiguous()
+        if array.dtype == self.torch.bfloat16:
+            array = array.float()
+        self.g.weights[name] = array.numpy()
+        self.g.taken.add(name)
+        self.weight_of[node] = name
+
+    def _context(self, node) -> None:
+        stack = node.meta.get("nn_module_stack") or {}
+        for entry_path, cls in stack.values():
+            self.g.classes.setdefault(entry_path, getattr(cls, "__name__", str(cls)))
+        path = ""
+        if stack:
+            path = list(stack.values())[-1][0]
+            if path.startswith("_") or " " in path:
+                path = ""
+            path = path.replace("L['self'].", "").replace("L__self___", "")
+        self.lower.path = path
+        self.lower.where = source_location(node, path)
+        self.lower.hint = _target_name(node).split(".")[1] if "." in _target_name(node) else ""
+        self.lower.leaf = path in self.leaves
+
+    # -- constants ------------------------------------------------------------------------------
+    def _fold(self, node) -> bool:
+        """Computes `node` now when everything it reads is known and its result has static
+        sizes; True when it did."""
+        key = _target_name(node)
+        if any(key.startswith(p) for p in NEVER_FOLD) or not _static_tensor(node):
+            return False
+        shape_only = any(key.startswith(p) for p in SHAPE_ONLY)
+        args = []
+        for a in _flat(node.args) + _flat(node.kwargs):
+            if hasattr(a, "op"):
+                if a in self.consts:
+                    continue
+                if shape_only and a is node.args[0]:  # read for its dtype (the result is static)
+                    continue
+                return False
+        try:
+            def real(a):
+                if hasattr(a, "op"):
+                    if a in self.consts:
+                        return self.consts[a]
+                    val = a.meta["val"]  # a shape-only op's operand: its dtype matters
+                    shape = tuple(int(s) if _is_int(s) or isinstance(s, int) else 1
+                                  for s in val.shape)
+                    return self.torch.zeros(shape, dtype=val.dtype)
+                return a
+            args = _map(node.args, real)
+            kwargs = _map(node.kwargs, real)
+            result = node.target(*args, **kwargs)
+        except Exception:
+            return False
+        self.consts[node] = result
+        return True
+
+    def constant_value(self, node) -> Value:
+        """A known tensor read by a run-time op: a parameter node (by its buffer's name when it
+        is one, else named after the node), made once."""
+        if node in self.values and isinstance(self.values[node], Value):
+            return self.values[node]
+        tensor = self.consts[node]
+        array = tensor.detach().cpu().contiguous()
+        if array.dtype == self.torch.float64:
+            array = array.float()
+        if array.dtype == self.torch.bfloat16:
+            array = array.float()
+        array = array.numpy()
+        if node in self.weight_of:
+            name = self.g.add_weight(self.weight_of[node], array)
+            value = self.g.parameter(name, self.lower.path, self.lower.where)
+        else:
+            value = self.g.constant(array, self.lower.path, node.name, self.lower.where)
+        self.values[node] = value
+        return value
+
+    def uniform(self, arg):
+        """The single value of a known tensor whose elements are all equal, else None."""
+        if not hasattr(arg, "op") or arg not in self.consts:
+            return None
+        t = self.consts[arg]
+        if not isinstance(t, self.torch.Tensor) or t.numel() == 0:
+            return None
+        first = t.reshape(-1)[0]
+        return first.item() if bool((t == first).all()) else None
+
+    # -- arguments ------------------------------------------------------------------------------
+    def tensor(self, arg) -> Value:
+        """The Value of a tensor argument (a known one becomes a parameter node)."""
+        if hasattr(arg, "op"):
+            if arg in self.weight_of and arg not in self.consts:
+                return self.parameter(self.weight_of[arg])
+            if arg in self.consts:
+                return self.constant_value(arg)
+            value = self.values.get(arg)
+            if isinstance(value, Value):
+                return value
+            raise AitError(f"'{arg.name}' is not a tensor we could translate")
+        raise AitError(f"expected a tensor, got {arg!r}")
+
+    def parameter(self, name: str) -> Value:
+        if name not in self.param_values:
+            self.param_values[name] = self.g.parameter(name, self.lower.path, self.lower.where)
+        return self.param_values[name]
+
+    def number(self, arg):
+        """A Python number for a scalar argument or a known one-element tensor; else None."""
+        if isinstance(arg, (bool, int, float)):
+            return arg
+        if hasattr(arg, "op") and arg in self.consts:
+            t = self.consts[arg]
+            if isinstance(t, (bool, int, float)):
+                return t
+            if t.numel() == 1:
+                return t.item()
+        return None
+
+    def operand(self, arg):
+        """A number when the argument is one, else a Value."""
+        n = self.number(arg)
+        return n if n is not None else self.tensor(arg)
+
+    def weight_name(self, arg) -> str | None:
+        """The state_dict name of a parameter argument (None for other tensors)."""
+        return self.weight_of.get(arg) if hasattr(arg, "op") and arg not in self.consts else None
+
+    def shape(self, node) -> tuple:
+        return tuple(self.dim(s) for s in node.meta["val"].shape)
+
+    def dim(self, size) -> Dim:
+        if isinstance(size, int):
+            return Dim.of(size)
+        return self._sympy(size.node.expr)
+
+    def _sympy(self, expr) -> Dim:
+        if expr.is_Integer:
+            return Dim.of(int(expr))
+        if expr.is_Symbol:
+            if expr.name not in self.symbols:
+                raise AitError(f"size '{expr}' is not one of the input dims")
+            return Dim.of(self.symbols[expr.name])
+        if expr.is_Add:
+            out = Dim.of(0)
+            for term in expr.args:
+                out = out + self._sympy(term)
+            return out
+        if expr.is_Mul:
+            out = Dim.of(1)
+            for term in expr.args:
+                out = out * self._sympy(term)
+            return out
+        if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) > 0:
+            base = self._sympy(expr.base)
+            out = Dim.of(1)
+            for _ in range(int(expr.exp)):
+                out = out * base
+            return out
+        raise AitError(f"size '{expr}' is not a polynomial of the input dims")
+
+    def dtype(self, node) -> str:
+        name = str(node.meta["val"].dtype).replace("torch.", "")
+        if name not in TORCH_DTYPES:
+            raise AitError(f"tensors of dtype {name} are not supported")
+        our = TORCH_DTYPES[name]
+        return self.g.dtype if our == "float32" else our
+
+    def weight_node_name(self, weight: str) -> str:
+        """The node that owns `weight` is named so its weights need no renaming."""
+        return weight[:-len(".weight")] if weight.endswith(".weight") else weight
+
+    # -- outputs --------------------------------------------------------------------------------
+    def _outputs(self) -> None:
+        out_node = next(n for n in self.ep.graph.nodes if n.op == "output")
+        results = _flat(out_node.args[0])
+        names = output_names(self.ep, len(results))
+        self.lower.path, self.lower.where = "", "the model's outputs"
+        for fx_node, name in zip(results, names):
+            value = self.tensor(fx_node)
+            value = self.lower.plain(value)
+            ref = value.ref
+            if name is not None or ref in [n for n, _ in self.g.inputs] or ref in self.g.outputs \
+                    or ref.endswith(":0") or ":" in ref:
+                value = self.lower.emit("identity", [value], name=name or "output",
+                                        hint=name or "output")
+            self.g.outputs.append(value.ref)
+
+
+def output_names(ep, count: int) -> list:
+    """Names of the model's outputs: the keys of a dict-like result (transformers' ModelOutput),
+    else None (the node's own name)."""
+    try:
+        import torch.utils._pytree as pytree
+        tree = pytree.tree_unflatten(list(range(count)), ep.call_spec.out_spec)
+    except Exception:
+        return [None] * count
+    if isinstance(tree, dict):
+        names = [None] * count
+        for key, index in tree.items():
+            if isinstance(index, int):
+                names[index] = str(key)
+        return names
+    if count == 1:
+        return [None]
+    return [f"output_{i}" for i in range(count)]
+
+
+def source_location(node, path: str) -> str:
+    """'file.py:LINE (aten.op, module PATH)': the innermost frame of the model's own code."""
+    trace = (node.meta.get("stack_trace") or "").strip().splitlines()
+    frame = ""
+    for line in reversed(trace):
+        line = line.strip()
+        if line.startswith("File "):
+            parts = line.split('"')
+            if len(parts) >= 3:
+                file = parts[1]
+                number = line.split("line ")[-1].split(",")[0]
+                frame = f"{os.path.basename(file)}:{number}"
+            break
+    module = f", module '{path}'" if path else ""
+    return f"{frame or node.name} ({_target_name(node)}{module})"
+
+
+def _target_name(node) -> str:
+    target = node.target
+    if target is operator.getitem:
+        return "getitem"
+    return str(target)
+
+
+def _is_symbolic_scalar(node) -> bool:
+    """Size arithmetic (sym_size, operator.mul on sizes): we read sizes from the shapes."""
+    val = node.meta.get("val")
+    return val is not None and not hasattr(val, "shape") and not isinstance(val, (list, tuple))
+
+
+def _static_tensor(node) -> bool:
+    val = node.meta.get("val")
+    if val is None:
+        return False
+    vals = val if isinstance(val, (list, tuple)) else [val]
+    for v in vals:
+        if not hasattr(v, "shape"):
+            return False
+        if not all(isinstance(s, int) or _is_int(s) for s in v.shape):
+            return False
+    return True
+
+
+def _is_int(size) -> bool:
+    try:
+        return size.node.expr.is_Integer
+    except AttributeError:
+        return False
+
+
+def _flat(value) -> list:
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flat(v)]
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _flat(v)]
+    return [value]
+
+
+def _map(value, fn):
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map(v, fn) for v in value)
+    if isinstance(value, dict):
+        return {k: _map(v, fn) for k, v in value.items()}
+    return fn(value)
+
+
+def _strip_where(exc: Exception, where: str) -> str:
+    text = str(exc)
+    return text[len(where) + 2:] if text.startswith(where + ": ") else text
+
+
+def import_torch(target: str, args_json: str | None, inputs: list, dims: dict, name: str,
+                 dtype: str = "float32") -> ImportGraph:
+    model = load_factory(target, args_json)
+    ep = export(model, inputs, dims)
+    leaves = frozenset(path for path, m in model.named_modules()
+                       if path and not any(True for _ in m.children())
+                       and not any(True for _ in m.parameters(recurse=False)))
+    return TorchTranslator(ep, inputs, dims, ImportGraph(name, dtype), leaves).run()
+

@@ -1,0 +1,405 @@
+"""Source-model operations in the source's own terms (NCHW, PyTorch/ONNX axes and shapes),
+written as our ops: both importers call these, so layouts, casts and scalars are handled once.
+
+`path` and `where` name the source module and location of the node being translated; the
+frontend sets them before each node.
+"""
+
+from __future__ import annotations
+
+from ait_build.errors import AitError
+from ait_build.importers.graph import NHWC, ImportGraph, Value, identity, inverse, shape_attr
+from ait_build.ir.dims import Dim
+from ait_build.ir.dtypes import FLOAT_DTYPES
+
+
+
+class Lower:
+    def __init__(self, graph: ImportGraph):
+        self.g = graph
+        self.path = ""
+        self.where = ""
+        self.hint = ""  # the source op's name: what the node that stands for it is called
+        self.leaf = False  # the source node is the whole of a leaf module (nn.ReLU): use its name
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def emit(self, op, inputs, attrs=None, hint=None, **kw):
+        if kw.get("name") is None and hint is None and self.leaf and self.path:
+            kw["name"] = self.path
+        return self.g.emit(op, inputs, attrs, path=self.path, hint=hint or self.hint or op,
+                           where=self.where, **kw)
+
+    def layout(self, value: Value, perm) -> Value:
+        return self.g.with_perm(value, perm, self.path, self.where)
+
+    def plain(self, value: Value) -> Value:
+        return self.g.source(value, self.path, self.where)
+
+    def fail(self, what: str):
+        raise AitError(f"{self.where}: {what}")
+
+    def our_axis(self, value: Value, axis: int) -> int:
+        """Where source axis `axis` sits in our stored tensor."""
+        return value.perm.index(axis % value.rank)
+
+    # -- elementwise --------------------------------------------------------------------------
+    def unary(self, op: str, x: Value, **attrs) -> Value:
+        return self.emit(op, [x], attrs, perm=x.perm)
+
+    def cast(self, x: Value, dtype: str, hint: str | None = "cast") -> Value:
+        """`hint` None: the cast stands for the source node (a .to(dtype))."""
+        if x.dtype == dtype:
+            return x
+        return self.emit("cast", [x], {"dtype": dtype}, perm=x.perm, hint=hint)
+
+    def _common(self, operands: list) -> tuple:
+        """(rank, perm) the operands of a broadcasting op are brought to: the layout of the
+        highest-rank operand that is not plain, so an NHWC conv output stays NHWC."""
+        tensors = [v for v in operands if isinstance(v, Value)]
+        rank = max(v.rank for v in tensors)
+        for v in tensors:
+            if v.rank == rank and not v.plain:
+                return rank, v.perm
+        return rank, identity(rank)
+
+    def _aligned(self, operands: list) -> tuple:
+        rank, perm = self._common(operands)
+        out = [self.g.broadcast_to_layout(v, rank, perm, self.path, self.where)
+               if isinstance(v, Value) else v for v in operands]
+        return out, perm
+
+    def binary(self, op: str, a, b, dtype: str | None = None) -> Value:
+        """a op b (Values or numbers) in `dtype` (default: the tensor operands' own)."""
+        if not isinstance(a, Value) and not isinstance(b, Value):
+            self.fail(f"{op} of two numbers")
+        if not isinstance(a, Value):  # number op tensor
+            if op in ("add", "mul", "minimum", "maximum", "equal", "not_equal"):
+                a, b = b, a
+            elif op == "sub":  # n - x = -x + n
+                return self.binary("add", self.binary("mul", b, -1, dtype), a, dtype)
+            else:
+                a = self.number(a, b.dtype if dtype is None else dtype, b.rank)
+        dtype = dtype or a.dtype
+        if isinstance(a, Value):
+            a = self.cast(a, dtype) if op not in COMPARE_OPS else a
+        if isinstance(b, Value):
+            if op in COMPARE_OPS:
+                common = promote(a.dtype, b.dtype)
+                a, b = self.cast(a, common), self.cast(b, common)
+            else:
+                b = self.cast(b, dtype)
+            (a, b), perm = self._aligned([a, b])
+            return self.emit(op, [a, b], perm=perm)
+        if a.dtype not in FLOAT_DTYPES and isinstance(b, float) and not b.is_integer():
+            a = self.cast(a, self.g.dtype)
+        return self.emit(op, [a], {"scalar": _number(b, a.dtype)}, perm=a.perm)
+
+    def number(self, value, dtype: str, rank: int = 1) -> Value:
+        """A number as a [1]-shaped `constant` node."""
+        attrs = {"shape": [1] * max(rank, 1), "value": float(value)}
+        if dtype != self.g.dtype:
+            attrs["dtype"] = dtype
+        return self.emit("constant", [], attrs, hint="constant")
+
+    def where_(self, cond: Value, a, b) -> Value:
+        dtype = a.dtype if isinstance(a, Value) else b.dtype if isinstance(b, Value) else self.g.dtype
+        ops = [cond] + [v if isinstance(v, Value) else self.number(v, dtype, cond.rank)
+                        for v in (a, b)]
+        ops = [ops[0]] + [self.cast(v, dtype) for v in ops[1:]]
+        ops, perm = self._aligned(ops)
+        return self.emit("where", ops, perm=perm)
+
+    def power(self, x: Value, exponent) -> Value:
+        if exponent == 1:
+            return x
+        if exponent == 2:
+            return self.emit("mul", [x, x], perm=x.perm, hint="square")
+        if exponent == 3:
+            sq = self.emit("mul", [x, x], perm=x.perm, hint="square")
+            return self.emit("mul", [sq, x], perm=x.perm, hint="cube")
+        if exponent == 0.5:
+            return self.unary("sqrt", x)
+        self.fail(f"x ** {exponent}: only the exponents 0.5, 1, 2 and 3 are supported")
+
+    # -- GEMM-shaped ----------------------------------------------------------------------------
+    def conv2d(self, x: Value, weight: str, bias: str | None, stride, padding, dilation,
+               groups: int, name: str | None) -> Value:
+        w = self.g.weights[weight]
+        if w.ndim != 4:
+            self.fail(f"conv with a {w.ndim}-d weight: only 2-d convolutions are supported")
+        x = self.layout(x, NHWC)
+        attrs = {"out_channels": int(w.shape[0]), "kernel": _pair(w.shape[2:]),
+                 "stride": _pair(stride), "padding": _pair(padding), "dilation": _pair(dilation),
+                 "groups": int(groups), "bias": bias is not None}
+        roles = {"weight": weight, **({"bias": bias} if bias else {})}
+        return self.emit("conv2d", [x], _lean(attrs, CONV_DEFAULTS), hint="conv", name=name,
+                         weights=roles, perm=NHWC)
+
+    def linear(self, x: Value, weight: str, bias: str | None, name: str | None,
+               in_out: bool = False) -> Value:
+        """x @ W.T + b over the last source axis (W [out, in]; [in, out] with in_out)."""
+        if x.perm[-1] != x.rank - 1:
+            x = self.plain(x)
+        w = self.g.weights[weight]
+        attrs = {"out_features": int(w.shape[1] if in_out else w.shape[0]), "bias": bias is not None}
+        if in_out:
+            attrs["weight_layout"] = "in_out"
+        roles = {"weight": weight, **({"bias": bias} if bias else {})}
+        return self.emit("linear", [x], _lean(attrs, {"bias": True}), hint="linear", name=name,
+                         weights=roles, perm=x.perm)
+
+    def matmul(self, a: Value, b: Value, alpha: float = 1.0) -> Value:
+        a = self.plain(a)
+        attrs = {}
+        swap = tuple(range(b.rank - 2)) + (b.rank - 1, b.rank - 2)
+        if b.rank >= 2 and b.perm == swap:  # a source transpose of the last two dims: free
+            attrs["transpose_b"] = True
+        else:
+            b = self.plain(b)
+        if alpha != 1.0:
+            attrs["alpha"] = float(alpha)
+        if a.rank < 2 or b.rank < 2:
+            self.fail("matmul of a 1-d tensor (unsqueeze it first)")
+        return self.emit("matmul", [a, b], attrs)
+
+    # -- rows, windows ------------------------------------------------------------------------
+    def last_axis(self, op: str, x: Value, attrs: dict, name=None, weights=None) -> Value:
+        """An op over the source's last axis (layer_norm): any layout that keeps it last."""
+        if x.perm[-1] != x.rank - 1:
+            x = self.plain(x)
+        return self.emit(op, [x], attrs, name=name, weights=weights, perm=x.perm)
+
+    def softmax(self, x: Value, axis: int) -> Value:
+        return self.emit("softmax", [x], {"axis": self.our_axis(x, axis)}, perm=x.perm)
+
+    def channels_last(self, x: Value) -> tuple:
+        """The layout with source axis 1 (channels) last: NHWC for images."""
+        return (0,) + tuple(range(2, x.rank)) + (1,) if x.rank > 2 else identity(x.rank)
+
+    def batch_norm(self, x: Value, roles: dict, eps: float, name: str | None) -> Value:
+        perm = self.channels_last(x)
+        x = self.layout(x, perm)
+        return self.emit("batch_norm", [x], {"eps": float(eps)} if eps != 1e-5 else {},
+                         hint="batch_norm", name=name, weights=roles, perm=perm)
+
+    def pool(self, op: str, x: Value, kernel, stride, padding, dilation=1,
+             count_include_pad=True) -> Value:
+        x = self.layout(x, NHWC)
+        attrs = {"kernel": _pair(kernel), "stride": _pair(stride) if stride else None,
+                 "padding": _pair(padding)}
+        if op == "max_pool2d":
+            attrs["dilation"] = _pair(dilation)
+        else:
+            attrs["count_include_pad"] = bool(count_include_pad)
+        return self.emit(op, [x], _lean(attrs, POOL_DEFAULTS), perm=NHWC)
+
+    def mean(self, x: Value, axes, keepdim: bool) -> Value:
+        """The mean over source `axes`: global_avg_pool, after a reshape when the axes are not
+        an image's H and W."""
+        axes = sorted(a % x.rank for a in axes)
+        if x.rank == 4 and axes == [2, 3]:
+            return self.emit("global_avg_pool", [self.layout(x, NHWC)],
+                             {"keepdims": True} if keepdim else {},
+                             perm=NHWC if keepdim else identity(2))
+        x = self.plain(x)
+        if axes != list(range(axes[0], axes[-1] + 1)):
+            self.fail(f"mean over axes {axes}: only neighbouring axes are supported")
+        shape = x.shape
+        outer, inner = _prod(shape[:axes[0]]), _prod(shape[axes[-1] + 1:])
+        count = _prod(shape[axes[0]:axes[-1] + 1])
+        grid = self.emit("reshape", [x], {"shape": shape_attr((outer, count, Dim.of(1), inner),
+                                                               shape)}, hint="rows")
+        pooled = self.emit("global_avg_pool", [grid])  # [outer, inner]
+        kept = tuple(Dim.of(1) if i in axes else d for i, d in enumerate(shape))
+        out = kept if keepdim else tuple(d for i, d in enumerate(shape) if i not in axes)
+        return self.reshape(pooled, out)
+
+    # -- shapes ---------------------------------------------------------------------------------
+    def reshape(self, x: Value, shape: tuple) -> Value:
+        shape = tuple(Dim.of(d) for d in shape)
+        x = self.plain(x)
+        if tuple(x.shape) == shape:
+            return x
+        return self.emit("reshape", [x], {"shape": shape_attr(shape, x.shape)})
+
+    def permute(self, x: Value, dims) -> Value:
+        """No node: the stored tensor is the same, seen through another permutation."""
+        dims = tuple(d % x.rank for d in dims)
+        inv = inverse(dims)
+        return self.g.relabel(x, tuple(inv[q] for q in x.perm))
+
+    def transpose(self, x: Value, a: int, b: int) -> Value:
+        dims = list(range(x.rank))
+        a, b = a % x.rank, b % x.rank
+        dims[a], dims[b] = dims[b], dims[a]
+        return self.permute(x, dims)
+
+    def concat(self, xs: list, axis: int) -> Value:
+        xs, perm = self._aligned(xs)
+        axis = perm.index(axis % xs[0].rank)
+        return self.emit("concat", xs, {"axis": axis}, perm=perm)
+
+    def split(self, x: Value, axis: int, sizes: list) -> list:
+        if len(sizes) == 1:
+            return [x]
+        out = self.emit("split", [x], {"axis": self.our_axis(x, axis),
+                                       "sizes": [int(s) for s in sizes]},
+                        outputs=len(sizes), perm=x.perm)
+        return out
+
+    def slice(self, x: Value, axis: int, start, end, step: int = 1) -> Value:
+        size = x.source_shape[axis % x.rank]
+        whole = end is None or (Dim.of(end) == size if isinstance(end, str) else
+                                size.is_static and end >= size.value)
+        if start in (0, None) and step == 1 and whole:
+            return x
+        attrs = {"axis": self.our_axis(x, axis), "start": start if start is not None else 0,
+                 "end": end, "step": step}
+        return self.emit("slice", [x], _lean(attrs, {"start": 0, "end": None, "step": 1}),
+                         perm=x.perm)
+
+    def select(self, x: Value, axis: int, index: int) -> Value:
+        axis %= x.rank
+        part = self.slice(x, axis, index, index + 1 if index != -1 else None)
+        shape = tuple(d for i, d in enumerate(part.source_shape) if i != axis)
+        return self.squeeze_to(part, axis, shape)
+
+    def squeeze_to(self, x: Value, axis: int, shape: tuple) -> Value:
+        """Drops source axis `axis` (of size 1), keeping the layout of the others."""
+        if x.plain:
+            return self.reshape(x, shape)
+        keep = [p for p in x.perm if p != axis]
+        perm = tuple(p - (p > axis) for p in keep)
+        ours = tuple(d for i, d in enumerate(x.shape) if x.perm[i] != axis)
+        out = self.emit("reshape", [x], {"shape": shape_attr(ours, x.shape)}, perm=perm)
+        return out
+
+    def expand(self, x: Value, shape: tuple) -> Value:
+        x = self.plain(x)
+        shape = tuple(Dim.of(d) for d in shape)
+        if tuple(x.shape) == shape:
+            return x
+        if x.rank < len(shape):
+            x = self.reshape(x, (Dim.of(1),) * (len(shape) - x.rank) + tuple(x.shape))
+        target = [-1 if d == x.shape[i] and not d.is_static else d for i, d in enumerate(shape)]
+        attrs = {"shape": [t if t == -1 else shape_attr((t,), (t,))[0] for t in target]}
+        return self.emit("expand", [x], attrs)
+
+    def pad(self, x: Value, pads: list, value: float = 0.0) -> Value:
+        """`pads`: (before, after) for each source axis."""
+        if not any(b or a for b, a in pads):
+            return x
+        ours = []
+        for axis in x.perm:
+            ours += list(pads[axis])
+        if any(p < 0 for p in ours):
+            self.fail("negative padding (cropping) is not supported")
+        return self.emit("pad", [x], {"pads": ours, **({"value": float(value)} if value else {})},
+                         perm=x.perm)
+
+    def roll(self, x: Value, shifts, dims) -> Value:
+        return self.emit("roll", [x], {"shifts": [int(s) for s in shifts],
+                                       "dims": [self.our_axis(x, d) for d in dims]}, perm=x.perm)
+
+    def gather(self, data: Value, indices: Value, axis: int) -> Value:
+        data = self.plain(data)
+        return self.emit("gather", [data, self.plain(indices)], {"axis": axis % data.rank}
+                         if axis % data.rank else {})
+
+    def embedding(self, ids: Value, weight: str, name: str | None) -> Value:
+        table = self.g.weights[weight]
+        return self.emit("embedding", [self.plain(ids)],
+                         {"num_embeddings": int(table.shape[0]), "embedding_dim": int(table.shape[1])},
+                         name=name, weights={"weight": weight})
+
+    def attention(self, q: Value, k: Value, v: Value, mask, causal: bool, scale) -> Value:
+        """softmax(q k^T * scale + mask) v with q, k, v [batch, heads, seq, head_dim] (source):
+        our multi_head_attention reads [batch, seq, heads * head_dim], which is where the usual
+        view + transpose of the heads came from, so the reshapes are free."""
+        if q.rank != 4 or k.rank != 4 or v.rank != 4:
+            self.fail("attention needs 4-d q, k, v ([batch, heads, seq, head_dim])")
+        b, h, s, d = q.source_shape
+        if not (h.is_static and d.is_static):
+            self.fail("attention needs static heads and head_dim")
+        if k.source_shape[1] != h:
+            self.fail("attention with fewer key/value heads (GQA) is not supported")
+        packed = []
+        for t in (q, k, v):
+            t = self.layout(t, (0, 2, 1, 3))  # [b, s, h, d]
+            bb, ss, hh, dd = t.shape
+            packed.append(self.emit("reshape", [t], {"shape": shape_attr(
+                (bb, ss, hh * dd), t.shape)}, hint="heads"))
+        inputs = packed
+        if mask is not None:
+            if mask.dtype == "bool":
+                mask = self.where_(mask, 0.0, float("-inf"))
+            mask = self.plain(self.cast(mask, q.dtype))
+            if mask.rank < 4:
+                mask = self.reshape(mask, (Dim.of(1),) * (4 - mask.rank) + tuple(mask.shape))
+            inputs = inputs + [mask]
+        attrs = {"num_heads": h.value, "head_dim": d.value}
+        if scale is not None:
+            attrs["scale"] = float(scale)
+        if causal:
+            attrs["causal"] = True
+        out = self.emit("multi_head_attention", inputs, attrs, hint="attention")
+        bb, ss, _ = out.shape
+        heads = self.emit("reshape", [out], {"shape": shape_attr((bb, ss, h, d), out.shape)},
+                          hint="split_heads")
+        return self.g.relabel(heads, (0, 2, 1, 3))  # the source's [b, h, s, d]
+
+    def iota(self, shape: tuple, dtype: str, start=0, step=1) -> Value:
+        attrs = {"shape": [shape_attr((d,), (d,))[0] for d in shape], "dtype": dtype}
+        if start:
+            attrs["start"] = start
+        if step != 1:
+            attrs["step"] = step
+        return self.emit("iota", [], attrs)
+
+    def fill(self, shape: tuple, value, dtype: str) -> Value:
+        attrs = {"shape": [shape_attr((d,), (d,))[0] for d in shape] or [1], "value": float(value)}
+        if dtype != self.g.dtype:
+            attrs["dtype"] = dtype
+        return self.emit("constant", [], attrs, hint="constant")
+
+
+COMPARE_OPS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+CONV_DEFAULTS = {"stride": 1, "padding": 0, "dilation": 1, "groups": 1, "bias": True}
+POOL_DEFAULTS = {"stride": None, "padding": 0, "dilation": 1, "count_include_pad": True}
+
+
+def promote(a: str, b: str) -> str:
+    if a == b:
+        return a
+    for dtype in ("float32", "bfloat16", "float16"):
+        if dtype in (a, b):
+            return dtype
+    return "int64" if "int64" in (a, b) else a
+
+
+def _number(value, dtype: str):
+    if dtype in FLOAT_DTYPES:
+        return float(value)
+    return int(value)
+
+
+def _pair(value):
+    if isinstance(value, (list, tuple)):
+        value = [int(v) for v in value]
+        if len(value) == 1:
+            return value[0]
+        return value[0] if value[0] == value[1] else value
+    return int(value)
+
+
+def _lean(attrs: dict, defaults: dict) -> dict:
+    """Attributes without those at their defaults: specs stay short."""
+    return {k: v for k, v in attrs.items() if k not in defaults or defaults[k] != v}
+
+
+def _prod(dims) -> Dim:
+    out = Dim.of(1)
+    for d in dims:
+        out = out * d
+    return out
+

@@ -1,0 +1,572 @@
+"""ATen op -> our ops: one small handler per op (or family), reading the FX node's arguments
+through the translator (from_torch.py) and writing through Lower (lower.py). Sizes come from
+the node's own output shape, so size arithmetic in the source never needs translating.
+
+A handler returns the node's Value (or a list of Values for several outputs); an AitError it
+raises becomes one line of the import's report of unsupported operations.
+"""
+
+from __future__ import annotations
+
+from ait_build.errors import AitError
+from ait_build.importers.graph import Value, registrar
+
+HANDLERS: dict = {}
+handles = registrar(HANDLERS)
+
+
+def arg(node, index: int, name: str, default=None):
+    if index < len(node.args):
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+def uniform_fill(fn):
+    """A view or copy of a known tensor whose elements are all equal (a sliced mask of ones)
+    becomes a `constant` of the result's shape, which follows the dims, instead of a weight."""
+    def handler(t, node):
+        fill = t.uniform(node.args[0])
+        if fill is not None:
+            return t.lower.fill(t.shape(node), fill, t.dtype(node))
+        return fn(t, node)
+    handler.__name__ = fn.__name__
+    return handler
+
+
+# -- pass-through and casts -------------------------------------------------------------------
+
+@handles("aten.clone.default", "aten.contiguous.default", "aten.alias.default",
+         "aten.detach.default", "aten.lift_fresh_copy.default", "aten.dropout.default",
+         "aten.feature_dropout.default", "aten.alpha_dropout.default")
+@uniform_fill
+def _same(t, node):
+    x = node.args[0]
+    return t.tensor(x)
+
+
+@handles("aten._assert_tensor_metadata.default", "aten._assert_scalar.default")
+def _nothing(t, node):
+    return None
+
+
+@handles("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout", "aten.type_as.default")
+@uniform_fill
+def _cast(t, node):
+    x = node.args[0]
+    return t.lower.cast(t.tensor(x), t.dtype(node), hint=None)
+
+
+@handles("getitem")
+def _getitem(t, node):
+    parts = t.values.get(node.args[0])
+    if not isinstance(parts, list):
+        raise AitError("indexing a result that is not a tuple of tensors")
+    return parts[node.args[1]]
+
+
+# -- elementwise --------------------------------------------------------------------------------
+
+UNARY = {"aten.relu.default": "relu", "aten.sigmoid.default": "sigmoid",
+         "aten.tanh.default": "tanh", "aten.silu.default": "silu",
+         "aten.hardswish.default": "hardswish", "aten.relu6.default": "relu6",
+         "aten.sqrt.default": "sqrt", "aten.exp.default": "exp", "aten.erf.default": "erf",
+         "aten.logical_not.default": "logical_not", "aten.bitwise_not.default": "logical_not"}
+
+
+@handles(*UNARY)
+def _unary(t, node):
+    return t.lower.unary(UNARY[_key(node)], t.tensor(node.args[0]))
+
+
+@handles("aten.gelu.default")
+def _gelu(t, node):
+    approx = arg(node, 1, "approximate", "none")
+    attrs = {"approximate": "tanh"} if approx == "tanh" else {}
+    return t.lower.unary("gelu", t.tensor(node.args[0]), **attrs)
+
+
+@handles("aten.hardtanh.default", "aten.clamp.default", "aten.clamp_min.default",
+         "aten.clamp_max.default")
+def _clamp(t, node):
+    x = t.tensor(node.args[0])
+    key = _key(node)
+    if key == "aten.hardtanh.default":
+        low, high = arg(node, 1, "min_val", -1.0), arg(node, 2, "max_val", 1.0)
+    elif key == "aten.clamp_min.default":
+        low, high = node.args[1], None
+    elif key == "aten.clamp_max.default":
+        low, high = None, node.args[1]
+    else:
+        low, high = arg(node, 1, "min"), arg(node, 2, "max")
+    if (low, high) == (0, 6) and x.dtype != "int64":
+        return t.lower.unary("relu6", x)
+    if key == "aten.hardtanh.default":
+        return t.lower.unary("hardtanh", x, min_val=float(low), max_val=float(high))
+    attrs = {k: v for k, v in (("min", low), ("max", high)) if v is not None}
+    return t.lower.unary("clamp", x, **attrs)
+
+
+@handles("aten.hardsigmoid.default")
+def _hardsigmoid(t, node):
+    x = t.tensor(node.args[0])
+    return t.lower.binary("div", t.lower.unary("relu6", t.lower.binary("add", x, 3.0)), 6.0)
+
+
+@handles("aten.neg.default")
+def _neg(t, node):
+    return t.lower.binary("mul", t.tensor(node.args[0]), -1)
+
+
+@handles("aten.rsqrt.default")
+def _rsqrt(t, node):
+    return t.lower.binary("div", 1.0, t.lower.unary("sqrt", t.tensor(node.args[0])))
+
+
+BINARY = {"aten.add": "add", "aten.sub": "sub", "aten.mul": "mul", "aten.div": "div",
+          "aten.eq": "equal", "aten.ne": "not_equal", "aten.lt": "less", "aten.le": "less_equal",
+          "aten.gt": "greater", "aten.ge": "greater_equal", "aten.maximum": "maximum",
+          "aten.minimum": "minimum", "aten.__and__": "logical_and",
+          "aten.bitwise_and": "logical_and", "aten.logical_and": "logical_and",
+          "aten.__or__": "logical_or", "aten.bitwise_or": "logical_or",
+          "aten.logical_or": "logical_or"}
+
+
+@handles(*[f"{k}.{o}" for k in BINARY for o in ("Tensor", "Scalar", "default")])
+def _binary(t, node):
+    op = BINARY[_key(node).rsplit(".", 1)[0]]
+    a, b = t.operand(node.args[0]), t.operand(node.args[1])
+    if node.kwargs.get("rounding_mode") is not None:
+        raise AitError("division with a rounding mode is not supported")
+    alpha = node.kwargs.get("alpha", 1)
+    if alpha != 1:
+        b = t.lower.binary("mul", b, alpha) if isinstance(b, Value) else b * alpha
+    dtype = t.dtype(node)
+    if op in ("logical_and", "logical_or"):
+        if dtype != "bool":
+            raise AitError("bitwise operations on integers are not supported")
+        return t.lower.binary(op, a, b)
+    if op in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+        return t.lower.binary(op, a, b)
+    return t.lower.binary(op, a, b, dtype)
+
+
+@handles("aten.rsub.Scalar", "aten.rsub.Tensor")
+def _rsub(t, node):
+    x, other = t.operand(node.args[0]), t.operand(node.args[1])
+    return t.lower.binary("sub", other, x, t.dtype(node))
+
+
+@handles("aten.pow.Tensor_Scalar")
+def _pow(t, node):
+    return t.lower.power(t.tensor(node.args[0]), node.args[1])
+
+
+@handles("aten.where.self", "aten.where.ScalarOther", "aten.where.ScalarSelf", "aten.where.Scalar")
+def _where(t, node):
+    cond = t.tensor(node.args[0])
+    return t.lower.where_(cond, t.operand(node.args[1]), t.operand(node.args[2]))
+
+
+@handles("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
+def _masked_fill(t, node):
+    x, mask = t.tensor(node.args[0]), t.tensor(node.args[1])
+    return t.lower.where_(mask, t.operand(node.args[2]), x)
+
+
+# -- GEMM-shaped ----------------------------------------------------------------------------------
+
+@handles("aten.conv2d.default", "aten.conv2d.padding", "aten.convolution.default")
+def _conv(t, node):
+    key = _key(node)
+    x = t.tensor(node.args[0])
+    weight = t.weight_name(node.args[1])
+    if weight is None:
+        raise AitError("a convolution whose weight is computed in the model")
+    bias_arg = arg(node, 2, "bias")
+    bias = t.weight_name(bias_arg) if bias_arg is not None else None
+    if bias_arg is not None and bias is None:
+        raise AitError("a convolution whose bias is computed in the model")
+    if key == "aten.convolution.default":
+        stride, padding, dilation, transposed, _, groups = node.args[3:9]
+        if transposed:
+            raise AitError("transposed convolutions are not supported")
+    else:
+        stride, padding = arg(node, 3, "stride", 1), arg(node, 4, "padding", 0)
+        dilation, groups = arg(node, 5, "dilation", 1), arg(node, 6, "groups", 1)
+    if isinstance(padding, str):
+        padding = _same_padding(t.g.weights[weight].shape[2:], dilation, padding)
+    if isinstance(stride, (list, tuple)) and len(stride) != 2:
+        raise AitError("only 2-d convolutions are supported")
+    return t.lower.conv2d(x, weight, bias, stride, padding, dilation, groups,
+                          t.weight_node_name(weight))
+
+
+def _same_padding(kernel, dilation, mode: str):
+    if mode == "valid":
+        return 0
+    d = dilation if isinstance(dilation, (list, tuple)) else [dilation] * 2
+    total = [dd * (k - 1) for k, dd in zip(kernel, d)]
+    if any(p % 2 for p in total):
+        raise AitError("padding='same' with an even window pads unevenly (not supported)")
+    return [p // 2 for p in total]
+
+
+@handles("aten.linear.default")
+def _linear(t, node):
+    x = t.tensor(node.args[0])
+    weight = t.weight_name(node.args[1])
+    bias_arg = arg(node, 2, "bias")
+    bias = t.weight_name(bias_arg) if bias_arg is not None else None
+    if weight is not None and (bias_arg is None or bias is not None):
+        return t.lower.linear(x, weight, bias, t.weight_node_name(weight))
+    out = t.lower.matmul(x, t.lower.transpose(t.tensor(node.args[1]), -1, -2))
+    return t.lower.binary("add", out, t.tensor(bias_arg)) if bias_arg is not None else out
+
+
+@handles("aten.addmm.default")
+def _addmm(t, node):
+    """bias + x @ W: transformers' Conv1D (GPT-2) with W [in, out]."""
+    if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
+        raise AitError("addmm with beta or alpha is not supported")
+    bias, x, w = node.args[0], t.tensor(node.args[1]), node.args[2]
+    weight, bias_name = t.weight_name(w), t.weight_name(bias)
+    if weight is not None and bias_name is not None and t.g.weights[bias_name].ndim == 1:
+        return t.lower.linear(x, weight, bias_name, t.weight_node_name(weight), in_out=True)
+    out = t.lower.matmul(x, t.tensor(w))
+    return t.lower.binary("add", out, t.operand(bias))
+
+
+@handles("aten.mm.default", "aten.matmul.default", "aten.bmm.default")
+def _matmul(t, node):
+    a, b = t.tensor(node.args[0]), node.args[1]
+    weight = t.weight_name(b)
+    if weight is not None and t.g.weights[weight].ndim == 2:  # x @ W: a linear over [in, out]
+        return t.lower.linear(a, weight, None, t.weight_node_name(weight), in_out=True)
+    return t.lower.matmul(a, t.tensor(b))
+
+
+@handles("aten.scaled_dot_product_attention.default")
+def _sdpa(t, node):
+    q, k, v = (t.tensor(a) for a in node.args[:3])
+    mask = arg(node, 3, "attn_mask")
+    if arg(node, 4, "dropout_p", 0.0):
+        raise AitError("attention dropout in an exported inference model")
+    if node.kwargs.get("enable_gqa"):
+        raise AitError("grouped-query attention is not supported")
+    return t.lower.attention(q, k, v, t.tensor(mask) if mask is not None else None,
+                             bool(arg(node, 5, "is_causal", False)), node.kwargs.get("scale"))
+
+
+# -- normalization, pooling ----------------------------------------------------------------------
+
+@handles("aten.layer_norm.default", "aten.native_layer_norm.default")
+def _layer_norm(t, node):
+    x = t.tensor(node.args[0])
+    shape = node.args[1]
+    if len(shape) != 1:
+        raise AitError("layer_norm over more than the last dim is not supported")
+    w, b = arg(node, 2, "weight"), arg(node, 3, "bias")
+    eps = arg(node, 4, "eps", 1e-5)
+    attrs = {} if eps == 1e-5 else {"eps": float(eps)}
+    weights, name = {}, None
+    if w is not None:
+        wn, bn = t.weight_name(w), t.weight_name(b) if b is not None else None
+        if wn is None or bn is None:
+            raise AitError("layer_norm with a computed weight, or a weight without a bias")
+        weights, name = {"weight": wn, "bias": bn}, t.weight_node_name(wn)
+    else:
+        attrs["affine"] = False
+        if b is not None:
+            raise AitError("layer_norm with a bias but no weight")
+    out = t.lower.last_axis("layer_norm", x, attrs, name=name, weights=weights)
+    return [out, None, None] if _key(node).startswith("aten.native") else out
+
+
+@handles("aten.batch_norm.default", "aten._native_batch_norm_legit_no_training.default")
+def _batch_norm(t, node):
+    x = t.tensor(node.args[0])
+    names = [t.weight_name(a) for a in node.args[1:5]]
+    if None in names:
+        raise AitError("batch_norm without affine weights or running statistics")
+    if _key(node) == "aten.batch_norm.default":
+        if node.args[5]:
+            raise AitError("batch_norm in training mode (call model.eval() first)")
+        eps = node.args[7]
+    else:
+        eps = node.args[6]
+    roles = dict(zip(("weight", "bias", "running_mean", "running_var"), names))
+    out = t.lower.batch_norm(x, roles, eps, t.weight_node_name(names[0]))
+    return [out, None, None] if _key(node).startswith("aten._native") else out
+
+
+@handles("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default")
+def _max_pool(t, node):
+    x = t.tensor(node.args[0])
+    kernel = node.args[1]
+    stride = arg(node, 2, "stride", []) or None
+    padding, dilation = arg(node, 3, "padding", 0), arg(node, 4, "dilation", 1)
+    if arg(node, 5, "ceil_mode", False):
+        raise AitError("max_pool2d with ceil_mode=True is not supported")
+    out = t.lower.pool("max_pool2d", x, kernel, stride, padding, dilation)
+    return [out, None] if "indices" in _key(node) else out
+
+
+@handles("aten.avg_pool2d.default")
+def _avg_pool(t, node):
+    x = t.tensor(node.args[0])
+    if arg(node, 4, "ceil_mode", False) or arg(node, 6, "divisor_override") is not None:
+        raise AitError("avg_pool2d with ceil_mode or divisor_override is not supported")
+    return t.lower.pool("avg_pool2d", x, node.args[1], arg(node, 2, "stride", []) or None,
+                        arg(node, 3, "padding", 0),
+                        count_include_pad=arg(node, 5, "count_include_pad", True))
+
+
+@handles("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")
+def _adaptive_avg_pool(t, node):
+    x = t.tensor(node.args[0])
+    out = [int(s) for s in node.args[1]]
+    h, w = x.source_shape[2:]
+    if out == [1, 1]:
+        return t.lower.mean(x, [2, 3], keepdim=True)
+    if not (h.is_static and w.is_static) or h.value % out[0] or w.value % out[1]:
+        raise AitError(f"adaptive_avg_pool2d to {out} from {h}x{w} (only even divisions)")
+    kh, kw = h.value // out[0], w.value // out[1]
+    if (kh, kw) == (1, 1):
+        return x
+    return t.lower.pool("avg_pool2d", x, [kh, kw], [kh, kw], 0)
+
+
+@handles("aten.mean.dim")
+def _mean(t, node):
+    dims = node.args[1]
+    if dims is None:
+        raise AitError("mean over every dim is not supported")
+    return t.lower.mean(t.tensor(node.args[0]), list(dims), bool(arg(node, 2, "keepdim", False)))
+
+
+@handles("aten.softmax.int", "aten._softmax.default")
+def _softmax(t, node):
+    x = t.tensor(node.args[0])
+    return t.lower.cast(t.lower.softmax(x, node.args[1]), t.dtype(node))
+
+
+# -- shapes ------------------------------------------------------------------------------------------
+
+@handles("aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
+         "aten.unflatten.int", "aten.flatten.using_ints", "aten.squeeze.dim",
+         "aten.squeeze.dims", "aten.squeeze.default", "aten.unsqueeze.default",
+         "aten.view_as.default", "aten.reshape_as.default")
+@uniform_fill
+def _reshape(t, node):
+    x = node.args[0]
+    value = t.tensor(x)
+    if x in t.iota and _key(node) == "aten.unsqueeze.default":
+        size, position = t.iota[x]
+        t.iota[node] = (size, position + (position >= node.args[1] % (value.rank + 1)))
+    return t.lower.reshape(value, t.shape(node))
+
+
+@handles("aten.permute.default")
+def _permute(t, node):
+    return t.lower.permute(t.tensor(node.args[0]), node.args[1])
+
+
+@handles("aten.transpose.int")
+def _transpose(t, node):
+    return t.lower.transpose(t.tensor(node.args[0]), node.args[1], node.args[2])
+
+
+@handles("aten.t.default", "aten.numpy_T.default")
+def _t(t, node):
+    x = t.tensor(node.args[0])
+    return x if x.rank < 2 else t.lower.transpose(x, -1, -2)
+
+
+@handles("aten.expand.default", "aten.expand_as.default")
+@uniform_fill
+def _expand(t, node):
+    return t.lower.expand(t.tensor(node.args[0]), t.shape(node))
+
+
+@handles("aten.cat.default", "aten.concat.default")
+def _cat(t, node):
+    xs = [t.tensor(a) for a in node.args[0]]
+    return t.lower.concat(xs, arg(node, 1, "dim", 0))
+
+
+@handles("aten.stack.default")
+def _stack(t, node):
+    axis = arg(node, 1, "dim", 0)
+    parts = []
+    for a in node.args[0]:
+        x = t.lower.plain(t.tensor(a))
+        axis %= x.rank + 1
+        shape = tuple(x.shape[:axis]) + (1,) + tuple(x.shape[axis:])
+        parts.append(t.lower.reshape(x, shape))
+    return t.lower.concat(parts, axis)
+
+
+@handles("aten.split.Tensor", "aten.split_with_sizes.default", "aten.chunk.default",
+         "aten.unbind.int", "aten.split.sizes")
+def _split(t, node):
+    x = t.tensor(node.args[0])
+    key = _key(node)
+    axis = arg(node, 2 if key != "aten.unbind.int" else 1, "dim", 0) % x.rank
+    sizes = [t.dim(v.shape[axis]) if key != "aten.unbind.int" else 1 for v in node.meta["val"]]
+    if not all(getattr(s, "is_static", True) for s in sizes):
+        raise AitError("split into parts of symbolic size")
+    parts = t.lower.split(x, axis, [s.value if hasattr(s, "value") else s for s in sizes])
+    if key != "aten.unbind.int":
+        return parts
+    return [t.lower.squeeze_to(p, axis, tuple(t.dim(s) for s in v.shape))
+            for p, v in zip(parts, node.meta["val"])]
+
+
+@handles("aten.select.int")
+def _select(t, node):
+    x = t.tensor(node.args[0])
+    return t.lower.select(x, node.args[1], _int(t, node.args[2]))
+
+
+@handles("aten.slice.Tensor")
+@uniform_fill
+def _slice(t, node):
+    x_arg = node.args[0]
+    x = t.tensor(x_arg)
+    axis = arg(node, 1, "dim", 0)
+    start, end = arg(node, 2, "start"), arg(node, 3, "end")
+    step = arg(node, 4, "step", 1)
+    start = _bound(t, start)
+    end = None if end is None or (isinstance(end, int) and end >= 2**62) else _bound(t, end)
+    return t.lower.slice(x, axis, start, end, step)
+
+
+def _bound(t, value):
+    if value is None or isinstance(value, int):
+        return value
+    d = t.dim(value.meta["val"])
+    from ait_build.importers.graph import dim_attr
+    simple = dim_attr(d)
+    if simple is None:
+        raise AitError(f"a slice bound '{d}' that is a product of dims")
+    return simple
+
+
+def _int(t, value) -> int:
+    if isinstance(value, int):
+        return value
+    raise AitError("an index computed at run time")
+
+
+@handles("aten.constant_pad_nd.default", "aten.pad.default")
+def _pad(t, node):
+    x = t.tensor(node.args[0])
+    pads = list(node.args[1])
+    if _key(node) == "aten.pad.default" and arg(node, 2, "mode", "constant") != "constant":
+        raise AitError(f"padding mode '{node.args[2]}' is not supported")
+    value = arg(node, 2 if _key(node) != "aten.pad.default" else 3, "value", 0.0) or 0.0
+    per_axis = [(0, 0)] * x.rank
+    for i in range(len(pads) // 2):  # F.pad lists the last dim first
+        per_axis[x.rank - 1 - i] = (pads[2 * i], pads[2 * i + 1])
+    return t.lower.pad(x, per_axis, value)
+
+
+@handles("aten.roll.default")
+def _roll(t, node):
+    x = t.tensor(node.args[0])
+    dims = list(arg(node, 2, "dims", []))
+    if not dims:
+        raise AitError("roll without dims (over the flattened tensor) is not supported")
+    return t.lower.roll(x, list(node.args[1]), dims)
+
+
+# -- lookups -------------------------------------------------------------------------------------
+
+@handles("aten.embedding.default")
+def _embedding(t, node):
+    weight = t.weight_name(node.args[0])
+    ids = t.tensor(node.args[1])
+    if weight is None:
+        return t.lower.gather(t.tensor(node.args[0]), ids, 0)
+    return t.lower.embedding(ids, weight, t.weight_node_name(weight))
+
+
+@handles("aten.index_select.default")
+def _index_select(t, node):
+    return t.lower.gather(t.tensor(node.args[0]), t.tensor(node.args[2]), node.args[1])
+
+
+@handles("aten.index.Tensor")
+@uniform_fill
+def _index(t, node):
+    x_arg, indices = node.args[0], node.args[1]
+    given = [(i, a) for i, a in enumerate(indices) if a is not None]
+    x = t.tensor(x_arg)
+    if len(given) == 1:
+        axis, idx = given[0]
+        value = t.tensor(idx)
+        if value.dtype == "bool":
+            raise AitError("indexing with a bool mask is not supported")
+        return t.lower.gather(x, value, axis)
+    # every axis indexed by an arange over it, each placed at its own position of the result:
+    # the result is x with size-1 axes inserted (transformers' mask[batch_idx, kv_idx])
+    shape = t.shape(node)
+    if len(given) == x.rank and all(a in t.iota for _, a in given):
+        spots = [t.iota[a] for _, a in given]
+        if all(size == x.source_shape[i] for (i, _), (size, _) in zip(given, spots)) and \
+                [p for _, p in spots] == sorted(p for _, p in spots):
+            return t.lower.reshape(x, shape)
+    raise AitError("advanced indexing with several index tensors")
+
+
+@handles("aten.gather.default")
+@uniform_fill
+def _torch_gather(t, node):
+    raise AitError("torch.gather along a dim (per-element indices) is not supported")
+
+
+# -- values made in the model --------------------------------------------------------------------
+
+@handles("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
+def _arange(t, node):
+    key = _key(node)
+    start = 0 if key == "aten.arange.default" else node.args[0]
+    step = arg(node, 2, "step", 1) if key == "aten.arange.start_step" else 1
+    if not isinstance(start, (int, float)) or not isinstance(step, (int, float)):
+        raise AitError("arange with a start or step computed at run time")
+    shape = t.shape(node)
+    value = t.lower.iota(shape, t.dtype(node), start, step)
+    t.iota[node] = (shape[0], 0)
+    return value
+
+
+@handles("aten.full.default", "aten.zeros.default", "aten.ones.default", "aten.new_zeros.default",
+         "aten.new_ones.default", "aten.new_full.default", "aten.zeros_like.default",
+         "aten.ones_like.default", "aten.full_like.default", "aten.scalar_tensor.default")
+def _full(t, node):
+    key = _key(node)
+    if "zeros" in key:
+        value = 0
+    elif "ones" in key:
+        value = 1
+    elif key in ("aten.full.default", "aten.new_full.default"):
+        value = node.args[1] if key == "aten.full.default" else node.args[2]
+    elif key == "aten.full_like.default":
+        value = node.args[1]
+    else:
+        value = node.args[0]
+    return t.lower.fill(t.shape(node), value, t.dtype(node))
+
+
+def _key(node) -> str:
+    return str(node.target)
+
+
+@handles("aten.add.Tensor")
+def _add(t, node):
+    """An arange plus 0 is still an arange over its dim (transformers adds a cache offset)."""
+    value = _binary(t, node)
+    a, b = node.args[0], node.args[1]
+    if hasattr(a, "op") and a in t.iota and t.number(b) == 0:
+        t.iota[node] = t.iota[a]
+    return value

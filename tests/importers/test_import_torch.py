@@ -1,0 +1,132 @@
+"""`ait-build import torch`: small models of each family the issue names are exported with
+torch.export, written as a spec with blocks and a safetensors file under state_dict names, built
+for cpu, and matched against PyTorch at batch 1 within 1e-5 relative."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from cases import CASES, LIBRARY, RESNET18, rel_error, torch_outputs  # noqa: E402
+
+from ait_build.importers.from_torch import import_torch  # noqa: E402
+from ait_build.importers.options import dims_for, parse_dim, parse_input  # noqa: E402
+from ait_build.importers.simplify import simplify  # noqa: E402
+from ait_build.importers.write import write_spec  # noqa: E402
+from ait_build.reference import run_reference  # noqa: E402
+
+pytestmark = pytest.mark.torch
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RTOL = 1e-5
+
+
+def import_case(case, out_dir, name, args=None):
+    factory, input_texts, dim_texts, _ = case
+    inputs = [parse_input(t) for t in input_texts]
+    dims = dims_for(inputs, [parse_dim(t) for t in dim_texts])
+    graph = import_torch(factory, json.dumps(args) if args else None, inputs, dims, name)
+    simplify(graph)
+    return write_spec(graph, os.path.join(str(out_dir), f"{name}.yaml"), "test import")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_imported_model_matches_torch_on_cpu(name, tmp_path, build_spec):
+    case = CASES[name]
+    spec, weights, graph = import_case(case, tmp_path, name)
+    text = open(spec).read()
+    assert "blocks:" in text and "repeat: 2" in text, text  # the repeated layers fold
+    inputs = case[3]
+    want = torch_outputs(case[0], inputs)
+    ref = run_reference(graph, inputs)
+    model, _, _ = build_spec(spec, name=name)
+    got = model.run(inputs)
+    for out, expected in zip(graph.outputs, want):
+        assert rel_error(ref[out], expected) < RTOL, (out, rel_error(ref[out], expected))
+        assert rel_error(got[out], expected) < RTOL, (out, rel_error(got[out], expected))
+
+
+def test_weights_keep_state_dict_names(tmp_path):
+    from safetensors.numpy import load_file
+    _, weights, _ = import_case(CASES["residual_cnn"], tmp_path, "rcnn")
+    from tests.importers import zoo
+    state = zoo.residual_cnn().state_dict()
+    stored = load_file(weights)
+    for key, value in state.items():
+        if key.endswith("num_batches_tracked"):
+            continue
+        np.testing.assert_array_equal(stored[key], value.numpy(), err_msg=key)
+
+
+def test_resnet18_from_torchvision(tmp_path, build_spec):
+    """torchvision's own resnet18 (random weights: nothing downloaded), built for cpu."""
+    pytest.importorskip("torchvision")
+    spec, _, graph = import_case(RESNET18, tmp_path, "resnet18")
+    inputs = RESNET18[3]
+    want = torch_outputs(RESNET18[0], inputs)[0]
+    model, _, _ = build_spec(spec, name="resnet18")
+    got = model.run(inputs)[graph.outputs[0]]
+    assert rel_error(got, want) < RTOL
+
+
+def test_unsupported_ops_are_listed_together_and_nothing_is_written(tmp_path):
+    out = tmp_path / "bad.yaml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ait_build", "import", "torch",
+         "tests.importers.zoo:unsupported", "--input", "x:2,8", "-o", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONPATH=ROOT))
+    assert proc.returncode == 1, proc.stderr
+    assert "4 operation(s) cannot be imported" in proc.stderr, proc.stderr
+    for op in ("aten.sort", "aten.cumsum", "aten.fft_fft", "aten.view_as_real"):
+        assert op in proc.stderr, proc.stderr
+    assert "zoo.py:" in proc.stderr  # where in the source model
+    assert os.listdir(tmp_path) == []
+
+
+def test_import_command_writes_spec_and_weights(tmp_path):
+    out = tmp_path / "specs" / "cnn.yaml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ait_build", "import", "torch", "tests.importers.zoo:residual_cnn",
+         "--args", '{"width": 4}', "--input", "x:batch,3,16,16", "--dim", "batch=1:8", "-o",
+         str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYTHONPATH=ROOT))
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(os.listdir(out.parent)) == ["cnn.safetensors", "cnn.yaml"]
+    text = out.read_text()
+    assert "batch: {min: 1, max: 8, opt: 8}" in text and "x: {shape: [batch, 3, 16, 16]}" in text
+    check = subprocess.run([sys.executable, "-m", "ait_build", "check", str(out)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, PYTHONPATH=ROOT))
+    assert check.returncode == 0, check.stderr
+
+
+def test_a_bad_factory_is_one_line(tmp_path):
+    with pytest.raises(Exception, match="has no 'nope'"):
+        import_case(("tests.importers.zoo:nope", ["x:1,3"], [], None), tmp_path, "m")
+    with pytest.raises(Exception, match="MODULE:FACTORY"):
+        import_case(("zoo", ["x:1,3"], [], None), tmp_path, "m")
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY))
+def test_library_models_match_torch_in_the_reference(name, tmp_path):
+    """Swin (roll, the shifted-window mask folded into weights), ConvNeXt (layer scale,
+    channels-last blocks) from torchvision, DistilBERT from transformers: imported, the spec's
+    reference against PyTorch. Their cpu kernels are those the small models build."""
+    factory, args, input_texts, dim_texts, feed = LIBRARY[name]
+    pytest.importorskip(factory.split(":")[1].split("_")[0])  # torchvision / transformers
+    _, _, graph = import_case((factory, input_texts, dim_texts, None), tmp_path, name, args)
+    module, _, attr = factory.partition(":")
+    import importlib
+    model = getattr(importlib.import_module(module), attr)(**args)
+    with torch.no_grad():
+        out = model(*(torch.from_numpy(v) for v in feed.values()))
+    want = (out if isinstance(out, torch.Tensor) else out[0]).numpy()
+    got = run_reference(graph, feed)[graph.outputs[0]]
+    assert rel_error(got, want) < RTOL

@@ -1,0 +1,301 @@
+"""Small PyTorch models in the shapes of the model families the importers must take: a residual
+CNN, a depthwise + squeeze-excitation block, a BERT-style encoder layer, a GPT-2-style decoder
+block (Conv1D's [in, out] weights, a causal mask from a buffer) and a ViT (patches, class token,
+position table, encoder layers). Each factory takes keyword arguments only, as
+`ait-build import torch tests.importers.zoo:NAME --args JSON` calls it."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                      nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(y + (x if self.down is None else self.down(x)))
+
+
+class ResidualCNN(nn.Module):
+    def __init__(self, width=8, classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width),
+                                  nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1))
+        self.layers = nn.Sequential(BasicBlock(width, width, 1), BasicBlock(width, width, 1),
+                                    BasicBlock(width, 2 * width, 2),
+                                    BasicBlock(2 * width, 2 * width, 1))
+        self.fc = nn.Linear(2 * width, classes)
+
+    def forward(self, x):
+        x = self.layers(self.stem(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class SqueezeExcite(nn.Module):
+    def __init__(self, channels, squeezed):
+        super().__init__()
+        self.fc1 = nn.Conv2d(channels, squeezed, 1)
+        self.fc2 = nn.Conv2d(squeezed, channels, 1)
+
+    def forward(self, x):
+        s = F.adaptive_avg_pool2d(x, 1)
+        return x * F.hardsigmoid(self.fc2(F.relu(self.fc1(s))))
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV2/V3 and EfficientNet's block: expand, depthwise, SE, project."""
+
+    def __init__(self, channels=8, expand=4):
+        super().__init__()
+        hidden = channels * expand
+        self.expand = nn.Sequential(nn.Conv2d(channels, hidden, 1, bias=False),
+                                    nn.BatchNorm2d(hidden), nn.ReLU6())
+        self.depthwise = nn.Sequential(nn.Conv2d(hidden, hidden, 3, 1, 1, groups=hidden,
+                                                 bias=False), nn.BatchNorm2d(hidden), nn.Hardswish())
+        self.se = SqueezeExcite(hidden, hidden // 4)
+        self.project = nn.Sequential(nn.Conv2d(hidden, channels, 1, bias=False),
+                                     nn.BatchNorm2d(channels))
+
+    def forward(self, x):
+        return x + self.project(self.se(self.depthwise(self.expand(x))))
+
+
+class DepthwiseSE(nn.Module):
+    def __init__(self, channels=8):
+        super().__init__()
+        self.stem = nn.Conv2d(3, channels, 3, 2, 1)
+        self.blocks = nn.Sequential(InvertedResidual(channels), InvertedResidual(channels))
+        self.head = nn.Linear(channels, 5)
+
+    def forward(self, x):
+        x = self.blocks(F.silu(self.stem(x)))
+        return self.head(x.mean(dim=(2, 3)))
+
+
+class BertLayer(nn.Module):
+    def __init__(self, hidden=32, heads=4, ffn=64):
+        super().__init__()
+        self.heads = heads
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+        self.out = nn.Linear(hidden, hidden)
+        self.ln1 = nn.LayerNorm(hidden, eps=1e-12)
+        self.ffn_in = nn.Linear(hidden, ffn)
+        self.ffn_out = nn.Linear(ffn, hidden)
+        self.ln2 = nn.LayerNorm(hidden, eps=1e-12)
+
+    def split(self, x):
+        b, s, _ = x.shape
+        return x.view(b, s, self.heads, -1).permute(0, 2, 1, 3)
+
+    def forward(self, x, mask):
+        q, k, v = self.split(self.query(x)), self.split(self.key(x)), self.split(self.value(x))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        scores = scores + (1.0 - mask[:, None, None, :]) * -10000.0
+        ctx = (scores.softmax(-1) @ v).permute(0, 2, 1, 3).flatten(2)
+        x = self.ln1(x + self.out(ctx))
+        return self.ln2(x + self.ffn_out(F.gelu(self.ffn_in(x))))
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, vocab=50, hidden=32, layers=2, positions=16):
+        super().__init__()
+        self.word = nn.Embedding(vocab, hidden)
+        self.position = nn.Embedding(positions, hidden)
+        self.register_buffer("position_ids", torch.arange(positions)[None], persistent=False)
+        self.ln = nn.LayerNorm(hidden, eps=1e-12)
+        self.layers = nn.ModuleList(BertLayer(hidden) for _ in range(layers))
+
+    def forward(self, input_ids, attention_mask):
+        seq = input_ids.shape[1]
+        x = self.ln(self.word(input_ids) + self.position(self.position_ids[:, :seq]))
+        mask = attention_mask.to(x.dtype)
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x
+
+
+class Conv1D(nn.Module):
+    """transformers' Conv1D: a linear layer whose weight is stored [in, out]."""
+
+    def __init__(self, out_features, in_features):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(in_features, out_features) * 0.05)
+        self.bias = nn.Parameter(torch.randn(out_features) * 0.05)
+
+    def forward(self, x):
+        shape = x.shape[:-1] + (self.weight.shape[1],)
+        return torch.addmm(self.bias, x.view(-1, x.shape[-1]), self.weight).view(shape)
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, hidden=32, heads=4, positions=16):
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = nn.LayerNorm(hidden)
+        self.c_attn = Conv1D(3 * hidden, hidden)
+        self.c_proj = Conv1D(hidden, hidden)
+        self.ln_2 = nn.LayerNorm(hidden)
+        self.c_fc = Conv1D(4 * hidden, hidden)
+        self.mlp_proj = Conv1D(hidden, 4 * hidden)
+        self.register_buffer("bias", torch.tril(torch.ones(positions, positions, dtype=torch.bool))
+                             .view(1, 1, positions, positions), persistent=False)
+
+    def forward(self, x):
+        b, s, h = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(h, dim=2)
+        q, k, v = (t.view(b, s, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(v.shape[-1])
+        causal = self.bias[:, :, :s, :s]
+        scores = torch.where(causal, scores, torch.tensor(torch.finfo(scores.dtype).min))
+        ctx = torch.matmul(scores.softmax(-1), v).transpose(1, 2).reshape(b, s, h)
+        x = x + self.c_proj(ctx)
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT2(nn.Module):
+    def __init__(self, vocab=50, hidden=32, layers=2, positions=16):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, hidden)
+        self.wpe = nn.Embedding(positions, hidden)
+        self.h = nn.ModuleList(GPT2Block(hidden, positions=positions) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(hidden)
+
+    def forward(self, input_ids):
+        positions = torch.arange(input_ids.shape[1])
+        x = self.wte(input_ids) + self.wpe(positions)[None]
+        for block in self.h:
+            x = block(x)
+        return self.ln_f(x)
+
+
+class ViTLayer(nn.Module):
+    def __init__(self, hidden=32, heads=4):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(hidden, eps=1e-6)
+        self.self_attention = nn.MultiheadAttention(hidden, heads, batch_first=True)
+        self.ln_2 = nn.LayerNorm(hidden, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(hidden, 2 * hidden), nn.GELU(),
+                                 nn.Linear(2 * hidden, hidden))
+
+    def forward(self, x):
+        y = self.ln_1(x)
+        y, _ = self.self_attention(y, y, y, need_weights=False)
+        x = x + y
+        return x + self.mlp(self.ln_2(x))
+
+
+class ViT(nn.Module):
+    def __init__(self, image=16, patch=4, hidden=32, layers=2, classes=10):
+        super().__init__()
+        self.conv_proj = nn.Conv2d(3, hidden, patch, patch)
+        self.class_token = nn.Parameter(torch.randn(1, 1, hidden) * 0.02)
+        tokens = (image // patch) ** 2 + 1
+        self.pos_embedding = nn.Parameter(torch.randn(1, tokens, hidden) * 0.02)
+        self.layers = nn.Sequential(*(ViTLayer(hidden) for _ in range(layers)))
+        self.ln = nn.LayerNorm(hidden, eps=1e-6)
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        x = self.conv_proj(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.class_token.expand(x.shape[0], -1, -1), x], dim=1)
+        x = self.ln(self.layers(x + self.pos_embedding))
+        return self.head(x[:, 0])
+
+
+def _randomized(model: nn.Module, seed: int = 0) -> nn.Module:
+    """Batch-norm statistics away from (0, 1), so folding them is tested."""
+    gen = torch.Generator().manual_seed(seed)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=gen) * 0.1)
+            m.running_var.copy_(torch.rand(m.num_features, generator=gen) + 0.5)
+            m.weight.data.copy_(torch.rand(m.num_features, generator=gen) + 0.5)
+            m.bias.data.copy_(torch.randn(m.num_features, generator=gen) * 0.1)
+    return model.eval()
+
+
+def residual_cnn(**kw):
+    torch.manual_seed(0)
+    return _randomized(ResidualCNN(**kw))
+
+
+def depthwise_se(**kw):
+    torch.manual_seed(1)
+    return _randomized(DepthwiseSE(**kw))
+
+
+def bert_encoder(**kw):
+    torch.manual_seed(2)
+    return BertEncoder(**kw).eval()
+
+
+def gpt2(**kw):
+    torch.manual_seed(3)
+    return GPT2(**kw).eval()
+
+
+def vit(**kw):
+    torch.manual_seed(4)
+    return ViT(**kw).eval()
+
+
+def resnet18(**kw):
+    """torchvision's resnet18 with seeded random weights (nothing is downloaded)."""
+    import torchvision
+    torch.manual_seed(5)
+    return _randomized(torchvision.models.resnet18(weights=None, **kw))
+
+
+class Unsupported(nn.Module):
+    """Four ATen operations without a translation, for the importers' report."""
+
+    def forward(self, x):
+        y = torch.sort(x, dim=-1).values
+        return torch.cumsum(y, dim=-1) + torch.fft.fft(x).real  # fft_fft, view_as_real
+
+
+def unsupported():
+    return Unsupported()
+
+
+def torchvision_model(name: str, seed: int = 6, **kw):
+    """A torchvision classifier by name with seeded random weights (nothing is downloaded)."""
+    import torchvision
+    torch.manual_seed(seed)
+    model = getattr(torchvision.models, name)(weights=None, **kw)
+    with torch.no_grad():  # zero-initialized heads (ViT's) would make every output 0
+        for p in model.parameters():
+            if p.ndim > 1 and not p.any():
+                p.normal_(0.0, 0.02)
+    return _randomized(model)
+
+
+def transformers_model(kind: str, seed: int = 7):
+    """A small transformers model (random weights, 2 layers): 'distilbert' or 'gpt2'."""
+    import transformers
+    torch.manual_seed(seed)
+    if kind == "distilbert":
+        config = transformers.DistilBertConfig(vocab_size=100, dim=32, n_layers=2, n_heads=4,
+                                               hidden_dim=64, max_position_embeddings=32)
+        return transformers.DistilBertModel(config).eval()
+    config = transformers.GPT2Config(vocab_size=100, n_embd=32, n_layer=2, n_head=4,
+                                     n_positions=32, use_cache=False, bos_token_id=0,
+                                     eos_token_id=0)
+    return transformers.GPT2Model(config).eval()
