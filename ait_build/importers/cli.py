@@ -18,7 +18,8 @@ def _common(p) -> None:
                         "as SPEC's name with .safetensors")
     p.add_argument("--input", action="append", default=[], metavar="NAME:SHAPE[:DTYPE]",
                    help="an input (repeatable, in the model's order); sizes are integers or dim "
-                        "names, e.g. image:batch,3,224,224 or input_ids:batch,seq:int64")
+                        "names, e.g. image:batch,3,224,224 or input_ids:batch,seq:int64 (a float "
+                        "input takes --dtype)")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=MIN:MAX[:OPT]",
                    help="the range of a dim the inputs name (default 1:64, opt 8), e.g. "
                         "--dim seq=1:512:128")

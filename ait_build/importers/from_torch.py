@@ -179,7 +179,9 @@ class TorchTranslator:
             shape.append(want)
         for name, d in self.dims.items():
             self.g.dims[name] = (d.min, d.max, d.opt)
-        self.values[node] = self.g.add_input(spec.name, tuple(shape), TORCH_DTYPES[spec.dtype])
+        dtype = TORCH_DTYPES[spec.dtype]  # a float32 source input takes the spec's dtype, as weights do
+        self.values[node] = self.g.add_input(spec.name, tuple(shape),
+                                             self.g.dtype if dtype == "float32" else dtype)
 
     def _weight(self, node, name: str, tensor) -> None:
         array = tensor.detach().cpu().contiguous()

@@ -130,3 +130,16 @@ def test_library_models_match_torch_in_the_reference(name, tmp_path):
     want = (out if isinstance(out, torch.Tensor) else out[0]).numpy()
     got = run_reference(graph, feed)[graph.outputs[0]]
     assert rel_error(got, want) < RTOL
+
+
+def test_float_inputs_take_the_spec_dtype(tmp_path):
+    """--dtype float16 without a dtype on --input: the float32 source input becomes float16 like
+    the weights (a float32 input kept the stem in float32 and cast before the first add)."""
+    factory, input_texts, dim_texts, _ = CASES["residual_cnn"]
+    inputs = [parse_input(t) for t in input_texts]
+    dims = dims_for(inputs, [parse_dim(t) for t in dim_texts])
+    graph = import_torch(factory, None, inputs, dims, "rcnn16", "float16")
+    simplify(graph)
+    spec, _, _ = write_spec(graph, str(tmp_path / "rcnn16.yaml"), "test import")
+    text = open(spec).read()
+    assert "dtype: float16" in text and "float32" not in text and "op: cast" not in text, text
