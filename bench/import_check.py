@@ -43,7 +43,12 @@ def main() -> int:
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     results, failed = [], False
     for name, dims in CASES:
-        model = Model(os.path.join("build", "h200", f"{name}_imported"))
+        build = os.path.join("build", "h200", f"{name}_imported")
+        if not os.path.isfile(os.path.join(build, "manifest.json")):
+            print(json.dumps({"model": name, **dims, "ok": False, "error": f"no build in {build}"}))
+            failed = True
+            continue
+        model = Model(build)
         module = getattr(import_models, name)().cuda()
         x = np.random.default_rng(7).standard_normal(shape(name, dims)).astype(np.float16)
         (ours,) = model.run({model.manifest.inputs[0].name: x}).values()

@@ -1,6 +1,7 @@
 #!/bin/bash
 # One call on the GPU machine (docs/import.md): import the seed models from their PyTorch modules
-# (bench/import_models.py, float16 specs), build them for h200 in one SCons run, compare each
+# (bench/import_models.py, float16 specs: float inputs take --dtype, and the export traces in
+# float32), build them for h200 in one SCons run, compare each
 # with its float32 PyTorch module on the GPU at batch 1 and 8 (bench/import_check.py) and time
 # them with `ait-build bench` (batch 1 and 256; BERT at seq 128). Logs and JSON go to $OUT.
 set -o pipefail
@@ -16,9 +17,9 @@ imp() {  # name, inputs and dims
     -o "build/imported/${name}_imported.yaml" > "$OUT/import_$name.log" 2>&1
   echo "import $name rc=$? $(tail -1 "$OUT/import_$name.log")"
 }
-imp resnet50 --input image:batch,3,224,224:float16 --dim batch=1:256:64 &
-imp vit_b16 --input image:batch,3,224,224:float16 --dim batch=1:256:64 &
-imp bert_base --input hidden_states:batch,seq,768:float16 --dim batch=1:256:32 --dim seq=1:4096:128 &
+imp resnet50 --input image:batch,3,224,224 --dim batch=1:256:64 &
+imp vit_b16 --input image:batch,3,224,224 --dim batch=1:256:64 &
+imp bert_base --input hidden_states:batch,seq,768 --dim batch=1:256:32 --dim seq=1:4096:128 &
 wait
 echo "imports in $(( $(date +%s) - start ))s"
 specs=$(ls build/imported/*_imported.yaml | paste -sd,)
