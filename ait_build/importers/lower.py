@@ -54,9 +54,17 @@ class Lower:
 
     def _common(self, operands: list) -> tuple:
         """(rank, perm) the operands of a broadcasting op are brought to: the layout of the
-        highest-rank operand that is not plain, so an NHWC conv output stays NHWC."""
+        highest-rank operand that is not plain, so an NHWC conv output stays NHWC. Between
+        operands of the full shape in different layouts, one of them plain, the plain one's:
+        a residual stream (`attn(x) + x`) keeps the source's order rather than taking the
+        branch's (torch's MultiheadAttention works seq-first inside and hands back a
+        transposed view), and the permute goes to the branch, where simplify can cancel it."""
         tensors = [v for v in operands if isinstance(v, Value)]
         rank = max(v.rank for v in tensors)
+        full = [v for v in tensors if v.rank == rank and tuple(v.source_shape) == tuple(
+            max_dims(t.source_shape[i] for t in tensors if t.rank == rank) for i in range(rank))]
+        if len({v.perm for v in full}) > 1 and any(v.plain for v in full):
+            return rank, identity(rank)
         for v in tensors:
             if v.rank == rank and not v.plain:
                 return rank, v.perm
@@ -217,6 +225,13 @@ class Lower:
     # -- shapes ---------------------------------------------------------------------------------
     def reshape(self, x: Value, shape: tuple) -> Value:
         shape = tuple(Dim.of(d) for d in shape)
+        if not x.plain:
+            kept = _reshape_in_layout(x, shape)
+            if kept is not None:  # the same bytes: a reshape of ours, no permute
+                ours, perm = kept
+                if tuple(x.shape) == ours:
+                    return self.g.relabel(x, perm)
+                return self.emit("reshape", [x], {"shape": shape_attr(ours, x.shape)}, perm=perm)
         x = self.plain(x)
         if tuple(x.shape) == shape:
             return x
@@ -395,6 +410,59 @@ def _pair(value):
 def _lean(attrs: dict, defaults: dict) -> dict:
     """Attributes without those at their defaults: specs stay short."""
     return {k: v for k, v in attrs.items() if k not in defaults or defaults[k] != v}
+
+
+def _reshape_in_layout(x: Value, shape: tuple):
+    """(our shape, perm) of source reshape `shape` done on our stored tensor, or None.
+
+    A reshape splits and merges runs of source axes. When each run that merges sits in our
+    tensor in the same order and side by side, the result is a reshape of ours, laid out by
+    the runs' order there (ConvNeXt/ViT's NHWC conv output viewed as [b, c, h*w]). Size-1 axes
+    carry no bytes: a new one joins the run before it."""
+    source = x.source_shape
+    src = [a for a in range(x.rank) if not source[a] == 1]
+    tgt = [a for a in range(len(shape)) if not shape[a] == 1]
+    if not src or not tgt:
+        return None
+    groups = []  # ([source axes], [target axes])
+    i = j = 0
+    while i < len(src) and j < len(tgt):
+        sa, ta = [src[i]], [tgt[j]]
+        ps, pt = source[src[i]], shape[tgt[j]]
+        i, j = i + 1, j + 1
+        while not ps == pt:
+            if pt.exact_div(ps) is not None and i < len(src):
+                ps = ps * source[src[i]]
+                sa.append(src[i])
+                i += 1
+            elif ps.exact_div(pt) is not None and j < len(tgt):
+                pt = pt * shape[tgt[j]]
+                ta.append(tgt[j])
+                j += 1
+            else:
+                return None
+        groups.append((sa, ta))
+    if i < len(src) or j < len(tgt):
+        return None
+    for a in range(len(shape)):  # size-1 target axes join the run of the axis before them
+        if shape[a] == 1:
+            before = [g for g in groups if g[1][0] < a]
+            (before[-1] if before else groups[0])[1].append(a)
+    for _, ta in groups:
+        ta.sort()
+    ours = [a for a in x.perm if a in src]  # our order of the source axes that hold bytes
+    where = [[ours.index(a) for a in sa] for sa, _ in groups]
+    if any(w != list(range(w[0], w[0] + len(w))) for w in where):
+        return None  # a merged run is split up or reordered in ours
+    order = sorted(range(len(groups)), key=lambda g: where[g][0])
+    perm = tuple(a for g in order for a in groups[g][1])
+    return tuple(shape[a] for a in perm), perm
+
+
+def max_dims(dims) -> Dim:
+    """The broadcast size of an axis: the one that is not 1."""
+    dims = list(dims)
+    return next((d for d in dims if not d == 1), dims[0])
 
 
 def _prod(dims) -> Dim:

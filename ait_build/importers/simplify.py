@@ -2,7 +2,11 @@
 
 - reshape of a reshape reads the first one's input; a reshape to the same shape goes;
 - a linear between a flattening reshape and its inverse (transformers' Conv1D: view(-1, in),
-  addmm, view back) reads the unflattened tensor;
+  addmm, view back) reads the unflattened tensor, or a reshape of it to the rows the one back
+  makes (nn.MultiheadAttention's out_proj), so the residual add after it reads the linear;
+- chains of reshapes, permutes and slices are read as index maps (views.py): a linear between
+  a row permutation and its inverse reads the unpermuted rows, attention over the three
+  thirds of one tensor reads it packed;
 - nodes nobody reads go, and with them weights nobody uses.
 
 Shapes come from the op registry (the graph's `values`), so rewrites never guess sizes.
@@ -11,6 +15,8 @@ Shapes come from the op registry (the graph's `values`), so rewrites never guess
 from __future__ import annotations
 
 from ait_build.importers.graph import ImportGraph, shape_attr
+from ait_build.importers.views import pack_attention, unpermute_linears
+from ait_build.ir.dims import Dim
 
 
 def _replace(g: ImportGraph, old: str, new: str) -> None:
@@ -77,14 +83,28 @@ def unflatten_linears(g: ImportGraph) -> int:
         back = readers[0]
         src = _shape(g, flat.inputs[0])
         out = _shape(g, back.outputs[0])
-        if src[:-1] != out[:-1] or _shape(g, flat.outputs[0])[-1] != src[-1]:
+        k = _shape(g, flat.outputs[0])[-1]
+        if src[:-1] == out[:-1] and src[-1] == k:
+            node.inputs = [flat.inputs[0]]
+        elif _numel(src) == _numel(out[:-1]) * k:
+            # the flattening reshape splits the rows as the one back does (attention's
+            # [s, b, h, d] -> [s*b, h*d] before out_proj): it reshapes to [..., k] instead
+            g.values[flat.outputs[0]].shape = out[:-1] + (k,)
+            flat.attrs["shape"] = shape_attr(out[:-1] + (k,), src)
+        else:
             continue
-        node.inputs = [flat.inputs[0]]
         g.values[node.outputs[0]].shape = out
         _replace(g, back.outputs[0], node.outputs[0])
         g.nodes = [n for n in g.nodes if n is not back]
         changed += 1
     return changed
+
+
+def _numel(shape: tuple):
+    out = Dim.of(1)
+    for d in shape:
+        out = out * d
+    return out
 
 
 def drop_dead(g: ImportGraph) -> int:
@@ -103,5 +123,6 @@ def drop_dead(g: ImportGraph) -> int:
 
 
 def simplify(g: ImportGraph) -> None:
-    while unflatten_linears(g) + merge_reshapes(g) + drop_no_ops(g) + drop_dead(g):
+    while (unflatten_linears(g) + unpermute_linears(g) + pack_attention(g) + merge_reshapes(g)
+           + drop_no_ops(g) + drop_dead(g)):
         pass
