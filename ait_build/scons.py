@@ -224,7 +224,7 @@ def target_env(env, target, root: str):
     link steps run; the include and library folders are there for SCons' scanners."""
     from ait_build.toolchain import toolchain_for
     tc = toolchain_for(target)  # raises AitError naming what to install
-    return env.Clone(AIT_TOOLCHAIN=tc, AIT_ROOT=root,
+    return env.Clone(AIT_TOOLCHAIN=tc, AIT_ROOT=root, ENV=tc.environ(env["ENV"]),
                      CPPPATH=[env.fs.Dir(d) for d in tc.include_dirs],
                      LIBPATH=[env.fs.Dir(d) for d in tc.lib_dirs],
                      LIBS=[literal(lib) for lib in tc.libs],

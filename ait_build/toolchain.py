@@ -41,6 +41,7 @@ class Toolchain:
     host_prefix: tuple = ()  # how host-compiler-only flags are passed (nvcc: -Xcompiler)
     libraries: tuple = ()  # (name, version) of the header/link libraries built against
     object_suffix: str = ".os"  # of compiled objects (nvcc links only objects named .o)
+    env: tuple = ()  # (name, value) the compiler needs in its environment (hipcc: HIP_PLATFORM)
 
     def compile_command(self, source: str, obj: str, include_dirs=(), prefix_map: str = "") -> list:
         """Compile one source; `prefix_map` (the build folder) keeps paths out of the object."""
@@ -63,7 +64,11 @@ class Toolchain:
         return cmd + [f"-l{lib}" for lib in self.libs]
 
     def version(self) -> str:
-        return compiler_version(self.cxx)
+        return compiler_version(self.cxx, self.env)
+
+    def environ(self, base=None) -> dict:
+        """`base` (default: this process's environment) with the compiler's own variables."""
+        return {**(os.environ if base is None else base), **dict(self.env)}
 
     def manifest(self) -> dict:
         """What manifest.json records: the exact versions of the compiler (and of nvcc's host
@@ -89,11 +94,11 @@ def version_key(version: str) -> tuple:
     return tuple(int(n) for n in re.findall(r"\d+", version))
 
 
-def require_min_version(target) -> None:
+def require_min_version(target, env: tuple = ()) -> None:
     """The target's compiler.min_version, if it has one, against the compiler's version."""
     if not target.min_version:
         return
-    have = compiler_version(target.cxx)
+    have = compiler_version(target.cxx, env)
     if have == "unknown" or version_key(have) < version_key(target.min_version):
         raise AitError(f"target '{target.name}' needs {target.cxx} {target.min_version} or newer "
                        f"(compiler.min_version); '{target.cxx}' is version {have}")
@@ -106,12 +111,14 @@ VERSION_PATTERNS = {"nvcc": r"release [\d.]+, V(\d+(?:\.\d+)+)", "hipcc": r"HIP 
 
 
 @functools.lru_cache(maxsize=None)
-def compiler_version(cxx: str) -> str:
-    """The compiler's exact version ('13.0.88', '12.2.0'), or 'unknown' when it does not say."""
+def compiler_version(cxx: str, env: tuple = ()) -> str:
+    """The compiler's exact version ('13.0.88', '12.2.0'), or 'unknown' when it does not say;
+    `env`: (name, value) pairs it runs with (hipcc needs HIP_PLATFORM where nvcc is on PATH too)."""
     pattern = VERSION_PATTERNS.get(os.path.basename(cxx))
     cmd = [cxx, "--version"] if pattern else [cxx, "-dumpfullversion", "-dumpversion"]
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, **dict(env)} if env else None)
     except OSError as exc:
         raise AitError(f"cannot run '{cxx}': {exc}") from None
     if pattern:
@@ -165,5 +172,7 @@ def toolchain_for(target, check: bool = True) -> Toolchain:
     verifies the compiler exists first, raising one AitError that says what to install."""
     if check:
         require_compiler(target.cxx, target.name)
-        require_min_version(target)
-    return get_backend(target.backend).toolchain(target)
+    toolchain = get_backend(target.backend).toolchain(target)
+    if check:
+        require_min_version(target, toolchain.env)
+    return toolchain

@@ -10,7 +10,8 @@ import importlib
 from ait_build.backends.base import Backend
 from ait_build.errors import AitError
 
-PACKAGES = {"cpu": "ait_build.backends.cpu", "cuda": "ait_build.backends.cuda"}
+PACKAGES = {"cpu": "ait_build.backends.cpu", "cuda": "ait_build.backends.cuda",
+            "rocm": "ait_build.backends.rocm"}
 
 
 def backend_names() -> tuple:

@@ -25,7 +25,7 @@ from ait_build.runtime.manifest import (Manifest, ModelError, bind_dims, load_ma
 
 # the memory a build's tensors live in (manifest "device", the backend's Backend.device) that
 # this runtime can hand a library: host arrays, or CUDA device memory
-DEVICES = ("host", "cuda")
+DEVICES = ("host", "cuda", "hip")  # hip: PyTorch for ROCm's tensors (torch calls them cuda)
 
 
 class CApi:
@@ -115,10 +115,17 @@ class Model:
         enqueued on torch's current stream; outputs are torch tensors); `outputs` may hand it
         contiguous device arrays to write into, so that repeated calls reuse one set of
         pointers (and replay one CUDA graph)."""
+        torch_given = any(_is_torch(v) for v in list(inputs.values()) + list((outputs or {}).values()))
         if self.manifest.device == "cuda":
-            if any(_is_torch(v) for v in list(inputs.values()) + list((outputs or {}).values())):
+            if torch_given:
                 return self._run_cuda(inputs, dims, outputs)
             return self._run_cuda_arrays(inputs, dims, outputs)
+        if self.manifest.device == "hip":  # PyTorch for ROCm: HIP streams and memory as torch.cuda
+            if not torch_given:
+                raise ModelError(f"{self.name}: a {self.manifest.target} build runs on PyTorch "
+                                 "(for ROCm) tensors on the GPU; NumPy and other arrays are not "
+                                 "taken on HIP devices yet")
+            return self._run_cuda(inputs, dims, outputs)
         if outputs is not None:
             raise ModelError(f"{self.name}: outputs= is for builds whose tensors live on a device")
         arrays = self._check_inputs(inputs)

@@ -12,6 +12,7 @@ from ait_build.backends import backend_names, get_backend
 from ait_build.backends.base import Backend
 from ait_build.backends.cpu.toolchain import arch_flags as cpu_arch_flags
 from ait_build.backends.cuda.toolchain import arch_flags as cuda_arch_flags
+from ait_build.backends.rocm.toolchain import arch_flags as rocm_arch_flags
 from ait_build.codegen.render import template_path
 from ait_build.errors import AitError, SpecError
 from ait_build.ops.registry import all_ops
@@ -39,8 +40,8 @@ def test_backend_describes_itself(name):
 
 
 def test_unknown_backend_and_template_kind():
-    with pytest.raises(AitError, match="rocm backend is not available"):
-        get_backend("rocm")
+    with pytest.raises(AitError, match="metal backend is not available"):
+        get_backend("metal")
     with pytest.raises(KeyError, match="cpu backend has no 'attention_fmha'"):
         get_backend("cpu").template("attention_fmha")
 
@@ -48,6 +49,7 @@ def test_unknown_backend_and_template_kind():
 def test_on_device():
     assert not get_backend("cpu").on_device
     assert get_backend("cuda").on_device and get_backend("cuda").device == "cuda"
+    assert get_backend("rocm").on_device and get_backend("rocm").device == "hip"
 
 
 @pytest.mark.parametrize("arch,flags", [
@@ -63,6 +65,26 @@ def test_cuda_arch_flags_derive_from_arch(arch, flags):
 def test_cuda_rejects_what_is_not_an_sm_arch(arch):
     with pytest.raises(AitError):
         cuda_arch_flags(arch)
+
+
+@pytest.mark.parametrize("arch,ok", [("gfx90a", True), ("gfx942", True), ("gfx1100", True),
+                                     ("gfx90a:xnack-", True), ("sm_80", False), ("", False),
+                                     ("gfx", False)])
+def test_rocm_arch_flags_derive_from_arch(arch, ok):
+    if ok:
+        assert rocm_arch_flags(arch) == (f"--offload-arch={arch}",)
+    else:
+        with pytest.raises(AitError, match="not an AMD GPU architecture"):
+            rocm_arch_flags(arch)
+
+
+def test_mi250_gets_its_offload_arch_and_hip_platform():
+    target = find_target("mi250")
+    toolchain = get_backend("rocm").toolchain(target)
+    assert [f for f in toolchain.flags if f.startswith("--offload-arch")] == ["--offload-arch=gfx90a"]
+    assert toolchain.flags[toolchain.flags.index("-x") + 1] == "hip"
+    assert dict(toolchain.env)["HIP_PLATFORM"] == "amd"  # nvcc on PATH would make hipcc pick NVIDIA's
+    assert toolchain.environ({"PATH": "/bin"}) == {"PATH": "/bin", "HIP_PLATFORM": "amd"}
 
 
 def test_cpu_arch_flags():

@@ -197,7 +197,16 @@ def test_libcudart_missing_or_without_a_gpu_is_a_clear_error():
 
 
 def test_a_library_on_a_device_the_runtime_does_not_know_is_refused(toy_dir, tmp_path):
-    path = build_toy(str(tmp_path), target="mi250", backend="rocm", device="hip")
-    with pytest.raises(ModelError, match=r"live in hip memory; the Python runtime runs builds on "
-                                         r"host, cuda memory"):
+    path = build_toy(str(tmp_path), target="m1", backend="metal", device="metal")
+    with pytest.raises(ModelError, match=r"live in metal memory; the Python runtime runs builds on "
+                                         r"host, cuda, hip memory"):
         Model(path)
+
+
+def test_a_rocm_build_takes_torch_tensors_not_numpy(toy_dir, tmp_path):
+    """rocm builds run on PyTorch-for-ROCm tensors (torch's `cuda` device); NumPy arrays are
+    refused with a message instead of handing host pointers to HIP kernels."""
+    path = build_toy(str(tmp_path), target="mi250", backend="rocm", device="hip")
+    model = Model(path)  # the toy library creates without a GPU
+    with pytest.raises(ModelError, match=r"runs on PyTorch \(for ROCm\) tensors"):
+        model.run({name: np.zeros(1, np.float32) for name in model.inputs})

@@ -8,10 +8,8 @@ dtype, and run() enqueues on the caller's stream.
 from __future__ import annotations
 
 from ait_build.backends import gpu
-from ait_build.backends.base import Backend, frozen
 from ait_build.backends.cuda import cutlass, fmha
 from ait_build.backends.cuda.toolchain import ARCH_OPTIONS, arch_flags, cuda_toolchain
-from ait_build.backends.gpu import edges
 
 # kernel kind -> template: the GPU layer's kernels as cuda renders them (each a one-line stub
 # extending templates/gpu/<kind>.cu.j2: a kernel's name hashes its template's path, so the stubs
@@ -42,25 +40,21 @@ CTYPE = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16",
          "int32": "int32_t", "int64": "int64_t", "bool": "uint8_t"}
 SIZEOF = {"float": 4, "__half": 2, "__nv_bfloat16": 2, "int32_t": 4, "int64_t": 8, "uint8_t": 1}
 
-BACKEND = Backend(
+BACKEND = gpu.backend(
     name="cuda",
-    lower=frozen(gpu.lowerings(cutlass.CUTLASS, fmha.tensor_core_attention)),
-    templates=frozen(TEMPLATES),
+    lower=gpu.lowerings(cutlass.CUTLASS, fmha.tensor_core_attention),
+    templates=TEMPLATES,
     model_template="cuda/model.cpp.j2",
-    support_files=frozen(SUPPORT_FILES),
-    ctypes=frozen(CTYPE),
-    io_ctypes=frozen(CTYPE),
-    sizeof=frozen(SIZEOF),
-    lower_inputs=edges.lower_inputs,
-    lower_outputs=edges.lower_outputs,
+    support_files=SUPPORT_FILES,
+    ctypes=CTYPE,
+    sizeof=SIZEOF,
     toolchain=cuda_toolchain,
     arch_flags=arch_flags,
     compile_job_memory=5 << 30,  # a CUTLASS 3.x sm90 kernel file takes 4-5 GB in nvcc (cicc)
     arch_options=ARCH_OPTIONS,
-    kernel_families=frozen({"gemm": tuple(cutlass.FAMILIES), "conv2d": tuple(cutlass.FAMILIES),
-                            "attention": tuple(fmha.FAMILIES)}),
+    kernel_families={"gemm": tuple(cutlass.FAMILIES), "conv2d": tuple(cutlass.FAMILIES),
+                     "attention": tuple(fmha.FAMILIES)},
     device="cuda",
-    render_globals=frozen({"kernel_header": "ait_cuda.h"}),  # gpu/kernel.cu.j2 includes it
-    step_timing=True,
+    render_globals={"kernel_header": "ait_cuda.h"},  # gpu/kernel.cu.j2 includes it
     profile_driver="cuda/profile.cu.j2",
 )

@@ -11,6 +11,7 @@ build maps through its own small header.
 from __future__ import annotations
 
 from ait_build.backends import shared
+from ait_build.backends.base import Backend, frozen
 from ait_build.backends.gpu import edges, gemm, rows
 from ait_build.backends.gpu.attention import attention_lowering
 
@@ -31,3 +32,12 @@ def lowerings(engine, tensor_core_attention=None) -> dict:
         "embedding": edges.lower_embedding,
         "parameter": edges.lower_parameter,
     }
+
+
+def backend(*, ctypes: dict, **fields) -> Backend:
+    """A GPU backend: tensors in the model's dtype on the device, inputs and outputs too (the
+    edges convert nothing: edges.py), run() timed per step with device events. `fields`: the
+    rest of the Backend (its tables are frozen here)."""
+    tables = {k: frozen(v) if isinstance(v, dict) else v for k, v in fields.items()}
+    return Backend(ctypes=frozen(ctypes), io_ctypes=frozen(ctypes), lower_inputs=edges.lower_inputs,
+                   lower_outputs=edges.lower_outputs, step_timing=True, **tables)
