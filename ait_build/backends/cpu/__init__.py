@@ -71,4 +71,5 @@ BACKEND = Backend(
     kernel_families=frozen({"gemm": ("openblas",), "conv2d": ("im2col_openblas",),
                             "attention": ("cpu_fused",)}),
     device="host",
+    step_timing=True,
 )
