@@ -74,12 +74,14 @@ def find_mkl() -> Blas:
     include_dir, lib_dir = os.path.join(sys.prefix, "include"), os.path.join(sys.prefix, "lib")
     fix = "pip install mkl-devel (or ait-build[mkl])"
     if not os.path.isfile(os.path.join(include_dir, "mkl_cblas.h")):
-        raise AitError(f"the target's kernels.gemm is mkl, but {include_dir} has no mkl_cblas.h: {fix}")
+        raise AitError(f"the target's kernels.gemm is mkl, but {include_dir} has no mkl_cblas.h: "
+                       + fix)
     libs = []
     for layer in MKL_LAYERS:
         found = sorted(glob.glob(os.path.join(lib_dir, f"lib{layer}.so*")))
         if not found:
-            raise AitError(f"the target's kernels.gemm is mkl, but {lib_dir} has no lib{layer}: {fix}")
+            raise AitError(f"the target's kernels.gemm is mkl, but {lib_dir} has no lib{layer}: "
+                           + fix)
         libs.append(":" + os.path.basename(found[0]))
     defines = ("AIT_MKL", "AIT_SGEMM=cblas_sgemm", "AIT_BLAS_SET_THREADS=mkl_set_num_threads")
     return Blas(include_dir, lib_dir, tuple(libs), defines, "mkl")
