@@ -42,9 +42,11 @@ class Library:
         rng = np.random.default_rng(0)
         env = {d["name"]: dims.get(d["name"], d["opt"]) for d in self.manifest["dims"]}
         shape = lambda t: [env.get(d, d) for d in t["shape"]]  # noqa: E731
-        self.inputs = [rng.standard_normal(shape(t)).astype(np.float32)
+        import ml_dtypes
+        dtype = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
+        self.inputs = [rng.standard_normal(shape(t)).astype(dtype[t["dtype"]])
                        for t in self.manifest["inputs"]]
-        self.outputs = [np.empty(shape(t), np.float32) for t in self.manifest["outputs"]]
+        self.outputs = [np.empty(shape(t), dtype[t["dtype"]]) for t in self.manifest["outputs"]]
         lib, c = self.model._api.lib, self.manifest["c_name"]
         self.count = lib[c + "_num_steps"]()
         self.fn = lib[c + "_time_steps"]
