@@ -83,6 +83,26 @@ def test_bad_index_is_an_error_not_a_crash(api):
     assert call_run(model, dims, ins, outs) == ARGUMENT
 
 
+
+def test_time_steps_times_every_call_and_matches_run(api):
+    """time_steps() runs the model like run() and gives each kernel call's wall time."""
+    model = api[0]
+    count = model.lib[model.manifest["c_name"] + "_num_steps"]()
+    timed = model.lib[model.manifest["c_name"] + "_time_steps"]
+    timed.argtypes = [ctypes.c_void_p] * 5 + [ctypes.POINTER(ctypes.c_float), ctypes.c_int]
+    ids, out, dims, ins, outs = buffers()
+    assert call_run(model, dims, ins, outs) == OK
+    expected = out.copy()
+    out[:] = 0
+    ms = (ctypes.c_float * count)()
+    assert timed(model.handle, dims, ins, outs, None, ms, count) == OK
+    assert count >= 4 and all(t >= 0.0 for t in ms) and sum(ms) > 0.0
+    np.testing.assert_array_equal(out, expected)
+    assert timed(model.handle, dims, ins, outs, None, ms, count + 1) == ARGUMENT
+    assert f"step_ms must hold {count} floats" in model.error()
+    assert timed(model.handle, dims, None, outs, None, ms, count) == ARGUMENT
+    assert "_time_steps: inputs is NULL" in model.error()
+
 def test_last_error_is_per_thread(api):
     model = api[0]
     ids, out, dims, ins, outs = buffers()

@@ -150,6 +150,24 @@ def test_missing_blas_says_what_to_install(monkeypatch):
         toolchain.find_openblas.cache_clear()
 
 
+def test_missing_mkl_and_mixed_blas_are_errors(monkeypatch, tmp_path):
+    import dataclasses
+    import sys
+
+    from ait_build.backends.cpu import toolchain
+    target = find_target("cpu_mkl")
+    toolchain.find_mkl.cache_clear()
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))  # a prefix without the mkl-devel wheel
+    try:
+        with pytest.raises(AitError, match="has no mkl_cblas.h: pip install mkl-devel"):
+            toolchain_for(target)
+    finally:
+        toolchain.find_mkl.cache_clear()
+    mixed = dataclasses.replace(target, kernels=(("conv2d", "im2col_openblas"), ("gemm", "mkl")))
+    with pytest.raises(AitError, match="name different BLAS libraries; use conv2d: im2col_mkl"):
+        toolchain_for(mixed)
+
+
 def test_place_keeps_live_groups_apart():
     from ait_build.placement import place
     rng = np.random.default_rng(0)

@@ -202,6 +202,37 @@ def test_op_matches_reference(models, group, batch):
         np.testing.assert_allclose(actual, expected, **tolerance(expected), err_msg=name)
 
 
+
+@pytest.mark.parametrize("group", ["gemm", "conv", "norm_attention"])
+def test_mkl_target_matches_reference(tmp_path, object_cache, group):
+    """The cpu_mkl target (GEMMs, im2col convs and attention through MKL) against the reference,
+    where the mkl-devel wheel is installed."""
+    from ait_build.backends.cpu.toolchain import find_mkl
+    from ait_build.errors import AitError
+    from ait_build.pipeline import emit
+    from ait_build.spec.target import find_target
+    from ait_build.toolchain import toolchain_for
+
+    from .conftest import CModel, build_library
+    try:
+        find_mkl()
+    except AitError as exc:
+        pytest.skip(str(exc))
+    target = find_target("cpu_mkl")
+    spec = write_spec(tmp_path, f"mkl_{group}", dims=B, **GROUPS[group])
+    emission = emit(spec, target, str(tmp_path / "out"), optimize=False)
+    lib = build_library(toolchain_for(target), str(tmp_path / "out"), emission, object_cache)
+    model, graph = CModel(str(tmp_path / "out"), emission, lib), load_model(spec)
+    try:
+        for batch in (1, 5):
+            inputs = inputs_for(graph, batch, seed=batch)
+            got = model.run(inputs)
+            for name, expected in run_reference(graph, inputs).items():
+                np.testing.assert_allclose(got[name].astype(np.float32), expected,
+                                           **tolerance(expected), err_msg=name)
+    finally:
+        model.close()
+
 def test_every_op_has_a_cpu_kernel_and_a_test_here():
     from ait_build.backends.cpu import LOWER
     from ait_build.ops.registry import all_ops

@@ -1,10 +1,11 @@
-"""The cpu backend: C++17 + OpenMP kernels, GEMMs through OpenBLAS (scipy-openblas32), float32
-compute for every float dtype (float16/bfloat16 models take and return their own dtype; the
-conversion happens at the model's edges, edges.py).
+"""The cpu backend: C++17 + OpenMP kernels, GEMMs through the BLAS the target's kernels.gemm names
+(OpenBLAS from scipy-openblas32, or MKL: toolchain.py), float32 compute for every float dtype
+(float16/bfloat16 models take and return their own dtype; the conversion happens at the model's
+edges, edges.py).
 
 LOWER is the whole mapping from ops to kernels: the rows every backend shares
 (backends/shared.py, rendered into the templates named in TEMPLATES) and the cpu's own lowerings
-in this package (gemm.py: GEMMs, convs and attention through OpenBLAS; norm.py; lookups.py).
+in this package (gemm.py: GEMMs, convs and attention through the BLAS; norm.py; lookups.py).
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ BACKEND = Backend(
     arch_flags=arch_flags,
     compile_job_memory=1 << 30,  # a C++ kernel file takes well under 1 GB
     arch_options=("-march",),
-    kernel_families=frozen({"gemm": ("openblas",), "conv2d": ("im2col_openblas",),
+    kernel_families=frozen({"gemm": ("openblas", "mkl"),
+                            "conv2d": ("im2col_openblas", "im2col_mkl"),
                             "attention": ("cpu_fused",)}),
     device="host",
+    step_timing=True,
 )

@@ -1,10 +1,13 @@
-"""The cpu backend's command lines: the target's compiler (g++ or clang++) with OpenMP, OpenBLAS
-from the scipy-openblas32 wheel, vector-width flags from `device.simd` and `-march` from `arch`."""
+"""The cpu backend's command lines: the target's compiler (g++ or clang++) with OpenMP, the BLAS
+the target's `kernels.gemm` names (OpenBLAS from the scipy-openblas32 wheel, or MKL's sequential
+layer from the mkl-devel wheel), vector-width flags from `device.simd` and `-march` from `arch`."""
 
 from __future__ import annotations
 
 import functools
+import glob
 import os
+import sys
 from dataclasses import dataclass
 
 from ait_build.errors import AitError
@@ -32,8 +35,9 @@ class Blas:
 
     include_dir: str
     lib_dir: str
-    lib: str  # -l name
+    libs: tuple  # -l names
     defines: tuple  # -D macros naming the symbols, so sources do not hard-code a BLAS
+    package: str  # the wheel it comes from, recorded in the manifest with its version
 
 
 @functools.lru_cache(maxsize=None)
@@ -55,7 +59,45 @@ def find_openblas() -> Blas:
     prefix = "scipy_"
     defines = (f"AIT_SGEMM={prefix}cblas_sgemm",
                f"AIT_BLAS_SET_THREADS={prefix}openblas_set_num_threads")
-    return Blas(include_dir, lib_dir, lib, defines)
+    return Blas(include_dir, lib_dir, (lib,), defines, "scipy-openblas32")
+
+
+# MKL's layers, linked directly: LP64 interface, sequential threading (our OpenMP team
+# parallelizes, as with OpenBLAS; no second OpenMP runtime in the process), core
+MKL_LAYERS = ("mkl_intel_lp64", "mkl_sequential", "mkl_core")
+
+
+@functools.lru_cache(maxsize=None)
+def find_mkl() -> Blas:
+    """MKL from the mkl-devel wheel (headers under <prefix>/include, libraries under <prefix>/lib;
+    the wheel ships only versioned names such as libmkl_core.so.3)."""
+    include_dir, lib_dir = os.path.join(sys.prefix, "include"), os.path.join(sys.prefix, "lib")
+    fix = "pip install mkl-devel (or ait-build[mkl])"
+    if not os.path.isfile(os.path.join(include_dir, "mkl_cblas.h")):
+        raise AitError(f"the target's kernels.gemm is mkl, but {include_dir} has no mkl_cblas.h: "
+                       + fix)
+    libs = []
+    for layer in MKL_LAYERS:
+        found = sorted(glob.glob(os.path.join(lib_dir, f"lib{layer}.so*")))
+        if not found:
+            raise AitError(f"the target's kernels.gemm is mkl, but {lib_dir} has no lib{layer}: "
+                           + fix)
+        libs.append(":" + os.path.basename(found[0]))
+    defines = ("AIT_MKL", "AIT_SGEMM=cblas_sgemm", "AIT_BLAS_SET_THREADS=mkl_set_num_threads")
+    return Blas(include_dir, lib_dir, tuple(libs), defines, "mkl")
+
+
+# kernels.gemm -> where its BLAS is; the target's conv2d family must be im2col over the same one
+BLAS = {"openblas": find_openblas, "mkl": find_mkl}
+
+
+def find_blas(target) -> Blas:
+    gemm = target.kernel("gemm", "openblas")
+    conv = target.kernel("conv2d", f"im2col_{gemm}")
+    if conv != f"im2col_{gemm}":
+        raise AitError(f"target '{target.name}': kernels.conv2d '{conv}' and kernels.gemm '{gemm}' "
+                       f"name different BLAS libraries; use conv2d: im2col_{gemm}")
+    return BLAS[gemm]()
 
 
 def simd_flags(target, cxx: str) -> tuple:
@@ -83,11 +125,11 @@ def arch_flags(arch: str) -> tuple:
 
 
 def cpu_toolchain(target) -> Toolchain:
-    blas = find_openblas()
+    blas = find_blas(target)
     flags = (tuple(target.flags) + arch_flags(target.arch) + simd_flags(target, target.cxx)
              + CPU_EXTRA_FLAGS)
     return Toolchain(target=target.name, cxx=target.cxx, flags=flags,
                      include_dirs=(blas.include_dir,), defines=blas.defines,
-                     link_flags=tuple(target.link_flags), libs=(blas.lib,),
+                     link_flags=tuple(target.link_flags), libs=blas.libs,
                      lib_dirs=(blas.lib_dir,), rpath=(blas.lib_dir,),
-                     libraries=(("scipy-openblas32", package_version("scipy-openblas32")),))
+                     libraries=((blas.package, package_version(blas.package)),))
