@@ -24,7 +24,7 @@ wait
 echo "imports in $(( $(date +%s) - start ))s"
 specs=$(ls build/imported/*_imported.yaml | paste -sd,)
 start=$(date +%s)
-timeout "${BUILD_S:-300}" python3 -m SCons -Q -k -j"$(nproc)" target=h200 spec="$specs" > "$OUT/build.log" 2>&1
+timeout "${BUILD_S:-300}" python3 -m SCons -Q -k -j"$(nproc)" target=h200 spec="$specs" cache=build/cache > "$OUT/build.log" 2>&1
 echo "build rc=$? in $(( $(date +%s) - start ))s"; grep -m 5 -A5 "error" "$OUT/build.log"
 timeout "${CHECK_S:-120}" python3 bench/import_check.py --out "$OUT/import_check.json" 2>&1 | tee "$OUT/check.log"
 for case in resnet50:1,256 vit_b16:1,256 bert_base:1,128; do

@@ -160,7 +160,8 @@ GROUPS = {
                 "img": {"shape": ["batch", 6, 4, 3]}},
         graph=[n("clamp", "clamp", ["x"], min=-0.5, max=0.7), n("clamp_i", "clamp", ["i"], min=-1),
                n("relu6", "relu6", ["x"]), n("hardtanh", "hardtanh", ["x"], min_val=-0.5),
-               n("sqrt", "sqrt", ["y"]), n("exp", "exp", ["x"]), n("erf", "erf", ["x"]),
+               # sqrt of a positive input: the check fails on NaN
+               n("exp", "exp", ["x"]), n("sqrt", "sqrt", ["exp"]), n("erf", "erf", ["x"]),
                n("minimum", "minimum", ["x", "y"]), n("maximum", "maximum", ["x", "col"]),
                n("maximum_s", "maximum", ["x"], scalar=0.25),
                n("less", "less", ["x", "y"]), n("ge", "greater_equal", ["x"], scalar=0.0),
