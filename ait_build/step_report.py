@@ -1,8 +1,9 @@
 """Where a cuda model's time goes, per graph node: the device time of each kernel call
 (`<model>_time_steps`, one eager run with an event after every call), the node's floating-point
 operations and the bytes it must move (its inputs, outputs and weights, each once), and what
-that makes in TFLOP/s and GB/s against the ceilings measured on our H200 (DESIGN.md): the
-fraction of the nearer ceiling says how much a faster kernel could still gain there.
+that makes in TFLOP/s and GB/s against the target's ceilings (its `device.peak_fp16_tflops`,
+or `peak_fp32_tflops` for float32 models, and `hbm_tbps`): the fraction of the roofline says how
+much a faster kernel could still gain there.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import statistics
 from ait_build.ir.dims import Dim
 from ait_build.ir.dtypes import ITEMSIZE
 
-# measured on our H200 (DESIGN.md, docs/cuda.md): our CUTLASS 3.x sm90 GEMM on large fp16
-# problems, and a device-to-device copy counting bytes read and written
-GEMM_TFLOPS = 904.0
-COPY_TBPS = 4.2
+
+def ceilings(target, dtype: str) -> tuple:
+    """(TFLOP/s, TB/s) the target's datasheet facts give for a `dtype` model; None where the
+    target file records none (that side of the roofline is then left out)."""
+    peak = target.fact("peak_fp32_tflops" if dtype == "float32" else "peak_fp16_tflops")
+    return peak, target.fact("hbm_tbps")
 
 
 def time_steps(model, inputs: dict, outputs: dict, env: dict, runs: int) -> list:
@@ -63,9 +66,10 @@ def node_bytes(graph, node, env: dict) -> int:
     return total
 
 
-def rows(plan, step_ms: list, env: dict) -> list:
+def rows(plan, step_ms: list, env: dict, target) -> list:
     """One row per node (in execution order) from per-run lists of per-step times: the median
-    time of each step, summed per node, beside the node's work and its rates."""
+    time of each step, summed per node, beside the node's work, its rates and the fraction of the
+    `target`'s roofline it reaches."""
     if not step_ms or any(len(run) != len(plan.steps) for run in step_ms):
         raise ValueError(f"expected {len(plan.steps)} step times per run")
     medians = [statistics.median(run[i] for run in step_ms) for i in range(len(plan.steps))]
@@ -83,13 +87,16 @@ def rows(plan, step_ms: list, env: dict) -> list:
         row["flops"] += Dim.of(step.flops).eval(env)
         if step.kernel.label not in row["kernels"]:
             row["kernels"].append(step.kernel.label)
+    tflops, tbps = ceilings(target, plan.graph.dtype)
     for row in out:
         seconds = row["ms"] / 1e3
         row["tflops"] = row["flops"] / seconds / 1e12 if seconds > 0 else 0.0
         row["gbps"] = row["bytes"] / seconds / 1e9 if seconds > 0 else 0.0
         # the fraction of the roofline this node reaches: its time at the ceilings over its time
-        floor = max(row["flops"] / (GEMM_TFLOPS * 1e12), row["bytes"] / (COPY_TBPS * 1e12))
+        floor = max(row["flops"] / (tflops * 1e12) if tflops else 0.0,
+                    row["bytes"] / (tbps * 1e12) if tbps else 0.0)
         row["of_ceiling"] = floor / seconds if seconds > 0 else 0.0
+        row["ceilings"] = [tflops, tbps]
     return out
 
 
@@ -121,8 +128,9 @@ def text(table: list, top: int = 12) -> str:
                      f"{k['tflops']:>9.0f}{k['gbps']:>8.0f}")
     lines.append(f"{'total':<24}{sum(k['calls'] for k in kinds):>6}{total:>9.3f}")
     lines.append("")
-    lines.append(f"slowest nodes ({top}): ms, TFLOP/s, GB/s, fraction of the roofline "
-                 f"({GEMM_TFLOPS:.0f} TFLOP/s, {COPY_TBPS} TB/s)")
+    tflops, tbps = table[0]["ceilings"] if table else (None, None)
+    lines.append(f"slowest nodes ({top}): ms, TFLOP/s, GB/s, fraction of the target's roofline "
+                 f"({tflops or '-'} TFLOP/s, {tbps or '-'} TB/s)")
     for row in sorted(table, key=lambda r: -r["ms"])[:top]:
         lines.append(f"  {row['node'][:44]:<45}{row['ms']:>8.3f}{row['tflops']:>7.0f}"
                      f"{row['gbps']:>7.0f}{row['of_ceiling']:>6.0%}  {'+'.join(row['kernels'])}")

@@ -64,9 +64,10 @@ def profile_case(torch, name: str, target: str, dims: dict, calls: int, top: int
         from ait_build.pipeline import build_plan
         from ait_build.spec.target import find_target
         env = {d: dims.get(d, graph.dims[d].opt) for d in graph.dims}
-        plan = build_plan(spec, find_target(target))
+        resolved = find_target(target)
+        plan = build_plan(spec, resolved)
         steps = step_report.time_steps(model, tensors, outs, env, runs=max(calls, 5))
-        row["nodes"] = step_report.rows(plan, steps, env)
+        row["nodes"] = step_report.rows(plan, steps, env, resolved)
         row["kinds"] = step_report.by_kind(row["nodes"])
         print(step_report.text(row["nodes"]))
     twin = torch_twin(graph, name)
