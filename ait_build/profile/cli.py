@@ -165,12 +165,24 @@ def cmd_profile(args) -> int:
             echo(f"  {problem.describe()}: {pick.line()}")
         if device:  # else every result came from the journal: the file's own line stands
             measured_on = f"{device['device']} ({device.get('sm_count', '?')} SMs)"
+            warn_other_device(target, device, echo)
         write_profile(path, target.name, measured_on, entries)  # after each kernel: resumable
     for line in summary_lines(chosen, time.monotonic() - start, compile_s):
         echo(line)
     shown = os.path.relpath(path, root)
     echo(f"wrote {path if shown.startswith('..') else shown}")
     return 0
+
+
+def warn_other_device(target, device: dict, echo) -> None:
+    """Say once when the GPU measuring is not the one the target file describes (an a100
+    profile measured on an H200, say): its winners may not be the target's."""
+    want, have = target.fact("sm_count"), device.get("sm_count")
+    if want and have and want != have and not device.get("warned"):
+        device["warned"] = True
+        echo(f"note: measuring on {device['device']} with {have} SMs; target '{target.name}' "
+             f"records {want} (device.sm_count): the winners are this GPU's, not necessarily "
+             f"the target's")
 
 
 def register(sub) -> None:

@@ -71,6 +71,7 @@ def test_measure_only_writes_a_profile_that_builds_read(project, capsys):
     assert main(["profile", "bert_base", "--target", "h200", "--batch", "1", "--measure-only"]) == 0
     out = capsys.readouterr().out
     assert "[1/2]" in out and "heuristic 6.0 us (3.00x)" in out and "wrote" in out
+    assert "note: measuring on" not in out  # the fake GPU has h200's 132 SMs
     text = (project / "profiles" / "h200.yaml").read_text()
     assert text.count("\n  - {family: ") == 4  # BERT's four GEMM shapes at 128 rows
     assert text.count(f"config: \"{FAST}\"") == 4 and 'measured_on: "Fake GPU (132 SMs)"' in text
@@ -129,6 +130,15 @@ def progress_lines(capfd) -> list:
     """The build's `[k/n] compiling ...` and `[k/n] linking ...` lines printed since the last call."""
     return [line for line in capfd.readouterr().out.splitlines()
             if line.startswith("[") and ("] compiling " in line or "] linking " in line)]
+
+
+def test_measuring_on_another_gpu_than_the_target_says_so(project, capsys):
+    path = project / "targets" / "h200.yaml"
+    path.write_text(path.read_text().replace("sm_count: 132", "sm_count: 108"))
+    place_fake_harnesses(project, find_target(str(path)))
+    assert main(["profile", "bert_base", "--target", "h200", "--batch", "1", "--measure-only"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("note: measuring on Fake GPU with 132 SMs; target 'h200' records 108") == 1
 
 
 def test_measure_only_refuses_harnesses_built_from_other_sources(project, capsys):
