@@ -284,8 +284,9 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
     build_dir = build(spec, target, jobs=jobs)
     manifest = load_manifest(os.path.join(build_dir, "manifest.json"))
     if manifest.device == "cuda":
-        return bench_cuda.run_bench(Context(spec, twin_name, build_dir), manifest, target, batches,
-                                    vs, runs, warmup, dims, compile_mode, on_case)
+        report = bench_cuda.run_bench(Context(spec, twin_name, build_dir), manifest, target,
+                                      batches, vs, runs, warmup, dims, compile_mode, on_case)
+        return dict(report, build_dir=build_dir, spec=os.path.relpath(spec))
     runs = CPU_RUNS if runs is None else runs
     warmup = CPU_WARMUP if warmup is None else warmup
     clock = CLOCKS.get(manifest.backend)
@@ -293,7 +294,8 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
         raise AitError(f"bench has no clock for backend '{manifest.backend}' yet")
     clock = clock()
     ctx = Context(spec, twin_name, build_dir)
-    report = {"spec": os.path.relpath(spec), "model": manifest.name, "target": target,
+    report = {"spec": os.path.relpath(spec), "build_dir": build_dir, "model": manifest.name,
+              "target": target,
               "dtype": manifest.raw.get("dtype", ""), "clock": clock.name,
               "isolation": "in-process" if in_process else "one process per side",
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
@@ -359,6 +361,9 @@ def cmd_bench(args) -> int:
         print(bench_cuda.table(report))
     else:
         print(table(report, vs))
+    if args.steps:
+        from ait_build import bench_steps
+        bench_steps.add_to(report, args.target)
     if args.json:
         write_json(report, args.json)
         print(f"wrote {args.json}", file=sys.stderr)
@@ -412,6 +417,9 @@ def register(sub) -> None:
                    "each; cuda always times in one process)")
     p.add_argument("-j", "--jobs", type=positive_int, help="parallel compile jobs when building, "
                    "e.g. -j 2")
+    p.add_argument("--steps", action="store_true",
+                   help="then time each kernel call of every case and print where the time goes, "
+                   "per graph node (with TFLOP/s and GB/s)")
     p.add_argument("--json", metavar="FILE", help="write the results to this file")
     p.set_defaults(func=cmd_bench)
 

@@ -1,5 +1,6 @@
-"""Where a cuda model's time goes, per graph node: the device time of each kernel call
-(`<model>_time_steps`, one eager run with an event after every call), the node's floating-point
+"""Where a model's time goes, per graph node (`ait-build bench --steps`, bench/cuda_profile.py):
+the time of each kernel call (`<model>_time_steps`: one run with a wall-clock mark after every
+call on cpu, eager with an event after every call on a GPU), the node's floating-point
 operations and the bytes it must move (its inputs, outputs and weights, each once), and what
 that makes in TFLOP/s and GB/s against the target's ceilings (its `device.peak_fp16_tflops`,
 or `peak_fp32_tflops` for float32 models, and `hbm_tbps`): the fraction of the roofline says how
@@ -21,11 +22,12 @@ def ceilings(target, dtype: str) -> tuple:
     return peak, target.fact("hbm_tbps")
 
 
-def time_steps(model, inputs: dict, outputs: dict, env: dict, runs: int) -> list:
-    """`runs` lists of per-step device times (ms) of a cuda Model on torch CUDA tensors: the
-    library's time_steps() entry, one eager run each (after one untimed run)."""
+def time_steps(model, inputs: list, outputs: list, env: dict, runs: int, stream=None) -> list:
+    """`runs` lists of per-step times (ms) of a built Model, from the library's time_steps()
+    entry, one run each after one untimed run: `inputs` and `outputs` are the tensors' addresses
+    in the manifest's order (host memory for a cpu build, device memory and the `stream` it
+    enqueues on for a GPU build)."""
     import ctypes
-    import torch
     lib = model._api.lib
     name = f"{model.manifest.c_name}_"
     count = lib[name + "num_steps"]()
@@ -34,9 +36,8 @@ def time_steps(model, inputs: dict, outputs: dict, env: dict, runs: int) -> list
                       ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.POINTER(ctypes.c_float),
                       ctypes.c_int]
     dims = (ctypes.c_int64 * max(1, len(env)))(*[env[d] for d in model.manifest.dim_names])
-    ins = (ctypes.c_void_p * max(1, len(inputs)))(*[inputs[t.name].data_ptr() for t in model.manifest.inputs])
-    outs = (ctypes.c_void_p * max(1, len(outputs)))(*[outputs[t.name].data_ptr() for t in model.manifest.outputs])
-    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    ins = (ctypes.c_void_p * max(1, len(inputs)))(*inputs)
+    outs = (ctypes.c_void_p * max(1, len(outputs)))(*outputs)
     result = []
     for i in range(runs + 1):
         ms = (ctypes.c_float * count)()
@@ -118,20 +119,29 @@ def by_kind(table: list) -> list:
     return out
 
 
+def rate(value: float) -> str:
+    """Three significant digits at most, no exponent: GPU rates in the hundreds, cpu ones below 1."""
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}" if value >= 0.001 else "0"
+
+
+def roofline(row: dict) -> str:
+    return f"{row['of_ceiling']:.0%}" if any(row["ceilings"]) else "-"
+
+
 def text(table: list, top: int = 12) -> str:
     """The kinds, then the slowest nodes, as aligned text."""
     kinds = by_kind(table)
     total = sum(k["ms"] for k in kinds)
-    lines = [f"{'kernel':<24}{'calls':>6}{'ms':>9}{'share':>7}{'TFLOP/s':>9}{'GB/s':>8}"]
+    lines = [f"{'kernel':<30}{'calls':>6}{'ms':>9}{'share':>7}{'TFLOP/s':>9}{'GB/s':>8}"]
     for k in kinds:
-        lines.append(f"{k['kind']:<24}{k['calls']:>6}{k['ms']:>9.3f}{k['ms'] / total:>7.0%}"
-                     f"{k['tflops']:>9.0f}{k['gbps']:>8.0f}")
-    lines.append(f"{'total':<24}{sum(k['calls'] for k in kinds):>6}{total:>9.3f}")
+        lines.append(f"{k['kind']:<30}{k['calls']:>6}{k['ms']:>9.3f}{k['ms'] / total:>7.0%}"
+                     f"{rate(k['tflops']):>9}{rate(k['gbps']):>8}")
+    lines.append(f"{'total':<30}{sum(k['calls'] for k in kinds):>6}{total:>9.3f}")
     lines.append("")
     tflops, tbps = table[0]["ceilings"] if table else (None, None)
     lines.append(f"slowest nodes ({top}): ms, TFLOP/s, GB/s, fraction of the target's roofline "
-                 f"({tflops or '-'} TFLOP/s, {tbps or '-'} TB/s)")
+                 f"({tflops or '-'} TFLOP/s, {tbps or '-'} TB/s; none recorded: -)")
     for row in sorted(table, key=lambda r: -r["ms"])[:top]:
-        lines.append(f"  {row['node'][:44]:<45}{row['ms']:>8.3f}{row['tflops']:>7.0f}"
-                     f"{row['gbps']:>7.0f}{row['of_ceiling']:>6.0%}  {'+'.join(row['kernels'])}")
+        lines.append(f"  {row['node'][:44]:<45}{row['ms']:>8.3f}{rate(row['tflops']):>8}"
+                     f"{rate(row['gbps']):>8}{roofline(row):>6}  {'+'.join(row['kernels'])}")
     return "\n".join(lines)

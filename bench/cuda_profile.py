@@ -66,7 +66,10 @@ def profile_case(torch, name: str, target: str, dims: dict, calls: int, top: int
         env = {d: dims.get(d, graph.dims[d].opt) for d in graph.dims}
         resolved = find_target(target)
         plan = build_plan(spec, resolved)
-        steps = step_report.time_steps(model, tensors, outs, env, runs=max(calls, 5))
+        stream = torch.cuda.current_stream().cuda_stream
+        steps = step_report.time_steps(
+            model, [tensors[t.name].data_ptr() for t in model.manifest.inputs],
+            [outs[t.name].data_ptr() for t in model.manifest.outputs], env, max(calls, 5), stream)
         row["nodes"] = step_report.rows(plan, steps, env, resolved)
         row["kinds"] = step_report.by_kind(row["nodes"])
         print(step_report.text(row["nodes"]))

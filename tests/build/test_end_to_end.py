@@ -128,6 +128,30 @@ def test_cli_build_then_bench(project, tmp_path, monkeypatch, capsys, mode):
                     row["ait_build"]["median_ms"] / row[name]["median_ms"])
 
 
+def test_bench_steps_times_every_node(project, tmp_path, monkeypatch, capsys):
+    """`bench --steps`: the per-node table of each case, from the library's time_steps(), with
+    the linear layers' FLOPs (2 * rows * in * out) and every node's bytes."""
+    from ait_build.cli import main
+    monkeypatch.chdir(project.root)
+    report = str(tmp_path / "steps.json")
+    assert main(["bench", "mlp", "--batch", "4", "--runs", "2", "--warmup", "1", "--steps",
+                 "--json", report]) == 0
+    out = capsys.readouterr().out
+    assert "mlp batch=4: per node" in out and "slowest nodes" in out
+    with open(report) as fh:
+        (case,) = json.load(fh)["results"]
+    from ait_build.pipeline import build_plan
+    from ait_build.spec.target import find_target
+    graph = build_plan(os.path.join(project.root, "specs", "mlp.yaml"), find_target("cpu")).graph
+    assert [r["node"] for r in case["steps"]] == [n.name for n in graph.nodes]  # gelu fused
+    for row in case["steps"]:
+        assert row["ms"] > 0 and row["bytes"] > 0 and row["ceilings"] == [None, None]
+        node = next(n for n in graph.nodes if n.name == row["node"])
+        if node.op == "linear":
+            k = graph.tensors[node.inputs[0]].shape[-1].value
+            assert row["flops"] == 2 * 4 * k * node.attrs["out_features"]
+
+
 CREATE = """
 import ctypes, sys
 from ait_build.runtime.model import CApi

@@ -76,7 +76,7 @@ def gemm_call(lw, label, epi, out, a_var, w_var, bias_var, m, n, k, batch, a_bs,
     args = [lw.dst(out), a_var, w_var] + epi.args(lw, bias_var)
     args += [cexpr(m), cexpr(n), cexpr(k), float_literal(alpha)]
     args += [cexpr(v) for v in list(sizes) + list(abs_) + list(bbs)]
-    lw.call(kernel, args)
+    lw.call(kernel, args, flops=2 * m * n * k * elements(batch))
     epi.finish(lw, out)
 
 
@@ -165,4 +165,4 @@ def lower_attention(lw) -> None:
     args += [cexpr(v) for v in (b, sq, sk, heads, hd, *ld)]
     args += [float_literal(attention_scale(attrs))]
     args += [cexpr(s) for s in bias_strides[:3]] if bias is not None else []
-    lw.call(kernel, args, scratch_thread=block * 4)
+    lw.call(kernel, args, scratch_thread=block * 4, flops=Dim.of(b) * sq * sk * (4 * heads * hd))
