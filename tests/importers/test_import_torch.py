@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from cases import CASES, LIBRARY, RESNET18, rel_error, torch_outputs  # noqa: E402
+from cases import CASES, CLASSES, LIBRARY, RESNET18, rel_error, torch_outputs  # noqa: E402
 
 from ait_build.importers.from_torch import import_torch  # noqa: E402
 from ait_build.importers.options import dims_for, parse_dim, parse_input  # noqa: E402
@@ -36,9 +36,14 @@ def import_case(case, out_dir, name, args=None):
     return write_spec(graph, os.path.join(str(out_dir), f"{name}.yaml"), "test import")
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", sorted(CASES) + sorted(CLASSES))
 def test_imported_model_matches_torch_on_cpu(name, tmp_path, build_spec):
-    case = CASES[name]
+    """The zoo's models, and small configurations of Swin, ConvNeXt (torchvision) and DistilBERT
+    (transformers): the same classes as the full-size models, small enough to build here."""
+    case = CASES.get(name) or CLASSES[name]
+    if name in CLASSES:
+        pytest.importorskip("transformers" if "swin" not in name and "convnext" not in name
+                            else "torchvision")
     spec, weights, graph = import_case(case, tmp_path, name)
     text = open(spec).read()
     assert "blocks:" in text and "repeat: 2" in text, text  # the repeated layers fold
@@ -116,9 +121,9 @@ def test_a_bad_factory_is_one_line(tmp_path):
 
 @pytest.mark.parametrize("name", sorted(LIBRARY))
 def test_library_models_match_torch_in_the_reference(name, tmp_path):
-    """Swin (roll, the shifted-window mask folded into weights), ConvNeXt (layer scale,
-    channels-last blocks) from torchvision, DistilBERT from transformers: imported, the spec's
-    reference against PyTorch. Their cpu kernels are those the small models build."""
+    """Swin-T (roll, the shifted-window mask folded into weights) and ConvNeXt-T (layer scale,
+    channels-last blocks) from torchvision at their own sizes: imported, the spec's reference
+    against PyTorch. Their small configurations in CLASSES build the same code for cpu."""
     factory, args, input_texts, dim_texts, feed = LIBRARY[name]
     pytest.importorskip(factory.split(":")[1].split("_")[0])  # torchvision / transformers
     _, _, graph = import_case((factory, input_texts, dim_texts, None), tmp_path, name, args)

@@ -299,3 +299,25 @@ def transformers_model(kind: str, seed: int = 7):
                                      n_positions=32, use_cache=False, bos_token_id=0,
                                      eos_token_id=0)
     return transformers.GPT2Model(config).eval()
+
+
+def small_swin(seed: int = 8):
+    """torchvision's SwinTransformer class at a small size: two stages of a plain and a shifted
+    window block (window 4 over 8x8 patches, so the shift and its mask are real), patch merging."""
+    from torchvision.models.swin_transformer import SwinTransformer
+    torch.manual_seed(seed)
+    return SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4],
+                           window_size=[4, 4], stochastic_depth_prob=0.0, num_classes=10).eval()
+
+
+def small_convnext(seed: int = 9):
+    """torchvision's ConvNeXt class at a small size; layer scale 0.5, not 1e-6, so the blocks'
+    branches count in the output next to their residuals."""
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    torch.manual_seed(seed)
+    blocks = [CNBlockConfig(16, 32, 2), CNBlockConfig(32, None, 2)]
+    return ConvNeXt(blocks, layer_scale=0.5, num_classes=10).eval()
+
+
+def distilbert():
+    return transformers_model("distilbert")
