@@ -29,8 +29,7 @@ from ait_build.reference import run_reference  # noqa: E402
 pytestmark = pytest.mark.torch
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RTOL = 1e-5
-# DistilBERT's export indexes its padding mask with GatherND, which has no translation yet
-ALL = dict(CASES, resnet18=RESNET18, **{k: v for k, v in CLASSES.items() if k != "distilbert"})
+ALL = dict(CASES, resnet18=RESNET18, **CLASSES)
 # the TorchScript exporter's size arithmetic around nn.MultiheadAttention (Mod) is not followed
 LEGACY = ["residual_cnn", "depthwise_se", "bert_encoder", "gpt2", "resnet18"]
 

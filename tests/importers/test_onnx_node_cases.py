@@ -54,3 +54,69 @@ def test_node_cases_match_or_are_refused(tmp_path):
             matched.append(case.name)
         os.unlink(path)
     assert len(matched) >= MATCHED_AT_LEAST, (len(matched), sorted(refused))
+
+
+def _import_model(model, tmp_path, name):
+    path = str(tmp_path / f"{name}.onnx")
+    onnx.save(model, path)
+    graph = import_onnx(path, [], [], name)
+    simplify(graph)
+    return write_spec(graph, str(tmp_path / f"{name}.yaml"), "test")[2]
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_gather_nd_with_negative_indices(tmp_path, depth):
+    """Indices from the model's input, some negative: a gather of the data flattened over the
+    indexed axes, as ONNX's reference evaluator computes it."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+    node = helper.make_node("GatherND", ["data", "idx"], ["y"])
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("data", TensorProto.FLOAT, [3, 4, 5]),
+                      helper.make_tensor_value_info("idx", TensorProto.INT64, [2, 3, depth])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    rng = np.random.default_rng(depth)
+    sizes = np.array([3, 4, 5][:depth])
+    feed = {"data": rng.standard_normal((3, 4, 5)).astype(np.float32),
+            "idx": rng.integers(-sizes, sizes, (2, 3, depth)).astype(np.int64)}
+    want = ReferenceEvaluator(model).run(None, feed)[0]
+    spec = _import_model(model, tmp_path, f"nd{depth}")
+    np.testing.assert_array_equal(run_reference(spec, feed)[spec.outputs[0]], want)
+
+
+def test_gather_nd_over_an_arange_grid_is_a_reshape(tmp_path):
+    """mask[arange(b)[:, None, None, None], arange(s)[None, None, None, :]] as the dynamo
+    exporter writes it (transformers' padding mask): Range, Unsqueeze, Expand, Concat,
+    GatherND; the result is the mask reshaped to [b, 1, 1, s], no gather."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+    ints = lambda name, v: helper.make_tensor(name, TensorProto.INT64, [len(v)], v)  # noqa: E731
+    scalar = lambda name, v: helper.make_tensor(name, TensorProto.INT64, [], [v])  # noqa: E731
+    nodes = [
+        helper.make_node("Shape", ["mask"], ["b"], start=0, end=1),
+        helper.make_node("Shape", ["mask"], ["s"], start=1, end=2),
+        helper.make_node("Squeeze", ["b"], ["b0"]), helper.make_node("Squeeze", ["s"], ["s0"]),
+        helper.make_node("Range", ["zero", "b0", "one"], ["rb"]),
+        helper.make_node("Range", ["zero", "s0", "one"], ["rs"]),
+        helper.make_node("Unsqueeze", ["rb", "a123"], ["ib"]),  # [b, 1, 1, 1]
+        helper.make_node("Unsqueeze", ["rs", "a012"], ["is"]),  # [1, 1, 1, s]
+        helper.make_node("Max", ["ib", "is"], ["both"]),
+        helper.make_node("Shape", ["both"], ["shape"]),
+        helper.make_node("Expand", ["ib", "shape"], ["eb"]),
+        helper.make_node("Expand", ["is", "shape"], ["es"]),
+        helper.make_node("Unsqueeze", ["eb", "last"], ["cb"]),
+        helper.make_node("Unsqueeze", ["es", "last"], ["cs"]),
+        helper.make_node("Concat", ["cb", "cs"], ["idx"], axis=-1),
+        helper.make_node("GatherND", ["mask", "idx"], ["y"])]
+    inits = [scalar("zero", 0), scalar("one", 1), ints("a123", [1, 2, 3]),
+             ints("a012", [0, 1, 2]), ints("last", [-1])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "seq"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    spec = _import_model(model, tmp_path, "grid")
+    assert sorted({n.op for n in spec.nodes}) == ["reshape"], [n.op for n in spec.nodes]
+    feed = {"mask": np.random.default_rng(0).standard_normal((2, 5)).astype(np.float32)}
+    want = ReferenceEvaluator(model).run(None, feed)[0]
+    np.testing.assert_array_equal(run_reference(spec, feed)[spec.outputs[0]], want)
