@@ -312,6 +312,21 @@ class Lower:
         return self.emit("pad", [x], {"pads": ours, **({"value": float(value)} if value else {})},
                          perm=x.perm)
 
+    def cumsum(self, x: Value, axis: int, dtype: str) -> Value:
+        """Prefix sums by doubling: x plus itself shifted along `axis` by 1, 2, 4... until the
+        shift reaches the axis's largest size. Pad, slice and add only, so integer sums are
+        exact; log2(size) steps of elementwise work, for the short mask and position tensors
+        models take cumulative sums of."""
+        axis %= x.rank
+        x = self.cast(x, dtype)
+        largest = x.source_shape[axis].eval({n: r[1] for n, r in self.g.dims.items()})
+        shift = 1
+        while shift < largest:
+            pads = [(shift, 0) if i == axis else (0, 0) for i in range(x.rank)]
+            x = self.binary("add", x, self.slice(self.pad(x, pads), axis, 0, -shift))
+            shift *= 2
+        return x
+
     def roll(self, x: Value, shifts, dims) -> Value:
         return self.emit("roll", [x], {"shifts": [int(s) for s in shifts],
                                        "dims": [self.our_axis(x, d) for d in dims]}, perm=x.perm)

@@ -268,7 +268,7 @@ class Unsupported(nn.Module):
 
     def forward(self, x):
         y = torch.sort(x, dim=-1).values
-        return torch.cumsum(y, dim=-1) + torch.fft.fft(x).real  # fft_fft, view_as_real
+        return torch.cumprod(y, dim=-1) + torch.fft.fft(x).real  # fft_fft, view_as_real
 
 
 def unsupported():
@@ -321,3 +321,21 @@ def small_convnext(seed: int = 9):
 
 def distilbert():
     return transformers_model("distilbert")
+
+
+def hf_gpt2():
+    return transformers_model("gpt2")
+
+
+class Scans(nn.Module):
+    """cumsum and diff along a dim of symbolic size: floats, bools counted as int64, an integer
+    diff of order 2 with prepend and append, a bool diff (xor)."""
+
+    def forward(self, x, ids):
+        return (torch.cumsum(x, dim=1), torch.cumsum(ids != 0, dim=-1),
+                torch.diff(ids, n=2, dim=1, prepend=ids[:, :1], append=ids[:, -1:]),
+                torch.diff(ids > 2, dim=1))
+
+
+def scans():
+    return Scans()
