@@ -157,6 +157,15 @@ def _pow(t, node):
     return t.lower.power(t.tensor(node, 0), exponent)
 
 
+@handles("CumSum")
+def _cumsum(t, node):
+    attrs = attributes(node)
+    if attrs.get("exclusive") or attrs.get("reverse"):
+        raise AitError("CumSum exclusive or reversed")
+    x = t.tensor(node, 0)
+    return t.lower.cumsum(x, t.ints(node, 1)[0], x.dtype)
+
+
 @handles("Where")
 def _where(t, node):
     cond = t.tensor(node, 0)

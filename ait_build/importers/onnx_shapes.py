@@ -115,6 +115,9 @@ def _sizes_input(t, node, index: int) -> Sizes:
 @handles("Reshape")
 def _reshape(t, node):
     sizes = _sizes_input(t, node, 1)
+    known = t.get(node, 0)
+    if isinstance(known, Sizes) and len(sizes) <= 1:  # a size as a scalar or a 1-d list
+        return known
     x = t.tensor(node, 0)
     return t.lower.reshape(x, _target_shape(t, x, sizes, bool(attributes(node).get("allowzero"))))
 
@@ -276,7 +279,8 @@ def _slice(t, node):
         if step < 1:
             raise AitError("Slice with a negative step")
         axis %= rank
-        end = _bound(end)
+        # up to the axis's own symbolic size (GPT-2's diff: cat[:, 1:seq + 1]): to the end
+        end = None if end == x.source_shape[axis] else _bound(end)
         x = t.lower.slice(x, axis, _bound(start), end, step)
     return x
 
