@@ -24,12 +24,17 @@ from ait_build.importers.from_onnx import import_onnx  # noqa: E402
 from ait_build.importers.options import parse_dim, parse_input  # noqa: E402
 from ait_build.importers.simplify import simplify  # noqa: E402
 from ait_build.importers.write import write_spec  # noqa: E402
+from ait_build.pipeline import build_plan  # noqa: E402
 from ait_build.reference import run_reference  # noqa: E402
+from ait_build.spec.target import find_target  # noqa: E402
 
 pytestmark = pytest.mark.torch
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RTOL = 1e-5
 ALL = dict(CASES, resnet18=RESNET18, **CLASSES)
+# transformers' attention through scaled_dot_product_attention, which the exporter writes with
+# q and k each scaled by sqrt(scale) and a NaN guard after the softmax: one attention a layer
+SDPA = ("distilbert", "hf_gpt2")
 # the TorchScript exporter's size arithmetic around nn.MultiheadAttention (Mod) is not followed
 LEGACY = ["residual_cnn", "depthwise_se", "bert_encoder", "gpt2", "resnet18"]
 
@@ -77,6 +82,12 @@ def test_onnx_import_matches_torch_on_cpu(name, tmp_path, build_spec):
     for out, expected in zip(graph.outputs, want):
         assert rel_error(ref[out], expected) < RTOL
         assert rel_error(got[out], expected) < RTOL
+    if name in SDPA:
+        plan = build_plan(spec, find_target("cpu"))
+        kernels = [step.kernel.label for step in plan.steps]
+        assert kernels.count("attention") == 2 and "softmax" not in kernels, kernels
+        scales = [n.attrs["scale"] for n in plan.graph.nodes if n.op == "multi_head_attention"]
+        assert scales == [pytest.approx(8 ** -0.5)] * 2, scales  # sqrt(scale) squared
 
 
 @pytest.mark.parametrize("name", LEGACY)
