@@ -160,10 +160,9 @@ def _pow(t, node):
 @handles("CumSum")
 def _cumsum(t, node):
     attrs = attributes(node)
-    if attrs.get("exclusive") or attrs.get("reverse"):
-        raise AitError("CumSum exclusive or reversed")
     x = t.tensor(node, 0)
-    return t.lower.cumsum(x, t.ints(node, 1)[0], x.dtype)
+    return t.lower.cumsum(x, t.ints(node, 1)[0], x.dtype, bool(attrs.get("reverse")),
+                          bool(attrs.get("exclusive")))
 
 
 @handles("Where")
