@@ -71,8 +71,10 @@ def _split_heads(graph, uses, t, dims, reader, found, scales=None):
     mine, factors = [], ([] if scales is not None else None)
     t, reader = _scaled(uses, t, reader, mine, factors)
     perm = _permuted(graph, uses, t, dims, reader, mine)
-    t, reader = _scaled(uses, perm.inputs[0], perm, mine, factors) if perm else (None, None)
-    rs = uses.made_by(t, "reshape") if perm is not None else None
+    if perm is None:
+        return None
+    t, reader = _scaled(uses, perm.inputs[0], perm, mine, factors)
+    rs = uses.made_by(t, "reshape")
     if rs is None or uses.only_reader(rs.output) is not reader:
         return None
     xs, ys = graph.tensors[rs.inputs[0]].shape, graph.tensors[rs.output].shape
