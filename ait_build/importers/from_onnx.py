@@ -56,6 +56,8 @@ class OnnxTranslator:
         self.given_dims = {d.name: d for d in dims}
         self.values: dict = {}  # onnx name -> Value | np.ndarray | Sizes
         self.params: dict = {}  # weight name -> Value of its parameter node
+        self.iota: dict = {}  # onnx name -> (size, position): a Range through unsqueezes
+        self.grids: dict = {}  # onnx name -> [(size, position)]: aranges stacked (GatherND)
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
                           13)
 
@@ -271,6 +273,11 @@ def evaluate(node, arrays: list, opset: int) -> list:
         return ReferenceEvaluator(model).run(None, feeds)
     except Exception as exc:
         raise AitError(f"folding a constant {node.op_type}: {exc}") from None
+
+
+def owner(weight: str) -> str:
+    """The node a weight belongs to: 'fc.weight' -> 'fc'."""
+    return weight[:-len(".weight")] if weight.endswith(".weight") else weight
 
 
 def _spec_name(name: str) -> str:

@@ -312,6 +312,28 @@ class Lower:
         return self.emit("pad", [x], {"pads": ours, **({"value": float(value)} if value else {})},
                          perm=x.perm)
 
+    def cumsum(self, x: Value, axis: int, dtype: str, reverse=False, exclusive=False) -> Value:
+        """Prefix sums by doubling: x plus itself shifted along `axis` by 1, 2, 4... until the
+        shift reaches the axis's largest size. Pad, slice and add only, so integer sums are
+        exact; log2(size) steps of elementwise work, for the short mask and position tensors
+        models take cumulative sums of. `reverse` sums from the end; `exclusive` leaves each
+        element out of its own sum (ONNX CumSum's attributes)."""
+        axis %= x.rank
+        x = self.cast(x, dtype)
+        largest = x.source_shape[axis].eval({n: r[1] for n, r in self.g.dims.items()})
+
+        def shifted(v: Value, by: int) -> Value:  # v moved `by` places along the sum, 0s in
+            pads = [((0, by) if reverse else (by, 0)) if i == axis else (0, 0)
+                    for i in range(v.rank)]
+            padded = self.pad(v, pads)
+            return self.slice(padded, axis, by, None) if reverse else \
+                self.slice(padded, axis, 0, -by)
+        shift = 1
+        while shift < largest:
+            x = self.binary("add", x, shifted(x, shift))
+            shift *= 2
+        return shifted(x, 1) if exclusive else x
+
     def roll(self, x: Value, shifts, dims) -> Value:
         return self.emit("roll", [x], {"shifts": [int(s) for s in shifts],
                                        "dims": [self.our_axis(x, d) for d in dims]}, perm=x.perm)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from ait_build.errors import AitError
 from ait_build.importers.graph import Value, registrar
+from ait_build.importers.torch_scans import HANDLERS as SCANS
 
-HANDLERS: dict = {}
+HANDLERS: dict = dict(SCANS)  # with cumsum and diff (torch_scans.py)
 handles = registrar(HANDLERS)
 
 

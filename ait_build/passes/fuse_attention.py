@@ -6,7 +6,9 @@
        p  = softmax(matmul(qh, kh, transpose_b) * scale + bias, -1)
        out = reshape(permute(matmul(p, vh), [0, 2, 1, 3]), [b, s, h*d])
 
-   The scale may come from `div`/`mul` by a scalar or the matmul's `alpha`; K may also arrive
+   The scale may come from `div`/`mul` by a scalar or the matmul's `alpha`, or from scalar
+   factors on q and k (ONNX exports of scaled_dot_product_attention scale each by sqrt(scale);
+   their NaN guard after a softmax with a finite boolean mask goes too); K may also arrive
    already transposed (a [0, 2, 3, 1] permute, or a [0, 1, 3, 2] one after the head split); the
    additive bias (an attention mask) is optional. Every intermediate must have no other reader,
    so the [b, h, s, s] score tensor is never written.
@@ -49,32 +51,54 @@ def _permuted(graph: Graph, uses: Uses, t: str, dims: tuple, reader: Node, found
     return node
 
 
-def _split_heads(graph, uses, t, dims, reader, found):
-    """(x, heads, head_dim) when t = permute(reshape(x [b, s, h*d] -> [b, s, h, d]), dims)."""
-    mine = []
+def _scaled(uses, t, reader, found, factors):
+    """(tensor, its reader) past a multiplication or division by a scalar making `t` that only
+    `reader` reads, its factor added to `factors`; else (t, reader). PyTorch's ONNX export of
+    scaled_dot_product_attention scales q and k by sqrt(scale) each, on either side of the head
+    permute. `factors` None: no factor is taken."""
+    node = uses.made_by(t, "mul", "div") if factors is not None else None
+    scalar = node.attrs.get("scalar") if node is not None else None
+    if scalar is None or uses.only_reader(t) is not reader:
+        return t, reader
+    found.append(node)
+    factors.append(scalar if node.op == "mul" else 1.0 / scalar)
+    return node.inputs[0], node
+
+
+def _split_heads(graph, uses, t, dims, reader, found, scales=None):
+    """(x, heads, head_dim) when t = permute(reshape(x [b, s, h*d] -> [b, s, h, d]), dims);
+    with `scales`, a scalar factor on either side of the permute joins it."""
+    mine, factors = [], ([] if scales is not None else None)
+    t, reader = _scaled(uses, t, reader, mine, factors)
     perm = _permuted(graph, uses, t, dims, reader, mine)
-    rs = uses.made_by(perm.inputs[0], "reshape") if perm is not None else None
-    if rs is None or uses.only_reader(rs.output) is not perm:
+    if perm is None:
+        return None
+    t, reader = _scaled(uses, perm.inputs[0], perm, mine, factors)
+    rs = uses.made_by(t, "reshape")
+    if rs is None or uses.only_reader(rs.output) is not reader:
         return None
     xs, ys = graph.tensors[rs.inputs[0]].shape, graph.tensors[rs.output].shape
     if len(xs) != 3 or len(ys) != 4 or tuple(ys[:2]) != tuple(xs[:2]):
         return None
     if not (ys[2].is_static and ys[3].is_static) or xs[2] != ys[2] * ys[3]:
         return None
-    found += mine + [rs]  # only a full match adds nodes to replace
+    found += mine + [rs]  # only a full match adds nodes to replace (and scales)
+    if factors:
+        scales += factors
     return rs.inputs[0], ys[2].value, ys[3].value
 
 
-def _keys(graph, uses, mm, found):
+def _keys(graph, uses, mm, found, scales):
     kt = mm.inputs[1]
     if mm.attrs["transpose_b"]:
-        return _split_heads(graph, uses, kt, HEADS_FIRST, mm, found)
-    direct = _split_heads(graph, uses, kt, (0, 2, 3, 1), mm, found)
+        return _split_heads(graph, uses, kt, HEADS_FIRST, mm, found, scales)
+    direct = _split_heads(graph, uses, kt, (0, 2, 3, 1), mm, found, scales)
     if direct is not None:
         return direct
     mine = []
     swap = _permuted(graph, uses, kt, (0, 1, 3, 2), mm, mine)
-    heads = _split_heads(graph, uses, swap.inputs[0], HEADS_FIRST, swap, mine) if swap else None
+    heads = _split_heads(graph, uses, swap.inputs[0], HEADS_FIRST, swap, mine, scales) \
+        if swap else None
     if heads is not None:
         found += mine
     return heads
@@ -109,6 +133,36 @@ def _scores(graph, uses, t, reader, scale, bias, found):
     return rest
 
 
+def _constant(uses, t):
+    """The value of a `constant` node making `t`, else None."""
+    node = uses.made_by(t, "constant")
+    return float(node.attrs["value"]) if node is not None else None
+
+
+def _probabilities(uses, softmax, bias, found):
+    """What p @ v reads: the softmax's output, or the NaN guard PyTorch's ONNX export writes
+    after a softmax with a boolean mask, where(p != p, 0, p). A NaN row needs scores of -inf
+    all along it, which finite scores plus a mask of two finite constants (where(mask, 0,
+    finfo.min)) do not give, so with such a bias the guard is dropped."""
+    p = softmax.output
+    readers = uses.of(p)
+    if len(readers) == 1:
+        return p
+    isnan = next((n for n in readers if n.op == "not_equal" and n.inputs == [p, p]), None)
+    guard = next((n for n in readers if n.op == "where"), None)
+    if len(readers) != 3 or p in uses.outputs or isnan is None or guard is None or \
+            guard.inputs != [isnan.output, guard.inputs[1], p] or \
+            uses.only_reader(isnan.output) is not guard or _constant(uses, guard.inputs[1]) != 0:
+        return None
+    mask = uses.made_by(bias, "where") if bias is not None else None
+    fills = [_constant(uses, t) for t in mask.inputs[1:]] if mask is not None else [None]
+    if None in fills or not np.isfinite(fills).all():
+        return None
+    zero = uses.made_by(guard.inputs[1])
+    found += [isnan, guard] + ([zero] if uses.only_reader(zero.output) is guard else [])
+    return guard.output
+
+
 def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     """(attention node, nodes it replaces) for the pattern ending at `softmax`, or None."""
     rank = len(graph.tensors[softmax.output].shape)
@@ -119,11 +173,14 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     if scores is None:
         return None
     mm, scale, bias = scores
-    q = _split_heads(graph, uses, mm.inputs[0], HEADS_FIRST, mm, found)
-    k = _keys(graph, uses, mm, found)
-    pv = uses.only_reader(softmax.output)
-    if q is None or k is None or pv is None or pv.op != "matmul" or pv.inputs[0] != softmax.output:
+    scales = []  # factors on q and k themselves
+    q = _split_heads(graph, uses, mm.inputs[0], HEADS_FIRST, mm, found, scales)
+    k = _keys(graph, uses, mm, found, scales)
+    probs = _probabilities(uses, softmax, bias, found)
+    pv = uses.only_reader(probs) if probs is not None else None
+    if q is None or k is None or pv is None or pv.op != "matmul" or pv.inputs[0] != probs:
         return None
+    scale *= float(np.prod(scales))
     if pv.attrs["transpose_b"] or pv.attrs["alpha"] != 1.0 or pv.attrs["activation"] != "none" \
             or len(pv.inputs) != 2:
         return None

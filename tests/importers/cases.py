@@ -24,6 +24,21 @@ CASES = {
 }
 RESNET18 = ("tests.importers.zoo:resnet18", ["x:batch,3,64,64"], ["batch=1:2:1"],
             {"x": RNG.standard_normal((1, 3, 64, 64)).astype(np.float32)})
+# small configurations of the library classes (torchvision's SwinTransformer and ConvNeXt,
+# transformers' DistilBertModel and GPT2Model): the code paths of their zoo models, built for cpu
+IMAGE32 = {"x": RNG.standard_normal((1, 3, 32, 32)).astype(np.float32)}
+IDS = {"input_ids": RNG.integers(0, 100, (1, 8))}
+TEXT_DIMS = ["batch=1:2:1", "seq=2:16:8"]
+CLASSES = {
+    "small_swin": ("tests.importers.zoo:small_swin", ["x:batch,3,32,32"], ["batch=1:2:1"],
+                   IMAGE32),
+    "small_convnext": ("tests.importers.zoo:small_convnext", ["x:batch,3,32,32"],
+                       ["batch=1:2:1"], IMAGE32),
+    "distilbert": ("tests.importers.zoo:distilbert",
+                   ["input_ids:batch,seq:int64", "attention_mask:batch,seq:int64"], TEXT_DIMS,
+                   dict(IDS, attention_mask=MASK)),
+    "hf_gpt2": ("tests.importers.zoo:hf_gpt2", ["input_ids:batch,seq:int64"], TEXT_DIMS, IDS),
+}
 
 
 def torch_outputs(factory: str, inputs: dict) -> list:
@@ -35,6 +50,8 @@ def torch_outputs(factory: str, inputs: dict) -> list:
     model = getattr(importlib.import_module(module), attr)().eval()
     with torch.no_grad():
         out = model(*(torch.from_numpy(v) for v in inputs.values()))
+    if hasattr(out, "to_tuple"):  # transformers' ModelOutput
+        out = out.to_tuple()
     return [t.numpy() for t in (out if isinstance(out, (list, tuple)) else [out])]
 
 
@@ -42,16 +59,12 @@ def rel_error(got: np.ndarray, want: np.ndarray) -> float:
     """max |got - want| over max |want|: the measure the issue's 1e-5 bound is in."""
     return float(np.abs(got.astype(np.float64) - want).max() / np.abs(want).max())
 
-# larger families, checked in the reference executor only (their cpu kernels are the ones the
-# small models above build): factory, --args, --input texts, --dim texts, example inputs
-IMAGE32 = {"x": RNG.standard_normal((1, 3, 32, 32)).astype(np.float32)}
+
+# the zoo's sizes of those classes, checked in the reference executor only (CLASSES builds
+# their code paths for cpu): factory, --args, --input texts, --dim texts, example inputs
 LIBRARY = {
     "swin_t": ("tests.importers.zoo:torchvision_model", {"name": "swin_t"},
                ["x:batch,3,32,32"], ["batch=1:2:1"], IMAGE32),
     "convnext_tiny": ("tests.importers.zoo:torchvision_model", {"name": "convnext_tiny"},
                       ["x:batch,3,32,32"], ["batch=1:2:1"], IMAGE32),
-    "distilbert": ("tests.importers.zoo:transformers_model", {"kind": "distilbert"},
-                   ["input_ids:batch,seq:int64", "attention_mask:batch,seq:int64"],
-                   ["batch=1:2:1", "seq=2:16:8"],
-                   {"input_ids": RNG.integers(0, 100, (1, 8)), "attention_mask": MASK}),
 }

@@ -18,18 +18,23 @@ import pytest
 torch = pytest.importorskip("torch")
 onnx = pytest.importorskip("onnx")
 
-from cases import CASES, RESNET18, rel_error, torch_outputs  # noqa: E402
+from cases import CASES, CLASSES, RESNET18, rel_error, torch_outputs  # noqa: E402
 
 from ait_build.importers.from_onnx import import_onnx  # noqa: E402
 from ait_build.importers.options import parse_dim, parse_input  # noqa: E402
 from ait_build.importers.simplify import simplify  # noqa: E402
 from ait_build.importers.write import write_spec  # noqa: E402
+from ait_build.pipeline import build_plan  # noqa: E402
 from ait_build.reference import run_reference  # noqa: E402
+from ait_build.spec.target import find_target  # noqa: E402
 
 pytestmark = pytest.mark.torch
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RTOL = 1e-5
-ALL = dict(CASES, resnet18=RESNET18)
+ALL = dict(CASES, resnet18=RESNET18, **CLASSES)
+# transformers' attention through scaled_dot_product_attention, which the exporter writes with
+# q and k each scaled by sqrt(scale) and a NaN guard after the softmax: one attention a layer
+SDPA = ("distilbert", "hf_gpt2")
 # the TorchScript exporter's size arithmetic around nn.MultiheadAttention (Mod) is not followed
 LEGACY = ["residual_cnn", "depthwise_se", "bert_encoder", "gpt2", "resnet18"]
 
@@ -77,6 +82,12 @@ def test_onnx_import_matches_torch_on_cpu(name, tmp_path, build_spec):
     for out, expected in zip(graph.outputs, want):
         assert rel_error(ref[out], expected) < RTOL
         assert rel_error(got[out], expected) < RTOL
+    if name in SDPA:
+        plan = build_plan(spec, find_target("cpu"))
+        kernels = [step.kernel.label for step in plan.steps]
+        assert kernels.count("attention") == 2 and "softmax" not in kernels, kernels
+        scales = [n.attrs["scale"] for n in plan.graph.nodes if n.op == "multi_head_attention"]
+        assert scales == [pytest.approx(8 ** -0.5)] * 2, scales  # sqrt(scale) squared
 
 
 @pytest.mark.parametrize("name", LEGACY)
@@ -112,8 +123,7 @@ def test_onnx_command_and_report(tmp_path):
     assert "batch: {min: 1, max: 16, opt: 8}" in text and "op: linear" in text
     # two operators without a translation, one after the other: both are listed, nothing written
     bad = helper.make_graph([helper.make_node("Det", ["x"], ["d"]),
-                             helper.make_node("CumSum", ["d", "axis"], ["y"])], "g", [x], [y],
-                            [helper.make_tensor("axis", TensorProto.INT64, [], [0])])
+                             helper.make_node("Hardmax", ["d"], ["y"])], "g", [x], [y])
     bad_path = tmp_path / "bad.onnx"
     onnx.save(helper.make_model(bad), str(bad_path))
     out_bad = tmp_path / "bad" / "bad.yaml"
@@ -121,5 +131,5 @@ def test_onnx_command_and_report(tmp_path):
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 1
     assert "2 operation(s) cannot be imported" in proc.stderr, proc.stderr
-    assert "node 0" in proc.stderr and "Det" in proc.stderr and "CumSum" in proc.stderr
+    assert "node 0" in proc.stderr and "Det" in proc.stderr and "Hardmax" in proc.stderr
     assert not out_bad.parent.exists() or os.listdir(out_bad.parent) == []

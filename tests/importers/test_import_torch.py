@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from cases import CASES, LIBRARY, RESNET18, rel_error, torch_outputs  # noqa: E402
+from cases import CASES, CLASSES, LIBRARY, RESNET18, rel_error, torch_outputs  # noqa: E402
 
 from ait_build.importers.from_torch import import_torch  # noqa: E402
 from ait_build.importers.options import dims_for, parse_dim, parse_input  # noqa: E402
@@ -36,9 +36,14 @@ def import_case(case, out_dir, name, args=None):
     return write_spec(graph, os.path.join(str(out_dir), f"{name}.yaml"), "test import")
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", sorted(CASES) + sorted(CLASSES))
 def test_imported_model_matches_torch_on_cpu(name, tmp_path, build_spec):
-    case = CASES[name]
+    """The zoo's models, and small configurations of Swin, ConvNeXt (torchvision) and DistilBERT
+    (transformers): the same classes as the full-size models, small enough to build here."""
+    case = CASES.get(name) or CLASSES[name]
+    if name in CLASSES:
+        pytest.importorskip("transformers" if "swin" not in name and "convnext" not in name
+                            else "torchvision")
     spec, weights, graph = import_case(case, tmp_path, name)
     text = open(spec).read()
     assert "blocks:" in text and "repeat: 2" in text, text  # the repeated layers fold
@@ -84,7 +89,7 @@ def test_unsupported_ops_are_listed_together_and_nothing_is_written(tmp_path):
         env=dict(os.environ, PYTHONPATH=ROOT))
     assert proc.returncode == 1, proc.stderr
     assert "4 operation(s) cannot be imported" in proc.stderr, proc.stderr
-    for op in ("aten.sort", "aten.cumsum", "aten.fft_fft", "aten.view_as_real"):
+    for op in ("aten.sort", "aten.cumprod", "aten.fft_fft", "aten.view_as_real"):
         assert op in proc.stderr, proc.stderr
     assert "zoo.py:" in proc.stderr  # where in the source model
     assert os.listdir(tmp_path) == []
@@ -116,9 +121,9 @@ def test_a_bad_factory_is_one_line(tmp_path):
 
 @pytest.mark.parametrize("name", sorted(LIBRARY))
 def test_library_models_match_torch_in_the_reference(name, tmp_path):
-    """Swin (roll, the shifted-window mask folded into weights), ConvNeXt (layer scale,
-    channels-last blocks) from torchvision, DistilBERT from transformers: imported, the spec's
-    reference against PyTorch. Their cpu kernels are those the small models build."""
+    """Swin-T (roll, the shifted-window mask folded into weights) and ConvNeXt-T (layer scale,
+    channels-last blocks) from torchvision at their own sizes: imported, the spec's reference
+    against PyTorch. Their small configurations in CLASSES build the same code for cpu."""
     factory, args, input_texts, dim_texts, feed = LIBRARY[name]
     pytest.importorskip(factory.split(":")[1].split("_")[0])  # torchvision / transformers
     _, _, graph = import_case((factory, input_texts, dim_texts, None), tmp_path, name, args)
@@ -130,6 +135,23 @@ def test_library_models_match_torch_in_the_reference(name, tmp_path):
     want = (out if isinstance(out, torch.Tensor) else out[0]).numpy()
     got = run_reference(graph, feed)[graph.outputs[0]]
     assert rel_error(got, want) < RTOL
+
+
+def test_cumsum_and_diff_build_on_cpu(tmp_path, build_spec):
+    """Prefix sums by doubling (pad, slice, add) over a dim whose size is up to 12: exact for the
+    integer counts, and bool diffs as xor; built for cpu, matched against PyTorch."""
+    case = ("tests.importers.zoo:scans", ["x:batch,seq", "ids:batch,seq:int64"],
+            ["batch=1:2:1", "seq=3:12:8"], None)
+    spec, _, graph = import_case(case, tmp_path, "scans")
+    rng = np.random.default_rng(1)
+    feed = {"x": rng.standard_normal((1, 11)).astype(np.float32),
+            "ids": rng.integers(0, 5, (1, 11))}
+    want = torch_outputs(case[0], feed)
+    model, _, _ = build_spec(spec, name="scans")
+    got = model.run(feed)
+    assert rel_error(got[graph.outputs[0]], want[0]) < RTOL
+    for out, expected in zip(graph.outputs[1:], want[1:]):
+        np.testing.assert_array_equal(got[out], expected)
 
 
 def test_float_inputs_take_the_spec_dtype(tmp_path):

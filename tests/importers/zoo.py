@@ -268,7 +268,7 @@ class Unsupported(nn.Module):
 
     def forward(self, x):
         y = torch.sort(x, dim=-1).values
-        return torch.cumsum(y, dim=-1) + torch.fft.fft(x).real  # fft_fft, view_as_real
+        return torch.cumprod(y, dim=-1) + torch.fft.fft(x).real  # fft_fft, view_as_real
 
 
 def unsupported():
@@ -299,3 +299,43 @@ def transformers_model(kind: str, seed: int = 7):
                                      n_positions=32, use_cache=False, bos_token_id=0,
                                      eos_token_id=0)
     return transformers.GPT2Model(config).eval()
+
+
+def small_swin(seed: int = 8):
+    """torchvision's SwinTransformer class at a small size: two stages of a plain and a shifted
+    window block (window 4 over 8x8 patches, so the shift and its mask are real), patch merging."""
+    from torchvision.models.swin_transformer import SwinTransformer
+    torch.manual_seed(seed)
+    return SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4],
+                           window_size=[4, 4], stochastic_depth_prob=0.0, num_classes=10).eval()
+
+
+def small_convnext(seed: int = 9):
+    """torchvision's ConvNeXt class at a small size; layer scale 0.5, not 1e-6, so the blocks'
+    branches count in the output next to their residuals."""
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    torch.manual_seed(seed)
+    blocks = [CNBlockConfig(16, 32, 2), CNBlockConfig(32, None, 2)]
+    return ConvNeXt(blocks, layer_scale=0.5, num_classes=10).eval()
+
+
+def distilbert():
+    return transformers_model("distilbert")
+
+
+def hf_gpt2():
+    return transformers_model("gpt2")
+
+
+class Scans(nn.Module):
+    """cumsum and diff along a dim of symbolic size: floats, bools counted as int64, an integer
+    diff of order 2 with prepend and append, a bool diff (xor)."""
+
+    def forward(self, x, ids):
+        return (torch.cumsum(x, dim=1), torch.cumsum(ids != 0, dim=-1),
+                torch.diff(ids, n=2, dim=1, prepend=ids[:, :1], append=ids[:, -1:]),
+                torch.diff(ids > 2, dim=1))
+
+
+def scans():
+    return Scans()

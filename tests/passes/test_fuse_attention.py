@@ -93,3 +93,48 @@ def test_target_without_fused_attention_is_left_alone():
     g = build(layer())
     after, summary = check_pass(g, fuse_attention.run, target("cpu", fused_attention=False))
     assert summary == "" and ops(after) == ops(g)
+
+
+def _onnx_sdpa(guard: bool, finite: bool = True) -> str:
+    """The attention of PyTorch's ONNX export of scaled_dot_product_attention, as imported: q
+    and k each times sqrt(scale) (q before its head permute, k after), a boolean mask turned
+    into where(mask, 0, finfo.min) and, after the softmax, the NaN guard where(p != p, 0, p)."""
+    low = "-3.4028234663852886e+38" if finite else "-.inf"
+    text = layer(k_path="""
+        - {name: k_split, op: reshape, inputs: [key], shape: [batch, seq, 4, 8]}
+        - {name: k_h, op: permute, dims: [0, 2, 1, 3]}
+        - {name: k_heads, op: mul, scalar: 0.5946035}""", scores=f"""
+        - {{name: keep, op: greater, inputs: [mask], scalar: 0.5}}
+        - {{name: zero, op: constant, shape: [1, 1, 1, 1], value: 0.0}}
+        - {{name: low, op: constant, shape: [1, 1, 1, 1], value: {low}}}
+        - {{name: bias, op: where, inputs: [keep, zero, low]}}
+        - {{name: masked, op: add, inputs: [qk, bias]}}""")
+    q_heads = "- {name: q_heads, op: permute"
+    text = text.replace(q_heads, "- {name: q_s, op: mul, scalar: 0.5946035}\n        " + q_heads)
+    if guard:
+        context = "- {name: context, op: matmul, inputs: [probs, v_heads]}"
+        text = text.replace(context, """- {name: isnan, op: not_equal, inputs: [probs, probs]}
+        - {name: nothing, op: constant, shape: [1, 1, 1, 1], value: 0.0}
+        - {name: guarded, op: where, inputs: [isnan, nothing, probs]}
+        - {name: context, op: matmul, inputs: [guarded, v_heads]}""")
+    return text
+
+
+@pytest.mark.parametrize("guard", [False, True])
+def test_scale_on_q_and_k_multiplies_and_the_nan_guard_goes(guard):
+    after, summary = check_pass(build(_onnx_sdpa(guard)), fuse_attention.run,
+                                dims={"batch": 2, "seq": 6})
+    assert summary.startswith("1 attention patterns fused"), summary
+    assert [op for op in ops(after) if op not in ("greater", "constant", "where")] == \
+        ["linear", "multi_head_attention"], ops(after)
+    attn = node_of(after, "multi_head_attention")
+    assert attn.attrs["scale"] == pytest.approx(0.5946035 ** 2)
+    assert ops(after).count("constant") == 2  # the mask's fills stay, the guard's zero goes
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # the NaN rows themselves
+def test_nan_guard_stays_when_the_mask_can_be_infinite():
+    """where(mask, 0, -inf): a fully masked row is NaN after the softmax, the guard makes it 0,
+    and the fused kernel would not."""
+    after, summary = check_pass(build(_onnx_sdpa(True, finite=False)), fuse_attention.run)
+    assert summary == "" and "softmax" in ops(after)
