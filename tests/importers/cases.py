@@ -24,8 +24,9 @@ CASES = {
 }
 RESNET18 = ("tests.importers.zoo:resnet18", ["x:batch,3,64,64"], ["batch=1:2:1"],
             {"x": RNG.standard_normal((1, 3, 64, 64)).astype(np.float32)})
-# small configurations of the library classes (torchvision's SwinTransformer and ConvNeXt,
-# transformers' DistilBertModel and GPT2Model): the code paths of their zoo models, built for cpu
+# small configurations of the library classes (torchvision's SwinTransformer, ConvNeXt and ResNet
+# as ResNeXt, transformers' DistilBertModel and GPT2Model): the code paths of their zoo models,
+# built for cpu
 IMAGE32 = {"x": RNG.standard_normal((1, 3, 32, 32)).astype(np.float32)}
 IDS = {"input_ids": RNG.integers(0, 100, (1, 8))}
 TEXT_DIMS = ["batch=1:2:1", "seq=2:16:8"]
@@ -34,6 +35,8 @@ CLASSES = {
                    IMAGE32),
     "small_convnext": ("tests.importers.zoo:small_convnext", ["x:batch,3,32,32"],
                        ["batch=1:2:1"], IMAGE32),
+    "small_resnext": ("tests.importers.zoo:small_resnext", ["x:batch,3,32,32"], ["batch=1:2:1"],
+                      IMAGE32),
     "distilbert": ("tests.importers.zoo:distilbert",
                    ["input_ids:batch,seq:int64", "attention_mask:batch,seq:int64"], TEXT_DIMS,
                    dict(IDS, attention_mask=MASK)),

@@ -319,6 +319,15 @@ def small_convnext(seed: int = 9):
     return ConvNeXt(blocks, layer_scale=0.5, num_classes=10).eval()
 
 
+def small_resnext(seed: int = 10):
+    """torchvision's ResNet class as ResNeXt (grouped 3x3 convs: 4 groups of 4 channels), one
+    bottleneck per stage but three in the second."""
+    from torchvision.models.resnet import Bottleneck, ResNet
+    torch.manual_seed(seed)
+    return _randomized(ResNet(Bottleneck, [1, 3, 1, 1], groups=4, width_per_group=4,
+                              num_classes=10))
+
+
 def distilbert():
     return transformers_model("distilbert")
 
