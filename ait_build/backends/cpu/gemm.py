@@ -6,6 +6,7 @@ pass over the output instead."""
 
 from __future__ import annotations
 
+from ait_build.backends.cpu import winograd
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.elementwise import ACT, Operand, elementwise, float_literal
 from ait_build.codegen.kernel import make_kernel
@@ -126,6 +127,12 @@ def lower_conv2d(lw) -> None:
                              "cpu/depthwise_conv2d.cpp.j2", dict(epi.context(), **win),
                              params + size_params)
         lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes)
+        epi.finish(lw, out)
+        return
+    tile = winograd.winograd_tile(win, g, cv, ov, ho, wo)  # 3x3 stride 1: F(2x2) or F(4x4)?
+    if tile:
+        winograd.lower(lw, epi, _label(f"conv2d_winograd{tile}", epi), common, sizes,
+                       size_params, win, (n, c, ho, wo, o), tile)
         epi.finish(lw, out)
         return
     cg, og = cv // g, ov // g
