@@ -138,3 +138,47 @@ def test_fused_block_matches_reference(tmp_path_factory, build_spec, batch):
     assert all(k.startswith("conv2d_winograd") for node, k in kernels_by_node(out_dir).items()
                if node in ("a", "b"))
     check(model, load_model(spec), batch, seed=10 + batch)
+
+
+def test_mkl_target_matches_reference(tmp_path, object_cache):
+    """The same convs on cpu_mkl (the tile GEMMs through MKL's sgemm), where mkl-devel is
+    installed."""
+    from ait_build.backends.cpu.toolchain import find_mkl
+    from ait_build.errors import AitError
+    from ait_build.pipeline import emit
+    from ait_build.spec.target import find_target
+    from ait_build.toolchain import toolchain_for
+
+    from .conftest import CModel, build_library
+    try:
+        find_mkl()
+    except AitError as exc:
+        pytest.skip(str(exc))
+    target = find_target("cpu_mkl")
+    spec = write_spec(tmp_path, "winograd_mkl", **CONVS)
+    emission = emit(spec, target, str(tmp_path / "out"), optimize=False)
+    lib = build_library(toolchain_for(target), str(tmp_path / "out"), emission, object_cache)
+    model = CModel(str(tmp_path / "out"), emission, lib)
+    try:
+        for batch in (1, 3):
+            check(model, load_model(spec), batch, seed=20 + batch)
+    finally:
+        model.close()
+
+
+def test_resnet50_takes_both_tiles_and_im2col():
+    """The rule on ResNet-50's 3x3 convs: F(4x4) on the 56x56 layers, F(2x2) on 28x28 and
+    14x14 (the stride-1 ones), im2col on the 7x7 and strided ones."""
+    from ait_build.pipeline import build_plan
+    from ait_build.spec.target import find_target
+    plan = build_plan(os.path.join(os.path.dirname(__file__), "..", "..", "specs",
+                                   "resnet50.yaml"), find_target("cpu"))
+    picked = {}
+    for step in plan.steps:
+        if step.node.endswith("conv2") and step.kernel.op == "conv2d":
+            picked[step.node] = step.kernel.label
+    assert {k for k, v in picked.items() if v.startswith("conv2d_winograd4")} == \
+        {f"layer1.{i}.conv2" for i in range(3)}
+    assert {k for k, v in picked.items() if v.startswith("conv2d_winograd2")} == \
+        {f"layer2.{i}.conv2" for i in (1, 2, 3)} | {f"layer3.{i}.conv2" for i in range(1, 6)}
+    assert len(picked) == 16
