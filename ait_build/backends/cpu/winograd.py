@@ -74,11 +74,22 @@ def thread_scratch_floats(tiles: int, c: int, o: int, tile: int) -> int:
 
 def transform_weights(w: np.ndarray, tile: int) -> np.ndarray:
     """[O, C, 3, 3] -> U[(m+2)^2][C][O], U[i*alpha + j] = (G g G^T)[i][j], in float64 then rounded
-    once to float32 (deterministic: the weights file stays byte-reproducible)."""
-    g = np.array(TRANSFORMS[tile][1], dtype=np.float64)
-    u = np.einsum("ik,ockl,jl->ijco", g, w.astype(np.float64), g)
+    once to float32. Summed term by term in a fixed order with elementwise NumPy operations (no
+    BLAS or einsum, whose summation order may depend on the machine), so the weights file is
+    byte-reproducible."""
+    g = [[float(v) for v in row] for row in TRANSFORMS[tile][1]]
+    w64 = w.astype(np.float64)
     alpha = tile + 2
-    return u.reshape(alpha * alpha, w.shape[1], w.shape[0]).astype(np.float32)
+    out = np.empty((alpha * alpha, w.shape[1], w.shape[0]), dtype=np.float32)
+    for i in range(alpha):
+        for j in range(alpha):
+            acc = np.zeros(w.shape[:2], dtype=np.float64)
+            for k in range(3):
+                for l in range(3):
+                    if g[i][k] and g[j][l]:
+                        acc += (g[i][k] * g[j][l]) * w64[:, :, k, l]
+            out[i * alpha + j] = acc.T
+    return out
 
 
 def _dot(row, names) -> str:
