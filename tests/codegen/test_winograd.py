@@ -182,3 +182,17 @@ def test_resnet50_takes_both_tiles_and_im2col():
     assert {k for k, v in picked.items() if v.startswith("conv2d_winograd2")} == \
         {f"layer2.{i}.conv2" for i in (1, 2, 3)} | {f"layer3.{i}.conv2" for i in range(1, 6)}
     assert len(picked) == 16
+
+
+def test_two_emits_are_byte_identical(tmp_path):
+    """Transformed weights and rendered Winograd kernels do not vary between builds."""
+    from ait_build.pipeline import emit
+    from ait_build.spec.target import find_target
+    spec = write_spec(tmp_path, "winograd_twice", **CONVS)
+    outs = [tmp_path / "one", tmp_path / "two"]
+    for out in outs:
+        emit(spec, find_target("cpu"), str(out))
+    files = sorted(p.relative_to(outs[0]) for p in outs[0].rglob("*") if p.is_file())
+    assert any("winograd" in str(f) for f in files)
+    for f in files:
+        assert (outs[0] / f).read_bytes() == (outs[1] / f).read_bytes(), f
