@@ -1,8 +1,8 @@
-"""cpu lowering of GEMM-shaped ops: linear, matmul/bmm, conv2d (im2col or pointwise GEMM, direct
-depthwise) and fused attention. GEMMs go through OpenBLAS; the epilogue act(acc + bias +
-residual) runs on each tile right after it is computed (templates/cpu/_epilogue.j2). A residual
-that is neither the output's shape nor a per-column vector is added by a separate elementwise
-pass over the output instead."""
+"""cpu lowering of GEMM-shaped ops: linear, matmul/bmm, conv2d (im2col or pointwise GEMM, Winograd
+for 3x3 stride-1 convs as winograd.py decides, direct depthwise) and fused attention. GEMMs go
+through the target's BLAS; the epilogue act(acc + bias + residual) runs on each tile right after
+it is computed (templates/cpu/_epilogue.j2). A residual that is neither the output's shape nor a
+per-column vector is added by a separate elementwise pass over the output instead."""
 
 from __future__ import annotations
 
