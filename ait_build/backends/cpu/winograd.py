@@ -41,7 +41,9 @@ WINOGRAD_FLOATS = 393216
 # against F(2x2)'s 3e-7 (im2col: 4-8e-7), within the tests' 2e-5, so it is kept to those layers.
 F4_MIN_TILES = 100  # F(4x4) tiles per image
 F2_MIN_TILES = 32  # F(2x2) tiles per image
-MIN_CHANNELS = 32  # C and O: fewer leave the tile GEMMs too thin to beat their transforms
+# C and O: ResNet-50's fewest are 64; below 32 the tile GEMMs' K or N is thin enough that their
+# transforms would likely cost more than the multiplies saved (a guess, not measured)
+MIN_CHANNELS = 32
 
 
 def _tiles(ho: int, wo: int, tile: int) -> int:
