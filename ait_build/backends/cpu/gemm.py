@@ -1,11 +1,12 @@
-"""cpu lowering of GEMM-shaped ops: linear, matmul/bmm, conv2d (im2col or pointwise GEMM, direct
-depthwise) and fused attention. GEMMs go through OpenBLAS; the epilogue act(acc + bias +
-residual) runs on each tile right after it is computed (templates/cpu/_epilogue.j2). A residual
-that is neither the output's shape nor a per-column vector is added by a separate elementwise
-pass over the output instead."""
+"""cpu lowering of GEMM-shaped ops: linear, matmul/bmm, conv2d (im2col or pointwise GEMM, Winograd
+for 3x3 stride-1 convs as winograd.py decides, direct depthwise) and fused attention. GEMMs go
+through the target's BLAS; the epilogue act(acc + bias + residual) runs on each tile right after
+it is computed (templates/cpu/_epilogue.j2). A residual that is neither the output's shape nor a
+per-column vector is added by a separate elementwise pass over the output instead."""
 
 from __future__ import annotations
 
+from ait_build.backends.cpu import winograd
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.elementwise import ACT, Operand, elementwise, float_literal
 from ait_build.codegen.kernel import make_kernel
@@ -126,6 +127,12 @@ def lower_conv2d(lw) -> None:
                              "cpu/depthwise_conv2d.cpp.j2", dict(epi.context(), **win),
                              params + size_params)
         lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes)
+        epi.finish(lw, out)
+        return
+    tile = winograd.winograd_tile(win, g, cv, ov, ho, wo)  # 3x3 stride 1: F(2x2) or F(4x4)?
+    if tile:
+        winograd.lower(lw, epi, _label(f"conv2d_winograd{tile}", epi), common, sizes,
+                       size_params, win, (n, c, ho, wo, o), tile)
         epi.finish(lw, out)
         return
     cg, og = cv // g, ov // g
