@@ -119,6 +119,8 @@ def lower_conv2d(lw) -> None:
     bias = lw.weight("bias") if epi.has_bias else None
     cv, ov = c.value, o.value
     common = [lw.dst(out), lw.src(x)]
+    # the direct convolution's count, whatever the algorithm (Winograd's is lower): for reports
+    flops = Dim.of(n) * ho * wo * (2 * ov * (cv // g) * kh * kw)
     if g == cv == ov and cv > 1:  # depthwise: a direct loop over channels
         wt = lw.weight("weight", lambda a: a.reshape(ov, kh, kw).transpose(1, 2, 0), "hwc",
                        (kh, kw, ov))
@@ -126,13 +128,13 @@ def lower_conv2d(lw) -> None:
         kernel = make_kernel(_label("depthwise_conv2d", epi), "conv2d",
                              "cpu/depthwise_conv2d.cpp.j2", dict(epi.context(), **win),
                              params + size_params)
-        lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes)
+        lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes, flops=flops)
         epi.finish(lw, out)
         return
     tile = winograd.winograd_tile(win, g, cv, ov, ho, wo)  # 3x3 stride 1: F(2x2) or F(4x4)?
     if tile:
         winograd.lower(lw, epi, _label(f"conv2d_winograd{tile}", epi), common, sizes,
-                       size_params, win, (n, c, ho, wo, o), tile)
+                       size_params, win, (n, c, ho, wo, o), tile, flops)
         epi.finish(lw, out)
         return
     cg, og = cv // g, ov // g
@@ -147,7 +149,7 @@ def lower_conv2d(lw) -> None:
     kernel = make_kernel(_label("conv2d_1x1" if pointwise else "conv2d", epi), "conv2d",
                          "cpu/conv2d.cpp.j2", context, params + size_params)
     lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes,
-            scratch_shared=0 if pointwise else chunk * kg * 4)
+            scratch_shared=0 if pointwise else chunk * kg * 4, flops=flops)
     epi.finish(lw, out)
 
 

@@ -134,10 +134,10 @@ def transform_code(tile: int) -> dict:
 
 
 def lower(lw, epi, label: str, common: list, sizes: list, size_params: list, win: dict,
-          dims: tuple, tile: int) -> None:
+          dims: tuple, tile: int, flops) -> None:
     """The call of F(tile x tile, 3 x 3) for a conv2d node `winograd_tile` chose it for; `epi`
-    is its gemm.Epilogue, `common` the out and x pointers, `dims` the (N, C, HO, WO, O) Dims; the
-    caller finishes the epilogue."""
+    is its gemm.Epilogue, `common` the out and x pointers, `dims` the (N, C, HO, WO, O) Dims,
+    `flops` the direct convolution's count (for reports); the caller finishes the epilogue."""
     from ait_build.codegen.kernel import make_kernel
     n, c, ho, wo, o = dims
     wt = lw.weight("weight", lambda a: transform_weights(a, tile), f"winograd{tile}",
@@ -149,4 +149,4 @@ def lower(lw, epi, label: str, common: list, sizes: list, size_params: list, win
                          params + size_params)
     tiles = lw.at_max(n) * _tiles(ho.value, wo.value, tile)
     lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes,
-            scratch_thread=thread_scratch_floats(tiles, c.value, o.value, tile) * 4)
+            scratch_thread=thread_scratch_floats(tiles, c.value, o.value, tile) * 4, flops=flops)
