@@ -97,10 +97,10 @@ def test_link_flag_with_dollar_reaches_the_linker(tmp_path):
     project = make_project(str(tmp_path / "proj"))
     with open(project.path("targets", "cpu.yaml"), encoding="utf-8") as fh:
         text = fh.read()
-    assert "link_flags: [-fopenmp]" in text
+    assert "link_flags: [-pthread]" in text
     with open(project.path("targets", "cpu_origin.yaml"), "w", encoding="utf-8") as fh:
         fh.write(text.replace("name: cpu", "name: cpu_origin")
-                 .replace("link_flags: [-fopenmp]", "link_flags: [-fopenmp, '-Wl,-rpath,$ORIGIN/lib']"))
+                 .replace("link_flags: [-pthread]", "link_flags: [-pthread, '-Wl,-rpath,$ORIGIN/lib']"))
     project.scons("target=cpu_origin")
     with open(project.path("build", "cpu_origin", "mlp", "libmlp.so"), "rb") as fh:
         assert b"$ORIGIN/lib" in fh.read()

@@ -1,4 +1,4 @@
-"""The cpu backend's command lines: the target's compiler (g++ or clang++) with OpenMP, the BLAS
+"""The cpu backend's command lines: the target's compiler (g++ or clang++), the BLAS
 the target's `kernels.gemm` names (OpenBLAS from the scipy-openblas32 wheel, or MKL's sequential
 layer from the mkl-devel wheel), vector-width flags from `device.simd` and `-march` from `arch`."""
 
@@ -62,7 +62,7 @@ def find_openblas() -> Blas:
     return Blas(include_dir, lib_dir, (lib,), defines, "scipy-openblas32")
 
 
-# MKL's layers, linked directly: LP64 interface, sequential threading (our OpenMP team
+# MKL's layers, linked directly: LP64 interface, sequential threading (our thread pool
 # parallelizes, as with OpenBLAS; no second OpenMP runtime in the process), core
 MKL_LAYERS = ("mkl_intel_lp64", "mkl_sequential", "mkl_core")
 
