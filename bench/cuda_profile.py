@@ -60,17 +60,10 @@ def profile_case(torch, name: str, target: str, dims: dict, calls: int, top: int
         tensors = {k: torch.from_numpy(v).cuda() for k, v in inputs.items()}
         outs = {k: torch.empty_like(v) for k, v in model.run(tensors).items()}
         row["ait_build"] = kernel_table(torch, lambda: model.run(tensors, outputs=outs), calls, top)
-        from ait_build import step_report
-        from ait_build.pipeline import build_plan
+        from ait_build import bench_steps, step_report
         from ait_build.spec.target import find_target
-        env = {d: dims.get(d, graph.dims[d].opt) for d in graph.dims}
-        resolved = find_target(target)
-        plan = build_plan(spec, resolved)
-        stream = torch.cuda.current_stream().cuda_stream
-        steps = step_report.time_steps(
-            model, [tensors[t.name].data_ptr() for t in model.manifest.inputs],
-            [outs[t.name].data_ptr() for t in model.manifest.outputs], env, max(calls, 5), stream)
-        row["nodes"] = step_report.rows(plan, steps, env, resolved)
+        row["nodes"] = bench_steps.node_rows(spec, model, find_target(target), inputs, dims,
+                                             max(calls, 5))
         row["kinds"] = step_report.by_kind(row["nodes"])
         print(step_report.text(row["nodes"]))
     twin = torch_twin(graph, name)
