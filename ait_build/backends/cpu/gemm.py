@@ -61,14 +61,15 @@ class Epilogue:
 
 
 def gemm_call(lw, label, epi, out, a_var, w_var, bias_var, m, n, k, batch, a_bs, b_bs,
-              trans_b=False, alpha=1.0) -> None:
-    """The batched GEMM template; `batch`, `a_bs`, `b_bs`: batch sizes and operand strides."""
+              trans_b=False, alpha=1.0, weight_b=False) -> None:
+    """The batched GEMM template; `batch`, `a_bs`, `b_bs`: batch sizes and operand strides;
+    `weight_b`: w_var is a model weight (which the kernel may multiply in packed form)."""
     out_bs = contiguous_strides(batch)
     sizes, (abs_, bbs, _) = collapse(batch, a_bs, b_bs, [s * m * n for s in out_bs])
     if len(sizes) == 1 and sizes[0] == 1:
         sizes, abs_, bbs = [], [], []
     rank = len(sizes)
-    context = dict(epi.context(), trans_b=trans_b, batch=" * ".join(f"bn{i}" for i in range(rank)) or "1",
+    context = dict(epi.context(), trans_b=trans_b, weight_b=weight_b, batch=" * ".join(f"bn{i}" for i in range(rank)) or "1",
                    batch_dims=tuple(reversed(range(rank))))
     params = [("float*", "out"), ("const float*", "a"), ("const float*", "w")] + epi.params()
     params += [("int64_t", "M"), ("int64_t", "N"), ("int64_t", "K"), ("float", "alpha")]
@@ -98,7 +99,8 @@ def lower_linear(lw) -> None:
                   (k.value, n.value))
     bias = lw.weight("bias") if epi.has_bias else None
     m = elements(lw.shape(x)[:-1])
-    gemm_call(lw, _label("linear", epi), epi, out, lw.src(x), w, bias, m, n, k, (), (), ())
+    gemm_call(lw, _label("linear", epi), epi, out, lw.src(x), w, bias, m, n, k, (), (), (),
+              weight_b=True)
 
 
 def lower_matmul(lw) -> None:
