@@ -1,0 +1,63 @@
+"""A/B of cpu libraries, or of one library under different environment settings, taking turns
+run by run in one process so that every side sees the same load.
+
+Each side is a build folder, optionally followed by `:NAME=VALUE,...`: the variables are set
+before that side's model handle is created (the library reads AIT_NUM_THREADS and
+AIT_PACK_WEIGHTS at create). Every run goes through the library's time_steps() entry
+(bench/cpu_layers.py); per side it prints the median and minimum of the whole run, the sum of
+each step's minimum, and those minimums summed per kernel kind.
+
+    python bench/cpu_ab.py build/cpu_mkl/bert_base_float32 \
+        build/cpu_mkl/bert_base_float32:AIT_PACK_WEIGHTS=0 --batch 1 --dim seq=128 --runs 10
+    python bench/cpu_ab.py build/cpu_mkl/resnet50_float32 build/cpu_mkl/resnet50 --batch 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_layers import Library  # noqa: E402
+
+
+def side(arg: str, dims: dict) -> Library:
+    build, _, settings = arg.partition(":")
+    for item in filter(None, settings.split(",")):
+        name, _, value = item.partition("=")
+        os.environ[name] = value
+    return Library(build, dims)
+
+
+def summary(name: str, lib: Library) -> str:
+    totals = [sum(run) for run in lib.runs]
+    kinds = collections.defaultdict(float)
+    for i, step in enumerate(lib.manifest["steps"]):
+        kinds[step["kernel"].rsplit("_", 1)[0]] += min(run[i] for run in lib.runs)
+    by_kind = ", ".join(f"{k} {v:.2f}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    return (f"{name}: median {statistics.median(totals):.2f} ms, min {min(totals):.2f}, "
+            f"sum of step minimums {sum(kinds.values()):.2f}\n    {by_kind}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sides", nargs="+", help="BUILD_DIR[:NAME=VALUE,...]")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--runs", type=int, default=10)
+    args = ap.parse_args(argv)
+    dims = dict(batch=args.batch, **{k: int(v) for k, v in (d.split("=") for d in args.dim)})
+    libs = [side(arg, dims) for arg in args.sides]
+    for i in range(args.runs + 2):  # two untimed turns first (the first run packs weights)
+        for lib in libs:
+            lib.run(keep=i >= 2)
+    for arg, lib in zip(args.sides, libs):
+        print(summary(arg, lib))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
