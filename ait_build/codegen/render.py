@@ -44,6 +44,15 @@ def cute_ints(text) -> str:
     return ", ".join(f"_{int(v)}" for v in str(text).split(","))
 
 
+# C++ math whose vector loops are long polynomials (exp, erf, tanh and the activations built on
+# them): `{% if expr is slow_math %}` in a template
+SLOW_MATH = ("exp", "erf", "gelu", "silu", "sigmoid", "tanh")
+
+
+def slow_math(text) -> bool:
+    return any(name in str(text) for name in SLOW_MATH)
+
+
 @functools.lru_cache(maxsize=None)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates_dir()),
@@ -52,6 +61,7 @@ def environment() -> jinja2.Environment:
     env.filters["cstr"] = c_string
     env.filters["comment"] = c_comment
     env.filters["cute_ints"] = cute_ints
+    env.tests["slow_math"] = slow_math
     return env
 
 
