@@ -10,6 +10,7 @@ each step's minimum, and those minimums summed per kernel kind.
     python bench/cpu_ab.py build/cpu_mkl/bert_base_float32 \
         build/cpu_mkl/bert_base_float32:AIT_PACK_WEIGHTS=0 --batch 1 --dim seq=128 --runs 10
     python bench/cpu_ab.py build/cpu_mkl/resnet50_float32 build/cpu_mkl/resnet50 --batch 8
+    python bench/cpu_ab.py B B:AIT_PACK_WEIGHTS=0 --nodes    # each node's minimums side by side
 """
 
 from __future__ import annotations
@@ -42,12 +43,24 @@ def summary(name: str, lib: Library) -> str:
             f"sum of step minimums {sum(kinds.values()):.2f}\n    {by_kind}")
 
 
+def node_table(libs: list) -> str:
+    """Each graph node's minimum per side (ms) and the first side's over the second's."""
+    tables = [lib.nodes() for lib in libs]
+    lines = []
+    for i, (node, kernels, *_rest) in enumerate(tables[0]):
+        mins = [t[i][2] for t in tables]
+        ratio = f"  {mins[0] / mins[1]:.2f}" if len(mins) > 1 and mins[1] > 0 else ""
+        lines.append(f"{node:34s} {kernels[0]:34s} " + " ".join(f"{v:8.3f}" for v in mins) + ratio)
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("sides", nargs="+", help="BUILD_DIR[:NAME=VALUE,...]")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--nodes", action="store_true", help="also each node's minimum per side")
     args = ap.parse_args(argv)
     dims = dict(batch=args.batch, **{k: int(v) for k, v in (d.split("=") for d in args.dim)})
     libs = [side(arg, dims) for arg in args.sides]
@@ -56,6 +69,8 @@ def main(argv=None) -> int:
             lib.run(keep=i >= 2)
     for arg, lib in zip(args.sides, libs):
         print(summary(arg, lib))
+    if args.nodes:
+        print(node_table(libs))
     return 0
 
 

@@ -1,8 +1,9 @@
 """Weights in MKL's packed layout (templates/cpu/ait_packed.h.j2, used by gemm_tile for linear
 layers on cpu_mkl). A small C++ program multiplies through the rendered headers with and
 without the packed form, over the splits gemm_tile makes (one part, parts by columns, parts by
-rows), transposed and scaled weights and accumulation; and a built model on cpu_mkl matches the
-reference at batch sizes that take each split, with packing on and off. Skipped where the
+rows), transposed and scaled weights and accumulation; and a built model on cpu_mkl (linears,
+and convs with more output channels than K) matches the reference at batch sizes that take each
+split, with packing on and off. Skipped where the
 mkl-devel wheel is not installed (CI installs it on x86-64)."""
 
 from __future__ import annotations
@@ -116,11 +117,17 @@ def test_packed_gemm_matches_plain(program, m, n, k, parts, trans_b):
 
 LINEARS = dict(
     dims={"batch": {"min": 1, "max": 8, "opt": 2}},
-    inputs={"x": {"shape": ["batch", 40, 96]}},
+    inputs={"x": {"shape": ["batch", 40, 96]}, "img": {"shape": ["batch", 6, 6, 16]}},
     graph=[{"name": "wide", "op": "linear", "inputs": ["x"], "out_features": 200,
             "activation": "gelu"},
-           {"name": "narrow", "op": "linear", "inputs": ["wide"], "out_features": 24}],
-    outputs=["wide", "narrow"])
+           {"name": "narrow", "op": "linear", "inputs": ["wide"], "out_features": 24},
+           # convs with more output channels than K pack too: a 1x1 (36 rows x 200 at batch 1:
+           # parts split columns; 288 rows at batch 8: rows) and a strided 1x1 (im2col)
+           {"name": "expand", "op": "conv2d", "inputs": ["img"], "out_channels": 200,
+            "kernel": 1, "activation": "relu"},
+           {"name": "strided", "op": "conv2d", "inputs": ["img"], "out_channels": 40,
+            "kernel": 1, "stride": 2}],
+    outputs=["wide", "narrow", "expand", "strided"])
 
 
 @pytest.fixture(scope="module")
