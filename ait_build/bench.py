@@ -2,9 +2,8 @@
 on the same inputs and weights.
 
 Each side runs `warmup` times, then `runs` timed calls; the table shows medians. On cpu each side
-runs in its own process (`python -m ait_build.bench --side ...`): three OpenMP/thread-pool
-runtimes in one process fight over the cores while idle (on 2 cores, PyTorch ran 9x slower after
-our library had run). `--in-process` times all sides in this process, taking turns call by call.
+runs in its own process, and the processes take turns of a few calls (ait_build/bench_sides.py);
+`--in-process` times all sides in this process, taking turns call by call.
 A clock per backend does the timing: perf_counter for cpu builds; cuda builds go to
 ait_build/bench_cuda.py (CUDA events, one process, PyTorch eager, eager + CUDA graph and
 torch.compile). Comparisons run only where their package is installed, and say "skipped: ..."
@@ -205,68 +204,12 @@ def time_sides(ctx, sides: list, inputs: dict, clock, warmup: int, runs: int) ->
     return prepared
 
 
-# PyTorch's OpenMP threads may spin between parallel regions (unless the user set the policy):
-# on small VMs waking sleeping threads costs milliseconds per region (8 ms each on our 2-core
-# machine: PyTorch's ResNet-50 ran 260 ms instead of 97). Not for our library, whose kernels run
-# on its own pool, nor ONNX Runtime, which has its own too: in its process the only OpenMP
-# threads are PyTorch's from the export, and spinning they halved ONNX Runtime's speed.
-SIDE_ENV = {"torch": {"OMP_WAIT_POLICY": "ACTIVE"}}
-
-
-def time_side_isolated(ctx, side: str, inputs: dict, warmup: int, runs: int) -> dict:
-    """One side timed in a fresh process (see the module docstring)."""
-    import subprocess
-    from ait_build.cli import load_arrays
-    from ait_build.weights import save_safetensors
-    with tempfile.TemporaryDirectory() as tmp:
-        save_safetensors(inputs, os.path.join(tmp, "inputs.safetensors"))
-        cmd = [sys.executable, "-m", "ait_build.bench", "--side", side, "--spec", ctx.spec,
-               "--twin", ctx.twin_name, "--build-dir", ctx.build_dir, "--dir", tmp,
-               "--warmup", str(warmup), "--runs", str(runs)]
-        env = dict(os.environ)
-        for key, value in SIDE_ENV.get(side, {}).items():
-            env.setdefault(key, value)
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if proc.returncode:
-            raise AitError(f"bench side '{side}' failed:\n{proc.stderr.strip()}")
-        with open(os.path.join(tmp, "result.json"), encoding="utf-8") as fh:
-            result = json.load(fh)
-        if "times" in result:
-            result["outputs"] = load_arrays(os.path.join(tmp, "outputs.safetensors"))
-    result["env"] = {k: env.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
-    return result
-
-
-def side_main(argv=None) -> int:
-    """`python -m ait_build.bench --side NAME ...`: time one side, write result.json and
-    outputs.safetensors into --dir."""
-    import argparse
-    from ait_build.cli import load_arrays
-    from ait_build.weights import save_safetensors
-    p = argparse.ArgumentParser()
-    for flag in ("--side", "--spec", "--twin", "--build-dir", "--dir"):
-        p.add_argument(flag, required=True)
-    p.add_argument("--warmup", type=int, required=True)
-    p.add_argument("--runs", type=int, required=True)
-    a = p.parse_args(argv)
-    ctx = Context(a.spec, a.twin, a.build_dir)
-    inputs = load_arrays(os.path.join(a.dir, "inputs.safetensors"))
-    result = time_sides(ctx, [a.side], inputs, CpuClock(), a.warmup, a.runs)[a.side]
-    ctx.close()
-    if "outputs" in result:
-        outputs = {k: np.asarray(v) for k, v in result.pop("outputs").items()}
-        save_safetensors(outputs, os.path.join(a.dir, "outputs.safetensors"))
-    with open(os.path.join(a.dir, "result.json"), "w", encoding="utf-8") as fh:
-        json.dump(result, fh)
-    return 0
-
-
 def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
               warmup: int | None, dims: dict, jobs: int | None = None, dtype: str | None = None,
               in_process: bool = False, compile_mode: str = "default", on_case=None) -> dict:
     """The report; runs/warmup None: the backend's defaults. A cuda build is timed by
     bench_cuda.run_bench (compile_mode, and on_case(report) after each case)."""
-    from ait_build import bench_cuda
+    from ait_build import bench_cuda, bench_sides
     from ait_build.backends import get_backend
     from ait_build.build_cli import build, make_inputs, project_root, resolve_spec, spec_name
     from ait_build.runtime import load_manifest
@@ -297,7 +240,8 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
     report = {"spec": os.path.relpath(spec), "build_dir": build_dir, "model": manifest.name,
               "target": target,
               "dtype": manifest.raw.get("dtype", ""), "clock": clock.name,
-              "isolation": "in-process" if in_process else "one process per side",
+              "isolation": "in-process" if in_process else
+              f"a process per side, turns of {bench_sides.TURN_RUNS} runs",
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                           "python": sys.version.split()[0],
                           "loadavg_before": os.getloadavg()},  # other work skews timings
@@ -308,7 +252,7 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
             inputs = make_inputs(manifest, ctx.graph, case, seed=0)
             sides = ["ait_build"] + vs
             got = time_sides(ctx, sides, inputs, clock, warmup, runs) if in_process else \
-                {side: time_side_isolated(ctx, side, inputs, warmup, runs) for side in sides}
+                bench_sides.time_sides_in_processes(ctx, sides, inputs, warmup, runs)
             mine = got["ait_build"]
             ours = mine.pop("outputs")
             mine.update(stats(mine.pop("times"), batch))
@@ -388,7 +332,7 @@ def register(sub) -> None:
     p = add_command(
         sub, "bench", "time a model beside PyTorch and ONNX Runtime",
         "Time a built model beside PyTorch (and ONNX Runtime on cpu). On cpu: "
-        "perf_counter, each side in its own process. On a cuda target (a100, h100, h200): CUDA "
+        "perf_counter, each side in its own process, the sides taking turns of a few calls. On a cuda target (a100, h100, h200): CUDA "
         "events in one process, our library with and without its CUDA graphs against PyTorch "
         "eager, eager captured in a CUDA graph and torch.compile (--vs torch); a case with more "
         f"than {LARGE_ROWS} rows (the product of its dims, batch x seq) runs at most "
@@ -423,6 +367,3 @@ def register(sub) -> None:
     p.add_argument("--json", metavar="FILE", help="write the results to this file")
     p.set_defaults(func=cmd_bench)
 
-
-if __name__ == "__main__":
-    sys.exit(side_main())

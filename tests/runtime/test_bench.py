@@ -74,3 +74,42 @@ def test_dtype_variant_keeps_includes_and_weights(tmp_path):
     assert [n.op for n in variant.nodes] == [n.op for n in original.nodes]
     assert dtype_variant(os.path.join(REPO, "specs", "tiny_cnn.yaml"), "float32", str(tmp_path)) \
         == os.path.join(REPO, "specs", "tiny_cnn.yaml")  # already float32: the spec itself
+
+
+class FakeSide:
+    """A side handle for take_turns that logs what it was asked."""
+
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    def warm(self, calls):
+        self.log.append((self.name, "warm", calls))
+
+    def turn(self, calls):
+        self.log.append((self.name, "turn", calls))
+        return [0.001 * calls] * calls
+
+
+def test_sides_in_processes_take_turns():
+    from ait_build.bench_sides import TURN_RUNS, take_turns
+    log = []
+    runs = 2 * TURN_RUNS + 1  # two full turns and a short one
+    times = take_turns({"ours": FakeSide("ours", log), "theirs": FakeSide("theirs", log)},
+                       warmup=2, runs=runs, settle=0)
+    assert log == [("ours", "warm", 2), ("theirs", "warm", 2)] + [
+        (name, "turn", calls) for calls in (TURN_RUNS, TURN_RUNS, 1) for name in ("ours", "theirs")]
+    assert {name: len(t) for name, t in times.items()} == {"ours": runs, "theirs": runs}
+    assert take_turns({}, warmup=1, runs=3, settle=0) == {}
+
+
+def test_a_failing_side_process_reports_its_error(tmp_path):
+    from ait_build.bench import Context
+    from ait_build.bench_sides import time_sides_in_processes
+    from ait_build.errors import AitError
+    ctx = Context(os.path.join(REPO, "specs", "mlp.yaml"), "mlp", str(tmp_path / "no-build"))
+    with pytest.raises(AitError) as caught:
+        time_sides_in_processes(ctx, ["ait_build"], {"x": np.zeros((1, 4), np.float32)}, 1, 1)
+    message = str(caught.value)
+    assert message.startswith("bench side 'ait_build' failed:\n")
+    assert "no-build" in message and "cannot read the manifest" in message
+    assert "Traceback" not in message
