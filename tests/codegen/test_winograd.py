@@ -60,7 +60,8 @@ CONVS = dict(
     dims=B,
     inputs={"img": {"shape": ["batch", 13, 15, 36]}, "res": {"shape": ["batch", 13, 15, 40]},
             "big": {"shape": ["batch", 20, 18, 96]}, "wide": {"shape": ["batch", 41, 43, 36]},
-            "wide_res": {"shape": ["batch", 41, 43, 40]}},
+            "wide_res": {"shape": ["batch", 41, 43, 40]}, "big_res": {"shape": ["batch", 20, 18, 120]},
+            "mid": {"shape": ["batch", 24, 24, 32]}},
     graph=[n("pad1_relu", "conv2d", ["img"], out_channels=40, kernel=3, padding=1,
              activation="relu"),
            n("pad0", "conv2d", ["img"], out_channels=33, kernel=3, bias=False),
@@ -70,12 +71,17 @@ CONVS = dict(
            n("f4_residual", "conv2d", ["wide", "wide_res"], out_channels=40, kernel=3, padding=1,
              activation="relu"),
            n("f4_pad0", "conv2d", ["wide"], out_channels=36, kernel=3),
+           # fewer tiles than output channels: at batch 1 through the shared scratch (90 tiles),
+           # and by columns in the parts' own scratch (144 tiles, over SHARED_TILES)
+           n("few_tiles", "conv2d", ["big", "big_res"], out_channels=120, kernel=3, padding=1,
+             activation="relu"),
+           n("columns", "conv2d", ["mid"], out_channels=160, kernel=3, padding=1),
            # im2col: too few channels, stride 2, too few tiles
            n("narrow", "conv2d", ["img"], out_channels=8, kernel=3, padding=1),
            n("strided", "conv2d", ["img"], out_channels=40, kernel=3, stride=2, padding=1),
            n("small", "conv2d", ["strided"], out_channels=40, kernel=3, padding=1)],
-    outputs=["pad1_relu", "pad0", "residual", "chunks", "f4_residual", "f4_pad0", "narrow",
-             "strided", "small"])
+    outputs=["pad1_relu", "pad0", "residual", "chunks", "f4_residual", "f4_pad0", "few_tiles",
+             "columns", "narrow", "strided", "small"])
 
 # relu -> conv -> conv + the relu's output -> relu: the optimizer fuses the add into the second
 # conv, and the memory plan puts its output on the residual (the kernel accumulates onto it; a
@@ -117,7 +123,16 @@ def test_rule_picks_the_tile_per_layer(convs):
     tiles = {node: (4 if k.startswith("conv2d_winograd4") else 2 if k.startswith(
         "conv2d_winograd2") else 0) for node, k in kernels.items()}
     assert tiles == {"pad1_relu": 2, "pad0": 2, "residual": 2, "chunks": 2, "f4_residual": 4,
-                     "f4_pad0": 4, "narrow": 0, "strided": 0, "small": 0}
+                     "f4_pad0": 4, "few_tiles": 2, "columns": 2, "narrow": 0, "strided": 0,
+                     "small": 0}
+
+
+def test_few_tiles_take_the_shared_path_up_to_its_limit():
+    assert winograd.shared_tiles(4 * 90, 120) == 119  # "few_tiles": batch 1 (90) takes it
+    assert winograd.shared_tiles(4 * 144, 160) == winograd.SHARED_TILES < 144  # "columns"
+    assert winograd.shared_tiles(4 * 90, 200) == winograd.SHARED_TILES  # "chunks" at batch 1
+    assert winograd.shared_tiles(49, 256) == 49  # ResNet-50's 14x14 layers at batch 1
+    assert winograd.shared_tiles(4 * 56, 40) == 39  # more tiles than channels: never taken
 
 
 def test_several_chunks_per_thread():

@@ -62,6 +62,18 @@ def winograd_tile(win: dict, groups: int, c: int, o: int, ho, wo) -> int:
     return 2 if _tiles(ho.value, wo.value, 2) >= F2_MIN_TILES else 0
 
 
+# The few-tiles path (fewer tiles than output channels: small images at small batches) keeps every
+# tile's transformed inputs and products in the shared scratch, at most this many tiles (4 MiB
+# for 256 channels in and out); beyond, the parts split the output channels in their own scratch.
+SHARED_TILES = 128
+
+
+def shared_tiles(max_tiles: int, o: int) -> int:
+    """The most tiles the kernel takes through the shared-scratch path: it runs when a call has
+    fewer tiles than output channels (at the largest batch, up to `max_tiles`)."""
+    return min(max_tiles, o - 1, SHARED_TILES)
+
+
 def tile_chunk(tiles: int, c: int, o: int, tile: int) -> int:
     """Tiles a thread transforms and multiplies at once, as ait::winograd_chunk chooses it."""
     p = (tile + 2) ** 2
@@ -143,10 +155,13 @@ def lower(lw, epi, label: str, common: list, sizes: list, size_params: list, win
     wt = lw.weight("weight", lambda a: transform_weights(a, tile), f"winograd{tile}",
                    ((tile + 2) ** 2, c.value, o.value))
     bias = lw.weight("bias") if epi.has_bias else None
-    context = dict(epi.context(), **transform_code(tile), tile=tile, ph=win["ph"], pw=win["pw"])
+    tiles = lw.at_max(n) * _tiles(ho.value, wo.value, tile)
+    shared = shared_tiles(tiles, o.value)
+    context = dict(epi.context(), **transform_code(tile), tile=tile, ph=win["ph"], pw=win["pw"],
+                   shared_tiles=shared)
     params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
     kernel = make_kernel(label, "conv2d", "cpu/conv2d_winograd.cpp.j2", context,
                          params + size_params)
-    tiles = lw.at_max(n) * _tiles(ho.value, wo.value, tile)
     lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes,
+            scratch_shared=((tile + 2) ** 2 * shared * (c.value + o.value) + c.value) * 4,
             scratch_thread=thread_scratch_floats(tiles, c.value, o.value, tile) * 4, flops=flops)
