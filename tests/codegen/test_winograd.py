@@ -61,7 +61,7 @@ CONVS = dict(
     inputs={"img": {"shape": ["batch", 13, 15, 36]}, "res": {"shape": ["batch", 13, 15, 40]},
             "big": {"shape": ["batch", 20, 18, 96]}, "wide": {"shape": ["batch", 41, 43, 36]},
             "wide_res": {"shape": ["batch", 41, 43, 40]}, "big_res": {"shape": ["batch", 20, 18, 120]},
-            "mid": {"shape": ["batch", 24, 24, 32]}},
+            "mid": {"shape": ["batch", 16, 16, 32]}},
     graph=[n("pad1_relu", "conv2d", ["img"], out_channels=40, kernel=3, padding=1,
              activation="relu"),
            n("pad0", "conv2d", ["img"], out_channels=33, kernel=3, bias=False),
@@ -71,11 +71,11 @@ CONVS = dict(
            n("f4_residual", "conv2d", ["wide", "wide_res"], out_channels=40, kernel=3, padding=1,
              activation="relu"),
            n("f4_pad0", "conv2d", ["wide"], out_channels=36, kernel=3),
-           # fewer tiles than output channels: at batch 1 through the shared scratch (90 tiles),
-           # and by columns in the parts' own scratch (144 tiles, over SHARED_TILES)
+           # F(2x2) through the shared scratch at batches 1 and 3 (90 and 270 tiles), and by
+           # columns in the parts' own scratch (64 and 192 tiles: over its limit, under 1024)
            n("few_tiles", "conv2d", ["big", "big_res"], out_channels=120, kernel=3, padding=1,
              activation="relu"),
-           n("columns", "conv2d", ["mid"], out_channels=160, kernel=3, padding=1),
+           n("columns", "conv2d", ["mid"], out_channels=1024, kernel=3, padding=1),
            # im2col: too few channels, stride 2, too few tiles
            n("narrow", "conv2d", ["img"], out_channels=8, kernel=3, padding=1),
            n("strided", "conv2d", ["img"], out_channels=40, kernel=3, stride=2, padding=1),
@@ -128,11 +128,12 @@ def test_rule_picks_the_tile_per_layer(convs):
 
 
 def test_few_tiles_take_the_shared_path_up_to_its_limit():
-    assert winograd.shared_tiles(4 * 90, 120) == 119  # "few_tiles": batch 1 (90) takes it
-    assert winograd.shared_tiles(4 * 144, 160) == winograd.SHARED_TILES < 144  # "columns"
-    assert winograd.shared_tiles(4 * 90, 200) == winograd.SHARED_TILES  # "chunks" at batch 1
-    assert winograd.shared_tiles(49, 256) == 49  # ResNet-50's 14x14 layers at batch 1
-    assert winograd.shared_tiles(4 * 56, 40) == 39  # more tiles than channels: never taken
+    limit = lambda c, o: winograd.SHARED_FLOATS // (16 * (c + o))
+    assert winograd.shared_tiles(4 * 90, 96, 120, 2) == limit(96, 120) > 3 * 90  # "few_tiles"
+    assert winograd.shared_tiles(4 * 64, 32, 1024, 2) == limit(32, 1024) < 64  # "columns"
+    assert 90 < winograd.shared_tiles(4 * 90, 96, 200, 2) < 3 * 90  # "chunks": batch 1, not 3
+    assert winograd.shared_tiles(49, 256, 256, 2) == 49  # ResNet-50's 14x14 layers, batch 1
+    assert winograd.shared_tiles(4 * 220, 36, 40, 4) == 0  # F(4x4) keeps its parts
 
 
 def test_several_chunks_per_thread():

@@ -62,16 +62,19 @@ def winograd_tile(win: dict, groups: int, c: int, o: int, ho, wo) -> int:
     return 2 if _tiles(ho.value, wo.value, 2) >= F2_MIN_TILES else 0
 
 
-# The few-tiles path (fewer tiles than output channels: small images at small batches) keeps every
-# tile's transformed inputs and products in the shared scratch, at most this many tiles (4 MiB
-# for 256 channels in and out); beyond, the parts split the output channels in their own scratch.
-SHARED_TILES = 128
+# F(2x2) calls with few tiles (small images or batches) keep every tile's transformed inputs and
+# products in the shared scratch, up to this many floats (4 MiB), so that the tile GEMMs run at
+# full size, split by position. Beyond, parts of tiles or channels each take their tiles a chunk
+# at a time in their own scratch. On ResNet-50 at batch 1 the 14x14 layers took half the time
+# that way and the 28x28 ones about 10% less (old over new 0.94-1.18 in three runs, median 1.10);
+# F(4x4) on the 56x56 layers was no faster (0.91-1.06), so it keeps its parts
+# (bench/results/cpu/winograd_shared_ab.log).
+SHARED_FLOATS = 1048576
 
 
-def shared_tiles(max_tiles: int, o: int) -> int:
-    """The most tiles the kernel takes through the shared-scratch path: it runs when a call has
-    fewer tiles than output channels (at the largest batch, up to `max_tiles`)."""
-    return min(max_tiles, o - 1, SHARED_TILES)
+def shared_tiles(max_tiles: int, c: int, o: int, tile: int) -> int:
+    """The most tiles of a call the kernel takes through the shared-scratch path (0: never)."""
+    return min(max_tiles, SHARED_FLOATS // ((tile + 2) ** 2 * (c + o))) if tile == 2 else 0
 
 
 def tile_chunk(tiles: int, c: int, o: int, tile: int) -> int:
@@ -156,7 +159,7 @@ def lower(lw, epi, label: str, common: list, sizes: list, size_params: list, win
                    ((tile + 2) ** 2, c.value, o.value))
     bias = lw.weight("bias") if epi.has_bias else None
     tiles = lw.at_max(n) * _tiles(ho.value, wo.value, tile)
-    shared = shared_tiles(tiles, o.value)
+    shared = shared_tiles(tiles, c.value, o.value, tile)
     context = dict(epi.context(), **transform_code(tile), tile=tile, ph=win["ph"], pw=win["pw"],
                    shared_tiles=shared)
     params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
