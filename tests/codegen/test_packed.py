@@ -1,7 +1,8 @@
 """Weights in MKL's packed layout (templates/cpu/ait_packed.h.j2, used by gemm_tile for linear
 layers on cpu_mkl). A small C++ program multiplies through the rendered headers with and
-without the packed form, over the splits gemm_tile makes (one part, parts by columns, parts by
-rows), transposed and scaled weights and accumulation; and a built model on cpu_mkl (linears,
+without the packed form and checks both against a loop in double, over the splits gemm_tile
+makes (one part, parts by columns, parts by rows, one or several row chunks per part),
+transposed and scaled weights and accumulation; and a built model on cpu_mkl (linears,
 and convs with more output channels than K) matches the reference at batch sizes that take each
 split, with packing on and off. Skipped where the
 mkl-devel wheel is not installed (CI installs it on x86-64)."""
@@ -21,6 +22,8 @@ from ait_build.spec.model import load_model
 from .conftest import tolerance, write_spec
 
 PROGRAM = r"""
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,9 +31,10 @@ PROGRAM = r"""
 #include "ait_cpu.h"
 
 // C = alpha * A op(B) (+ C) through gemm_tile's parts, with B packed or plain; prints the
-// largest difference between the two relative to the largest |C|
+// largest difference of either from a plain loop in double, relative to the largest |C|
 static int compare(int64_t M, int64_t N, int64_t K, int nt, bool trans_b, float alpha, bool acc) {
   std::vector<float> a(M * K), b(K * N), c0(M * N), c1(M * N);
+  std::vector<double> want(M * N);
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 37 % 101) - 50) / 50.0f;
   for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 53 % 97) - 48) / 48.0f;
   for (size_t i = 0; i < c0.size(); ++i) c0[i] = c1[i] = static_cast<float>(i % 7) - 3.0f;
@@ -44,10 +48,17 @@ static int compare(int64_t M, int64_t N, int64_t K, int nt, bool trans_b, float 
                       alpha, acc, packed ? &packs : nullptr};
     ait::parallel_for(cx, nt, nt > 1, [&](int64_t t, int) { ait::gemm_tile(g, static_cast<int>(t), nt, epi); });
   }
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double sum = 0.0;
+      for (int64_t k = 0; k < K; ++k)
+        sum += static_cast<double>(a[i * K + k]) * b[trans_b ? j * K + k : k * N + j];
+      want[i * N + j] = alpha * sum + (acc ? static_cast<double>((i * N + j) % 7) - 3.0 : 0.0);
+    }
   double diff = 0.0, scale = 1e-30;
   for (size_t i = 0; i < c0.size(); ++i) {
-    diff = std::max(diff, static_cast<double>(std::fabs(c0[i] - c1[i])));
-    scale = std::max(scale, static_cast<double>(std::fabs(c0[i])));
+    diff = std::max({diff, std::fabs(c0[i] - want[i]), std::fabs(c1[i] - want[i])});
+    scale = std::max(scale, std::fabs(want[i]));
   }
   return std::printf("%g\n", diff / scale) < 0;
 }
@@ -107,9 +118,11 @@ def test_cache_keeps_one_copy_per_request(program):
     (8, 200, 96, 4),     # few rows, wide: parts split the columns (each packs its own slice)
     (300, 40, 96, 4),    # many rows: parts split the rows and share the whole packed weight
     (3, 130, 50, 4),     # an odd column count, parts with no rows to do
+    (700, 1024, 64, 1),  # a part of many rows: several row chunks, the last one short
+    (200, 3000, 16, 1),  # under 256 rows but a tile over 2 MiB: two row chunks, not one call
 ])
 @pytest.mark.parametrize("trans_b", ["n", "t"])
-def test_packed_gemm_matches_plain(program, m, n, k, parts, trans_b):
+def test_packed_and_plain_gemms_match_a_loop(program, m, n, k, parts, trans_b):
     for alpha, acc in ((1.0, "-"), (0.5, "a")):
         (rel,) = run(program, m, n, k, parts, trans_b, alpha, acc)
         assert float(rel) < 1e-5, (alpha, acc, rel)
