@@ -332,7 +332,8 @@ def register(sub) -> None:
     p = add_command(
         sub, "bench", "time a model beside PyTorch and ONNX Runtime",
         "Time a built model beside PyTorch (and ONNX Runtime on cpu). On cpu: "
-        "perf_counter, each side in its own process, the sides taking turns of a few calls. On a cuda target (a100, h100, h200): CUDA "
+        "perf_counter, each side in its own process, the sides taking turns of a few calls. "
+        "On a cuda target (a100, h100, h200): CUDA "
         "events in one process, our library with and without its CUDA graphs against PyTorch "
         "eager, eager captured in a CUDA graph and torch.compile (--vs torch); a case with more "
         f"than {LARGE_ROWS} rows (the product of its dims, batch x seq) runs at most "

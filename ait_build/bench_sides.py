@@ -94,15 +94,17 @@ class SideProcess:
         result["env"] = {k: self.env.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS")}
         return result
 
-    def close(self) -> None:
+    def close(self, wait: float = 30) -> None:
+        """Ends the child: at the end of its input it exits within `wait` seconds, or is killed."""
         if self.proc.poll() is None:
-            self.proc.stdin.close()
             try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=wait)
+            except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
                 self.proc.wait()
-        self.log.close()
+        if not self.log.closed:
+            self.log.close()
 
 
 def take_turns(sides: dict, warmup: int, runs: int, settle: float = SETTLE_S) -> dict:
@@ -135,13 +137,9 @@ def time_sides_in_processes(ctx, sides: list, inputs: dict, warmup: int, runs: i
             timed = {n: h for n, h in handles.items() if h.skipped is None}
             times = take_turns(timed, warmup, runs)
             results = {n: h.finish() for n, h in handles.items()}
-        finally:
+        finally:  # after an error, children still running are killed
             for handle in handles.values():
-                if handle.proc.poll() is None:
-                    handle.proc.kill()
-                    handle.proc.wait()
-                if not handle.log.closed:
-                    handle.log.close()
+                handle.close(wait=0)
     for name, result in results.items():
         if name in times:
             result["times"] = times[name]
