@@ -19,6 +19,19 @@ from ait_build.ops.attention import attention_scale
 IM2COL_FLOATS = 393216
 ATTENTION_SCORE_FLOATS = 65536
 
+# Convs of at most this many input channels (images: 1, 3 or 4) take the direct path where the
+# vectors are AVX-512 (templates/cpu/_conv2d_direct.j2): im2col would gather runs of KW*C floats
+# per kernel row, 21 for ResNet-50's 7x7 stem, whose conv then took 1.4-1.5x the direct time
+# (docs/benchmarks.md).
+DIRECT_MAX_CHANNELS = 4
+
+
+def direct_conv(win: dict, groups: int, c: int, o: int) -> bool:
+    """Whether a conv takes the direct path: few input channels, output channels in whole
+    16-float vectors, a kernel wider than 1x1, no grouping or horizontal dilation."""
+    return (groups == 1 and c <= DIRECT_MAX_CHANNELS and o % 16 == 0 and win["dw"] == 1
+            and win["kh"] * win["kw"] > 1)
+
 
 class Epilogue:
     """The epilogue a GEMM-shaped node carries, split into what its kernel applies and what (an
@@ -146,12 +159,17 @@ def lower_conv2d(lw) -> None:
         and g == 1
     kg = kh * kw * cg
     chunk = min(lw.at_max(n * ho * wo), max(512, IM2COL_FLOATS // kg))  # the most rows at once
-    context = dict(epi.context(), **win, groups=g, pointwise=pointwise)
+    direct = direct_conv(win, g, cv, ov)
+    # the direct path's padded input rows, per participant: KH rows of its taps' width
+    padded_rows = kh * ((lw.at_max(wo) - 1) * win["sw"] + kw) * cv if direct else 0
+    context = dict(epi.context(), **win, groups=g, pointwise=pointwise, direct=direct)
     params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
-    kernel = make_kernel(_label("conv2d_1x1" if pointwise else "conv2d", epi), "conv2d",
-                         "cpu/conv2d.cpp.j2", context, params + size_params)
+    label = "conv2d_1x1" if pointwise else "conv2d_direct" if direct else "conv2d"
+    kernel = make_kernel(_label(label, epi), "conv2d", "cpu/conv2d.cpp.j2", context,
+                         params + size_params)
     lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes,
-            scratch_shared=0 if pointwise else chunk * kg * 4, flops=flops)
+            scratch_shared=0 if pointwise else chunk * kg * 4, scratch_thread=padded_rows * 4,
+            flops=flops)
     epi.finish(lw, out)
 
 
