@@ -65,6 +65,7 @@ def test_rule():
     assert not direct_conv(dict(win, dw=2), 1, 3, 64)  # a pixel's taps not one run
     assert not direct_conv(win, 3, 3, 48)  # grouped
     assert not direct_conv(dict(win, kh=1, kw=1), 1, 3, 64)  # 1x1: the input is the GEMM's A
+    assert not direct_conv(dict(win, kh=16, kw=16), 1, 3, 768)  # ViT's patches: 768 taps
 
 
 def test_kernels_picked(built):

@@ -21,16 +21,20 @@ ATTENTION_SCORE_FLOATS = 65536
 
 # Convs of at most this many input channels (images: 1, 3 or 4) take the direct path where the
 # vectors are AVX-512 (templates/cpu/_conv2d_direct.j2): im2col would gather runs of KW*C floats
-# per kernel row, 21 for ResNet-50's 7x7 stem, whose conv then took 1.4-1.5x the direct time
-# (docs/benchmarks.md).
+# per kernel row, 21 for ResNet-50's 7x7 stem, whose conv took 1.4-1.9x the direct time
+# (bench/results/cpu/direct_stem_ab.log). Only while a tile's weight panel, taps x 64 floats,
+# stays in a 48 KiB L1 (the stem: 147 taps): ViT-B/16's 16x16 patches (768 taps) were 1.9x
+# slower direct than through the GEMM (bench/results/cpu/direct_vit_patches_ab.log).
 DIRECT_MAX_CHANNELS = 4
+DIRECT_MAX_TAPS = 192
 
 
 def direct_conv(win: dict, groups: int, c: int, o: int) -> bool:
-    """Whether a conv takes the direct path: few input channels, output channels in whole
-    16-float vectors, a kernel wider than 1x1, no grouping or horizontal dilation."""
-    return (groups == 1 and c <= DIRECT_MAX_CHANNELS and o % 16 == 0 and win["dw"] == 1
-            and win["kh"] * win["kw"] > 1)
+    """Whether a conv takes the direct path: few input channels and taps, output channels in
+    whole 16-float vectors, a kernel wider than 1x1, no grouping or horizontal dilation."""
+    taps = win["kh"] * win["kw"] * c
+    return (groups == 1 and c <= DIRECT_MAX_CHANNELS and 1 < taps // c and
+            taps <= DIRECT_MAX_TAPS and o % 16 == 0 and win["dw"] == 1)
 
 
 class Epilogue:
