@@ -3,7 +3,7 @@ which convs take it, and that built models match the reference on both of the ke
 (the AVX-512 copy runs the direct path; the base copy of an AVX2 target keeps im2col). The shapes
 cover tails of fewer than 6 output pixels, channel panels of 64 + 16 and of 48, strides,
 asymmetric windows and padding, vertical dilation, a per-column residual and a residual the
-memory plan puts on the output (the kernel accumulates onto it)."""
+memory plan puts on the output (the kernel accumulates onto it), and images of a few rows."""
 
 from __future__ import annotations
 
@@ -29,9 +29,12 @@ CONVS = dict(
     dims=B,
     inputs={"img": {"shape": ["batch", 23, 19, 3]}, "gray": {"shape": ["batch", 9, 13, 1]},
             "rgba": {"shape": ["batch", 11, 10, 4]}, "res": {"shape": ["batch", 11, 10, 16]},
-            "col": {"shape": [48]}},
+            "col": {"shape": [48]}, "short": {"shape": ["batch", 3, 20, 2]}},
     graph=[n("stem", "conv2d", ["img"], out_channels=80, kernel=7, stride=2, padding=3,
              activation="relu"),
+           # images of 3 rows: a participant's rows run through several images that read the
+           # same row numbers, which its ring of input rows must not mix up
+           n("short_conv", "conv2d", ["short"], out_channels=32, kernel=3, padding=1),
            n("gray_res", "conv2d", ["gray", "col"], out_channels=48, kernel=[3, 5],
              padding=[1, 2], activation="relu"),
            n("dilated", "conv2d", ["rgba"], out_channels=32, kernel=3, dilation=[2, 1],
@@ -47,7 +50,7 @@ CONVS = dict(
            n("wide_in", "conv2d", ["res"], out_channels=16, kernel=3, padding=1),
            n("odd_out", "conv2d", ["img"], out_channels=24, kernel=3),
            n("pointwise", "conv2d", ["img"], out_channels=32, kernel=1)],
-    outputs=["stem", "gray_res", "dilated", "pool", "wide_in", "odd_out", "pointwise"])
+    outputs=["stem", "short_conv", "gray_res", "dilated", "pool", "wide_in", "odd_out", "pointwise"])
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +75,7 @@ def test_kernels_picked(built):
     with open(os.path.join(built[0], "manifest.json")) as fh:
         steps = {s["node"]: s["kernel"] for s in json.load(fh)["steps"] if s.get("node")}
     direct = {node for node, kernel in steps.items() if kernel.startswith("conv2d_direct")}
-    assert direct == {"stem", "gray_res", "dilated", "block"}
+    assert direct == {"stem", "short_conv", "gray_res", "dilated", "block"}
 
 
 @pytest.mark.parametrize("copy", ["avx512", "base"])

@@ -164,8 +164,10 @@ def lower_conv2d(lw) -> None:
     kg = kh * kw * cg
     chunk = min(lw.at_max(n * ho * wo), max(512, IM2COL_FLOATS // kg))  # the most rows at once
     direct = direct_conv(win, g, cv, ov)
-    # the direct path's padded input rows, per participant: KH rows of its taps' width
-    padded_rows = kh * ((lw.at_max(wo) - 1) * win["sw"] + kw) * cv if direct else 0
+    # the direct path's padded input rows, per participant: a ring of the (KH - 1) * DH + 1 rows
+    # one output row reads, and a row of zeros, each of its taps' width
+    padded_rows = ((kh - 1) * win["dh"] + 2) * ((lw.at_max(wo) - 1) * win["sw"] + kw) * cv \
+        if direct else 0
     context = dict(epi.context(), **win, groups=g, pointwise=pointwise, direct=direct)
     params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
     label = "conv2d_1x1" if pointwise else "conv2d_direct" if direct else "conv2d"
