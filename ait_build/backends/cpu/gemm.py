@@ -168,7 +168,8 @@ def lower_conv2d(lw) -> None:
     # one output row reads, and a row of zeros, each of its taps' width
     padded_rows = ((kh - 1) * win["dh"] + 2) * ((lw.at_max(wo) - 1) * win["sw"] + kw) * cv \
         if direct else 0
-    context = dict(epi.context(), **win, groups=g, pointwise=pointwise, direct=direct)
+    context = dict(epi.context(), **win, groups=g, pointwise=pointwise, direct=direct,
+                   direct_c=cv, direct_o=ov)
     params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
     label = "conv2d_1x1" if pointwise else "conv2d_direct" if direct else "conv2d"
     kernel = make_kernel(_label(label, epi), "conv2d", "cpu/conv2d.cpp.j2", context,
