@@ -17,7 +17,6 @@ PROGRAM = r"""
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include "ait_runtime.h"
 

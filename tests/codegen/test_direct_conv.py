@@ -81,3 +81,15 @@ def test_kernels_picked(built):
 @pytest.mark.parametrize("copy", ["avx512", "base"])
 def test_both_copies_match_reference(built, tmp_path, copy):
     check_copy(built, tmp_path, copy)
+
+
+def test_other_convs_share_kernels_across_channel_counts():
+    """Only the direct path has its channel counts in its code: ResNet-50's 1x1 convs, of
+    64-2048 channels, all run one kernel per epilogue."""
+    from ait_build.pipeline import build_plan
+    from ait_build.spec.target import find_target
+    plan = build_plan(os.path.join(os.path.dirname(__file__), "..", "..", "specs",
+                                   "resnet50.yaml"), find_target("cpu"))
+    pointwise = {step.kernel.name for step in plan.steps
+                 if step.kernel.label == "conv2d_1x1_bias_relu"}
+    assert len(pointwise) == 1, pointwise

@@ -32,9 +32,8 @@ DIRECT_MAX_TAPS = 192
 def direct_conv(win: dict, groups: int, c: int, o: int) -> bool:
     """Whether a conv takes the direct path: few input channels and taps, output channels in
     whole 16-float vectors, a kernel wider than 1x1, no grouping or horizontal dilation."""
-    taps = win["kh"] * win["kw"] * c
-    return (groups == 1 and c <= DIRECT_MAX_CHANNELS and 1 < taps // c and
-            taps <= DIRECT_MAX_TAPS and o % 16 == 0 and win["dw"] == 1)
+    return (groups == 1 and c <= DIRECT_MAX_CHANNELS and win["kh"] * win["kw"] > 1 and
+            win["kh"] * win["kw"] * c <= DIRECT_MAX_TAPS and o % 16 == 0 and win["dw"] == 1)
 
 
 class Epilogue:
@@ -168,8 +167,9 @@ def lower_conv2d(lw) -> None:
     # one output row reads, and a row of zeros, each of its taps' width
     padded_rows = ((kh - 1) * win["dh"] + 2) * ((lw.at_max(wo) - 1) * win["sw"] + kw) * cv \
         if direct else 0
-    context = dict(epi.context(), **win, groups=g, pointwise=pointwise, direct=direct,
-                   direct_c=cv, direct_o=ov)
+    context = dict(epi.context(), **win, groups=g, pointwise=pointwise, direct=direct)
+    if direct:  # constants in the direct path's code; other convs share kernels across channels
+        context.update(direct_c=cv, direct_o=ov)
     params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
     label = "conv2d_1x1" if pointwise else "conv2d_direct" if direct else "conv2d"
     kernel = make_kernel(_label(label, epi), "conv2d", "cpu/conv2d.cpp.j2", context,
