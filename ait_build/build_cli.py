@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -82,8 +83,19 @@ def cmd_build(args) -> int:
     out = build(args.spec, args.target, args.jobs, args.cache, args.cache_readonly, args.verbose)
     name = os.path.basename(out)
     print(f"built {os.path.relpath(os.path.join(out, f'lib{name}.so'))} "
-          f"(header {name}.h, manifest.json, weights.safetensors)")
+          f"(header {name}.h, manifest.json, weights.safetensors){built_with(out)}")
     return 0
+
+
+def built_with(out: str) -> str:
+    """'; with mkl 2025.3.0': the libraries the manifest records (the cpu target's `auto` BLAS
+    is chosen by what is installed, so the build says which one it took)."""
+    try:
+        with open(os.path.join(out, "manifest.json")) as fh:
+            libraries = json.load(fh)["compiler"]["libraries"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    return "; with " + ", ".join(f"{k} {v}" for k, v in sorted(libraries.items())) if libraries else ""
 
 
 # -- run ------------------------------------------------------------------------------------------

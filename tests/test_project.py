@@ -55,6 +55,6 @@ def test_targets_show_and_copy(tmp_path, capsys, monkeypatch):
     assert main(["targets", "--copy", "a100"]) == 1
     assert "exists; edit it there" in capsys.readouterr().err
     assert main(["targets"]) == 0
-    rows = {line.split()[0]: line.split()[3] for line in capsys.readouterr().out.splitlines()[1:7]}
-    assert rows == {"a100": "project", "cpu": "stock", "cpu_mkl": "stock", "h100": "stock",
-                    "h200": "stock", "mi250": "stock"}
+    rows = {line.split()[0]: line.split()[3] for line in capsys.readouterr().out.splitlines()[1:8]}
+    assert rows == {"a100": "project", "cpu": "stock", "cpu_mkl": "stock", "cpu_openblas": "stock",
+                    "h100": "stock", "h200": "stock", "mi250": "stock"}

@@ -145,7 +145,7 @@ def test_missing_blas_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "scipy_openblas32", None)  # import fails
     try:
         with pytest.raises(AitError, match="pip install scipy-openblas32"):
-            toolchain_for(find_target("cpu"))
+            toolchain_for(find_target("cpu_openblas"))
     finally:
         toolchain.find_openblas.cache_clear()
 
@@ -166,6 +166,42 @@ def test_missing_mkl_and_mixed_blas_are_errors(monkeypatch, tmp_path):
     mixed = dataclasses.replace(target, kernels=(("conv2d", "im2col_openblas"), ("gemm", "mkl")))
     with pytest.raises(AitError, match="name different BLAS libraries; use conv2d: im2col_mkl"):
         toolchain_for(mixed)
+
+
+def test_cpu_target_takes_mkl_where_installed_else_openblas(monkeypatch, tmp_path):
+    """kernels.gemm `auto` (the stock cpu target): MKL where its header is installed and the
+    compiler builds for x86-64; OpenBLAS without it, or for another machine."""
+    import sys
+
+    from ait_build.backends.cpu import toolchain
+    target = find_target("cpu")
+    assert target.kernel("gemm") == "auto"
+    include = tmp_path / "include"
+    include.mkdir()
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))  # a prefix without the mkl-devel wheel
+    monkeypatch.setattr(toolchain, "find_mkl", lambda: "mkl")
+    monkeypatch.setattr(toolchain, "find_openblas", lambda: "openblas")
+    monkeypatch.setattr(toolchain, "compiler_machine", lambda cxx: "x86_64-linux-gnu")
+    assert toolchain.find_blas(target) == "openblas"
+    (include / "mkl_cblas.h").write_text("")  # the wheel's header: MKL is installed
+    assert toolchain.find_blas(target) == "mkl"
+    monkeypatch.setattr(toolchain, "compiler_machine", lambda cxx: "aarch64-linux-gnu")
+    assert toolchain.find_blas(target) == "openblas"
+
+
+def test_cpu_target_with_mkl_installed_links_it(monkeypatch, tmp_path):
+    """With the mkl-devel wheel in the environment the stock cpu target's command lines link
+    MKL's layers and define AIT_MKL (the packed-weights path), as cpu_mkl's do."""
+    from ait_build.backends.cpu import toolchain
+    try:
+        mkl = toolchain.find_mkl()
+    except AitError as exc:
+        pytest.skip(str(exc))
+    if not toolchain.compiler_machine("g++").startswith("x86_64"):
+        pytest.skip("MKL is taken on x86-64 only")
+    chain = toolchain_for(find_target("cpu"))
+    assert "AIT_MKL" in chain.defines and chain.libs == mkl.libs
+    assert dict(chain.libraries) == dict(toolchain_for(find_target("cpu_mkl")).libraries)
 
 
 def test_place_keeps_live_groups_apart():

@@ -43,14 +43,14 @@ def _sha(path: str) -> str:
 
 
 def test_cpu_manifest_records_versions_and_the_target_file(tmp_path):
-    target = find_target("cpu")
+    target = find_target("cpu_openblas")
     emit(os.path.join(ROOT, "specs", "mlp.yaml"), target, str(tmp_path))
     with open(tmp_path / "manifest.json") as fh:
         manifest = json.load(fh)
     assert manifest["ait_build_version"] == __version__
     assert manifest["compiler"]["version"] == compiler_version("g++")
     assert manifest["compiler"]["libraries"]["scipy-openblas32"][0].isdigit()
-    assert manifest["target_file"] == {"name": "cpu.yaml", "sha256": _sha(target.source),
+    assert manifest["target_file"] == {"name": "cpu_openblas.yaml", "sha256": _sha(target.source),
                                        "digest": target.digest()}
 
 

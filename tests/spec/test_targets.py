@@ -9,7 +9,7 @@ import pytest
 from ait_build.errors import SpecError
 from ait_build.spec.target import find_target, known_targets, load_target, stock_targets_dir
 
-EXPECTED = {"cpu": ("cpu", ""), "cpu_mkl": ("cpu", ""), "a100": ("cuda", "sm_80"), "h100": ("cuda", "sm_90a"),
+EXPECTED = {"cpu": ("cpu", ""), "cpu_mkl": ("cpu", ""), "cpu_openblas": ("cpu", ""), "a100": ("cuda", "sm_80"), "h100": ("cuda", "sm_90a"),
             "h200": ("cuda", "sm_90a"), "mi250": ("rocm", "gfx90a")}
 
 

@@ -1,5 +1,5 @@
 """The cpu backend: C++17 + OpenMP kernels, GEMMs through the BLAS the target's kernels.gemm names
-(OpenBLAS from scipy-openblas32, or MKL: toolchain.py), float32 compute for every float dtype
+(OpenBLAS from scipy-openblas32, MKL, or `auto`: MKL where installed; toolchain.py), float32 compute for every float dtype
 (float16/bfloat16 models take and return their own dtype; the conversion happens at the model's
 edges, edges.py).
 
@@ -72,8 +72,8 @@ BACKEND = Backend(
     arch_flags=arch_flags,
     compile_job_memory=1 << 30,  # a C++ kernel file takes well under 1 GB
     arch_options=("-march",),
-    kernel_families=frozen({"gemm": ("openblas", "mkl"),
-                            "conv2d": ("im2col_openblas", "im2col_mkl"),
+    kernel_families=frozen({"gemm": ("auto", "openblas", "mkl"),
+                            "conv2d": ("im2col_auto", "im2col_openblas", "im2col_mkl"),
                             "attention": ("cpu_fused",)}),
     device="host",
     step_timing=True,

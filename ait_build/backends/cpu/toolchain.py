@@ -1,6 +1,6 @@
 """The cpu backend's command lines: the target's compiler (g++ or clang++), the BLAS
-the target's `kernels.gemm` names (OpenBLAS from the scipy-openblas32 wheel, or MKL's sequential
-layer from the mkl-devel wheel), vector-width flags from `device.simd` and `-march` from `arch`."""
+the target's `kernels.gemm` names (OpenBLAS from the scipy-openblas32 wheel, MKL's sequential
+layer from the mkl-devel wheel, or `auto`: MKL where installed), vector-width flags from `device.simd` and `-march` from `arch`."""
 
 from __future__ import annotations
 
@@ -87,8 +87,20 @@ def find_mkl() -> Blas:
     return Blas(include_dir, lib_dir, tuple(libs), defines, "mkl")
 
 
+def find_installed_blas(cxx: str) -> Blas:
+    """kernels.gemm `auto`: MKL where the compiler builds for x86-64 and the mkl-devel wheel is
+    installed (ResNet-50, BERT-base and ViT-B/16 took 16-32% less time through it than through
+    OpenBLAS, docs/benchmarks.md), else OpenBLAS. An installed but broken MKL is an error, not
+    a silent fallback."""
+    x86 = compiler_machine(cxx).startswith("x86_64")
+    if x86 and os.path.isfile(os.path.join(sys.prefix, "include", "mkl_cblas.h")):
+        return find_mkl()
+    return find_openblas()
+
+
 # kernels.gemm -> where its BLAS is; the target's conv2d family must be im2col over the same one
-BLAS = {"openblas": find_openblas, "mkl": find_mkl}
+BLAS = {"openblas": lambda cxx: find_openblas(), "mkl": lambda cxx: find_mkl(),
+        "auto": find_installed_blas}
 
 
 def find_blas(target) -> Blas:
@@ -97,7 +109,7 @@ def find_blas(target) -> Blas:
     if conv != f"im2col_{gemm}":
         raise AitError(f"target '{target.name}': kernels.conv2d '{conv}' and kernels.gemm '{gemm}' "
                        f"name different BLAS libraries; use conv2d: im2col_{gemm}")
-    return BLAS[gemm]()
+    return BLAS[gemm](target.cxx)
 
 
 def simd_flags(target, cxx: str) -> tuple:
