@@ -167,7 +167,7 @@ def dtype_variant(spec: str, dtype: str, root: str) -> str:
     doc = _plain(load_yaml(spec))
     if doc.get("dtype", "float32") == dtype:
         return spec
-    here = os.path.dirname(spec)
+    here = os.path.dirname(os.path.abspath(spec))  # includes and weights become absolute
     absolute = lambda p: p if os.path.isabs(p) else os.path.normpath(os.path.join(here, p))
     if "include" in doc:
         doc["include"] = [absolute(p) for p in ([doc["include"]] if isinstance(doc["include"], str)

@@ -76,6 +76,16 @@ def test_dtype_variant_keeps_includes_and_weights(tmp_path):
         == os.path.join(REPO, "specs", "tiny_cnn.yaml")  # already float32: the spec itself
 
 
+def test_dtype_variant_of_a_relative_spec_path(tmp_path, monkeypatch):
+    """A spec named relative to the working directory: its include still resolves from
+    build/specs/ (it was written relative, and looked for under build/specs/specs/)."""
+    from ait_build.bench import dtype_variant
+    monkeypatch.chdir(REPO)
+    variant = load_model(dtype_variant(os.path.join("specs", "tiny_cnn.yaml"), "float16",
+                                       str(tmp_path)))
+    assert variant.name == "tiny_cnn_float16" and variant.nodes
+
+
 class FakeSide:
     """A side handle for take_turns that logs what it was asked."""
 
