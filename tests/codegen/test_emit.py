@@ -158,9 +158,21 @@ def test_missing_mkl_and_mixed_blas_are_errors(monkeypatch, tmp_path):
     target = find_target("cpu_mkl")
     toolchain.find_mkl.cache_clear()
     monkeypatch.setattr(sys, "prefix", str(tmp_path))  # a prefix without the mkl-devel wheel
+    monkeypatch.setattr(toolchain.site, "getuserbase", lambda: str(tmp_path / "user"))
     try:
         with pytest.raises(AitError, match="has no mkl_cblas.h: pip install mkl-devel"):
             toolchain_for(target)
+        # `pip install --user mkl-devel`: the wheel's files under the user's base
+        user = tmp_path / "user"
+        (user / "include").mkdir(parents=True)
+        (user / "include" / "mkl_cblas.h").write_text("")
+        (user / "lib").mkdir()
+        for layer in toolchain.MKL_LAYERS:
+            (user / "lib" / f"lib{layer}.so.2").write_text("")
+        toolchain.find_mkl.cache_clear()
+        blas = toolchain.find_mkl()
+        assert blas.include_dir == str(user / "include") and blas.lib_dir == str(user / "lib")
+        assert blas.libs == tuple(f":lib{layer}.so.2" for layer in toolchain.MKL_LAYERS)
     finally:
         toolchain.find_mkl.cache_clear()
     mixed = dataclasses.replace(target, kernels=(("conv2d", "im2col_openblas"), ("gemm", "mkl")))
@@ -179,6 +191,7 @@ def test_cpu_target_takes_mkl_where_installed_else_openblas(monkeypatch, tmp_pat
     include = tmp_path / "include"
     include.mkdir()
     monkeypatch.setattr(sys, "prefix", str(tmp_path))  # a prefix without the mkl-devel wheel
+    monkeypatch.setattr(toolchain.site, "getuserbase", lambda: str(tmp_path / "user"))
     monkeypatch.setattr(toolchain, "find_mkl", lambda: "mkl")
     monkeypatch.setattr(toolchain, "find_openblas", lambda: "openblas")
     monkeypatch.setattr(toolchain, "compiler_machine", lambda cxx: "x86_64-linux-gnu")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import site
 import sys
 from dataclasses import dataclass
 
@@ -67,15 +68,25 @@ def find_openblas() -> Blas:
 MKL_LAYERS = ("mkl_intel_lp64", "mkl_sequential", "mkl_core")
 
 
+def mkl_prefix() -> str | None:
+    """Where pip put the mkl-devel wheel (its include/ and lib/): this environment's prefix, or
+    the user's base for `pip install --user`; None if neither has it."""
+    for prefix in (sys.prefix, site.getuserbase()):
+        if os.path.isfile(os.path.join(prefix, "include", "mkl_cblas.h")):
+            return prefix
+    return None
+
+
 @functools.lru_cache(maxsize=None)
 def find_mkl() -> Blas:
     """MKL from the mkl-devel wheel (headers under <prefix>/include, libraries under <prefix>/lib;
     the wheel ships only versioned names such as libmkl_core.so.3)."""
-    include_dir, lib_dir = os.path.join(sys.prefix, "include"), os.path.join(sys.prefix, "lib")
     fix = "pip install mkl-devel (or ait-build[mkl])"
-    if not os.path.isfile(os.path.join(include_dir, "mkl_cblas.h")):
-        raise AitError(f"the target's kernels.gemm is mkl, but {include_dir} has no mkl_cblas.h: "
-                       + fix)
+    prefix = mkl_prefix()
+    if prefix is None:
+        looked = " or ".join(os.path.join(p, "include") for p in (sys.prefix, site.getuserbase()))
+        raise AitError(f"the target's kernels.gemm is mkl, but {looked} has no mkl_cblas.h: " + fix)
+    include_dir, lib_dir = os.path.join(prefix, "include"), os.path.join(prefix, "lib")
     libs = []
     for layer in MKL_LAYERS:
         found = sorted(glob.glob(os.path.join(lib_dir, f"lib{layer}.so*")))
@@ -89,11 +100,10 @@ def find_mkl() -> Blas:
 
 def find_installed_blas(cxx: str) -> Blas:
     """kernels.gemm `auto`: MKL where the compiler builds for x86-64 and the mkl-devel wheel is
-    installed (ResNet-50, BERT-base and ViT-B/16 took 16-32% less time through it than through
-    OpenBLAS, docs/benchmarks.md), else OpenBLAS. An installed but broken MKL is an error, not
-    a silent fallback."""
-    x86 = compiler_machine(cxx).startswith("x86_64")
-    if x86 and os.path.isfile(os.path.join(sys.prefix, "include", "mkl_cblas.h")):
+    installed (ResNet-50, BERT-base and ViT-B/16 took 23-38% less time through it than through
+    OpenBLAS in one round each, bench/results/cpu/rounds_dc1ae28.log), else OpenBLAS. An
+    installed but broken MKL is an error, not a silent fallback."""
+    if compiler_machine(cxx).startswith("x86_64") and mkl_prefix() is not None:
         return find_mkl()
     return find_openblas()
 
