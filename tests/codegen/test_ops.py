@@ -80,7 +80,7 @@ GROUPS = {
                  "matmul_t", "matmul_bcast", "matmul_a2", "matmul_shared", "bmm"]),
     "conv": dict(
         inputs={"img": {"shape": ["batch", 9, 9, 4]}, "res": {"shape": ["batch", 9, 9, 8]},
-                "res4": {"shape": ["batch", 5, 5, 4]}},
+                "res4": {"shape": ["batch", 5, 5, 4]}, "img36": {"shape": ["batch", 7, 7, 36]}},
         graph=[n("c3", "conv2d", ["img"], out_channels=8, kernel=3, padding=1, activation="relu"),
                n("c3s2d2", "conv2d", ["img"], out_channels=8, kernel=3, stride=2, dilation=2,
                  padding=2, bias=False),
@@ -97,10 +97,15 @@ GROUPS = {
                n("avgpool_x", "avg_pool2d", ["img"], kernel=2, stride=2, padding=1,
                  count_include_pad=False),
                n("maxpool_nostride", "max_pool2d", ["img"], kernel=2),  # stride = kernel
+               # two whole blocks of 16 channels and a tail of 4 (pool2d.cpp.j2)
+               n("maxpool36", "max_pool2d", ["img36"], kernel=3, stride=2, padding=1),
+               n("avgpool36", "avg_pool2d", ["img36"], kernel=3, stride=2, padding=1,
+                 count_include_pad=False),
                n("gap", "global_avg_pool", ["img"]),
                n("gap_keep", "global_avg_pool", ["img"], keepdims=True)],
         outputs=["c3", "c3s2d2", "c1", "c1s2", "c_rect", "grouped", "depthwise", "dw_s2",
-                 "maxpool", "avgpool", "avgpool_x", "maxpool_nostride", "gap", "gap_keep"]),
+                 "maxpool", "avgpool", "avgpool_x", "maxpool_nostride", "maxpool36", "avgpool36",
+                 "gap", "gap_keep"]),
     "norm_attention": dict(
         inputs={"x": {"shape": ["batch", 7, 16]}, "r": {"shape": ["batch", 7, 16]},
                 "kv": {"shape": ["batch", 5, 16]}, "qkv": {"shape": ["batch", 7, 48]},
