@@ -95,7 +95,12 @@ def built_with(out: str) -> str:
             libraries = json.load(fh)["compiler"]["libraries"]
     except (OSError, ValueError, KeyError, TypeError):
         return ""
-    return "; with " + ", ".join(f"{k} {v}" for k, v in sorted(libraries.items())) if libraries else ""
+    return "; with " + library_list(libraries) if libraries else ""
+
+
+def library_list(libraries: dict) -> str:
+    """{'mkl': '2026.2.1'} -> 'mkl 2026.2.1'"""
+    return ", ".join(f"{k} {v}" for k, v in sorted(libraries.items()))
 
 
 # -- run ------------------------------------------------------------------------------------------

@@ -53,6 +53,10 @@ def test_table_shows_ratios_and_skips():
     text = table(report, ["torch", "onnxruntime"])
     assert "| batch=1 | 0.500" in text and "| 0.50 " in text
     assert "skipped: onnxruntime not installed" in text
+    assert text.startswith("mlp on cpu (2 cpus")
+    # the libraries the build linked (the cpu target's BLAS is what is installed) in the title
+    text = table(dict(report, libraries={"mkl": "2026.2.1"}), ["torch", "onnxruntime"])
+    assert text.startswith("mlp on cpu with mkl 2026.2.1 (2 cpus")
 
 
 def test_missing_package_is_reported_as_skipped(monkeypatch):
