@@ -238,7 +238,7 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
     clock = clock()
     ctx = Context(spec, twin_name, build_dir)
     report = {"spec": os.path.relpath(spec), "build_dir": build_dir, "model": manifest.name,
-              "target": target, "libraries": manifest.raw.get("compiler", {}).get("libraries", {}),
+              "target": target, "libraries": manifest.libraries,
               "dtype": manifest.raw.get("dtype", ""), "clock": clock.name,
               "isolation": "in-process" if in_process else
               f"a process per side, turns of {bench_sides.TURN_RUNS} runs",
@@ -286,12 +286,11 @@ def table(report: dict, vs: list) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
     load = report["machine"].get("loadavg_before", (0.0,))[0]
-    from ait_build.build_cli import library_list
-    libraries = report.get("libraries")  # the cpu target's BLAS depends on what is installed
-    with_libraries = f" with {library_list(libraries)}" if libraries else ""
-    title = (f"{report['model']} on {report['target']}{with_libraries} ({report['machine']['cpus']} cpus, load "
-             f"{load:.1f}), median of {report['runs']} runs after {report['warmup']} warm-up "
-             f"({report['clock']})")
+    from ait_build.runtime.manifest import libraries_text
+    libraries = libraries_text(report.get("libraries", {}))  # the cpu BLAS: whichever is installed
+    title = (f"{report['model']} on {report['target']}" + (f" with {libraries}" if libraries else "")
+             + f" ({report['machine']['cpus']} cpus, load {load:.1f}), median of {report['runs']} "
+             f"runs after {report['warmup']} warm-up ({report['clock']})")
     return "\n".join([title, line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
                      + [line(r) for r in rows])
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -82,25 +81,13 @@ def relayed_error(stderr: str, returncode: int) -> str:
 def cmd_build(args) -> int:
     out = build(args.spec, args.target, args.jobs, args.cache, args.cache_readonly, args.verbose)
     name = os.path.basename(out)
+    from ait_build.runtime.manifest import libraries_text, load_manifest
+    # the libraries it linked: the cpu target's `auto` BLAS is whichever is installed
+    libraries = libraries_text(load_manifest(os.path.join(out, "manifest.json")).libraries)
     print(f"built {os.path.relpath(os.path.join(out, f'lib{name}.so'))} "
-          f"(header {name}.h, manifest.json, weights.safetensors){built_with(out)}")
+          f"(header {name}.h, manifest.json, weights.safetensors)"
+          + (f"; with {libraries}" if libraries else ""))
     return 0
-
-
-def built_with(out: str) -> str:
-    """'; with mkl 2025.3.0': the libraries the manifest records (the cpu target's `auto` BLAS
-    is chosen by what is installed, so the build says which one it took)."""
-    try:
-        with open(os.path.join(out, "manifest.json")) as fh:
-            libraries = json.load(fh)["compiler"]["libraries"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return ""
-    return "; with " + library_list(libraries) if libraries else ""
-
-
-def library_list(libraries: dict) -> str:
-    """{'mkl': '2026.2.1'} -> 'mkl 2026.2.1'"""
-    return ", ".join(f"{k} {v}" for k, v in sorted(libraries.items()))
 
 
 # -- run ------------------------------------------------------------------------------------------

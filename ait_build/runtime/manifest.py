@@ -59,6 +59,16 @@ class Manifest:
     def dim_names(self) -> list:
         return [d.name for d in self.dims]
 
+    @property
+    def libraries(self) -> dict:
+        """{package: version} of the headers and libraries the build was compiled against."""
+        return self.raw.get("compiler", {}).get("libraries", {})
+
+
+def libraries_text(libraries: dict) -> str:
+    """{'mkl': '2026.2.1'} -> 'mkl 2026.2.1' (the cpu target's BLAS is whichever is installed)."""
+    return ", ".join(f"{k} {v}" for k, v in sorted(libraries.items()))
+
 
 def load_manifest(path: str) -> Manifest:
     """The manifest of a build folder, checked against its build_id (the hash of its other

@@ -1,7 +1,7 @@
 """The cpu backend: C++17 + OpenMP kernels, GEMMs through the BLAS the target's kernels.gemm names
-(OpenBLAS from scipy-openblas32, MKL, or `auto`: MKL where installed; toolchain.py), float32 compute for every float dtype
-(float16/bfloat16 models take and return their own dtype; the conversion happens at the model's
-edges, edges.py).
+(OpenBLAS from scipy-openblas32, MKL, or `auto`: MKL where installed; toolchain.py), float32
+compute for every float dtype (float16/bfloat16 models take and return their own dtype; the
+conversion happens at the model's edges, edges.py).
 
 LOWER is the whole mapping from ops to kernels: the rows every backend shares
 (backends/shared.py, rendered into the templates named in TEMPLATES) and the cpu's own lowerings

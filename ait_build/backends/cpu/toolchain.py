@@ -1,6 +1,7 @@
 """The cpu backend's command lines: the target's compiler (g++ or clang++), the BLAS
 the target's `kernels.gemm` names (OpenBLAS from the scipy-openblas32 wheel, MKL's sequential
-layer from the mkl-devel wheel, or `auto`: MKL where installed), vector-width flags from `device.simd` and `-march` from `arch`."""
+layer from the mkl-devel wheel, or `auto`: MKL where installed), vector-width flags from
+`device.simd` and `-march` from `arch`."""
 
 from __future__ import annotations
 
@@ -68,13 +69,16 @@ def find_openblas() -> Blas:
 MKL_LAYERS = ("mkl_intel_lp64", "mkl_sequential", "mkl_core")
 
 
+def mkl_prefixes() -> tuple:
+    """Where pip puts the mkl-devel wheel (its include/ and lib/): this environment's prefix, or
+    the user's base for `pip install --user`."""
+    return sys.prefix, site.getuserbase()
+
+
 def mkl_prefix() -> str | None:
-    """Where pip put the mkl-devel wheel (its include/ and lib/): this environment's prefix, or
-    the user's base for `pip install --user`; None if neither has it."""
-    for prefix in (sys.prefix, site.getuserbase()):
-        if os.path.isfile(os.path.join(prefix, "include", "mkl_cblas.h")):
-            return prefix
-    return None
+    """The first of mkl_prefixes() that has the wheel's header; None if none has it."""
+    return next((p for p in mkl_prefixes()
+                 if os.path.isfile(os.path.join(p, "include", "mkl_cblas.h"))), None)
 
 
 @functools.lru_cache(maxsize=None)
@@ -84,7 +88,7 @@ def find_mkl() -> Blas:
     fix = "pip install mkl-devel (or ait-build[mkl])"
     prefix = mkl_prefix()
     if prefix is None:
-        looked = " or ".join(os.path.join(p, "include") for p in (sys.prefix, site.getuserbase()))
+        looked = " or ".join(os.path.join(p, "include") for p in mkl_prefixes())
         raise AitError(f"the target's kernels.gemm is mkl, but {looked} has no mkl_cblas.h: " + fix)
     include_dir, lib_dir = os.path.join(prefix, "include"), os.path.join(prefix, "lib")
     libs = []
