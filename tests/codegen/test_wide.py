@@ -64,7 +64,7 @@ def built(tmp_path_factory, build_spec):
     return out_dir, model.lib._name, load_model(spec)
 
 
-def test_only_slow_math_kernels_get_a_wide_copy(built):
+def test_which_kernels_get_a_wide_copy(built):
     out_dir = built[0]
     with open(os.path.join(out_dir, "manifest.json")) as fh:
         steps = {s["node"]: s["kernel"] for s in json.load(fh)["steps"] if s.get("node")}
