@@ -45,45 +45,39 @@ static inline void tile(int K, int k0, int k1, const float* a, const float* wp, 
     for (int r = 0; r < R; ++r) for (int v = 0; v < V; ++v) std::memcpy(dst + r * O + 16 * v, &acc[r][v], 64);
   }
 }
+// one tile of `rows` (at most R) pixels x 16V channels at pixel m, channel o0, K chunk [k0, k1)
 template <int R, int V>
-static void direct(int M, int K, int O, int KC, int MB, const float* x, const float* wp, const float* bias, const float* res, float* out) {
-  constexpr int P = 16 * V;
-  for (int m0 = 0; m0 < M; m0 += MB) {
-    const int m1 = std::min(M, m0 + MB);
-    for (int k0 = 0; k0 < K; k0 += KC) {
-      const int k1 = std::min(K, k0 + KC);
-      for (int o0 = 0; o0 < O; o0 += P) {
-        const float* w = wp + (size_t)o0 * K;
-        for (int m = m0; m < m1; m += R) {
-          const float* rr = res ? res + (size_t)m * O + o0 : nullptr;
-          const float* a = x + (size_t)m * K; float* d = out + (size_t)m * O + o0;
-          bool f = k0 == 0, l = k1 == K;
-          switch (std::min(R, m1 - m)) {
+static void tile_at(int rows, int m, int o0, int k0, int k1, int K, int O, const float* x,
+                    const float* wp, const float* bias, const float* res, float* out) {
+  const float* w = wp + (size_t)o0 * K;
+  const float* rr = res ? res + (size_t)m * O + o0 : nullptr;
+  const float* a = x + (size_t)m * K;
+  float* d = out + (size_t)m * O + o0;
+  const bool f = k0 == 0, l = k1 == K;
+  switch (rows) {
 #define C_(n) case n: if (n <= R) tile<(n <= R ? n : 1), V>(K, k0, k1, a, w, bias + o0, rr, d, O, f, l); break;
-            C_(14) C_(13) C_(12) C_(11) C_(10) C_(9) C_(8) C_(7) C_(6) C_(5) C_(4) C_(3) C_(2) C_(1)
-          }
-        }
-      }
-    }
+    C_(14) C_(13) C_(12) C_(11) C_(10) C_(9) C_(8) C_(7) C_(6) C_(5) C_(4) C_(3) C_(2) C_(1)
+#undef C_
   }
 }
+// rows of MB pixels; in each, K chunks; in each, 64-channel panels, each down the rows
 template <int R, int V>
-static void direct_mo(int M, int K, int O, int KC, int MB, const float* x, const float* wp, const float* bias, const float* res, float* out) {
-  constexpr int P = 16 * V;
-  for (int k0 = 0; k0 < K; k0 += KC) {
-    const int k1 = std::min(K, k0 + KC);
-    for (int m = 0; m < M; m += R) {
-      for (int o0 = 0; o0 < O; o0 += P) {
-        const float* w = wp + (size_t)o0 * K;
-          const float* rr = res ? res + (size_t)m * O + o0 : nullptr;
-          const float* a = x + (size_t)m * K; float* d = out + (size_t)m * O + o0;
-          bool f = k0 == 0, l = k1 == K;
-          switch (std::min(R, M - m)) {
-            C_(14) C_(13) C_(12) C_(11) C_(10) C_(9) C_(8) C_(7) C_(6) C_(5) C_(4) C_(3) C_(2) C_(1)
-          }
-      }
-    }
+static void direct(int M, int K, int O, int KC, int MB, const float* x, const float* wp, const float* bias, const float* res, float* out) {
+  for (int m0 = 0; m0 < M; m0 += MB) {
+    const int m1 = std::min(M, m0 + MB);
+    for (int k0 = 0; k0 < K; k0 += KC)
+      for (int o0 = 0; o0 < O; o0 += 16 * V)
+        for (int m = m0; m < m1; m += R)
+          tile_at<R, V>(std::min(R, m1 - m), m, o0, k0, std::min(K, k0 + KC), K, O, x, wp, bias, res, out);
   }
+}
+// K chunks; in each, every 6-pixel tile across all panels before the next tile
+template <int R, int V>
+static void direct_mo(int M, int K, int O, int KC, int, const float* x, const float* wp, const float* bias, const float* res, float* out) {
+  for (int k0 = 0; k0 < K; k0 += KC)
+    for (int m = 0; m < M; m += R)
+      for (int o0 = 0; o0 < O; o0 += 16 * V)
+        tile_at<R, V>(std::min(R, M - m), m, o0, k0, std::min(K, k0 + KC), K, O, x, wp, bias, res, out);
 }
 static void epi(float* c, const float* bias, const float* r, int rows, int N, int ld) {
   for (int i = 0; i < rows; ++i) {
