@@ -4,7 +4,9 @@
 // epilogue fused, the weights packed per 64 output channels ([O/64][K][64], so a tile's panel is
 // contiguous) and K taken in chunks whose panel fits L1. Variants: dRxV kKC mMB = rows of MB
 // pixels, K chunks of KC, 64-channel panels inside; moRxV kKC = each 6-pixel tile across all
-// panels before the next. Mode "hot": shapes whose data stay in L2, "model": the real row counts.
+// panels before the next; nchwc = the 6 x 64 tile on blocked-channel data (below), its
+// activations in the layout ONNX Runtime's convs use. Mode "hot": shapes whose data stay in L2,
+// "model": the real row counts.
 // An experiment for docs/benchmarks.md (issue 14), not used by the product. Build line:
 //   g++ -O3 -std=c++17 -mavx512f -mavx512vl -mfma -fopenmp-simd -ffp-contract=fast \
 //     -I$PREFIX/include pointwise_blocked.cpp -L$PREFIX/lib -l:libmkl_intel_lp64.so.3 \
@@ -79,6 +81,49 @@ static void direct_mo(int M, int K, int O, int KC, int, const float* x, const fl
       for (int o0 = 0; o0 < O; o0 += 16 * V)
         tile_at<R, V>(std::min(R, M - m), m, o0, k0, std::min(K, k0 + KC), K, O, x, wp, bias, res, out);
 }
+// The same tile on blocked-channel (NCHWc) data, ONNX Runtime's layout for convs: x [K/16][M][16],
+// out and res [O/16][M][16], so a tile's pixels are contiguous within each 16-channel block.
+// Weights as above ([O/64][K][64]), all of K at once.
+template <int R>
+static inline void tile_nc(int M, int K, const float* x, int m, const float* w, const float* bias,
+                           const float* res, float* out, int ob) {
+  vec16 acc[R][4];
+  for (int r = 0; r < R; ++r) for (int v = 0; v < 4; ++v) acc[r][v] = vec16{};
+  for (int kb = 0; kb < K / 16; ++kb) {
+    const float* xb = x + ((size_t)kb * M + m) * 16;
+    const float* wb = w + (size_t)kb * 16 * 64;
+    for (int k = 0; k < 16; ++k) {
+      vec16 bv[4];
+      for (int v = 0; v < 4; ++v) std::memcpy(&bv[v], wb + k * 64 + 16 * v, 64);
+      for (int r = 0; r < R; ++r) { const float xv = xb[r * 16 + k]; for (int v = 0; v < 4; ++v) acc[r][v] += xv * bv[v]; }
+    }
+  }
+  for (int v = 0; v < 4; ++v) {
+    vec16 bb; std::memcpy(&bb, bias + 16 * v, 64);
+    const size_t plane = ((size_t)(ob * 4 + v) * M + m) * 16;
+    for (int r = 0; r < R; ++r) {
+      vec16 sum = acc[r][v] + bb;
+      if (res) { vec16 q; std::memcpy(&q, res + plane + r * 16, 64); sum += q; }
+      sum = sum > 0 ? sum : vec16{};
+      std::memcpy(out + plane + r * 16, &sum, 64);
+    }
+  }
+}
+// each 64-channel block of the output down all pixels, 6 at a time (K and O multiples of 16 and 64)
+static void nchwc(int M, int K, int O, const float* x, const float* wp, const float* bias, const float* res, float* out) {
+  for (int ob = 0; ob < O / 64; ++ob) {
+    const float* w = wp + (size_t)ob * 64 * K;
+    int m = 0;
+    for (; m + 6 <= M; m += 6) tile_nc<6>(M, K, x, m, w, bias + ob * 64, res, out, ob);
+    for (; m < M; ++m) tile_nc<1>(M, K, x, m, w, bias + ob * 64, res, out, ob);
+  }
+}
+// [M][C] -> [C/16][M][16]
+static std::vector<float> blocked(const std::vector<float>& a, int M, int C) {
+  std::vector<float> b(a.size());
+  for (int m = 0; m < M; ++m) for (int c = 0; c < C; ++c) b[((size_t)(c / 16) * M + m) * 16 + c % 16] = a[(size_t)m * C + c];
+  return b;
+}
 static void epi(float* c, const float* bias, const float* r, int rows, int N, int ld) {
   for (int i = 0; i < rows; ++i) {
     float* cc = c + (size_t)i * ld; const float* rr = r ? r + (size_t)i * ld : nullptr;
@@ -108,7 +153,9 @@ static void run(const char* label, int M, int K, int O, bool with_res, const std
   float* packed = (float*)mkl_malloc(cblas_sgemm_pack_get_size(CblasBMatrix, M, O, K), 64);
   cblas_sgemm_pack(CblasRowMajor, CblasBMatrix, CblasNoTrans, M, O, K, 1.0f, w.data(), O, packed);
   const float* r = with_res ? res.data() : nullptr;
-  int nv = 2 + vs.size();
+  const std::vector<float> xc = blocked(x, M, K), rc = blocked(res, M, O);
+  std::vector<float> o3((size_t)M * O);
+  int nv = 3 + vs.size();  // mkl, mklP, the NHWC variants, then the NCHWc tile
   std::vector<std::vector<double>> t(nv);
   std::vector<std::vector<float>> wps;
   for (auto& v : vs) {  // pack per panel width
@@ -122,14 +169,19 @@ static void run(const char* label, int M, int K, int O, bool with_res, const std
       double t0 = now_ms();
       if (s == 0) mkl_path(M, K, O, x.data(), w.data(), nullptr, bias.data(), r, o1.data());
       else if (s == 1) mkl_path(M, K, O, x.data(), w.data(), packed, bias.data(), r, o1.data());
-      else { auto& v = vs[s - 2]; v.fn(M, K, O, v.KC, v.MB, x.data(), wps[s - 2].data(), bias.data(), r, o2.data()); }
+      else if (s < nv - 1) { auto& v = vs[s - 2]; v.fn(M, K, O, v.KC, v.MB, x.data(), wps[s - 2].data(), bias.data(), r, o2.data()); }
+      else nchwc(M, K, O, xc.data(), wps[0].data(), bias.data(), with_res ? rc.data() : nullptr, o3.data());  // vs[0] has V = 4
       t[s].push_back(now_ms() - t0);
-      if (s >= 2 && it == 0) for (size_t i = 0; i < o1.size(); ++i) maxdiff = std::max(maxdiff, (double)std::fabs(o1[i] - o2[i]));
+      if (s >= 2 && s < nv - 1 && it == 0) for (size_t i = 0; i < o1.size(); ++i) maxdiff = std::max(maxdiff, (double)std::fabs(o1[i] - o2[i]));
+      if (s == nv - 1 && it == 0) {
+        const std::vector<float> o1c = blocked(o1, M, O);
+        for (size_t i = 0; i < o1c.size(); ++i) maxdiff = std::max(maxdiff, (double)std::fabs(o1c[i] - o3[i]));
+      }
     }
   }
   double gf = 2.0 * M * K * O / 1e6;
   printf("%-22s M=%5d K=%4d O=%4d res=%d |", label, M, K, O, (int)with_res);
-  for (int s = 0; s < nv; ++s) { std::sort(t[s].begin(), t[s].end()); printf(" %s %.3f(%3.0f)", s == 0 ? "mkl" : s == 1 ? "mklP" : vs[s - 2].name, t[s][iters / 2], gf / t[s][iters / 2]); }
+  for (int s = 0; s < nv; ++s) { std::sort(t[s].begin(), t[s].end()); printf(" %s %.3f(%3.0f)", s == 0 ? "mkl" : s == 1 ? "mklP" : s == nv - 1 ? "nchwc" : vs[s - 2].name, t[s][iters / 2], gf / t[s][iters / 2]); }
   printf(" | diff %.1g\n", maxdiff);
   mkl_free(packed);
 }
