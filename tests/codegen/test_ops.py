@@ -118,13 +118,14 @@ GROUPS = {
                # the row's maximum is found exactly and subtracted first
                n("long300", "mul", ["long"], scalar=300.0),
                n("softmax_long", "softmax", ["long300"]),
+               n("softmax_long_mid", "softmax", ["long300"], axis=1),
                n("mha", "multi_head_attention", ["x", "r", "x", "mask"], num_heads=2, head_dim=8),
                n("mha_cross", "multi_head_attention", ["x", "kv", "kv", "full"], num_heads=2,
                  head_dim=8, scale=0.3),
                n("mha_packed", "multi_head_attention", ["qkv"], num_heads=2, head_dim=8,
                  packed=True, causal=True)],
-        outputs=["ln", "ln_res", "ln_plain", "softmax", "softmax_mid", "softmax_long", "mha",
-                 "mha_cross", "mha_packed"]),
+        outputs=["ln", "ln_res", "ln_plain", "softmax", "softmax_mid", "softmax_long",
+                 "softmax_long_mid", "mha", "mha_cross", "mha_packed"]),
     # the ops real model zoos need beyond the seed models: clamps, minimum/maximum, masks built
     # in the model (iota, comparisons, logic, where), fills, rolls, GPT-2's [in, out] linear
     "masks_and_clamps": dict(
