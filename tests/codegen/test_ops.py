@@ -110,7 +110,7 @@ GROUPS = {
         inputs={"x": {"shape": ["batch", 7, 16]}, "r": {"shape": ["batch", 7, 16]},
                 "kv": {"shape": ["batch", 5, 16]}, "qkv": {"shape": ["batch", 7, 48]},
                 "mask": {"shape": ["batch", 1, 1, 7]}, "full": {"shape": ["batch", 2, 7, 5]},
-                "long": {"shape": ["batch", 3, 37]}},
+                "long": {"shape": ["batch", 3, 37]}, "cols": {"shape": ["batch", 4, 600]}},
         graph=[n("ln", "layer_norm", ["x"]), n("ln_res", "layer_norm", ["x", "r"], eps=1e-6),
                n("ln_plain", "layer_norm", ["x"], affine=False),
                n("softmax", "softmax", ["x"]), n("softmax_mid", "softmax", ["x"], axis=1),
@@ -119,13 +119,17 @@ GROUPS = {
                n("long300", "mul", ["long"], scalar=300.0),
                n("softmax_long", "softmax", ["long300"]),
                n("softmax_long_mid", "softmax", ["long300"], axis=1),
+               # over the middle axis with 600 columns: three tiles of columns (softmax.cpp.j2),
+               # and at batch 5 enough work that threads split the columns
+               n("cols300", "mul", ["cols"], scalar=300.0),
+               n("softmax_cols_mid", "softmax", ["cols300"], axis=1),
                n("mha", "multi_head_attention", ["x", "r", "x", "mask"], num_heads=2, head_dim=8),
                n("mha_cross", "multi_head_attention", ["x", "kv", "kv", "full"], num_heads=2,
                  head_dim=8, scale=0.3),
                n("mha_packed", "multi_head_attention", ["qkv"], num_heads=2, head_dim=8,
                  packed=True, causal=True)],
         outputs=["ln", "ln_res", "ln_plain", "softmax", "softmax_mid", "softmax_long",
-                 "softmax_long_mid", "mha", "mha_cross", "mha_packed"]),
+                 "softmax_long_mid", "softmax_cols_mid", "mha", "mha_cross", "mha_packed"]),
     # the ops real model zoos need beyond the seed models: clamps, minimum/maximum, masks built
     # in the model (iota, comparisons, logic, where), fills, rolls, GPT-2's [in, out] linear
     "masks_and_clamps": dict(
