@@ -22,6 +22,8 @@ import pytest
 
 from ait_build.backends.rocm import mfma
 
+from . import skip_without_hipcc
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -167,6 +169,7 @@ def rendered_im2col(tmp_path) -> str:
     from ait_build.spec.target import find_target
     spec = os.path.join(ROOT, "specs", "tiny_cnn.yaml")
     target = find_target("mi250")
+    skip_without_hipcc()  # emit records the compiler's version in the manifest
     emit(spec, target, str(tmp_path))
     parts = [k for k in build_plan(spec, target).unique_kernels() if k.template == "rocm/conv2d_mfma.cu.j2"]
     assert parts, "tiny_cnn has an implicit-GEMM conv"
