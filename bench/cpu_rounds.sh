@@ -8,14 +8,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-2}; first=${2:-1}; json=${3:-${TMPDIR:-/tmp}/cpu_rounds}
 mkdir -p "$json"
-echo "# main at $(git rev-parse --short HEAD): ait-build bench MODEL --target cpu --dtype float32 --batch 1,8 [--dim seq=128] --vs onnxruntime --runs 12 --json F"
+echo "# main at $(git rev-parse --short HEAD): ait-build bench MODEL --target ${TARGET:-cpu} --dtype float32 --batch 1,8 [--dim seq=128] --vs onnxruntime --runs 12 --json F"
 echo "# machine: $(nproc) vCPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 for round in $(seq "$first" $((first + rounds - 1))); do
   for model in resnet50 bert_base vit_b16; do
     dim=(); [ "$model" = bert_base ] && dim=(--dim seq=128)
-    echo "== round $round $model cpu $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "== round $round $model ${TARGET:-cpu} $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)"
     ps -eo pcpu,comm --sort=-pcpu --no-headers | head -3 | sed 's/^/#   cpu% /'
-    ait-build bench "$model" --target cpu --dtype float32 --batch 1,8 "${dim[@]}" \
+    ait-build bench "$model" --target ${TARGET:-cpu} --dtype float32 --batch 1,8 "${dim[@]}" \
       --vs onnxruntime --runs 12 --json "$json/${model}_$round.json" 2>&1 | grep -v "^\[\|^scons\|^wrote"
   done
 done

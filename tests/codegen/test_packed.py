@@ -1,11 +1,14 @@
-"""Weights in MKL's packed layout (templates/cpu/ait_packed.h.j2, used by gemm_tile for linear
-layers on cpu_mkl). A small C++ program multiplies through the rendered headers with and
-without the packed form and checks both against a loop in double, over the splits gemm_tile
-makes (one part, parts by columns, parts by rows, one or several row chunks per part),
-transposed and scaled weights and accumulation; and a built model on cpu_mkl (linears,
-and convs with more output channels than K) matches the reference at batch sizes that take each
-split, with packing on and off. Skipped where the
-mkl-devel wheel is not installed (CI installs it on x86-64)."""
+"""Model weights as GEMM operands (templates/cpu/ait_packed.h.j2, used by gemm_tile for linear
+layers and convs): in MKL's packed layout, or in the panels of our own GEMM (ait_panel.h.j2,
+AIT_CPU_GEMM=own). A small C++ program multiplies through the rendered headers with and without
+the copies and checks both against a loop in double, over the splits gemm_tile makes (one part,
+parts by columns, parts by rows, one or several row chunks per part), transposed and scaled
+weights, accumulation, and for the panels the tails: rows past a multiple of 4, columns past a
+multiple of 64, K past a pass of 1024. It builds against MKL (skipped where the mkl-devel wheel
+is not installed; CI installs it on x86-64) and against OpenBLAS. Built models (linears, and
+convs with more output channels than K) match the reference at batch sizes that take each
+split, with packing on and off and with either GEMM. The panels need AVX-512: on a CPU without
+it AIT_CPU_GEMM=own falls back to the BLAS, which the tests check instead."""
 
 from __future__ import annotations
 
@@ -63,18 +66,25 @@ static int compare(int64_t M, int64_t N, int64_t K, int nt, bool trans_b, float 
   return std::printf("%g\n", diff / scale) < 0;
 }
 
-// the cache: the same request gives the same copy, another column slice another one
+// the cache: the same request gives the same copy, another column slice or layout another one
 static int cache() {
   std::vector<float> b(64 * 48, 1.0f);
   ait::PackedWeights packs;
-  const float* whole = packs.get(b.data(), 64, 48, 48, false, 1.0f);
-  const float* again = packs.get(b.data(), 64, 48, 48, false, 1.0f);
-  const float* slice = packs.get(b.data() + 16, 64, 32, 48, false, 1.0f);
-  return std::printf("%d %d %d\n", whole != nullptr, whole == again, slice != whole) < 0;
+  const bool own = packs.own_gemm();
+  auto get = [&](const float* p, int64_t n) { return own ? packs.panels(p, 64, n, 48, false, 1.0f)
+                                                          : packs.get(p, 64, n, 48, false, 1.0f); };
+  const float* whole = get(b.data(), 48);
+  const float* again = get(b.data(), 48);
+  const float* slice = get(b.data() + 16, 32);
+  const float* other = own ? packs.get(b.data(), 64, 48, 48, false, 1.0f)
+                           : packs.panels(b.data(), 64, 48, 48, false, 1.0f);
+  return std::printf("%d %d %d %d\n", whole != nullptr, whole == again, slice != whole,
+                     other != whole) < 0;
 }
 
 int main(int argc, char** argv) {
   if (std::strcmp(argv[1], "cache") == 0) return cache();
+  if (std::strcmp(argv[1], "own") == 0) return std::printf("%d\n", ait::PackedWeights().own_gemm()) < 0;
   return compare(std::atoll(argv[1]), std::atoll(argv[2]), std::atoll(argv[3]), std::atoi(argv[4]),
                  argv[5][0] == 't', static_cast<float>(std::atof(argv[6])), argv[7][0] == 'a');
 }
@@ -90,18 +100,41 @@ def mkl_or_skip():
         pytest.skip(str(exc))
 
 
-@pytest.fixture(scope="module")
-def program(tmp_path_factory):
-    blas = mkl_or_skip()
-    d = tmp_path_factory.mktemp("packed")
-    for header in ("common/ait_common", "cpu/ait_cpu", "cpu/ait_pool", "cpu/ait_packed"):
+def openblas():
+    from ait_build.backends.cpu.toolchain import find_openblas
+    return find_openblas()
+
+
+@pytest.fixture(scope="module", params=["mkl", "openblas"])
+def program(request, tmp_path_factory):
+    blas = mkl_or_skip() if request.param == "mkl" else openblas()
+    d = tmp_path_factory.mktemp(f"packed_{request.param}")
+    for header in ("common/ait_common", "cpu/ait_cpu", "cpu/ait_pool", "cpu/ait_packed",
+                   "cpu/ait_panel"):
         (d / f"{header.split('/')[1]}.h").write_text(render(f"{header}.h.j2", {}))
     (d / "main.cpp").write_text(PROGRAM)
     exe = str(d / "packed_test")
     subprocess.run(["g++", "-O2", "-std=c++17", "-pthread", "-I", str(d), "-I", blas.include_dir,
                     *[f"-D{m}" for m in blas.defines], str(d / "main.cpp"), "-o", exe,
-                    "-L", blas.lib_dir, *[f"-l{name}" for name in blas.libs], f"-Wl,-rpath,{blas.lib_dir}"], check=True)
+                    "-L", blas.lib_dir, *[f"-l{name}" for name in blas.libs],
+                    f"-Wl,-rpath,{blas.lib_dir}"], check=True)
     return exe
+
+
+def cpu_has_avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            return " avx512f" in fh.read()
+    except OSError:
+        return False
+
+
+@pytest.fixture(params=["blas", "own"])
+def gemm(request, monkeypatch):
+    """AIT_CPU_GEMM for the handles created in this test; 'own' needs AVX-512 (else the BLAS
+    runs)."""
+    monkeypatch.setenv("AIT_CPU_GEMM", request.param)
+    return request.param
 
 
 def run(exe, *args) -> list:
@@ -109,8 +142,17 @@ def run(exe, *args) -> list:
                           text=True).stdout.split()
 
 
-def test_cache_keeps_one_copy_per_request(program):
-    assert run(program, "cache") == ["1", "1", "1"]
+def test_the_chosen_gemm_runs(program, gemm):
+    want = gemm == "own" and cpu_has_avx512() and os.uname().machine == "x86_64"
+    assert run(program, "own") == [str(int(want))]
+
+
+def test_cache_keeps_one_copy_per_request(program, gemm):
+    got = run(program, "cache")  # made, same again, a slice differs, the other layout differs
+    if run(program, "own") == ["1"] or "packed_mkl" in program:
+        assert got == ["1", "1", "1", "1"]
+    else:  # OpenBLAS has no packed layout: nothing to cache (the panels still are)
+        assert got == ["0", "1", "0", "1"]
 
 
 @pytest.mark.parametrize("m,n,k,parts", [
@@ -120,9 +162,11 @@ def test_cache_keeps_one_copy_per_request(program):
     (3, 130, 50, 4),     # an odd column count, parts with no rows to do
     (700, 1024, 64, 1),  # a part of many rows: several row chunks, the last one short
     (200, 3000, 16, 1),  # under 256 rows but a tile over 2 MiB: two row chunks, not one call
+    (6, 70, 2500, 2),    # panels: 4 + 2 rows, 64 + 6 columns, K in three passes
+    (1, 1000, 2048, 2),  # one row (a classifier at batch 1): two passes, partial panels
 ])
 @pytest.mark.parametrize("trans_b", ["n", "t"])
-def test_packed_and_plain_gemms_match_a_loop(program, m, n, k, parts, trans_b):
+def test_packed_and_plain_gemms_match_a_loop(program, gemm, m, n, k, parts, trans_b):
     for alpha, acc in ((1.0, "-"), (0.5, "a")):
         (rel,) = run(program, m, n, k, parts, trans_b, alpha, acc)
         assert float(rel) < 1e-5, (alpha, acc, rel)
@@ -139,13 +183,17 @@ LINEARS = dict(
            {"name": "expand", "op": "conv2d", "inputs": ["img"], "out_channels": 200,
             "kernel": 1, "activation": "relu"},
            {"name": "strided", "op": "conv2d", "inputs": ["img"], "out_channels": 40,
-            "kernel": 1, "stride": 2}],
-    outputs=["wide", "narrow", "expand", "strided"])
+            "kernel": 1, "stride": 2},
+           # a 3x3 with fewer outputs than K (144): MKL multiplies it plain, the panels packed
+           {"name": "square", "op": "conv2d", "inputs": ["img"], "out_channels": 70,
+            "kernel": 3, "padding": 1, "activation": "relu"}],
+    outputs=["wide", "narrow", "expand", "strided", "square"])
 
 
-@pytest.fixture(scope="module")
-def mkl_linears(tmp_path_factory, object_cache):
-    mkl_or_skip()
+@pytest.fixture(scope="module", params=["cpu_mkl", "cpu_openblas"])
+def linears(request, tmp_path_factory, object_cache):
+    if request.param == "cpu_mkl":
+        mkl_or_skip()
     from ait_build.pipeline import emit
     from ait_build.spec.target import find_target
     from ait_build.toolchain import toolchain_for
@@ -153,19 +201,20 @@ def mkl_linears(tmp_path_factory, object_cache):
     from .conftest import build_library
     d = tmp_path_factory.mktemp("packed_model")
     spec = write_spec(d, "packed_linears", **LINEARS)
-    target = find_target("cpu_mkl")
+    target = find_target(request.param)
     emission = emit(spec, target, str(d / "out"), optimize=False)
     lib = build_library(toolchain_for(target), str(d / "out"), emission, object_cache)
     return str(d / "out"), emission, lib, load_model(spec)
 
 
 @pytest.mark.parametrize("pack", ["1", "0"])
-def test_mkl_linears_match_reference(mkl_linears, monkeypatch, pack):
+def test_linears_and_convs_match_reference(linears, gemm, monkeypatch, pack):
     """With two threads: at batch 1 "wide" (40 x 200) splits its columns, at batch 8 (320 rows)
     its rows; "narrow" always splits rows. Each handle packs on its first run; the second run
-    reuses the copies."""
+    reuses the copies. Without packing (AIT_PACK_WEIGHTS=0) the BLAS multiplies plain weights,
+    whichever GEMM was asked for."""
     from .conftest import CModel
-    out_dir, emission, lib, graph = mkl_linears
+    out_dir, emission, lib, graph = linears
     monkeypatch.setenv("AIT_NUM_THREADS", "2")
     monkeypatch.setenv("AIT_PACK_WEIGHTS", pack)
     model = CModel(out_dir, emission, lib)

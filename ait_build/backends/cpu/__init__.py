@@ -31,6 +31,7 @@ SUPPORT_FILES = {  # generated path -> template
     "src/ait_cpu.h": "cpu/ait_cpu.h.j2",
     "src/ait_pool.h": "cpu/ait_pool.h.j2",
     "src/ait_packed.h": "cpu/ait_packed.h.j2",
+    "src/ait_panel.h": "cpu/ait_panel.h.j2",
 }
 # storage types: floats are computed and stored as float32 inside the library
 CTYPE = {"float32": "float", "float16": "float", "bfloat16": "float", "int32": "int32_t",
