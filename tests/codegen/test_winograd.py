@@ -114,12 +114,12 @@ def check(model, graph, batch: int, seed: int) -> None:
 @pytest.fixture(scope="module")
 def convs(tmp_path_factory, build_spec):
     spec = write_spec(tmp_path_factory.mktemp("winograd"), "winograd_convs", **CONVS)
-    model, out_dir, _ = build_spec(spec, optimize=False, name="winograd")
-    return model, load_model(spec), out_dir
+    model, out_dir, emission = build_spec(spec, optimize=False, name="winograd")
+    return model, load_model(spec), out_dir, emission
 
 
 def test_rule_picks_the_tile_per_layer(convs):
-    _, _, out_dir = convs
+    _, _, out_dir, _ = convs
     kernels = kernels_by_node(out_dir)
     tiles = {node: (4 if k.startswith("conv2d_winograd4") else 2 if k.startswith(
         "conv2d_winograd2") else 0) for node, k in kernels.items()}
@@ -144,8 +144,23 @@ def test_several_chunks_per_thread():
 
 @pytest.mark.parametrize("batch", [1, 3])
 def test_winograd_convs_match_reference(convs, batch):
-    model, graph, _ = convs
+    model, graph, _, _ = convs
     check(model, graph, batch, seed=batch)
+
+
+@pytest.mark.parametrize("gemm", ["blas", "own"])
+def test_either_gemm_matches_reference(convs, monkeypatch, gemm):
+    """The tile GEMMs multiply U in our panels in a handle that chose our GEMM
+    (AIT_CPU_GEMM=own, ait_panel.h; on a CPU without AVX-512 the BLAS runs either way)."""
+    from .conftest import CModel
+    model, graph, out_dir, emission = convs
+    monkeypatch.setenv("AIT_CPU_GEMM", gemm)
+    handle = CModel(out_dir, emission, model.lib._name)
+    try:
+        for batch in (3, 1):
+            check(handle, graph, batch, seed=20 + batch)
+    finally:
+        handle.close()
 
 
 @pytest.mark.parametrize("batch", [1, 3])
