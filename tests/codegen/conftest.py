@@ -167,3 +167,11 @@ def tolerance(ref: np.ndarray, dtype: str = "float32") -> dict:
     rtol = {"float32": 1e-4, "float16": 2e-3, "bfloat16": 1.6e-2}.get(dtype, 0)
     return {"rtol": rtol, "atol": max(scale, 1.0) * rtol * 0.2 if rtol else 0}
 
+
+def cpu_flags() -> set:
+    """The CPU's feature flags as /proc/cpuinfo lists them (empty where there is none)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            return set(next((line for line in fh if line.startswith("flags")), "").split())
+    except OSError:
+        return set()

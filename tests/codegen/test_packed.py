@@ -22,7 +22,7 @@ from ait_build.codegen.render import render
 from ait_build.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
-from .conftest import tolerance, write_spec
+from .conftest import cpu_flags, tolerance, write_spec
 
 PROGRAM = r"""
 #include <algorithm>
@@ -121,14 +121,6 @@ def program(request, tmp_path_factory):
     return exe
 
 
-def cpu_has_avx512() -> bool:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            return " avx512f" in fh.read()
-    except OSError:
-        return False
-
-
 @pytest.fixture(params=["blas", "own"])
 def gemm(request, monkeypatch):
     """AIT_CPU_GEMM for the handles created in this test; 'own' needs AVX-512 (else the BLAS
@@ -143,7 +135,7 @@ def run(exe, *args) -> list:
 
 
 def test_the_chosen_gemm_runs(program, gemm):
-    want = gemm == "own" and cpu_has_avx512() and os.uname().machine == "x86_64"
+    want = gemm == "own" and "avx512f" in cpu_flags() and os.uname().machine == "x86_64"
     assert run(program, "own") == [str(int(want))]
 
 

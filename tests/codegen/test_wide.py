@@ -17,7 +17,7 @@ import pytest
 from ait_build.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
-from .conftest import tolerance, write_spec
+from .conftest import cpu_flags, tolerance, write_spec
 
 
 def n(name, op, inputs, **attrs):
@@ -52,9 +52,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def avx512() -> bool:
-    with open("/proc/cpuinfo") as fh:
-        flags = set(next((line for line in fh if line.startswith("flags")), "").split())
-    return {"avx512f", "avx512vl", "avx512bw", "avx512dq"} <= flags
+    return {"avx512f", "avx512vl", "avx512bw", "avx512dq"} <= cpu_flags()
 
 
 @pytest.fixture(scope="module")
