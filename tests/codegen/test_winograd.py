@@ -80,7 +80,7 @@ CONVS = dict(
            # im2col: too few channels, stride 2, too few tiles
            n("narrow", "conv2d", ["img"], out_channels=8, kernel=3, padding=1),
            n("strided", "conv2d", ["img"], out_channels=40, kernel=3, stride=2, padding=1),
-           n("small", "conv2d", ["strided"], out_channels=40, kernel=3, padding=1)],
+           n("small", "conv2d", ["strided"], out_channels=40, kernel=3)],
     outputs=["pad1_relu", "pad0", "residual", "chunks", "f4_residual", "f4_pad0", "few_tiles",
              "columns", "narrow", "strided", "small"])
 
@@ -129,12 +129,16 @@ def test_rule_picks_the_tile_per_layer(convs):
 
 
 def test_few_tiles_take_the_shared_path_up_to_its_limit():
-    limit = lambda c, o: winograd.SHARED_FLOATS // (16 * (c + o))
+    limit = lambda c, o: winograd.SHARED_FLOATS[2] // (16 * (c + o))
     assert winograd.shared_tiles(4 * 90, 96, 120, 2) == limit(96, 120) > 3 * 90  # "few_tiles"
     assert winograd.shared_tiles(4 * 64, 32, 1024, 2) == limit(32, 1024) < 64  # "columns"
     assert 90 < winograd.shared_tiles(4 * 90, 96, 200, 2) < 3 * 90  # "chunks": batch 1, not 3
     assert winograd.shared_tiles(49, 256, 256, 2) == 49  # ResNet-50's 14x14 layers, batch 1
-    assert winograd.shared_tiles(4 * 220, 36, 40, 4) == 0  # F(4x4) keeps its parts
+    # F(4x4): "f4_residual" (121 tiles) shared at batch 1, not 3; ResNet-50's 28x28 layers
+    # shared at batch 1 (49 tiles), its 56x56 ones (196) not
+    assert 121 < winograd.shared_tiles(4 * 121, 36, 40, 4) < 3 * 121
+    assert winograd.shared_tiles(49, 128, 128, 4) == 49
+    assert winograd.shared_tiles(196, 64, 64, 4) < 196
 
 
 def test_several_chunks_per_thread():
@@ -199,8 +203,8 @@ def test_mkl_target_matches_reference(tmp_path, object_cache):
 
 
 def test_resnet50_takes_both_tiles_and_im2col():
-    """The rule on ResNet-50's 3x3 convs: F(4x4) on the 56x56 layers, F(2x2) on 28x28 and
-    14x14 (the stride-1 ones), im2col on the 7x7 and strided ones."""
+    """The rule on ResNet-50's stride-1 3x3 convs: F(4x4) on the 56x56 and 28x28 layers, F(2x2)
+    on the 14x14 and 7x7 ones; im2col on the strided ones."""
     from ait_build.pipeline import build_plan
     from ait_build.spec.target import find_target
     plan = build_plan(os.path.join(os.path.dirname(__file__), "..", "..", "specs",
@@ -210,9 +214,9 @@ def test_resnet50_takes_both_tiles_and_im2col():
         if step.node.endswith("conv2") and step.kernel.op == "conv2d":
             picked[step.node] = step.kernel.label
     assert {k for k, v in picked.items() if v.startswith("conv2d_winograd4")} == \
-        {f"layer1.{i}.conv2" for i in range(3)}
+        {f"layer1.{i}.conv2" for i in range(3)} | {f"layer2.{i}.conv2" for i in (1, 2, 3)}
     assert {k for k, v in picked.items() if v.startswith("conv2d_winograd2")} == \
-        {f"layer2.{i}.conv2" for i in (1, 2, 3)} | {f"layer3.{i}.conv2" for i in range(1, 6)}
+        {f"layer3.{i}.conv2" for i in range(1, 6)} | {f"layer4.{i}.conv2" for i in (1, 2)}
     assert len(picked) == 16
 
 

@@ -33,14 +33,19 @@ TRANSFORMS = {
 # 1.5 MiB, within the per-core L2): as ait_cpu.h's kWinogradFloats
 WINOGRAD_FLOATS = 393216
 
-# The rule, from per-layer minimums of ResNet-50 on cpu_mkl (docs/benchmarks.md): F(4x4, 3x3)
-# does 2.25x fewer multiplies than F(2x2, 3x3) but its 36 GEMMs get a quarter of the rows, so it
-# pays only with many tiles per image (layer1's 56x56: 0.37 ms against 0.61 at batch 1); on
-# 28x28 and 14x14 F(2x2, 3x3) was faster, and on 7x7 (16 tiles of 2x2) neither beat im2col. Its
-# transforms (entries up to 8 and 1/24) also cost digits: ~3e-6 of the output's magnitude
-# against F(2x2)'s 3e-7 (im2col: 4-8e-7), within the tests' 2e-5, so it is kept to those layers.
-F4_MIN_TILES = 100  # F(4x4) tiles per image
-F2_MIN_TILES = 32  # F(2x2) tiles per image
+# The rule, from per-layer minimums of ResNet-50 (docs/benchmarks.md): F(4x4, 3x3) does 2.25x
+# fewer multiplies than F(2x2, 3x3) but its 36 GEMMs get a quarter of the rows, so it pays only
+# with enough tiles per image: on the 56x56 layers (196 tiles; 0.37 ms against 0.61 at batch 1
+# on cpu_mkl), and on the 28x28 ones (49) once few tiles go through the shared scratch (below):
+# 0.37-0.41 ms against 0.55-0.60 at batch 1 and 3.0-3.3 against 4.5-4.8 at batch 8 on an AMD EPYC
+# with our GEMM (bench/results/cpu/winograd_rule_ab.log; on an Intel Xeon with MKL F(4x4) was
+# 1.3x faster at batch 8 too, f4_layer2_b8_ab.log). On 14x14 (16 tiles of 4x4) the two measured
+# alike, and F(2x2) is kept. On 7x7 F(2x2) (16 tiles) took 0.95-0.97 ms against im2col's
+# 1.20-1.22 at batch 1 and 6.3 against 8.6-8.7 at batch 8 (with MKL on an Intel Xeon it had
+# lost to im2col). F(4x4)'s transforms (entries up to 8 and 1/24) also cost digits: ~3e-6 of
+# the output's magnitude against F(2x2)'s 3e-7 (im2col: 4-8e-7), within the tests' 2e-5.
+F4_MIN_TILES = 49  # F(4x4) tiles per image
+F2_MIN_TILES = 16  # F(2x2) tiles per image
 # C and O: ResNet-50's fewest are 64; below 32 the tile GEMMs' K or N is thin enough that their
 # transforms would likely cost more than the multiplies saved (a guess, not measured)
 MIN_CHANNELS = 32
@@ -62,19 +67,20 @@ def winograd_tile(win: dict, groups: int, c: int, o: int, ho, wo) -> int:
     return 2 if _tiles(ho.value, wo.value, 2) >= F2_MIN_TILES else 0
 
 
-# F(2x2) calls with few tiles (small images or batches) keep every tile's transformed inputs and
-# products in the shared scratch, up to this many floats (4 MiB), so that the tile GEMMs run at
-# full size, split by position. Beyond, parts of tiles or channels each take their tiles a chunk
-# at a time in their own scratch. On ResNet-50 at batch 1 the 14x14 layers took half the time
-# that way and the 28x28 ones about 10% less (old over new 0.94-1.18 in three runs, median 1.10);
-# F(4x4) on the 56x56 layers was no faster (0.91-1.06), so it keeps its parts
-# (bench/results/cpu/winograd_shared_ab.log).
-SHARED_FLOATS = 1048576
+# Calls with few tiles (small images or batches) keep every tile's transformed inputs and
+# products in the shared scratch, up to this many floats (4 MiB for F(2x2), 2 MiB for F(4x4)),
+# so that the tile GEMMs run at full size, split by position. Beyond, parts of tiles or
+# channels each take their tiles a chunk at a time in their own scratch. On ResNet-50 at batch 1
+# the 14x14 layers took half the time that way and the 28x28 ones about 10% less (old over new
+# 0.94-1.18 in three runs, median 1.10; bench/results/cpu/winograd_shared_ab.log). F(4x4) on
+# the 56x56 layers (196 tiles) was no faster that way, and its smaller limit keeps them in parts
+# (with it, 0.44-0.55 ms against 0.39-0.50 at batch 1, winograd_rule_ab.log); the 28x28 layers' 49 fit.
+SHARED_FLOATS = {2: 1048576, 4: 524288}
 
 
 def shared_tiles(max_tiles: int, c: int, o: int, tile: int) -> int:
-    """The most tiles of a call the kernel takes through the shared-scratch path (0: never)."""
-    return min(max_tiles, SHARED_FLOATS // ((tile + 2) ** 2 * (c + o))) if tile == 2 else 0
+    """The most tiles of a call the kernel takes through the shared-scratch path."""
+    return min(max_tiles, SHARED_FLOATS[tile] // ((tile + 2) ** 2 * (c + o)))
 
 
 def tile_chunk(tiles: int, c: int, o: int, tile: int) -> int:
