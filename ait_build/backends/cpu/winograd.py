@@ -74,7 +74,8 @@ def winograd_tile(win: dict, groups: int, c: int, o: int, ho, wo) -> int:
 # the 14x14 layers took half the time that way and the 28x28 ones about 10% less (old over new
 # 0.94-1.18 in three runs, median 1.10; bench/results/cpu/winograd_shared_ab.log). F(4x4) on
 # the 56x56 layers (196 tiles) was no faster that way, and its smaller limit keeps them in parts
-# (with it, 0.44-0.55 ms against 0.39-0.50 at batch 1, winograd_rule_ab.log); the 28x28 layers' 49 fit.
+# (with it, 0.44-0.55 ms against 0.39-0.50 at batch 1, winograd_rule_ab.log); the 28x28 layers'
+# 49 fit.
 SHARED_FLOATS = {2: 1048576, 4: 524288}
 
 
