@@ -12,7 +12,7 @@ import os
 import jinja2
 from jinja2 import meta
 
-from ait_build.resources import data_dir
+from ait_build.ir.resources import data_dir
 
 
 def templates_dir() -> str:

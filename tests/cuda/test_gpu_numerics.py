@@ -21,7 +21,7 @@ import threading
 import numpy as np
 import pytest
 
-from ait_build.reference import random_inputs, run_reference
+from ait_build.ops.reference import random_inputs, run_reference
 
 from cuda_helpers import (TARGETS, built, check_whole_model, errors, fp16_spec, on_gpu,
                           report, spec_path)

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 
 from ait_build.errors import AitError
-from ait_build.toolchain import Toolchain, compiler_machine, package_version
+from ait_build.backends.toolchain import Toolchain, compiler_machine, package_version
 
 # target.device.simd (float32 lanes) -> instruction-set flags, per compiler machine prefix. The
 # target file says how wide the vectors are; the compiler's own machine says which ISA that is.

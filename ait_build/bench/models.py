@@ -139,7 +139,7 @@ def torch_twin(graph, name: str | None = None) -> Twin:
     name = name or graph.name
     if name not in TWINS:
         raise AitError(f"no PyTorch twin for model '{name}'; twins exist for "
-                       f"{', '.join(sorted(TWINS))} (ait_build/bench_models.py)")
+                       f"{', '.join(sorted(TWINS))} (ait_build/bench/models.py)")
     torch, _ = _nn()
     torch.manual_seed(0)
     module, to_args, outputs, input_names = TWINS[name]()

@@ -15,7 +15,7 @@ import os
 
 from ait_build.errors import AitError
 
-PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # ait_build/
 DATA_FOLDERS = ("templates", "targets", "specs")  # specs: the example `ait-build init` copies
 
 

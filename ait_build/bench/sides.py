@@ -2,7 +2,7 @@
 
 Thread pools of several runtimes in one process fight over the cores while idle (on 2 cores,
 PyTorch ran 9x slower after our library had run), so by default each side runs in its own
-process (`python -m ait_build.bench_sides ...`). The processes load their model at once, then the
+process (`python -m ait_build.bench.sides ...`). The processes load their model at once, then the
 parent gives them turns: warm-up calls one side after the other, then, until every side has its
 `runs` timings, a turn of up to TURN_RUNS timed calls per side in a fixed order. Load from other
 work on a shared machine (bursts of seconds on our 2-core CI machine) so falls on every side
@@ -51,7 +51,7 @@ class SideProcess:
         self.env = dict(os.environ)
         for key, value in SIDE_ENV.get(side, {}).items():
             self.env.setdefault(key, value)
-        cmd = [sys.executable, "-m", "ait_build.bench_sides", "--side", side, "--spec", ctx.spec,
+        cmd = [sys.executable, "-m", "ait_build.bench.sides", "--side", side, "--spec", ctx.spec,
                "--twin", ctx.twin_name, "--build-dir", ctx.build_dir, "--dir", folder]
         self.log = open(os.path.join(folder, f"{side}.stderr"), "w+", encoding="utf-8")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -83,7 +83,7 @@ class SideProcess:
 
     def finish(self) -> dict:
         """The side's result (its metadata, and its outputs unless skipped); ends the child."""
-        from ait_build.cli import load_arrays
+        from ait_build.cli.main import load_arrays
         self.ask({"done": True})
         self.close()
         with open(os.path.join(self.folder, f"{self.side}.json"), encoding="utf-8") as fh:
@@ -125,7 +125,7 @@ def take_turns(sides: dict, warmup: int, runs: int, settle: float = SETTLE_S) ->
 def time_sides_in_processes(ctx, sides: list, inputs: dict, warmup: int, runs: int) -> dict:
     """side -> {'times', 'outputs', ...} or {'skipped'}: each side in its own process, taking
     turns (the module docstring)."""
-    from ait_build.weights import save_safetensors
+    from ait_build.ir.weights import save_safetensors
     with tempfile.TemporaryDirectory() as tmp:
         save_safetensors(inputs, os.path.join(tmp, "inputs.safetensors"))
         handles = {}
@@ -147,13 +147,13 @@ def time_sides_in_processes(ctx, sides: list, inputs: dict, warmup: int, runs: i
 
 
 def serve(argv=None) -> int:
-    """The child: `python -m ait_build.bench_sides --side NAME ...` answers the parent's
+    """The child: `python -m ait_build.bench.sides --side NAME ...` answers the parent's
     messages (SideProcess) until it says done, then writes NAME.json and NAME.safetensors (the
     side's outputs) into --dir."""
     import argparse
-    from ait_build.bench import SIDES, Context
-    from ait_build.cli import load_arrays
-    from ait_build.weights import save_safetensors
+    from ait_build.bench.run import SIDES, Context
+    from ait_build.cli.main import load_arrays
+    from ait_build.ir.weights import save_safetensors
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     p = argparse.ArgumentParser()

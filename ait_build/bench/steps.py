@@ -4,7 +4,7 @@ take them as torch tensors on the device (PyTorch is needed there, as for --vs t
 
 from __future__ import annotations
 
-from ait_build import step_report
+from ait_build.bench import step_report
 
 STEP_RUNS = 10  # timed runs per case: the table shows each step's median
 
@@ -13,8 +13,8 @@ def add_to(report: dict, target_name: str, runs: int = STEP_RUNS) -> None:
     """Times the steps of every case of a bench report (its `build_dir`), prints each case's
     table and keeps the rows under the case's `steps`."""
     import os
-    from ait_build.bench import Context
-    from ait_build.build_cli import make_inputs, project_root
+    from ait_build.bench.run import Context
+    from ait_build.cli.build import make_inputs, project_root
     from ait_build.spec.target import find_target
     target = find_target(target_name, os.path.join(project_root(), "targets"))
     ctx = Context(report["spec"], report["model"], report["build_dir"])

@@ -1,4 +1,4 @@
-"""docs/ops.md from the op registry: `python -m ait_build.docs_ops > docs/ops.md`.
+"""docs/ops.md from the op registry: `python -m ait_build.spec.ops_doc > docs/ops.md`.
 
 A test compares the checked-in page with this output, so the reference cannot drift from the
 code. Each op's example goes through the real attribute parser, shape inference and parameter
@@ -197,7 +197,7 @@ def render_op(op) -> list:
 
 HEADER = """# Op reference
 
-Generated from the op registry (`ait_build/ops/`) by `python -m ait_build.docs_ops > docs/ops.md`;
+Generated from the op registry (`ait_build/ops/`) by `python -m ait_build.spec.ops_doc > docs/ops.md`;
 a test fails when this page and the code disagree. Every example below was run through the spec
 parser and shape inference to produce the shapes shown.
 

@@ -15,7 +15,7 @@ import traceback
 import numpy as np
 
 from ait_build import __version__
-from ait_build.cli_args import (OneLineParser, check_output_path, dim_value, dims_of,
+from ait_build.cli.args import (OneLineParser, check_output_path, dim_value, dims_of,
                                 nonnegative_int, positive_int, write_output)
 from ait_build.errors import AitError, format_error
 
@@ -58,7 +58,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_graph(args) -> int:
-    from ait_build import graph_view
+    from ait_build.cli import graph_view
     graph = _load(args.spec)
     extra = {}
     if args.target:
@@ -99,7 +99,7 @@ def _plan_summary(graph, target, report, fmt) -> dict:
 
 
 def cmd_reference(args) -> int:
-    from ait_build.reference import ProgressLine, random_inputs, run_reference
+    from ait_build.ops.reference import ProgressLine, random_inputs, run_reference
     graph = _load(args.spec, args.weights)
     dims = dims_of(args.dim, args.batch)
     for path in (args.output, args.intermediates):
@@ -119,11 +119,11 @@ def cmd_reference(args) -> int:
         print(f"{name}: {arr.dtype}{list(arr.shape)} mean={flat.mean():.6g} std={flat.std():.6g} "
               f"first={np.array2string(flat[:4], precision=5)}")
     if args.output:
-        from ait_build.weights import save_safetensors
+        from ait_build.ir.weights import save_safetensors
         save_safetensors(outputs, args.output)
         print(f"wrote {args.output}", file=sys.stderr)
     if args.intermediates:
-        from ait_build.weights import save_safetensors
+        from ait_build.ir.weights import save_safetensors
         save_safetensors(values, args.intermediates)
         print(f"wrote {len(values)} tensors to {args.intermediates}", file=sys.stderr)
     return 0
@@ -200,8 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _extra_commands():
     """Commands that live beside their subsystem (build/run/bench/profile), where present."""
     found = []
-    for module in ("ait_build.build_cli", "ait_build.bench", "ait_build.profile.cli",
-                   "ait_build.project_cli", "ait_build.importers.cli"):
+    for module in ("ait_build.cli.build", "ait_build.bench.run", "ait_build.profile.cli",
+                   "ait_build.cli.project", "ait_build.importers.cli"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ImportError:

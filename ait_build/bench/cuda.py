@@ -3,7 +3,7 @@ GPU, in one process, on the same inputs and weights.
 
 For each case our library runs with its CUDA graphs (the default: repeated calls on the same
 buffers replay one graph) and without them (AIT_CUDA_GRAPHS=0, read when the model is created).
-With `--vs torch`, the spec's PyTorch twin (ait_build/bench_models.py, the spec's weights and
+With `--vs torch`, the spec's PyTorch twin (ait_build/bench/models.py, the spec's weights and
 dtype, on the GPU) runs eagerly, captured in one CUDA graph, and through torch.compile. Each call
 is bracketed by CUDA events on the current stream (host-side launch gaps inside a call count, as
 a user sees them); a side gives the median, p10 and p90 of `runs` timed calls after `warmup`
@@ -205,7 +205,7 @@ def run_bench(ctx, manifest, target: str, batches: list, vs: list, runs: int | N
               warmup: int | None, dims: dict, compile_mode: str = "default",
               on_case=None) -> dict:
     """The report for every batch; on_case(report) after each case (to save finished cases)."""
-    from ait_build.build_cli import make_inputs
+    from ait_build.cli.build import make_inputs
     torch = check(vs)
     runs = DEFAULT_RUNS if runs is None else runs
     warmup = DEFAULT_WARMUP if warmup is None else warmup

@@ -8,7 +8,7 @@ import shutil
 import sys
 
 from ait_build.errors import AitError
-from ait_build.resources import PACKAGE_DIR, data_dir, project_targets
+from ait_build.ir.resources import PACKAGE_DIR, data_dir, project_targets
 
 PROJECT_FILES = os.path.join(PACKAGE_DIR, "project_files")
 EXAMPLE_SPEC = "mlp.yaml"
@@ -100,7 +100,7 @@ def copy_stock_target(name: str) -> int:
 
 
 def register(sub) -> None:
-    from ait_build.cli import add_command
+    from ait_build.cli.main import add_command
     p = add_command(
         sub, "init", "write a new project: SConstruct, specs/, targets/, .gitignore, CI workflow",
         "Write the files a repository needs to build models with ait-build: a thin SConstruct, "

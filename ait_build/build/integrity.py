@@ -23,7 +23,7 @@ import SCons.CacheDir
 import SCons.Node
 import SCons.Node.FS
 
-from ait_build.digest import digest_line, read_digest, record_digest, sha256_file
+from ait_build.codegen.digest import digest_line, read_digest, record_digest, sha256_file
 
 
 def decide(dependency, target, prev_ni, repo_node=None) -> bool:

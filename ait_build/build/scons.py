@@ -1,12 +1,12 @@
 """SCons glue behind the SConstruct: variables, the generation builder, scanners, compile and
-link rules and CacheDir (progress lines: scons_progress.py).
+link rules and CacheDir (progress lines: progress.py).
 
 Per model and target the build is: spec --generate (emit())--> build/<target>/<model>/{src/*.cpp,
 <model>.h, manifest.json, weights.safetensors} --compile per source--> obj/*.os --link-->
 lib<model>.so --digest--> lib<model>.so.sha256. Content signatures everywhere, so re-emitting
 identical bytes rebuilds nothing; outputs are checked against the signatures recorded for them
-(scons_integrity.py). Paths and flags never pass through SCons' `$` substitution or a shell:
-files are handed over as nodes, commands as argument lists (scons_commands.py).
+(integrity.py). Paths and flags never pass through SCons' `$` substitution or a shell:
+files are handed over as nodes, commands as argument lists (commands.py).
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ import SCons.Scanner
 from SCons.Script import Builder, Default, Dir, Environment, Exit, GetOption, Help, SetOption
 from SCons.Script import Alias, Variables
 
-from ait_build import scons_commands, scons_integrity
+from ait_build.build import commands, integrity
 from ait_build.backends import get_backend
-from ait_build.build_lock import hold_build_lock
+from ait_build.build.lock import hold_build_lock
 from ait_build.codegen.render import template_path, templates_dir
 from ait_build.errors import AitError, did_you_mean
-from ait_build.scons_commands import literal
-from ait_build.scons_progress import Progress
-from ait_build.spec_list import split_paths
+from ait_build.build.commands import literal
+from ait_build.build.progress import Progress
+from ait_build.build.spec_list import split_paths
 
 VARIABLES = (
     ("target", "target name(s) from targets/*.yaml, comma separated", "cpu"),
@@ -43,10 +43,9 @@ VARIABLES = (
 )
 # Modules whose code does not shape the generated sources (they are not hashed into generation):
 # folders and files of ait_build/ (of profile/, store.py reads the profile a build uses)
-NOT_CODEGEN = ("runtime", "profile/build.py", "profile/cli.py", "profile/harness.py",
-               "profile/jobs.py", "profile/measure.py", "profile/report.py",
-               "profile/sconstruct.py", "build_cli.py", "bench.py", "bench_models.py", "cli.py",
-               "graph_view.py", "project_cli.py")
+NOT_CODEGEN = ("runtime", "cli", "bench", "profile/build.py", "profile/cli.py",
+               "profile/harness.py", "profile/jobs.py", "profile/measure.py", "profile/report.py",
+               "profile/sconstruct.py")
 JINJA_REF = re.compile(r"{%-?\s*(?:include|import|from|extends)\s+['\"]([^'\"]+)['\"]")
 
 
@@ -168,7 +167,7 @@ def base_env(opts: Options, backends: set):
     the default number of parallel jobs."""
     # The user's PATH reaches compilers such as nvcc; the target file still names the compiler.
     env = Environment(tools=[], ENV={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-    env.Decider(scons_integrity.decide)
+    env.Decider(integrity.decide)
     os.makedirs(os.path.join(opts.root, "build"), exist_ok=True)
     env.SConsignFile(literal(os.path.join(opts.root, "build", ".sconsign")))
     if not _jobs_given():
@@ -177,11 +176,11 @@ def base_env(opts: Options, backends: set):
         if why:
             print(f"ait-build: {why}")
     if opts.cache:
-        env.CacheDir(literal(os.path.abspath(opts.cache)), scons_integrity.ReadOnlyVerifiedCache
-                     if opts.cache_readonly else scons_integrity.VerifiedCache)
+        env.CacheDir(literal(os.path.abspath(opts.cache)), integrity.ReadOnlyVerifiedCache
+                     if opts.cache_readonly else integrity.VerifiedCache)
     env["AIT_VERBOSE"] = opts.verbose
-    scons_commands.add_builders(env)
-    scons_integrity.add_builders(env)
+    commands.add_builders(env)
+    integrity.add_builders(env)
     env.Append(BUILDERS={"AitGenerate": Builder(
         action=env.Action(generate_action, generate_message), emitter=generate_emitter,
         source_scanner=SCons.Scanner.ScannerBase(scan_sources, name="ait-sources", recursive=True))})
@@ -222,7 +221,7 @@ def _jobs_given() -> bool:
 def target_env(env, target, root: str):
     """A clone with the target's toolchain (toolchain.py), whose command lines the compile and
     link steps run; the include and library folders are there for SCons' scanners."""
-    from ait_build.toolchain import toolchain_for
+    from ait_build.backends.toolchain import toolchain_for
     tc = toolchain_for(target)  # raises AitError naming what to install
     return env.Clone(AIT_TOOLCHAIN=tc, AIT_ROOT=root, ENV=tc.environ(env["ENV"]),
                      CPPPATH=[env.fs.Dir(d) for d in tc.include_dirs],

@@ -8,10 +8,10 @@ import sys
 
 import numpy as np
 
-from ait_build.cli_args import dim_value, nonnegative_int, positive_int
+from ait_build.cli.args import dim_value, nonnegative_int, positive_int
 from ait_build.errors import AitError, ReportedError
-from ait_build.resources import PACKAGE_DIR, project_root
-from ait_build.spec_list import join_paths
+from ait_build.ir.resources import PACKAGE_DIR, project_root
+from ait_build.build.spec_list import join_paths
 
 # the SConstruct `ait-build init` writes; a folder without one builds through it
 PROJECT_SCONSTRUCT = os.path.join(PACKAGE_DIR, "project_files", "SConstruct")
@@ -106,11 +106,11 @@ def make_inputs(manifest, graph, dims: dict, seed: int) -> dict:
     """Random inputs at each dim's opt (overridden by `dims`); from the spec's graph when there is
     one, so integer inputs stay inside the tables they index."""
     from ait_build.ir.dtypes import NUMPY
-    from ait_build.reference import dim_values
+    from ait_build.ops.reference import dim_values
     from ait_build.runtime.manifest import evaluate
     env = dim_values({d.name: d for d in manifest.dims}, dims)
     if graph is not None:
-        from ait_build.reference import random_inputs
+        from ait_build.ops.reference import random_inputs
         arrays = random_inputs(graph, env, seed=seed)
         return {t.name: arrays[t.name].astype(NUMPY[t.dtype]) for t in manifest.inputs}
     rng = np.random.default_rng(seed)
@@ -171,8 +171,8 @@ def check_same_model(graph, manifest, spec: str) -> None:
 
 
 def cmd_run(args) -> int:
-    from ait_build.cli import load_arrays
-    from ait_build.cli_args import check_output_path, dims_of
+    from ait_build.cli.main import load_arrays
+    from ait_build.cli.args import check_output_path, dims_of
     from ait_build.runtime import Model
     dims = dims_of(args.dim, args.batch)
     if args.output:
@@ -199,14 +199,14 @@ def cmd_run(args) -> int:
         for name, arr in outputs.items():
             print(describe(name, arr))
         if args.output:
-            from ait_build.weights import save_safetensors
+            from ait_build.ir.weights import save_safetensors
             save_safetensors(outputs, args.output)
             print(f"wrote {args.output}", file=sys.stderr)
         if not args.check:
             return 0
         if graph is None:
             raise AitError(f"--check needs the spec: give --spec (looked for specs/{model.name}.yaml)")
-        from ait_build.reference import ProgressLine, run_reference
+        from ait_build.ops.reference import ProgressLine, run_reference
         reference = run_reference(graph, inputs, progress=ProgressLine())
         lines = compare(outputs, reference, model.manifest.raw.get("dtype", "float32"))
         print("\n".join(lines))
@@ -214,7 +214,7 @@ def cmd_run(args) -> int:
 
 
 def register(sub) -> None:
-    from ait_build.cli import add_command
+    from ait_build.cli.main import add_command
     p = add_command(sub, "build", "build a spec's library with SCons (build/<target>/<model>/)",
                     "Build one spec for one target with SCons, in the project around the working "
                     "directory (the nearest folder above it with an SConstruct, else the working "

@@ -2,10 +2,10 @@
 on the same inputs and weights.
 
 Each side runs `warmup` times, then `runs` timed calls; the table shows medians. On cpu each side
-runs in its own process, and the processes take turns of a few calls (ait_build/bench_sides.py);
+runs in its own process, and the processes take turns of a few calls (ait_build/bench/sides.py);
 `--in-process` times all sides in this process, taking turns call by call.
 A clock per backend does the timing: perf_counter for cpu builds; cuda builds go to
-ait_build/bench_cuda.py (CUDA events, one process, PyTorch eager, eager + CUDA graph and
+ait_build/bench/cuda.py (CUDA events, one process, PyTorch eager, eager + CUDA graph and
 torch.compile). Comparisons run only where their package is installed, and say "skipped: ..."
 otherwise.
 """
@@ -151,7 +151,7 @@ class Context:
 
     def twin(self):
         if self._twin is None:
-            from ait_build.bench_models import torch_twin
+            from ait_build.bench.models import torch_twin
             self._twin = torch_twin(self.graph, self.twin_name)
         return self._twin
 
@@ -161,7 +161,7 @@ def dtype_variant(spec: str, dtype: str, root: str) -> str:
     """A copy of `spec` computing in `dtype` (named <name>_<dtype>), under build/specs/ with its
     includes and weights file made absolute: GPU specs are float16, cpu comparisons float32."""
     import yaml
-    from ait_build.build_cli import spec_name
+    from ait_build.cli.build import spec_name
     from ait_build.spec.yamlfile import load_yaml
     name = spec_name(spec)  # checked: it names the file written below
     doc = _plain(load_yaml(spec))
@@ -209,9 +209,9 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
               in_process: bool = False, compile_mode: str = "default", on_case=None) -> dict:
     """The report; runs/warmup None: the backend's defaults. A cuda build is timed by
     bench_cuda.run_bench (compile_mode, and on_case(report) after each case)."""
-    from ait_build import bench_cuda, bench_sides
+    from ait_build.bench import cuda as bench_cuda, sides as bench_sides
     from ait_build.backends import get_backend
-    from ait_build.build_cli import build, make_inputs, project_root, resolve_spec, spec_name
+    from ait_build.cli.build import build, make_inputs, project_root, resolve_spec, spec_name
     from ait_build.runtime import load_manifest
     from ait_build.spec.target import find_target
     unknown = [v for v in vs if v not in COMPETITORS]
@@ -296,19 +296,19 @@ def table(report: dict, vs: list) -> str:
 
 
 def cmd_bench(args) -> int:
-    from ait_build.cli_args import dims_of
+    from ait_build.cli.args import dims_of
     batches = args.batch
     vs = [v.strip() for v in (args.vs or "").split(",") if v.strip()]
     report = run_bench(args.spec, args.target, batches, vs, args.runs, args.warmup,
                        dims_of(args.dim), args.jobs, args.dtype, args.in_process,
                        args.compile_mode, on_case=lambda r: write_json(r, args.json))
-    from ait_build import bench_cuda
+    from ait_build.bench import cuda as bench_cuda
     if report.get("clock") == bench_cuda.CLOCK:  # timed on a CUDA device: its own table
         print(bench_cuda.table(report))
     else:
         print(table(report, vs))
     if args.steps:
-        from ait_build import bench_steps
+        from ait_build.bench import steps as bench_steps
         bench_steps.add_to(report, args.target)
     if args.json:
         write_json(report, args.json)
@@ -327,10 +327,10 @@ def write_json(report: dict, path: str | None) -> None:
 
 
 def register(sub) -> None:
-    from ait_build.cli_args import dim_value, nonnegative_int, positive_int, positive_int_list
-    from ait_build.bench_cuda import (COMPILE_MODES, DEFAULT_RUNS, DEFAULT_WARMUP, LARGE_ROWS,
+    from ait_build.cli.args import dim_value, nonnegative_int, positive_int, positive_int_list
+    from ait_build.bench.cuda import (COMPILE_MODES, DEFAULT_RUNS, DEFAULT_WARMUP, LARGE_ROWS,
                                       LARGE_RUNS, LARGE_WARMUP)
-    from ait_build.cli import add_command
+    from ait_build.cli.main import add_command
     p = add_command(
         sub, "bench", "time a model beside PyTorch and ONNX Runtime",
         "Time a built model beside PyTorch (and ONNX Runtime on cpu). On cpu: "
