@@ -7,7 +7,7 @@ With `--vs torch`, the spec's PyTorch twin (ait_build/bench/models.py, the spec'
 dtype, on the GPU) runs eagerly, captured in one CUDA graph, and through torch.compile. Each call
 is bracketed by CUDA events on the current stream (host-side launch gaps inside a call count, as
 a user sees them); a side gives the median, p10 and p90 of `runs` timed calls after `warmup`
-untimed ones. `bench/gpu_session.sh` runs it on the GPU machine.
+untimed ones. docs/benchmarks.md has the commands behind its figures.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ TORCH_MODES = (("torch_eager", "eager"), ("torch_eager_cuda_graph", "eager+graph
 
 
 def parse_case(text: str) -> tuple:
-    """'model:batch' or 'model:batchxseq' (bench/gpu_session.sh's CASES) -> (model, dims)."""
+    """'model:batch' or 'model:batchxseq' (bench/cuda_profile.py's --cases) -> (model, dims)."""
     name, _, size = text.partition(":")
     batch, _, seq = size.partition("x")
     dims = {"batch": int(batch or 1)}
