@@ -179,6 +179,29 @@ GROUPS = {
         outputs=["sqrt", "exp", "erf", "clamp", "clamp_i", "relu6", "hardtanh", "minimum", "maximum", "maximum_s",
                  "less", "ge", "eq_i", "ne", "both", "either", "neither", "where", "fill",
                  "fill_b", "iota", "iota_mid", "roll", "roll_img"]),
+    # the epilogue activations beyond the unary ops (relu6, the importers' hardsigmoid, hardtanh
+    # with its bounds, one side open too) on CUTLASS GEMMs and convs and on the own fallbacks
+    # (odd K: gemm_simple; 3 channels: conv2d_direct); inputs scaled so every bound is reached
+    "epilogue_activations": dict(
+        inputs={"x": {"shape": ["batch", 6, 16]}, "x7": {"shape": ["batch", 6, 7]},
+                "img": {"shape": ["batch", 9, 9, 8]}, "res": {"shape": ["batch", 9, 9, 16]},
+                "img3": {"shape": ["batch", 9, 9, 3]}},
+        graph=[n("x4", "mul", ["x"], scalar=4.0), n("img4", "mul", ["img"], scalar=4.0),
+               n("lin_relu6", "linear", ["x4"], out_features=24, activation="relu6"),
+               n("lin_hsig", "linear", ["x4"], out_features=24, activation="hardsigmoid"),
+               n("lin_htanh", "linear", ["x4"], out_features=24, activation="hardtanh",
+                 hardtanh_min=-0.5, hardtanh_max=2.0),
+               n("mm_open", "matmul", ["x4", "x4"], transpose_b=True, activation="hardtanh",
+                 hardtanh_min=float("-inf"), hardtanh_max=0.25),
+               n("lin_k7", "linear", ["x7"], out_features=8, activation="hardsigmoid"),
+               n("c3_relu6", "conv2d", ["img4"], out_channels=16, kernel=3, padding=1,
+                 activation="relu6"),
+               n("c1_hsig", "conv2d", ["img4", "res"], out_channels=16, kernel=1,
+                 activation="hardsigmoid"),
+               n("c_odd", "conv2d", ["img3"], out_channels=6, kernel=3, padding=1,
+                 activation="hardtanh", hardtanh_min=-0.5, hardtanh_max=0.5)],
+        outputs=["lin_relu6", "lin_hsig", "lin_htanh", "mm_open", "lin_k7", "c3_relu6",
+                 "c1_hsig", "c_odd"]),
     "lookup": dict(
         inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
                 "ids32": {"shape": ["batch", 3], "dtype": "int32"},
