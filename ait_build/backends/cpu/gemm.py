@@ -57,7 +57,8 @@ class Epilogue:
         self.attrs = node.attrs  # hardtanh's bounds
 
     def context(self) -> dict:
-        return dict(has_bias=self.has_bias, res_mode=self.mode, act=act_fn(self.kernel_act, self.attrs),
+        return dict(has_bias=self.has_bias, res_mode=self.mode,
+                    act=act_fn(self.kernel_act, self.attrs),
                     has_epilogue=self.has_bias or self.mode != "none" or self.kernel_act != "none")
 
     def params(self) -> list:

@@ -9,8 +9,9 @@ pointwise and patch convs as GEMMs, implicit-GEMM convs, and the tuned call (cod
 whose kernel is a dispatch (the backend's `gemm`/`conv2d` template) over one part per
 configuration. Sizes are run-time arguments.
 
-What an engine cannot take goes to the GPU layer's own templates: grouped and depthwise
-convolutions and operands whose rows the engine cannot read (`conv2d_direct`, `gemm_simple`).
+What an engine cannot take goes to the GPU layer's own templates: depthwise convolutions
+(depthwise.py), grouped ones and operands whose rows the engine cannot read (`conv2d_direct`,
+`gemm_simple`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Mapping
 
+from ait_build.backends.gpu import depthwise
 from ait_build.codegen import data_movement
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.elementwise import (Operand, act_fn, elementwise, float_literal,
@@ -152,7 +154,8 @@ class Epilogue:
         ctype = lw.ctype(out)
         dst = Operand(lw.dst(out), ctype, lw.shape(out))
         res = Operand(lw.src(self.later), lw.ctype(self.later), lw.shape(self.later))
-        elementwise(lw, "residual", dst, [dst, res], f"{act_fn(self.act, lw.node.attrs)}((v0 + v1))")
+        act = act_fn(self.act, lw.node.attrs)
+        elementwise(lw, "residual", dst, [dst, res], f"{act}((v0 + v1))")
 
 
 def label_of(op: str, epi: Epilogue) -> str:
@@ -279,15 +282,17 @@ def lower_conv2d(engine: MatrixEngine, lw) -> None:
             candidates=candidates, ladder=ladder))
         epi.finish(lw, out)
         return
-    # grouped, depthwise or unaligned channels: direct, weights [KH][KW][C/G][O]
+    if g == cv == ov:
+        depthwise.lower(lw, epi, label_of("depthwise_conv2d", epi))
+        return
+    # grouped or unaligned channels: direct, weights [KH][KW][C/G][O]
     cg = cv // g
     wt = lw.weight("weight", lambda a: a.transpose(2, 3, 1, 0), "hwio", (kh, kw, cg, ov), dtype=dtype)
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {ctype}*", "w"),
               (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
     context = dict(element=engine.element[dtype], ctype=ctype, act=epi.functor,
                    act_fn=epi.fn, **win, groups=g)
-    label = "depthwise_conv2d" if g == cv == ov else "conv2d_direct"
-    kernel = make_kernel(label_of(label, epi), "conv2d", lw.template("conv2d_direct"), context,
-                         params)
+    kernel = make_kernel(label_of("conv2d_direct", epi), "conv2d", lw.template("conv2d_direct"),
+                         context, params)
     lw.call(kernel, [lw.dst(out), lw.src(x), wt] + epi.args(lw) + sizes)
     epi.finish(lw, out)
