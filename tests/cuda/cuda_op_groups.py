@@ -204,12 +204,13 @@ GROUPS = {
                  "c1_hsig", "c_odd"]),
     # depthwise convs (depthwise_conv2d.cu.j2): 3x3, 5x5 and 7x7 windows, strides 1 and 2,
     # dilation 2; channels in 16-byte vectors (16, 24, 32), in 4 (12) and in none (5);
-    # widths that the strips divide (12 -> 6) and do not (13); bias, residual and activations
+    # widths that the strips divide (12 -> 6) and do not (13); bias, residual and activations;
+    # a wide image ("f") whose inner strips read no padding (the kernel's unchecked loads)
     "depthwise": dict(
         inputs={"a": {"shape": ["batch", 13, 13, 16]}, "b": {"shape": ["batch", 12, 12, 24]},
                 "c": {"shape": ["batch", 12, 12, 32]}, "d": {"shape": ["batch", 9, 11, 12]},
                 "e": {"shape": ["batch", 7, 9, 5]}, "ra": {"shape": ["batch", 13, 13, 16]},
-                "rc": {"shape": ["batch", 12, 12, 32]}},
+                "rc": {"shape": ["batch", 12, 12, 32]}, "f": {"shape": ["batch", 8, 40, 24]}},
         graph=[n("dw3", "conv2d", ["a"], out_channels=16, kernel=3, groups=16, padding=1,
                  activation="relu6"),
                n("dw3_s2", "conv2d", ["a"], out_channels=16, kernel=3, groups=16, stride=2,
@@ -229,9 +230,12 @@ GROUPS = {
                n("dw3_c12", "conv2d", ["d"], out_channels=12, kernel=3, groups=12, padding=1,
                  activation="relu"),
                n("dw3_c5", "conv2d", ["e"], out_channels=5, kernel=[3, 5], groups=5,
-                 padding=[1, 2], activation="hardtanh", hardtanh_min=-0.5, hardtanh_max=0.5)],
+                 padding=[1, 2], activation="hardtanh", hardtanh_min=-0.5, hardtanh_max=0.5),
+               n("dw3_wide", "conv2d", ["f"], out_channels=24, kernel=3, groups=24, padding=1),
+               n("dw5_wide_s2", "conv2d", ["f"], out_channels=24, kernel=5, groups=24,
+                 stride=2, padding=2, activation="silu")],
         outputs=["dw3", "dw3_s2", "dw3_res", "dw3_d2", "dw5", "dw5_s2", "dw7_res", "dw7_s2",
-                 "dw3_c12", "dw3_c5"]),
+                 "dw3_c12", "dw3_c5", "dw3_wide", "dw5_wide_s2"]),
     # global average pools (global_avg_pool.cu.j2: 16-byte vectors over 64 and 16 channels,
     # single channels over 12; 49 to 1600 pixels) and squeeze-excitation's channel scale
     # (channel_scale.cu.j2: per image, shared by every image, either operand first; 12
@@ -276,6 +280,14 @@ GROUPS = {
 }
 
 
+# the bandwidth-bound families (depthwise convs, pools, squeeze-excitation) and the epilogue
+# activations: their groups above run in float16 on both targets; test_gpu_families.py runs
+# their own kernels in these other dtypes on h200 (the epilogue functors compute in float32
+# whatever the storage: the bfloat16 small specs cover CUTLASS's bfloat16 epilogues)
+FAMILY_GROUPS = ["depthwise", "pools_and_scales", "squeeze_excitation", "epilogue_activations"]
+FAMILY_VARIANTS = [("depthwise", "bfloat16"), ("depthwise", "float32"),
+                   ("pools_and_scales", "bfloat16")]
+
 SMALL = ["mlp", "tiny_cnn", "tiny_bert", "tiny_vit"]
 FP16_SMALL = ["tiny_cnn", "tiny_vit"]  # tiny_bert casts its mask to float32 explicitly
 SEEDS = {"resnet50": {"batch": 1}, "bert_base": {"batch": 1, "seq": 128}, "vit_b16": {"batch": 1}}
@@ -300,11 +312,19 @@ def op_spec(group: str, dtype: str = "float16") -> str:
     return path
 
 
+def family_specs() -> list:
+    """The specs of the bandwidth-bound families' tests (test_gpu_families.py and their float16
+    groups in test_gpu_numerics), for a session that runs only those."""
+    return [op_spec(g) for g in FAMILY_GROUPS] + [op_spec(g, d) for g, d in FAMILY_VARIANTS]
+
+
 def all_specs() -> list:
     return ([op_spec(g) for g in sorted(GROUPS)] + [spec_path(s) for s in SMALL]
             + [fp16_spec(s) for s in FP16_SMALL] + [spec_path(s) for s in sorted(SEEDS)]
-            + [bf16_spec(s) for s in BF16_SMALL + sorted(BF16_SEEDS)])
+            + [bf16_spec(s) for s in BF16_SMALL + sorted(BF16_SEEDS)]
+            + [op_spec(g, d) for g, d in FAMILY_VARIANTS])
 
 
-if __name__ == "__main__":
-    print(",".join(all_specs()))
+if __name__ == "__main__":  # `families`: family_specs() alone
+    import sys
+    print(",".join(family_specs() if sys.argv[1:] == ["families"] else all_specs()))

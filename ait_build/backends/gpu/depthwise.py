@@ -6,9 +6,10 @@ activation) fused. Weights are float32 [KH][KW][C] (`<weight>@hwc`): the kernel 
 float32 and converts each input once, so its weights need no conversion at all.
 
 What the strip and vector widths are: the vector is one 16-byte access (8 float16/bfloat16 or 4
-float32 channels) where the channels divide into it; a 7-wide kernel in 16-bit types takes 4
-channels, so that its accumulators, one kernel row of weights and an input vector stay within
-the registers of 4 warps a block (about (strip + KW) * vector floats). The strip is the width
+float32 channels) where the channels divide into it; 5- and 7-wide kernels in 16-bit types take
+4 channels, so that their accumulators, one kernel row of weights and the input vectors in
+flight fit about 120 registers (8 channels took 190-200: two blocks of 4 warps a
+multiprocessor). The strip is the width
 in 4..8 that wastes the fewest threads on the output's width (7 for ImageNet's 112/56/28/14/7
 maps when 8 does not divide them).
 """
@@ -26,7 +27,7 @@ def vector_width(dtype: str, channels: int, kw: int) -> int:
     """Channels per thread: a 16-byte vector, halved while it does not divide the channels."""
     size = 2 if dtype in ("float16", "bfloat16") else 4
     vec = 16 // size
-    if size == 2 and kw >= 7:
+    if size == 2 and kw >= 5:
         vec = 4
     while channels % vec:
         vec //= 2
@@ -55,7 +56,7 @@ def lower(lw, epi, label: str) -> None:
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), ("const float*", "w"),
               (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
     context = dict(ctype=ctype, act_fn=epi.fn, vec=vector_width(dtype, cv, kw),
-                   tw=strip_width(wo), **win)
+                   tw=strip_width(wo), channels=cv, **win)
     kernel = make_kernel(label, "conv2d", lw.template("depthwise_conv2d"), context, params)
     lw.call(kernel, [lw.dst(node.output), lw.src(node.inputs[0]), weights] + epi.args(lw) + sizes)
     epi.finish(lw, node.output)
