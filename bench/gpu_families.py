@@ -158,8 +158,7 @@ def main() -> int:
                         f"target={args.target}", f"spec={spec_list}", "cache=build/cache"],
                        check=True)
     target = find_target(args.target)
-    variants = []
-    results = []
+    results, plans = [], {}
     for part, (path, name, info) in paths.items():
         model = Model(os.path.join(ROOT, "build", args.target, name))
         env = {"batch": args.batch}
@@ -173,9 +172,8 @@ def main() -> int:
         times = step_report.time_steps(model, [inputs[t.name].data_ptr() for t in manifest.inputs],
                                        [outputs[t.name].data_ptr() for t in manifest.outputs],
                                        env, args.runs, torch.cuda.current_stream().cuda_stream)
-        plan = build_plan(path, target)
-        rows = step_report.rows(plan, times, env, target)
-        for row in rows:
+        plans[part] = build_plan(path, target)
+        for row in step_report.rows(plans[part], times, env, target):
             if row["node"] not in info:
                 continue
             kind, family, shape, k, s = info[row["node"]]
@@ -184,34 +182,37 @@ def main() -> int:
             row["torch_ms"] = torch_ms(kind, shape, k, s, args.dtype, args.runs)
             results.append(row)
         model.close()
-        if part == "depthwise" and not args.no_variants:
-            variants = depthwise_variants.sweep(
-                plan, info, plan.backend, toolchain_for(target),
-                os.path.join(ROOT, "build", "bench_families_variants", args.target), args.batch,
-                args.runs)
+        del inputs, outputs
     print(f"{'node':<34}{'kernel':<30}{'ms':>8}{'GB/s':>8}{'of HBM':>8}{'torch ms':>10}")
     for r in results:
         torch_text = f"{r['torch_ms']:.4f}" if r["torch_ms"] is not None else "-"
         print(f"{r['node']:<34}{'+'.join(r['kernels'])[:29]:<30}{r['ms']:>8.4f}{r['gbps']:>8.0f}"
               f"{r['of_hbm']:>8.0%}{torch_text:>10}")
-    if variants:
-        print("\ndepthwise kernel variants (vec, tw): ms; * the planned one")
-        for node in dict.fromkeys(v["node"] for v in variants):
-            mine = [v for v in variants if v["node"] == node]
-            best = min(mine, key=lambda v: v["ms"])
-            print(f"  {node:<32}" + "  ".join(
-                f"{'*' if v['planned'] else ''}({v['vec']},{v['tw']}) {v['ms']:.4f}" for v in mine)
-                + f"  best ({best['vec']},{best['tw']})")
     for kind in ("depthwise", "global_avg_pool", "channel_scale"):
         rows = [r for r in results if r["kind"] == kind]
         if rows:
             ms, nbytes = sum(r["ms"] for r in rows), sum(r["bytes"] for r in rows)
             print(f"{kind}: {len(rows)} nodes, {ms:.3f} ms, {nbytes / ms / 1e6:.0f} GB/s overall, "
                   f"worst {min(r['of_hbm'] for r in rows):.0%} of HBM")
+    report = {"batch": args.batch, "dtype": args.dtype, "target": args.target,
+              "hbm_tbps": target.fact("hbm_tbps"), "rows": results, "variants": []}
     with open(args.out, "w") as fh:
-        json.dump({"batch": args.batch, "dtype": args.dtype, "target": args.target,
-                   "hbm_tbps": target.fact("hbm_tbps"), "rows": results, "variants": variants},
-                  fh, indent=1)
+        json.dump(report, fh, indent=1)
+    if not args.no_variants:  # after the report is written: the sweep compiles for a while
+        plan = plans["depthwise"]
+        report["variants"] = depthwise_variants.sweep(
+            plan, paths["depthwise"][2], plan.backend, toolchain_for(target),
+            os.path.join(ROOT, "build", "bench_families_variants", args.target), args.batch,
+            args.runs)
+        print("\ndepthwise kernel variants (vec, tw): ms; * the planned one")
+        for node in dict.fromkeys(v["node"] for v in report["variants"]):
+            mine = [v for v in report["variants"] if v["node"] == node]
+            best = min(mine, key=lambda v: v["ms"])
+            print(f"  {node:<32}" + "  ".join(
+                f"{'*' if v['planned'] else ''}({v['vec']},{v['tw']}) {v['ms']:.4f}" for v in mine)
+                + f"  best ({best['vec']},{best['tw']})")
+        with open(args.out, "w") as fh:
+            json.dump(report, fh, indent=1)
     print(f"wrote {args.out}")
     return 0
 
