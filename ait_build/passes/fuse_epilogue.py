@@ -4,6 +4,9 @@ follow them, in the epilogue's order out = act(acc + bias + residual):
 - an add of a per-channel vector (a `parameter` output of shape [N] or [1, .., N]) becomes, or is
   added into, the op's `bias` weight (matmul/bmm have no bias role and take it as the residual);
 - an add of a tensor that broadcasts to the output without growing it becomes the residual input;
+- a mul by a per-channel vector (a `parameter` as above: ConvNeXt's and CaiT's layer scale)
+  before any residual folds into a conv2d's or linear's weight and bias (w' = w * g, b' = b * g),
+  as batch norm does (fold_batchnorm.py);
 - an activation ends the chain: relu, gelu (erf or tanh), silu, sigmoid, tanh, hardswish, relu6,
   hardtanh and clamp (as `hardtanh` with their bounds, an open side infinite), and the importers'
   hardsigmoid, add 3 -> relu6 -> div 6, as `hardsigmoid`.
@@ -100,8 +103,29 @@ def _take_residual(graph: Graph, uses: Uses, gemm: Node, other: str, add: Node) 
     return True
 
 
+def _take_scale(graph: Graph, uses: Uses, gemm: Node, other: str) -> bool:
+    param = uses.made_by(other, "parameter")
+    out = graph.tensors[gemm.output]
+    if gemm.op not in WITH_BIAS_ROLE or param is None or len(gemm.inputs) != DATA_INPUTS[gemm.op] \
+            or gemm.attrs.get("weight_layout", "out_in") != "out_in" \
+            or graph.tensors[other].dtype != out.dtype \
+            or out.shape[-1] != vector_len(graph.tensors[other].shape):
+        return False
+    scale = graph.weights.get(param.weights["value"]).reshape(-1)
+    weight = graph.weights.get(gemm.weights["weight"])
+    like = graph.tensors[gemm.weights["weight"]]
+    bias = graph.weights.get(gemm.weights["bias"]) if "bias" in gemm.weights else 0.0
+    gemm.weights = {  # output channels lead both layouts (OIHW, [out, in])
+        "weight": add_weight(graph, f"{gemm.name}.scaled_weight",
+                             weight * scale.reshape((-1,) + (1,) * (weight.ndim - 1)), like.dtype,
+                             like),
+        "bias": add_weight(graph, f"{gemm.name}.scaled_bias", bias * scale, like.dtype, like)}
+    gemm.attrs["bias"] = True
+    return True
+
+
 def fuse_into(graph: Graph, gemm: Node, counts: dict) -> None:
-    """Absorbs the chain of bias, residual and activation after `gemm`."""
+    """Absorbs the chain of bias, channel scale, residual and activation after `gemm`."""
     while gemm.attrs["activation"] == "none":
         uses = Uses(graph)
         nxt = uses.only_reader(gemm.output)
@@ -115,14 +139,17 @@ def fuse_into(graph: Graph, gemm: Node, counts: dict) -> None:
             gemm.outputs = list(nodes[-1].outputs)
             graph.nodes = [n for n in graph.nodes if all(n is not m for m in nodes)]
             continue
-        if nxt.op == "add" and nxt.attrs.get("scalar") is None:
-            other = nxt.inputs[1] if nxt.inputs[0] == gemm.output else nxt.inputs[0]
+        two = nxt.op in ("add", "mul") and nxt.attrs.get("scalar") is None
+        other = (nxt.inputs[1] if nxt.inputs[0] == gemm.output else nxt.inputs[0]) if two else None
+        if nxt.op == "add" and two:
             if _take_bias(graph, uses, gemm, other):
                 counts["bias adds"] += 1
             elif _take_residual(graph, uses, gemm, other, nxt):
                 counts["residual adds"] += 1
             else:
                 break
+        elif nxt.op == "mul" and two and _take_scale(graph, uses, gemm, other):
+            counts["channel scales"] += 1
         else:
             break
         gemm.outputs = list(nxt.outputs)
@@ -132,7 +159,7 @@ def fuse_into(graph: Graph, gemm: Node, counts: dict) -> None:
 def run(graph: Graph, target) -> str:
     if not target.cap("fused_epilogue"):
         return ""
-    counts = {"bias adds": 0, "residual adds": 0, "activations": 0}
+    counts = {"bias adds": 0, "residual adds": 0, "channel scales": 0, "activations": 0}
     for gemm in [n for n in graph.nodes if n.op in GEMMS]:
         fuse_into(graph, gemm, counts)
     dead = remove_dead(graph)  # parameter reads whose vector became a bias role

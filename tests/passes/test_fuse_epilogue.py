@@ -138,3 +138,34 @@ def test_near_hardsigmoid_chains_stay(tail, outputs):
         """, X, outputs)
     after, summary = check_pass(g, fuse_epilogue.run)
     assert ops(after) == ["linear", "add", "relu6", "div"] and summary == ""
+
+
+def test_a_layer_scale_folds_into_the_weights_and_the_residual_follows():
+    """ConvNeXt's block tail: gamma * linear(x) + x becomes one linear with scaled weight and
+    bias and x as its residual."""
+    g = model("""
+        - {name: fc, op: linear, inputs: [x], out_features: 16}
+        - {name: gamma, op: parameter, shape: [1, 1, 16], weights: {value: layer_scale}}
+        - {name: scaled, op: mul, inputs: [gamma, fc]}
+        - {name: out, op: add, inputs: [scaled, x]}
+        """, "{x: {shape: [batch, 5, 16]}}", "[out]")
+    after, summary = check_pass(g, fuse_epilogue.run)
+    fc = node_of(after, "linear")
+    assert ops(after) == ["linear"] and fc.inputs == ["x", "x"] and fc.outputs == ["out"]
+    gamma = g.weights.get("layer_scale").reshape(-1, 1)
+    np.testing.assert_allclose(after.weights.get(fc.weights["weight"]),
+                               g.weights.get("fc.weight") * gamma, rtol=1e-6)
+    assert summary == ("1 residual adds fused, 1 channel scales fused, "
+                       "1 parameter reads dropped")
+
+
+def test_a_scale_after_the_residual_or_of_another_layout_stays():
+    g = model("""
+        - {name: fc, op: linear, inputs: [x], out_features: 16, weight_layout: in_out}
+        - {name: gamma, op: parameter, shape: [16], weights: {value: layer_scale}}
+        - {name: scaled, op: mul, inputs: [fc, gamma]}
+        - {name: fc2, op: linear, inputs: [x, x], out_features: 16}
+        - {name: scaled2, op: mul, inputs: [fc2, gamma]}
+        """, "{x: {shape: [batch, 5, 16]}}", "[scaled, scaled2]")
+    after, summary = check_pass(g, fuse_epilogue.run)
+    assert ops(after).count("mul") == 2 and summary == ""
