@@ -15,16 +15,16 @@ export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
 nvidia-smi -L; nproc
 SPECS=$(python3 tests/cuda/cuda_op_groups.py families),$(python3 bench/gpu_families.py --write-specs) || exit 1
 start=$(date +%s)
-timeout "${BUILD_S:-240}" python3 -m SCons -Q -k -j"$(nproc)" target=h200 spec="$SPECS" \
+timeout "${BUILD_S:-200}" python3 -m SCons -Q -k -j"$(nproc)" target=h200 spec="$SPECS" \
   cache=build/cache > "$OUT/build.log" 2>&1
 echo "build rc=$? in $(( $(date +%s) - start ))s"
 grep -n -A12 -m 20 "error" "$OUT/build.log" | head -60
 start=$(date +%s)
-AIT_PREBUILT=1 AIT_GPU_REPORT=$OUT/errors.jsonl timeout "${TEST_S:-120}" python3 -m pytest -m gpu \
+AIT_PREBUILT=1 AIT_GPU_REPORT=$OUT/errors.jsonl timeout "${TEST_S:-90}" python3 -m pytest -m gpu \
   tests/cuda -q -p no:cacheprovider -rf -k "(families or depthwise or pools_and_scales or \
 squeeze_excitation or epilogue_activations) and not a100" 2>&1 | tee "$OUT/pytest.log" | tail -30
 echo "tests in $(( $(date +%s) - start ))s"
 start=$(date +%s)
-timeout "${BENCH_S:-200}" python3 bench/gpu_families.py "$OUT/families.json" --no-build 2>&1 \
+timeout "${BENCH_S:-150}" python3 bench/gpu_families.py "$OUT/families.json" --no-build 2>&1 \
   | tee "$OUT/bench.log" | tail -80
 echo "bench in $(( $(date +%s) - start ))s"
