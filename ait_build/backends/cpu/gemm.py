@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ait_build.backends.cpu import winograd
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
-from ait_build.codegen.elementwise import ACT, Operand, elementwise, float_literal
+from ait_build.codegen.elementwise import Operand, act_fn, elementwise, float_literal
 from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.op_geometry import (attention_operands, conv_geometry, matmul_geometry,
                                            residual_mode)
@@ -53,9 +53,11 @@ class Epilogue:
                 self.mode = mode
         self.has_bias = has_bias
         self.kernel_act = "none" if self.later else self.act
+        self.attrs = node.attrs  # hardtanh's bounds
 
     def context(self) -> dict:
-        return dict(has_bias=self.has_bias, res_mode=self.mode, act=ACT[self.kernel_act],
+        return dict(has_bias=self.has_bias, res_mode=self.mode,
+                    act=act_fn(self.kernel_act, self.attrs),
                     has_epilogue=self.has_bias or self.mode != "none" or self.kernel_act != "none")
 
     def params(self) -> list:
@@ -72,7 +74,7 @@ class Epilogue:
             return
         dst = Operand(lw.dst(out), "float", lw.shape(out))
         res = Operand(lw.src(self.later), "float", lw.shape(self.later))
-        elementwise(lw, "residual", dst, [dst, res], f"{ACT[self.act]}((v0 + v1))")
+        elementwise(lw, "residual", dst, [dst, res], f"{act_fn(self.act, self.attrs)}((v0 + v1))")
 
 
 def gemm_call(lw, label, epi, out, a_var, w_var, bias_var, m, n, k, batch, a_bs, b_bs,
