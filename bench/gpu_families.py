@@ -148,7 +148,7 @@ def main() -> int:
     from ait_build.pipeline import build_plan
     from ait_build.runtime import Model
     from ait_build.spec.target import find_target
-    from ait_build.toolchain import toolchain_for
+    from ait_build.backends.toolchain import toolchain_for
     from bench import depthwise_variants
 
     paths = write_specs(args.batch, args.dtype)
