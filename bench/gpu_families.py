@@ -144,7 +144,7 @@ def main() -> int:
         return 0
 
     import torch
-    from ait_build import step_report
+    from ait_build.bench import step_report
     from ait_build.pipeline import build_plan
     from ait_build.runtime import Model
     from ait_build.spec.target import find_target
