@@ -213,14 +213,14 @@ def test_cuda_graphs_capability_sets_the_librarys_default(tmp_path):
 
 def test_hip_names_cover_the_gpu_layer():
     """Every CUDA runtime name the GPU layer's templates use has its HIP spelling in
-    templates/gpu/hip_names.h.j2 (what a HIP backend includes to render them)."""
+    templates/gpu/include/hip_names.h (what a HIP backend includes to render them)."""
     import re
     folder = os.path.join(ROOT, "templates", "gpu")
-    with open(os.path.join(folder, "hip_names.h.j2"), encoding="utf-8") as fh:
+    with open(os.path.join(folder, "include", "hip_names.h"), encoding="utf-8") as fh:
         mapped = dict(re.findall(r"^#define (cuda\w+)\s+(hip\w+)$", fh.read(), re.M))
     used = set()
     for name in os.listdir(folder):
-        if name != "hip_names.h.j2":
+        if name.endswith(".j2"):
             with open(os.path.join(folder, name), encoding="utf-8") as fh:
                 used |= set(re.findall(r"\bcuda[A-Z]\w*", fh.read()))
     assert used and used <= set(mapped), sorted(used - set(mapped))
@@ -238,8 +238,8 @@ def test_gpu_layer_templates_name_no_backend():
     the backend (Backend.render_globals), and cuda's copies of the simple kernels are stubs."""
     import re
     folder = os.path.join(ROOT, "templates", "gpu")
-    for name in os.listdir(folder):
-        with open(os.path.join(folder, name), encoding="utf-8") as fh:
+    for name in [os.path.join(d, n) for d, _, names in os.walk(folder) for n in names]:
+        with open(name, encoding="utf-8") as fh:
             text = fh.read()
         refs = re.findall(r"{%-?\s*(?:extends|include|import)\s+['\"]([^'\"]+)", text)
         assert all(r.startswith(("gpu/", "common/")) for r in refs), (name, refs)

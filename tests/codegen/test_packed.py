@@ -1,6 +1,6 @@
-"""Model weights as GEMM operands (templates/cpu/ait_packed.h.j2, used by gemm_tile for linear
-layers and convs): in MKL's packed layout, or in the panels of our own GEMM (ait_panel.h.j2,
-AIT_CPU_GEMM=own). A small C++ program multiplies through the rendered headers with and without
+"""Model weights as GEMM operands (templates/cpu/include/ait_packed.h, used by gemm_tile for
+linear layers and convs): in MKL's packed layout, or in the panels of our own GEMM (ait_panel.h,
+AIT_CPU_GEMM=own). A small C++ program multiplies through the headers with and without
 the copies and checks both against a loop in double, over the splits gemm_tile makes (one part,
 parts by columns, parts by rows, one or several row chunks per part), transposed and scaled
 weights, accumulation, and for the panels the tails: rows past a multiple of 4, columns past a
@@ -18,7 +18,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from ait_build.codegen.render import render
+from ait_build.codegen.render import templates_dir
 from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
@@ -109,12 +109,11 @@ def openblas():
 def program(request, tmp_path_factory):
     blas = mkl_or_skip() if request.param == "mkl" else openblas()
     d = tmp_path_factory.mktemp(f"packed_{request.param}")
-    for header in ("common/ait_common", "cpu/ait_cpu", "cpu/ait_pool", "cpu/ait_packed",
-                   "cpu/ait_panel"):
-        (d / f"{header.split('/')[1]}.h").write_text(render(f"{header}.h.j2", {}))
     (d / "main.cpp").write_text(PROGRAM)
     exe = str(d / "packed_test")
-    subprocess.run(["g++", "-O2", "-std=c++17", "-pthread", "-I", str(d), "-I", blas.include_dir,
+    headers = [os.path.join(templates_dir(), folder, "include") for folder in ("common", "cpu")]
+    subprocess.run(["g++", "-O2", "-std=c++17", "-pthread", "-I", headers[0], "-I", headers[1],
+                    "-I", blas.include_dir,
                     *[f"-D{m}" for m in blas.defines], str(d / "main.cpp"), "-o", exe,
                     "-L", blas.lib_dir, *[f"-l{name}" for name in blas.libs],
                     f"-Wl,-rpath,{blas.lib_dir}"], check=True)

@@ -1,5 +1,5 @@
-"""The cpu thread pool (templates/cpu/ait_pool.h.j2) on its own: a small C++ program includes the
-rendered header and reports what each job did, so the test sees chunk claiming, the caller's
+"""The cpu thread pool (templates/cpu/include/ait_pool.h) on its own: a small C++ program
+includes the header and reports what each job did, so the test sees chunk claiming, the caller's
 share, the thread count from the environment, and how a pool with more threads than cores
 behaves (the case of a machine busy with other work), and that workers stay awake through a
 model run (ThreadPool::Running) but sleep between runs."""
@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from ait_build.codegen.render import render
+from ait_build.codegen.render import templates_dir
 from ait_build.spec.target import find_target
 
 PROGRAM = r"""
@@ -116,11 +116,11 @@ int main(int argc, char** argv) {
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
     d = tmp_path_factory.mktemp("pool")
-    (d / "ait_pool.h").write_text(render("cpu/ait_pool.h.j2", {}))
     (d / "main.cpp").write_text(PROGRAM)
     target = find_target("cpu")
     exe = str(d / "pool_test")
-    subprocess.run([target.cxx, "-O2", "-std=c++17", "-pthread", "-I", str(d), str(d / "main.cpp"),
+    subprocess.run([target.cxx, "-O2", "-std=c++17", "-pthread", "-I",
+                    os.path.join(templates_dir(), "cpu", "include"), str(d / "main.cpp"),
                     "-o", exe], check=True)
     return exe
 

@@ -25,13 +25,13 @@ TEMPLATES = {
     "pool2d": "cpu/pool2d.cpp.j2",
     "global_avg_pool": "cpu/global_avg_pool.cpp.j2",
 }
-SUPPORT_FILES = {  # generated path -> template
-    "src/ait_common.h": "common/ait_common.h.j2",
-    "src/ait_runtime.h": "common/ait_runtime.h.j2",
-    "src/ait_cpu.h": "cpu/ait_cpu.h.j2",
-    "src/ait_pool.h": "cpu/ait_pool.h.j2",
-    "src/ait_packed.h": "cpu/ait_packed.h.j2",
-    "src/ait_panel.h": "cpu/ait_panel.h.j2",
+SUPPORT_FILES = {  # generated path -> its file under templates/ (plain C++, copied as it is)
+    "src/ait_common.h": "common/include/ait_common.h",
+    "src/ait_runtime.h": "common/include/ait_runtime.h",
+    "src/ait_cpu.h": "cpu/include/ait_cpu.h",
+    "src/ait_pool.h": "cpu/include/ait_pool.h",
+    "src/ait_packed.h": "cpu/include/ait_packed.h",
+    "src/ait_panel.h": "cpu/include/ait_panel.h",
 }
 # storage types: floats are computed and stored as float32 inside the library
 CTYPE = {"float32": "float", "float16": "float", "bfloat16": "float", "int32": "int32_t",

@@ -31,9 +31,9 @@ TEMPLATES = {
     "gemm": "cuda/gemm.cu.j2",
     "conv2d": "cuda/conv2d.cu.j2",
 }
-SUPPORT_FILES = {  # generated path -> template
-    "src/ait_common.h": "common/ait_common.h.j2",
-    "src/ait_runtime.h": "common/ait_runtime.h.j2",
+SUPPORT_FILES = {  # generated path -> template (.j2) or plain header, copied as it is
+    "src/ait_common.h": "common/include/ait_common.h",
+    "src/ait_runtime.h": "common/include/ait_runtime.h",
     "src/ait_cuda.h": "cuda/ait_cuda.h.j2",
     "src/ait_cuda_runtime.h": "cuda/ait_cuda_runtime.h.j2",
 }

@@ -22,10 +22,13 @@ TEMPLATES = {kind: f"gpu/{kind}.cu.j2" for kind in (
     "elementwise", "copy", "gather", "softmax", "pool2d", "global_avg_pool", "layer_norm",
     "pad_channels", "attention", "gemm_simple", "conv2d_direct", "depthwise_conv2d",
     "channel_scale", "gemm", "conv2d")}
-SUPPORT_FILES = {  # generated path -> template
-    "src/ait_common.h": "common/ait_common.h.j2",
-    "src/ait_runtime.h": "common/ait_runtime.h.j2",
-    "src/hip_names.h": "gpu/hip_names.h.j2",
+SUPPORT_FILES = {  # generated path -> template (.j2) or plain header, copied as it is
+    "src/ait_common.h": "common/include/ait_common.h",
+    "src/ait_runtime.h": "common/include/ait_runtime.h",
+    # the CUDA runtime names the GPU layer's templates write, as HIP spells them; the kernel and
+    # runtime headers include it first (tests/codegen/test_backends.py checks that it maps every
+    # name templates/gpu/ uses; AIT_CUDA_TRY and ait::cuda_fail keep their names: the layer's own)
+    "src/hip_names.h": "gpu/include/hip_names.h",
     "src/ait_rocm.h": "rocm/ait_rocm.h.j2",
     "src/ait_rocm_runtime.h": "rocm/ait_rocm_runtime.h.j2",
 }
