@@ -80,8 +80,10 @@ class Project:
 
     def plan(self, model: str = MODEL) -> SimpleNamespace:
         """The Emission of a spec as this project's package plans it (in a subprocess)."""
+        # run in the project: `python -c` puts the working directory first on sys.path, and the
+        # repository's own package there would shadow this project's copy (and its templates)
         proc = subprocess.run([sys.executable, "-c", PLAN_SCRIPT, self.root,
-                               self.path("specs", f"{model}.yaml")],
+                               self.path("specs", f"{model}.yaml")], cwd=self.root,
                               env=dict(os.environ, PYTHONPATH=self.root), capture_output=True,
                               text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr

@@ -11,26 +11,12 @@ from ait_build.backends import gpu
 from ait_build.backends.cuda import cutlass, fmha
 from ait_build.backends.cuda.toolchain import ARCH_OPTIONS, arch_flags, cuda_toolchain
 
-# kernel kind -> template: the GPU layer's kernels as cuda renders them (each a one-line stub
-# extending templates/gpu/<kind>.cu.j2: a kernel's name hashes its template's path, so the stubs
-# keep cuda's kernel names), and the dispatches of the CUTLASS GEMMs and convs
-TEMPLATES = {
-    "elementwise": "cuda/elementwise.cu.j2",
-    "copy": "cuda/copy.cu.j2",
-    "gather": "cuda/gather.cu.j2",
-    "softmax": "cuda/softmax.cu.j2",
-    "pool2d": "cuda/pool2d.cu.j2",
-    "global_avg_pool": "cuda/global_avg_pool.cu.j2",
-    "layer_norm": "cuda/layer_norm.cu.j2",
-    "pad_channels": "cuda/pad_channels.cu.j2",
-    "attention": "cuda/attention.cu.j2",
-    "gemm_simple": "cuda/gemm_simple.cu.j2",
-    "conv2d_direct": "cuda/conv2d_direct.cu.j2",
-    "depthwise_conv2d": "gpu/depthwise_conv2d.cu.j2",  # newer kinds: the GPU layer's own file
-    "channel_scale": "gpu/channel_scale.cu.j2",
-    "gemm": "cuda/gemm.cu.j2",
-    "conv2d": "cuda/conv2d.cu.j2",
-}
+# kernel kind -> template: the GPU layer's kernels as they are (the kernel header comes from
+# render_globals), and its GEMM/conv dispatches over the CUTLASS parts (cutlass.py)
+TEMPLATES = {kind: f"gpu/{kind}.cu.j2" for kind in (
+    "elementwise", "copy", "gather", "softmax", "pool2d", "global_avg_pool", "layer_norm",
+    "pad_channels", "attention", "gemm_simple", "conv2d_direct", "depthwise_conv2d",
+    "channel_scale", "gemm", "conv2d")}
 SUPPORT_FILES = {  # generated path -> template (.j2) or plain header, copied as it is
     "src/ait_common.h": "common/include/ait_common.h",
     "src/ait_runtime.h": "common/include/ait_runtime.h",
