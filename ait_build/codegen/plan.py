@@ -19,7 +19,9 @@ from ait_build.codegen.storage import Layout, Value, align
 from ait_build.codegen.tuning import TunedCall, check_candidates, finalize
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
+from ait_build.ir.dtypes import NUMPY
 from ait_build.ir.graph import Graph
+from ait_build.ops.registry import all_ops
 
 # ops whose kernels read each element (or row) before writing it, so the memory plan may put
 # their output on top of a same-sized input (besides every elementwise op)
@@ -265,7 +267,6 @@ def in_place_aliases(graph: Graph) -> tuple:
 
 
 def _is_elementwise(op: str) -> bool:
-    from ait_build.ops.registry import all_ops
     row = all_ops().get(op)
     return bool(row and row.elementwise)
 
@@ -294,7 +295,6 @@ def plan_model(graph: Graph, target, backend, profile=None) -> ModelPlan:
 
 def weight_arrays(plan: ModelPlan) -> dict:
     """key -> contiguous array, in the layout and dtype the kernels read."""
-    from ait_build.ir.dtypes import NUMPY
     out = {}
     for key, slot in sorted(plan.weights.items()):
         arr = np.ascontiguousarray(slot.make(plan.graph.weights), dtype=NUMPY[slot.dtype])

@@ -19,7 +19,8 @@ import numpy as np
 from ait_build.errors import AitError, OpError
 from ait_build.ir.dims import Dim, shape_str
 from ait_build.ir.dtypes import FLOAT_DTYPES, NUMPY, from_numpy
-from ait_build.ops.registry import TType, get_op
+from ait_build.ops.opdef import TType
+from ait_build.ops.registry import get_op
 
 NHWC = (0, 2, 3, 1)  # ours = source.permute(NHWC) for a 4-d NCHW source
 NAME_OK = re.compile(r"[^A-Za-z0-9_.\-]")

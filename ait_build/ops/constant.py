@@ -9,7 +9,7 @@ import numpy as np
 from ait_build.errors import OpError
 from ait_build.ir.dims import shape_str
 from ait_build.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, NUMPY
-from ait_build.ops.registry import Attr, OpDef, TType, norm_axis, register
+from ait_build.ops.opdef import Attr, OpDef, TType, norm_axis, register
 
 
 def _out_dtype(attrs) -> str:

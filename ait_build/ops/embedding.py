@@ -8,8 +8,7 @@ import numpy as np
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim, shape_str
 from ait_build.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES
-from ait_build.ops.registry import (Attr, OpDef, ParamSpec, TType, norm_axis, register,
-                                    require_positive)
+from ait_build.ops.opdef import Attr, OpDef, ParamSpec, TType, norm_axis, register, require_positive
 
 
 def _require_indices(t: TType, what: str):

@@ -27,7 +27,7 @@ from ait_build.errors import OpError
 from ait_build.ir.graph import Graph, Node
 from ait_build.passes.rewrite import (Uses, add_weight, free_name, infer, new_value, node_names,
                                       position, remove_nodes, summary)
-from ait_build.ops.registry import TType
+from ait_build.ops.opdef import TType
 
 HEADS_FIRST = (0, 2, 1, 3)
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from ait_build.ir.dims import Dim
 from ait_build.ir.graph import VALUE, WEIGHT, Graph, Node, Tensor
-from ait_build.ops.registry import TType, get_op
+from ait_build.ops.opdef import TType
+from ait_build.ops.registry import get_op
 
 
 class Uses:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ait_build.errors import SpecError
+from ait_build.ops.registry import all_ops
 from ait_build.spec.yamlfile import YMap, load_yaml, where
 
 
@@ -32,7 +33,6 @@ def check_spec(path: str) -> str:
 def lint_blocks(library) -> None:
     """What can be checked in a block before it has arguments: entries are op nodes or block
     uses, and literal op and block names exist with known attributes."""
-    from ait_build.ops.registry import all_ops
     from ait_build.spec.model import op_for_entry
     ops = {k: v for k, v in all_ops().items() if not v.internal}
     for block in library.blocks.values():

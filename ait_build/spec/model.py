@@ -8,7 +8,8 @@ from ait_build.errors import Location, OpError, SpecError, did_you_mean, shown
 from ait_build.ir.dims import Dim, bounds, numel, shape_str
 from ait_build.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES
 from ait_build.ir.graph import INPUT, WEIGHT, Graph, Node, Tensor, verify
-from ait_build.ops.registry import TType, all_ops
+from ait_build.ops.opdef import TType
+from ait_build.ops.registry import all_ops
 from ait_build.spec.attrs import parse_attrs
 from ait_build.spec.blocks import BlockLibrary
 from ait_build.spec.expand import MAX_NODES, BlockExpander, Scope

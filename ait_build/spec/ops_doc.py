@@ -13,7 +13,8 @@ import yaml
 
 from ait_build.errors import Location
 from ait_build.ir.dims import Dim, DimRange, shape_str
-from ait_build.ops.registry import REQUIRED, TType, all_ops
+from ait_build.ops.opdef import REQUIRED, TType
+from ait_build.ops.registry import all_ops
 from ait_build.spec.attrs import parse_attrs
 
 CATEGORIES = ("elementwise", "logic", "conv", "pool", "gemm", "norm", "attention", "shape",

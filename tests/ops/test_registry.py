@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim
 from ait_build.ir.dtypes import ALL_DTYPES, NUMPY, is_float
-from ait_build.ops.registry import REQUIRED, ParamSpec, TType, all_ops
+from ait_build.ops.opdef import REQUIRED, ParamSpec, TType
+from ait_build.ops.registry import all_ops
 
 PUBLIC = sorted(name for name, op in all_ops().items() if not op.internal)
 ENV = {"batch": 3}

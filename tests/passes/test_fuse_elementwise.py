@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from ait_build.errors import OpError
-from ait_build.ops.registry import TType, get_op
+from ait_build.ops.opdef import TType
+from ait_build.ops.registry import get_op
 from ait_build.ir.dims import Dim
 from ait_build.passes import fuse_elementwise
 
