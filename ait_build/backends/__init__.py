@@ -1,6 +1,7 @@
 """Backends: one package per backend (backends/<name>/), each making one `Backend` (base.py)
 that describes itself; `gpu/` is the vendor-neutral layer the GPU backends extend. This module
-only knows where each backend package is, and imports a backend when it is first asked for.
+only knows where each backend package is, imports a backend when it is first asked for, and
+makes a target's `Toolchain` through its backend (`toolchain_for`).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import importlib
 
 from ait_build.backends.base import Backend
+from ait_build.backends.toolchain import Toolchain, require_compiler, require_min_version
 from ait_build.errors import AitError
 
 PACKAGES = {"cpu": "ait_build.backends.cpu", "cuda": "ait_build.backends.cuda",
@@ -26,3 +28,14 @@ def get_backend(name: str) -> Backend:
         return importlib.import_module(PACKAGES[name]).BACKEND
     except ImportError as exc:
         raise AitError(f"the {name} backend cannot be loaded: {exc}") from None
+
+
+def toolchain_for(target, check: bool = True) -> Toolchain:
+    """The command lines for `target` (a spec.target.Target), as its backend makes them. `check`
+    verifies the compiler exists first, raising one AitError that says what to install."""
+    if check:
+        require_compiler(target.cxx, target.name)
+    toolchain = get_backend(target.backend).toolchain(target)
+    if check:
+        require_min_version(target, toolchain.env)
+    return toolchain

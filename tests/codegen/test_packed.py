@@ -188,7 +188,7 @@ def linears(request, tmp_path_factory, object_cache):
         mkl_or_skip()
     from ait_build.pipeline import emit
     from ait_build.spec.target import find_target
-    from ait_build.backends.toolchain import toolchain_for
+    from ait_build.backends import toolchain_for
 
     from .conftest import build_library
     d = tmp_path_factory.mktemp("packed_model")

@@ -21,7 +21,7 @@ import yaml
 from ait_build.pipeline import emit
 from ait_build.codegen.digest import record_digest
 from ait_build.spec.target import find_target
-from ait_build.backends.toolchain import toolchain_for
+from ait_build.backends import toolchain_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TARGETS = ["h200", "a100"]  # the cuda targets the GPU tests build and run (a100: PTX on Hopper)
