@@ -9,15 +9,15 @@ its callers (SCons, the command line, the tests) are what know the order.
 
 from __future__ import annotations
 
-from ait_build.backends import get_backend
+from ait_build.backends import get_backend, toolchain_for
 from ait_build.codegen.emit import Emission, emission, write_library
 from ait_build.codegen.plan import ModelPlan, plan_model
+from ait_build.codegen.tuning import Profile
 from ait_build.errors import AitError
 from ait_build.passes import optimize as run_passes
-from ait_build.profile.store import load_profile
 from ait_build.spec.model import load_model
+from ait_build.spec.profile import load_profile, profile_path
 from ait_build.spec.target import find_target
-from ait_build.backends import toolchain_for
 
 
 def resolve_target(target):
@@ -38,7 +38,7 @@ def plan_graph(graph, target, tune: bool = True) -> ModelPlan:
     `ait-build profile` (codegen/tuning.py)."""
     check_dtype(graph, target)
     return plan_model(graph, target, get_backend(target.backend),
-                      load_profile(target) if tune else None)
+                      Profile(profile_path(target), load_profile(target)) if tune else None)
 
 
 def build_plan(spec_path: str, target, weights: str | None = None,

@@ -44,11 +44,9 @@ VARIABLES = (
     ("cache_readonly", "1: read the cache but never write to it (CI on pull requests)", "0"),
     ("verbose", "1: print full command lines instead of one line per step", "0"),
 )
-# Modules whose code does not shape the generated sources (they are not hashed into generation):
-# folders and files of ait_build/ (of profile/, store.py reads the profile a build uses)
-NOT_CODEGEN = ("runtime", "cli", "bench", "profile/build.py", "profile/cli.py",
-               "profile/harness.py", "profile/jobs.py", "profile/measure.py", "profile/report.py",
-               "profile/sconstruct.py")
+# Folders and files of ait_build/ whose code does not shape the generated sources (they are not
+# hashed into generation)
+NOT_CODEGEN = ("runtime", "cli", "bench", "profile")
 JINJA_REF = re.compile(r"{%-?\s*(?:include|import|from|extends)\s+['\"]([^'\"]+)['\"]")
 
 

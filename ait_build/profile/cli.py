@@ -111,11 +111,11 @@ def check_built(harnesses: list) -> None:
 
 def cmd_profile(args) -> int:
     from ait_build.backends import get_backend
-    from ait_build.profile.store import profile_path
+    from ait_build.spec.profile import profile_path
     from ait_build.profile.harness import render_harness
     from ait_build.profile.measure import Journal, measure
     from ait_build.profile.report import choose, summary_lines
-    from ait_build.profile.store import read_entries, write_profile
+    from ait_build.spec.profile import read_entries, write_profile
     from ait_build.spec.target import find_target
     from ait_build.cli.build import project_root
     root = project_root()

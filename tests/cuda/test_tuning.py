@@ -11,11 +11,11 @@ import shutil
 
 import pytest
 
-from ait_build.pipeline import build_plan, emit
 from ait_build.codegen.tuning import selector
-from ait_build.profile.store import read_profile
 from ait_build.errors import SpecError
 from ait_build.ir.dims import Dim
+from ait_build.pipeline import build_plan, emit
+from ait_build.spec.profile import read_profile
 from ait_build.spec.target import find_target
 
 from cuda_helpers import ROOT, spec_path
@@ -153,6 +153,6 @@ def test_a_broken_profile_is_a_located_error(tmp_path, text, message):
 
 
 def test_profile_path_is_relative_to_the_targets_folder(tmp_path):
-    from ait_build.profile.store import profile_path
+    from ait_build.spec.profile import profile_path
     target = find_target(target_with_profile(tmp_path, []))
     assert profile_path(target) == str(tmp_path / "profiles" / "h200.yaml")

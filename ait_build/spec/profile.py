@@ -1,19 +1,20 @@
 """profiles/<target>.yaml: read as a build reads it (`load_profile`: the target's profile_cache,
-checked with located errors), and written as `ait-build profile` writes it: one entry per
-(family, problem, extent), one line each, sorted, so a diff of the file reads as "this problem
-now runs that configuration". Writing merges with what the file holds: profiling another spec
+checked with located errors, as (family, problem) -> entries for codegen/tuning.py's Profile),
+and written as `ait-build profile` writes it: one entry per (family, problem, extent), one line
+each, sorted, so a diff of the file reads as "this problem now runs that configuration". Writing merges with what the file holds: profiling another spec
 or another batch adds entries and replaces only the ones measured again."""
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 
-from ait_build.codegen.tuning import ENTRY_FIELDS, Entry, Profile
 from ait_build.errors import SpecError
 from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
 from ait_build.spec.yamlfile import load_yaml, where
 
+ENTRY_FIELDS = ("family", "problem", "extent", "config", "us", "heuristic_us", "candidates")
 HEADER = """\
 # Kernel configurations for target {target}, measured by `ait-build profile` (docs/profile.md).
 # Builds for {target} read this file: each GEMM/conv call runs the configuration measured
@@ -23,10 +24,17 @@ HEADER = """\
 """
 
 
-def read_profile(path: str) -> Profile:
-    """The profile in `path` (an empty one when there is no such file)."""
+@dataclass(frozen=True)
+class Entry:
+    extent: int
+    config: str
+
+
+def read_profile(path: str) -> dict:
+    """(family, problem) -> entries sorted by extent, of the profile in `path` (none when there
+    is no such file)."""
     if not path or not os.path.isfile(path):
-        return Profile(path)
+        return {}
     doc = check_header(load_yaml(path), path, "Profile")
     check_keys(doc, ("apiVersion", "kind", "target", "measured_on", "entries"), "a profile")
     items = expect_list(doc.get("entries", []), where(doc, "entries"), "entries") \
@@ -45,7 +53,7 @@ def read_profile(path: str) -> Profile:
         entry = Entry(extent, get(raw, "config", str, what))
         key = (get(raw, "family", str, what), get(raw, "problem", str, what))
         found.setdefault(key, {})[extent] = entry
-    return Profile(path, {k: tuple(v[e] for e in sorted(v)) for k, v in found.items()})
+    return {k: tuple(v[e] for e in sorted(v)) for k, v in found.items()}
 
 
 def profile_path(target) -> str:
@@ -60,8 +68,8 @@ def profile_path(target) -> str:
 _LOADED: dict = {}
 
 
-def load_profile(target) -> Profile:
-    """The target's profile, parsed once per file version."""
+def load_profile(target) -> dict:
+    """read_profile of the target's profile_cache, parsed once per file version."""
     path = profile_path(target)
     try:
         stamp = os.stat(path).st_mtime_ns if path else None
@@ -69,7 +77,7 @@ def load_profile(target) -> Profile:
         stamp = None
     key = (path, stamp)
     if key not in _LOADED:
-        _LOADED[key] = read_profile(path) if stamp is not None else Profile(path)
+        _LOADED[key] = read_profile(path) if stamp is not None else {}
     return _LOADED[key]
 
 
