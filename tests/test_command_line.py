@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from ait_build import __version__
-from ait_build.cli.build import relayed_error
+from ait_build.build.invoke import relayed_error
+from ait_build.cli.commands import COMMANDS
 from ait_build.cli.main import build_parser, main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -69,12 +70,29 @@ def test_input_errors_exit_1_internal_errors_3(tmp_path, capsys, monkeypatch):
     def broken(args):
         raise KeyError("oops")
 
-    monkeypatch.setattr("ait_build.cli.main.cmd_check", broken)
+    monkeypatch.setattr("ait_build.cli.check.run", broken)
     assert main(["check", "x.yaml"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("internal error: KeyError: 'oops'") and "please report it" in err
     assert len(err.strip().splitlines()) == 1
 
+
+
+@pytest.mark.parametrize("module", ["ait_build.cli.no_such_command", "ait_build.cli.args"])
+def test_a_command_that_cannot_be_loaded_is_an_internal_error_naming_it(monkeypatch, capsys,
+                                                                        module):
+    """A module that is missing, or lacks what a command module has, fails every invocation
+    loudly (exit 3) instead of the command silently disappearing from the parser."""
+    monkeypatch.setattr("ait_build.cli.main.COMMANDS",
+                        COMMANDS + (("broken", module, "a command that cannot load"),))
+    assert main(["check", "x.yaml"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith(f"internal error: the 'broken' command ({module}) cannot be loaded: ")
+    assert "please report it" in err and len(err.strip().splitlines()) == 1
+
+
+def test_every_row_of_the_command_table_is_a_command():
+    assert [name for name in _commands(build_parser())] == [name for name, _, _ in COMMANDS]
 
 def test_relayed_scons_errors_have_one_prefix():
     located = "/p/x.yaml:13:5: error: unknown op 'linar'"

@@ -20,6 +20,9 @@ import sys
 import time
 
 from ait_build.errors import AitError
+from ait_build.runtime import Model
+from ait_build.runtime.inputs import make_inputs
+from ait_build.runtime.model import numpy_to_torch
 
 # torch.compile modes; "none" leaves torch.compile out (it takes tens of seconds per case)
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "none")
@@ -103,8 +106,6 @@ def max_abs(torch, ours: dict, theirs: dict) -> float:
 
 def time_ours(torch, build_dir: str, inputs: dict, graphs: bool, warmup: int, runs: int) -> tuple:
     """(summary, outputs of the first call) of our library, its CUDA graphs on or off."""
-    from ait_build.runtime import Model
-    from ait_build.runtime.model import numpy_to_torch
     before = os.environ.get("AIT_CUDA_GRAPHS")
     os.environ["AIT_CUDA_GRAPHS"] = "1" if graphs else "0"  # read by create()
     try:
@@ -205,7 +206,6 @@ def run_bench(ctx, manifest, target: str, batches: list, vs: list, runs: int | N
               warmup: int | None, dims: dict, compile_mode: str = "default",
               on_case=None) -> dict:
     """The report for every batch; on_case(report) after each case (to save finished cases)."""
-    from ait_build.cli.build import make_inputs
     torch = check(vs)
     runs = DEFAULT_RUNS if runs is None else runs
     warmup = DEFAULT_WARMUP if warmup is None else warmup

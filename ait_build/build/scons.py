@@ -23,6 +23,7 @@ import SCons.Scanner
 from SCons.Script import Builder, Default, Dir, Environment, Exit, GetOption, Help, SetOption
 from SCons.Script import Alias, Variables
 
+import ait_build
 from ait_build.backends import get_backend, toolchain_for
 from ait_build.build import commands, integrity
 from ait_build.build.commands import literal
@@ -374,7 +375,6 @@ def file_digest(path: str) -> str:
 def package_digest() -> str:
     """Hash of the ait_build sources that shape generated code (a Value node of generation), so a
     new compiler pass regenerates sources; runtime and CLI modules are left out."""
-    import ait_build
     pkg = os.path.dirname(os.path.abspath(ait_build.__file__))
     h = hashlib.sha256(getattr(ait_build, "__version__", "").encode())
     for dirpath, dirnames, filenames in os.walk(pkg):

@@ -6,5 +6,6 @@ GPU and check the winners into profiles/<target>.yaml, which builds then read
     harness.py   a job -> harness sources (the group's kernel in chunks of candidates + a driver)
     build.py     SCons rules compiling the harnesses in parallel, through the build's CacheDir
     measure.py   runs the harnesses, survives crashing candidates, keeps a journal (resumable)
-    cli.py       the command
+    report.py    the winners and the summary lines
+    run.py       the command's work (its arguments: cli/profile.py)
 """

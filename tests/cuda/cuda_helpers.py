@@ -144,7 +144,7 @@ _BUILT: dict = {}
 def built(spec: str, target: str):
     """(Model, graph) for a spec built with SCons (objects shared through a CacheDir); one Model
     per (spec, target) for the whole session, whichever test module asks first."""
-    from ait_build.cli.build import build
+    from ait_build.build.invoke import build
     from ait_build.runtime import Model
     from ait_build.spec.model import load_model
     key = (spec, target)

@@ -8,7 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from ait_build.bench.run import CpuClock, prepare_onnxruntime, stats, table
+from ait_build.bench.competitors import prepare_onnxruntime
+from ait_build.bench.run import CpuClock, stats, table
 from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
@@ -117,7 +118,7 @@ def test_sides_in_processes_take_turns():
 
 
 def test_a_failing_side_process_reports_its_error(tmp_path):
-    from ait_build.bench.run import Context
+    from ait_build.bench.competitors import Context
     from ait_build.bench.sides import time_sides_in_processes
     from ait_build.errors import AitError
     ctx = Context(os.path.join(REPO, "specs", "mlp.yaml"), "mlp", str(tmp_path / "no-build"))

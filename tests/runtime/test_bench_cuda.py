@@ -10,8 +10,7 @@ import types
 
 import pytest
 
-from ait_build.bench import cuda as bench_cuda
-from ait_build.cli import build as build_cli
+from ait_build.bench import cuda as bench_cuda, run as bench_run
 from ait_build.cli.main import main
 from ait_build.codegen.digest import json_sha256
 
@@ -128,7 +127,7 @@ def run_cli(argv, capsys):
 
 def test_vs_onnxruntime_on_a_cuda_target_is_an_error(monkeypatch, capsys):
     monkeypatch.chdir(REPO)
-    monkeypatch.setattr(build_cli, "build", no_build)
+    monkeypatch.setattr(bench_run, "build", no_build)
     rc, out, err = run_cli(["bench", "mlp", "--target", "h200", "--vs", "torch,onnxruntime"],
                            capsys)
     assert rc == 1 and out == ""
@@ -143,7 +142,7 @@ def test_vs_onnxruntime_on_a_cuda_target_is_an_error(monkeypatch, capsys):
                         "none\n")])
 def test_without_torch_or_a_gpu_one_line_and_no_build(monkeypatch, capsys, torch_module, message):
     monkeypatch.chdir(REPO)
-    monkeypatch.setattr(build_cli, "build", no_build)
+    monkeypatch.setattr(bench_run, "build", no_build)
     monkeypatch.setitem(sys.modules, "torch", torch_module)  # None: `import torch` fails
     rc, out, err = run_cli(["bench", "mlp", "--target", "a100", "--vs", "torch"], capsys)
     assert (rc, out, err) == (1, "", message)
@@ -184,10 +183,10 @@ def test_a_cuda_build_goes_to_the_cuda_bench_and_saves_every_case(monkeypatch, c
                 "torch_compile": {"skipped": "torch.compile failed (X: y)"}, "max_abs_diff": 0.001}
 
     twin = types.SimpleNamespace(module=types.SimpleNamespace(to=lambda *a: "module on cuda"))
-    monkeypatch.setattr(build_cli, "build", fake_build)
+    monkeypatch.setattr(bench_run, "build", fake_build)
     monkeypatch.setattr(bench_cuda, "cuda_torch", lambda: fake_torch(True))
     monkeypatch.setattr(bench_cuda, "bench_case", fake_case)
-    monkeypatch.setattr("ait_build.bench.run.Context.twin", lambda self: twin)
+    monkeypatch.setattr("ait_build.bench.competitors.Context.twin", lambda self: twin)
     rc, out, err = run_cli(["bench", "mlp", "--target", "h200", "--batch", "1,4", "--vs", "torch",
                             "--compile-mode", "reduce-overhead", "--json", str(report_path)],
                            capsys)

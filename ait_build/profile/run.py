@@ -1,10 +1,6 @@
-"""`ait-build profile SPEC... --target T`: compile every candidate configuration of the specs'
-GEMMs and convs, time them on the GPU, and merge the winners into the target's profile file.
-
-    ait-build profile resnet50 --target h200                       # batch at its min, opt, max
-    ait-build profile bert_base --target h200 --batch 1,128 --dim seq=128
-    ait-build profile vit_b16 --target h200 --compile-only         # no GPU: compile (and cache)
-"""
+"""`ait-build profile SPEC... --target T` (its arguments: cli/profile.py): compile every
+candidate configuration of the specs' GEMMs and convs, time them on the GPU, and merge the
+winners into the target's profile file."""
 
 from __future__ import annotations
 
@@ -14,8 +10,18 @@ import subprocess
 import sys
 import time
 
+from ait_build.backends import get_backend
+from ait_build.build.invoke import resolve_spec
 from ait_build.codegen.emit import write_if_changed
 from ait_build.errors import AitError
+from ait_build.ir.resources import project_root
+from ait_build.pipeline import build_plan
+from ait_build.profile.harness import render_harness
+from ait_build.profile.jobs import collect, dim_points
+from ait_build.profile.measure import Journal, measure
+from ait_build.profile.report import choose, summary_lines
+from ait_build.spec.profile import profile_path, read_entries, write_profile
+from ait_build.spec.target import find_target
 
 
 def parse_values(text: str, what: str) -> list:
@@ -42,9 +48,6 @@ def requested_dims(args) -> dict:
 
 def gather_jobs(specs: list, target, given: dict, echo) -> list:
     """The specs' jobs, merged by kernel group (the same kernel in several specs is one job)."""
-    from ait_build.cli.build import resolve_spec
-    from ait_build.pipeline import build_plan
-    from ait_build.profile.jobs import collect, dim_points
     merged: dict = {}
     backend = None
     used = set()
@@ -109,15 +112,8 @@ def check_built(harnesses: list) -> None:
                            f"other sources; run `ait-build profile ... --compile-only` first")
 
 
-def cmd_profile(args) -> int:
-    from ait_build.backends import get_backend
-    from ait_build.spec.profile import profile_path
-    from ait_build.profile.harness import render_harness
-    from ait_build.profile.measure import Journal, measure
-    from ait_build.profile.report import choose, summary_lines
-    from ait_build.spec.profile import read_entries, write_profile
-    from ait_build.spec.target import find_target
-    from ait_build.cli.build import project_root
+def run_profile(args) -> int:
+    """The whole command, on its parsed arguments (cli/profile.py)."""
     root = project_root()
     target = find_target(args.target, os.path.join(root, "targets"))
     if not get_backend(target.backend).profile_driver:
@@ -183,34 +179,3 @@ def warn_other_device(target, device: dict, echo) -> None:
         echo(f"note: measuring on {device['device']} with {have} SMs; target '{target.name}' "
              f"records {want} (device.sm_count): the winners are this GPU's, not necessarily "
              f"the target's")
-
-
-def register(sub) -> None:
-    from ait_build.cli.main import add_command
-    from ait_build.cli.args import positive_int
-    p = add_command(
-        sub, "profile", "time every candidate GEMM/conv configuration on the GPU and write the "
-        "winners to the target's profile (profiles/<target>.yaml)",
-        " ".join(__doc__.split("\n\n")[0].split()),
-        [line.strip().split("  ")[0].strip() for line in __doc__.splitlines()
-         if line.strip().startswith("ait-build profile ")][:3])
-    p.add_argument("spec", nargs="+", help="spec files or model names under specs/")
-    p.add_argument("--target", required=True, help="a cuda target from targets/, e.g. h200")
-    p.add_argument("--batch", help="batch values to profile, e.g. 1,32,256 (default: the batch "
-                   "dim's min, opt and max)")
-    p.add_argument("--dim", action="append", help="NAME=VALUE[,VALUE...] for another dim "
-                   "(default: its opt); repeatable")
-    p.add_argument("--kernels", action="append", metavar="TEXT",
-                   help="only the kernel families whose name contains TEXT, e.g. 'conv2d float16 "
-                   "act=relu' (repeatable; the profile keeps the other families' entries)")
-    p.add_argument("-j", "--jobs", type=positive_int, help="parallel compile jobs (default: as a build)")
-    p.add_argument("--cache", help="CacheDir for the compiled candidates (default: $AIT_BUILD_CACHE)")
-    p.add_argument("--compile-only", action="store_true",
-                   help="compile the harnesses and stop (no GPU needed; fills the cache)")
-    p.add_argument("--measure-only", action="store_true",
-                   help="measure with harnesses an earlier --compile-only built (a GPU machine "
-                   "without the compiler or the time to compile)")
-    p.add_argument("--fresh", action="store_true", help="measure again what the journal holds")
-    p.add_argument("-o", "--output", help="profile file to merge into (default: the target's "
-                   "profile_cache)")
-    p.set_defaults(func=cmd_profile)
