@@ -15,9 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ait_build.errors import AitError, SpecError
-from ait_build.spec.check import check_spec
+from ait_build.pipeline import check_file, load_target
 from ait_build.spec.model import load_model
-from ait_build.spec.target import load_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BAD = os.path.join(ROOT, "tests", "bad_specs")
@@ -64,7 +63,7 @@ def _load(name: str):
     if name.startswith("target_"):
         return load_target(name)
     if name.startswith("blocks_"):
-        return check_spec(name)
+        return check_file(name)
     return load_model(name)
 
 
@@ -202,7 +201,7 @@ def test_mutated_specs_fail_cleanly(data, fuzz_dir):
     path.write_text(mutated, encoding="utf-8")
     start = time.perf_counter()
     try:
-        check_spec(str(path))
+        check_file(str(path))
     except SpecError as exc:
         assert exc.loc is not None, f"an error without a location: {exc}"
     except AitError:

@@ -7,6 +7,7 @@ makes a target's `Toolchain` through its backend (`toolchain_for`).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 
 from ait_build.backends.base import Backend
 from ait_build.backends.toolchain import Toolchain, require_compiler, require_min_version
@@ -28,6 +29,28 @@ def get_backend(name: str) -> Backend:
         return importlib.import_module(PACKAGES[name]).BACKEND
     except ImportError as exc:
         raise AitError(f"the {name} backend cannot be loaded: {exc}") from None
+
+
+class BackendTable(Mapping):
+    """name -> Backend of every package in PACKAGES, each imported when first looked up (what a
+    target file is checked against: spec/target.py)."""
+
+    def __getitem__(self, name: str) -> Backend:
+        if name not in PACKAGES:
+            raise KeyError(name)
+        return get_backend(name)
+
+    def __contains__(self, name) -> bool:
+        return name in PACKAGES
+
+    def __iter__(self):
+        return iter(backend_names())
+
+    def __len__(self) -> int:
+        return len(PACKAGES)
+
+
+BACKENDS = BackendTable()
 
 
 def toolchain_for(target, check: bool = True) -> Toolchain:

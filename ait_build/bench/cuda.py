@@ -211,7 +211,7 @@ def run_bench(ctx, manifest, target: str, batches: list, vs: list, runs: int | N
     warmup = DEFAULT_WARMUP if warmup is None else warmup
     dtype_name = manifest.raw.get("dtype", "float16")
     report = {"spec": os.path.relpath(ctx.spec), "model": manifest.name, "target": target,
-              "backend": "cuda", "dtype": dtype_name, "device": torch.cuda.get_device_name(),
+              "backend": manifest.backend, "dtype": dtype_name, "device": torch.cuda.get_device_name(),
               "torch": torch.__version__, "platform": platform.platform(),
               "python": sys.version.split()[0], "clock": CLOCK, "runs": runs,
               "warmup": warmup, "vs": vs,

@@ -23,17 +23,16 @@ import numpy as np
 import yaml
 
 from ait_build.backends import get_backend
-from ait_build.bench import cuda as bench_cuda
-from ait_build.bench import sides as bench_sides
-from ait_build.bench.competitors import COMPETITORS, SIDES, Context
+from ait_build.bench import cuda as bench_cuda, sides as bench_sides
+from ait_build.bench.competitors import COMPETITORS, Context, SIDES
 from ait_build.build.invoke import build, resolve_spec, spec_name
 from ait_build.codegen.emit import write_if_changed
 from ait_build.errors import AitError
 from ait_build.ir.resources import project_root
+from ait_build.pipeline import find_target
 from ait_build.runtime import load_manifest
 from ait_build.runtime.inputs import make_inputs
 from ait_build.runtime.manifest import libraries_text
-from ait_build.spec.target import find_target
 from ait_build.spec.yamlfile import load_yaml
 
 
@@ -57,7 +56,7 @@ class CpuClock:
         return times
 
 
-CLOCKS = {"cpu": CpuClock}
+CLOCKS = {"host": CpuClock}  # by the device a build's tensors live on (cuda: bench/cuda.py)
 CPU_RUNS, CPU_WARMUP = 20, 3
 
 
@@ -141,7 +140,7 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
         return dict(report, build_dir=build_dir, spec=os.path.relpath(spec))
     runs = CPU_RUNS if runs is None else runs
     warmup = CPU_WARMUP if warmup is None else warmup
-    clock = CLOCKS.get(manifest.backend)
+    clock = CLOCKS.get(manifest.device)
     if clock is None:
         raise AitError(f"bench has no clock for backend '{manifest.backend}' yet")
     clock = clock()

@@ -9,10 +9,9 @@ import os
 from ait_build.bench import step_report
 from ait_build.bench.competitors import Context
 from ait_build.ir.resources import project_root
-from ait_build.pipeline import build_plan
+from ait_build.pipeline import build_plan, find_target
 from ait_build.runtime.inputs import make_inputs
 from ait_build.runtime.manifest import bind_dims
-from ait_build.spec.target import find_target
 
 STEP_RUNS = 10  # timed runs per case: the table shows each step's median
 

@@ -32,8 +32,8 @@ from ait_build.build.progress import Progress
 from ait_build.build.spec_list import split_paths
 from ait_build.codegen.render import template_path, templates_dir
 from ait_build.errors import AitError, SpecError, did_you_mean
-from ait_build.pipeline import emit, plan_outputs
-from ait_build.spec.target import find_target, known_targets
+from ait_build.pipeline import emit, find_target, plan_outputs
+from ait_build.spec.target import known_targets
 from ait_build.spec.yamlfile import load_yaml
 
 VARIABLES = (

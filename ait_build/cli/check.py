@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from ait_build.errors import AitError, format_error
-from ait_build.spec.check import check_spec
+from ait_build.pipeline import check_file
 
 DESCRIPTION = ("Validate model, target and blocks files (each by its `kind`); errors point at "
                "PATH:LINE:COL.")
@@ -21,7 +21,7 @@ def run(args) -> int:
     failed = 0
     for path in args.specs:
         try:
-            print(f"{path}: {check_spec(path)}")
+            print(f"{path}: {check_file(path)}")
         except AitError as exc:
             print(format_error(exc), file=sys.stderr)
             failed += 1

@@ -8,9 +8,8 @@ from ait_build.cli import graph_view
 from ait_build.cli.args import write_output
 from ait_build.errors import AitError
 from ait_build.passes import optimize, pass_names
-from ait_build.pipeline import summarize
+from ait_build.pipeline import find_target, summarize
 from ait_build.spec.model import load_model
-from ait_build.spec.target import find_target
 
 DESCRIPTION = "Print a model's graph as written, or as the passes leave it for a target."
 EXAMPLES = ["ait-build graph specs/resnet50.yaml --target cpu",

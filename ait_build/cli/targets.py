@@ -8,7 +8,8 @@ import sys
 
 from ait_build.errors import AitError
 from ait_build.ir.resources import project_targets
-from ait_build.spec.target import find_target, load_target, stock_targets_dir, target_files
+from ait_build.pipeline import find_target, load_target
+from ait_build.spec.target import stock_targets_dir, target_files
 
 DESCRIPTION = ("List every target: ait-build's stock ones and the files in the project's targets/ "
                "(the project around the working directory), which override a stock target of the "

@@ -66,7 +66,7 @@ class ModelPlan:
 
     @property
     def ctypes(self) -> dict:
-        """dtype -> the backend's storage type (cpu: float32 for every float; cuda: the dtype's)."""
+        """dtype -> the backend's storage type (Backend.ctypes)."""
         return self.backend.ctypes
 
     @property
@@ -204,10 +204,10 @@ class Lowerer:
     def weight(self, role: str, transform: Callable | None = None, tag: str = "",
                shape: tuple | None = None, dtype: str | None = None) -> str:
         """Pointer to the node's weight `role`, re-laid out by `transform` (named by `tag`), stored
-        as `dtype` (default: float32 for every float, as the cpu computes)."""
+        as `dtype` (default: the backend's weight_storage for the tensor's dtype)."""
         name = self.node.weights[role]
         tensor = self.plan.graph.tensors[name]
-        default = "float32" if tensor.dtype in ("float16", "bfloat16") else tensor.dtype
+        default = self.plan.backend.weight_storage.get(tensor.dtype, tensor.dtype)
         dtype = dtype or default
         if dtype != default:  # another storage type is another weight
             tag = f"{tag}.{dtype}" if tag else dtype

@@ -22,7 +22,7 @@ from ait_build.build.lock import hold_build_lock
 from ait_build.build.progress import Progress
 from ait_build.build.scons import Options, base_env, target_env, toolchain_value
 from ait_build.errors import AitError
-from ait_build.spec.target import load_target
+from ait_build.pipeline import load_target
 
 
 def setup(arguments: dict) -> None:

@@ -15,13 +15,12 @@ from ait_build.build.invoke import resolve_spec
 from ait_build.codegen.emit import write_if_changed
 from ait_build.errors import AitError
 from ait_build.ir.resources import project_root
-from ait_build.pipeline import build_plan
+from ait_build.pipeline import build_plan, find_target
 from ait_build.profile.harness import render_harness
 from ait_build.profile.jobs import collect, dim_points
 from ait_build.profile.measure import Journal, measure
 from ait_build.profile.report import choose, summary_lines
 from ait_build.spec.profile import profile_path, read_entries, write_profile
-from ait_build.spec.target import find_target
 
 
 def parse_values(text: str, what: str) -> list:

@@ -16,11 +16,12 @@ def spec_kind(path: str) -> str:
     return kind if kind in ("Model", "Target", "Blocks") else "Model"
 
 
-def check_spec(path: str) -> str:
-    """Load the file as its kind declares; returns a one-line summary or raises SpecError."""
+def check_spec(path: str, backends) -> str:
+    """Load the file as its kind declares (a target checked against `backends`, name ->
+    Backend); returns a one-line summary or raises SpecError."""
     kind = spec_kind(path)
     if kind == "Target":
-        target = load_target(path)
+        target = load_target(path, backends)
         return f"ok (target: {' '.join(filter(None, (target.backend, target.arch)))})"
     if kind == "Blocks":
         library = load_blocks(path)

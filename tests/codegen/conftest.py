@@ -17,10 +17,9 @@ import numpy as np
 import pytest
 import yaml
 
-from ait_build.pipeline import emit
-from ait_build.ir.dtypes import NUMPY
-from ait_build.spec.target import find_target
 from ait_build.backends import toolchain_for
+from ait_build.ir.dtypes import NUMPY
+from ait_build.pipeline import emit, find_target
 
 JOBS = max(2, os.cpu_count() or 2)
 _OBJECTS: dict = {}  # content hash -> cached object path

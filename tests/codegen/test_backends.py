@@ -16,8 +16,7 @@ from ait_build.backends.rocm.toolchain import arch_flags as rocm_arch_flags
 from ait_build.codegen.render import template_path
 from ait_build.errors import AitError, SpecError
 from ait_build.ops.registry import all_ops
-from ait_build.pipeline import build_plan
-from ait_build.spec.target import find_target, load_target
+from ait_build.pipeline import build_plan, find_target, load_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PKG = os.path.join(ROOT, "ait_build")
@@ -35,6 +34,10 @@ def test_backend_describes_itself(name):
     assert all(c in b.sizeof for c in [*b.ctypes.values(), *b.io_ctypes.values()])
     assert b.on_device == (b.device != "host")
     assert b.compile_job_memory > 0
+    families = {f for choices in b.kernel_families.values() for f in choices}
+    assert set(b.kernel_archs) <= families  # a rule for each family that has one, and no other
+    assert "float32" in b.accumulate and b.compute_dtype in b.ctypes
+    assert all(b.weight_storage[d] in b.ctypes for d in b.weight_storage)
     with pytest.raises(TypeError):
         b.lower["relu"] = None  # tables are shared by every plan: read-only
 
@@ -187,11 +190,14 @@ def test_no_backend_imports_a_module_named_after_another():
 
 
 def test_no_backend_name_branches_outside_backends():
-    for rel in ("runtime/model.py", "bench/run.py", "build/scons.py", "backends/toolchain.py"):
+    for rel in ("runtime/model.py", "bench/run.py", "bench/cuda.py", "build/scons.py",
+                "backends/toolchain.py", "spec/target.py", "codegen/plan.py", "codegen/emit.py",
+                "pipeline.py"):
         with open(os.path.join(PKG, rel), encoding="utf-8") as fh:
             text = fh.read()
         for needle in ('backend == "cuda"', "backend == 'cuda'", 'backend == "cpu"',
-                       'backend != "cpu"', 'backend not in ("cpu", "cuda")'):
+                       'backend != "cpu"', 'backend not in ("cpu", "cuda")', '"cuda",)',
+                       'as the cpu computes'):
             assert needle not in text, f"{rel}: {needle}"
 
 

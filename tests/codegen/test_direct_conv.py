@@ -87,7 +87,7 @@ def test_other_convs_share_kernels_across_channel_counts():
     """Only the direct path has its channel counts in its code: ResNet-50's 1x1 convs, of
     64-2048 channels, all run one kernel per epilogue."""
     from ait_build.pipeline import build_plan
-    from ait_build.spec.target import find_target
+    from ait_build.pipeline import find_target
     plan = build_plan(os.path.join(os.path.dirname(__file__), "..", "..", "specs",
                                    "resnet50.yaml"), find_target("cpu"))
     pointwise = {step.kernel.name for step in plan.steps

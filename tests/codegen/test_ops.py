@@ -227,7 +227,7 @@ def test_pinned_blas_targets_match_reference(tmp_path, object_cache, blas, group
     from ait_build.backends.cpu.toolchain import find_mkl
     from ait_build.errors import AitError
     from ait_build.pipeline import emit
-    from ait_build.spec.target import find_target
+    from ait_build.pipeline import find_target
     from ait_build.backends import toolchain_for
 
     from .conftest import CModel, build_library

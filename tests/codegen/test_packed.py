@@ -187,7 +187,7 @@ def linears(request, tmp_path_factory, object_cache):
     if request.param == "cpu_mkl":
         mkl_or_skip()
     from ait_build.pipeline import emit
-    from ait_build.spec.target import find_target
+    from ait_build.pipeline import find_target
     from ait_build.backends import toolchain_for
 
     from .conftest import build_library

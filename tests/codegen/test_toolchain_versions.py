@@ -11,10 +11,10 @@ import pytest
 
 from ait_build import __version__
 from ait_build.backends import toolchain_for
-from ait_build.backends.toolchain import compiler_version, header_version, host_compiler, version_key
+from ait_build.backends.toolchain import (compiler_version, header_version, host_compiler,
+                                          version_key)
 from ait_build.errors import AitError
-from ait_build.pipeline import emit
-from ait_build.spec.target import find_target, load_target
+from ait_build.pipeline import emit, find_target, load_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -182,7 +182,7 @@ def test_mkl_target_matches_reference(tmp_path, object_cache):
     from ait_build.backends.cpu.toolchain import find_mkl
     from ait_build.errors import AitError
     from ait_build.pipeline import emit
-    from ait_build.spec.target import find_target
+    from ait_build.pipeline import find_target
     from ait_build.backends import toolchain_for
 
     from .conftest import CModel, build_library
@@ -206,7 +206,7 @@ def test_resnet50_takes_both_tiles_and_im2col():
     """The rule on ResNet-50's stride-1 3x3 convs: F(4x4) on the 56x56 and 28x28 layers, F(2x2)
     on the 14x14 and 7x7 ones; im2col on the strided ones."""
     from ait_build.pipeline import build_plan
-    from ait_build.spec.target import find_target
+    from ait_build.pipeline import find_target
     plan = build_plan(os.path.join(os.path.dirname(__file__), "..", "..", "specs",
                                    "resnet50.yaml"), find_target("cpu"))
     picked = {}
@@ -223,7 +223,7 @@ def test_resnet50_takes_both_tiles_and_im2col():
 def test_two_emits_are_byte_identical(tmp_path):
     """Transformed weights and rendered Winograd kernels do not vary between builds."""
     from ait_build.pipeline import emit
-    from ait_build.spec.target import find_target
+    from ait_build.pipeline import find_target
     spec = write_spec(tmp_path, "winograd_twice", **CONVS)
     outs = [tmp_path / "one", tmp_path / "two"]
     for out in outs:

@@ -18,10 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import yaml
 
-from ait_build.pipeline import emit
-from ait_build.codegen.digest import record_digest
-from ait_build.spec.target import find_target
 from ait_build.backends import toolchain_for
+from ait_build.codegen.digest import record_digest
+from ait_build.pipeline import emit, find_target
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TARGETS = ["h200", "a100"]  # the cuda targets the GPU tests build and run (a100: PTX on Hopper)

@@ -11,8 +11,7 @@ import re
 
 import pytest
 
-from ait_build.pipeline import build_plan, emit
-from ait_build.spec.target import find_target
+from ait_build.pipeline import build_plan, emit, find_target
 
 from cuda_helpers import bf16_spec, fp16_spec, fp16acc_target, heuristic_target, spec_path
 from cuda_op_groups import op_spec

@@ -19,9 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ait_build.pipeline import build_plan, emit
-from ait_build.spec.target import find_target
 from ait_build.backends import toolchain_for
+from ait_build.pipeline import build_plan, emit, find_target
 from cuda_helpers import (c_create, compile_and_link, fp16_spec, fp16acc_target, run_checked,
                           spec_path, unity_build)
 from cuda_op_groups import op_spec

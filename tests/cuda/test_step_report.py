@@ -10,8 +10,7 @@ import dataclasses
 import pytest
 
 from ait_build.bench import step_report
-from ait_build.pipeline import build_plan
-from ait_build.spec.target import find_target
+from ait_build.pipeline import build_plan, find_target
 
 from cuda_helpers import spec_path
 

@@ -14,9 +14,8 @@ import pytest
 from ait_build.codegen.tuning import selector
 from ait_build.errors import SpecError
 from ait_build.ir.dims import Dim
-from ait_build.pipeline import build_plan, emit
+from ait_build.pipeline import build_plan, emit, find_target
 from ait_build.spec.profile import read_profile
-from ait_build.spec.target import find_target
 
 from cuda_helpers import ROOT, spec_path
 

@@ -104,7 +104,7 @@ def test_transformers_have_one_attention_per_layer(model, dims):
 
 
 def test_report_rows(capsys):
-    from ait_build.passes import report
+    from ait_build.bench import passes_report as report
     m = report.measure(spec("tiny_cnn"), target("cpu"), {"batch": 8})
     assert m["nodes"][0] > m["nodes"][1] and m["kernels"][0] > m["kernels"][1]
     assert m["peak"] <= m["workspace"] <= m["naive"] <= m["naive_before"]

@@ -14,11 +14,10 @@ import sys
 import pytest
 
 from ait_build.cli.main import main
-from ait_build.pipeline import build_plan
+from ait_build.pipeline import build_plan, find_target
 from ait_build.profile import run as profile_run
 from ait_build.profile.harness import render_harness
 from ait_build.profile.run import DIGEST, gather_jobs
-from ait_build.spec.target import find_target
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAST = "sm90_coop_128x64x64_c1x1_streamk"

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
+from ait_build.pipeline import find_target
 from ait_build.profile import run as profile_run
 from ait_build.profile.harness import render_harness
-from ait_build.spec.target import find_target
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -20,9 +20,8 @@ import sys
 import pytest
 
 from ait_build.backends.rocm import mfma
-from ait_build.pipeline import build_plan
+from ait_build.pipeline import build_plan, find_target
 from ait_build.spec.model import load_model
-from ait_build.spec.target import find_target
 
 pytestmark = pytest.mark.hipcc
 

@@ -132,7 +132,7 @@ def test_block_tiles_compute_the_gemm(config, dtype):
 
 
 def test_every_configuration_fits_the_lds_of_mi250():
-    from ait_build.spec.target import find_target
+    from ait_build.pipeline import find_target
     lds = find_target("mi250").fact("smem_per_block")
     assert lds == 64 * 1024
     for config in mfma.CONFIGS:
@@ -166,7 +166,7 @@ int main() {
 
 def rendered_im2col(tmp_path) -> str:
     from ait_build.pipeline import build_plan, emit
-    from ait_build.spec.target import find_target
+    from ait_build.pipeline import find_target
     spec = os.path.join(ROOT, "specs", "tiny_cnn.yaml")
     target = find_target("mi250")
     skip_without_hipcc()  # emit records the compiler's version in the manifest

@@ -12,8 +12,7 @@ import os
 import pytest
 
 from ait_build.backends.rocm import mfma
-from ait_build.pipeline import build_plan, emit
-from ait_build.spec.target import find_target
+from ait_build.pipeline import build_plan, emit, find_target
 
 from . import skip_without_hipcc
 

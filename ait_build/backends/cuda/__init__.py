@@ -8,8 +8,10 @@ dtype, and run() enqueues on the caller's stream.
 from __future__ import annotations
 
 from ait_build.backends import gpu
+from ait_build.backends.base import Archs
 from ait_build.backends.cuda import cutlass, fmha
-from ait_build.backends.cuda.toolchain import ARCH_OPTIONS, arch_flags, cuda_toolchain
+from ait_build.backends.cuda.toolchain import (ARCH_OPTIONS, arch_flags, arch_number,
+                                              cuda_toolchain)
 
 # kernel kind -> template: the GPU layer's kernels as cuda renders them (each a one-line stub
 # extending templates/gpu/<kind>.cu.j2: a kernel's name hashes its template's path, so the stubs
@@ -40,6 +42,13 @@ CTYPE = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16",
          "int32": "int32_t", "int64": "int64_t", "bool": "uint8_t"}
 SIZEOF = {"float": 4, "__half": 2, "__nv_bfloat16": 2, "int32_t": 4, "int64_t": 8, "uint8_t": 1}
 
+# the 2.x-style kernels (mma.sync) need Ampere's tensor cores and run on newer GPUs; the Hopper
+# ones (wgmma, TMA) exist in sm_90a code only
+SM80_OR_NEWER = Archs("sm_80 or newer", lambda arch: arch_number(arch) >= 80)
+SM90A = Archs("sm_90a only", lambda arch: arch == "sm_90a")
+KERNEL_ARCHS = {"cutlass_sm80": SM80_OR_NEWER, "cutlass_sm90": SM90A,
+                "fmha_sm80": SM80_OR_NEWER, "fmha_sm90": SM90A}
+
 BACKEND = gpu.backend(
     name="cuda",
     lower=gpu.lowerings(cutlass.CUTLASS, fmha.tensor_core_attention),
@@ -54,6 +63,8 @@ BACKEND = gpu.backend(
     arch_options=ARCH_OPTIONS,
     kernel_families={"gemm": tuple(cutlass.FAMILIES), "conv2d": tuple(cutlass.FAMILIES),
                      "attention": tuple(fmha.FAMILIES)},
+    kernel_archs=KERNEL_ARCHS,
+    accumulate=("float32", "float16"),  # CUTLASS's tensor-core GEMMs and convs
     device="cuda",
     render_globals={"kernel_header": "ait_cuda.h"},  # gpu/kernel.cu.j2 includes it
     profile_driver="cuda/profile.cu.j2",

@@ -1,6 +1,6 @@
 """The optimizer's numbers for the seed models, as the markdown tables in docs/passes.md:
 
-    python -m ait_build.passes.report [--target cpu] [--specs specs]
+    python -m ait_build.bench.passes_report [--target cpu] [--specs specs]
 
 Per model: nodes and unique kernels before and after the pipeline, and the planned workspace
 against the naive sum (one buffer per intermediate) at the largest dims, or at the dims given
@@ -16,6 +16,8 @@ import sys
 from ait_build.passes import optimize
 from ait_build.passes.kernel_signatures import unique_kernels
 from ait_build.passes.plan_memory import plan
+from ait_build.pipeline import find_target
+from ait_build.spec.model import load_model
 
 # (label, spec file stem, dims that replace the max)
 CASES = (
@@ -31,7 +33,6 @@ def gib(n: int) -> str:
 
 
 def measure(path: str, target, dims: dict) -> dict:
-    from ait_build.spec.model import load_model
     graph = load_model(path)
     after, _ = optimize(graph, target)
     env = dict(graph.bounds_env("max"), **dims)
@@ -69,9 +70,8 @@ def tables(rows: list) -> str:
 
 
 def main(argv=None) -> int:
-    from ait_build.spec.target import find_target
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    parser = argparse.ArgumentParser(prog="python -m ait_build.passes.report",
+    parser = argparse.ArgumentParser(prog="python -m ait_build.bench.passes_report",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="cpu")
     parser.add_argument("--specs", default=os.path.join(root, "specs"))
