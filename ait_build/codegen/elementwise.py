@@ -177,7 +177,7 @@ def lower_fused(lw) -> None:
         row = get_op(op)
         attrs = step_attrs(row, pairs)
         arg_types = [known[a][1] for a in args]
-        (out_type,) = row.infer(attrs, arg_types)
+        (out_type,) = row.infer_types(attrs, arg_types, lw.plan.graph.dtype)
         expr = op_expr(op, attrs, [known[a][0] for a in args], [t.dtype for t in arg_types],
                        out_type.dtype)
         stmts.append(f"const {COMPUTE_CTYPE[out_type.dtype]} t{j} = {expr};")

@@ -196,14 +196,13 @@ class ImportGraph:
         for a in row.attrs:
             if a.name in node.attrs:
                 attrs[a.name] = _attr_value(a.kind, node.attrs[a.name])
-        attrs["_dtype"] = self.dtype
         return attrs
 
     def _infer(self, node: Node, inputs: list) -> list:
         row = get_op(node.op)
         attrs = self._attrs(row, node)
         try:
-            return row.infer(attrs, [TType(v.shape, v.dtype) for v in inputs])
+            return row.infer_types(attrs, [TType(v.shape, v.dtype) for v in inputs], self.dtype)
         except OpError as exc:
             raise AitError(f"{node.where}: {node.op} '{node.name}': {exc}") from None
 

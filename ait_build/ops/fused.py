@@ -42,8 +42,9 @@ def _walk(program, inputs, apply):
     return out
 
 
-def _infer(attrs, inputs):
-    return [_walk(attrs["program"], inputs, lambda row, a, xs: row.infer(a, xs)[0])]
+def _infer(attrs, inputs, model_dtype):
+    return [_walk(attrs["program"], inputs,
+                  lambda row, a, xs: row.infer_types(a, xs, model_dtype)[0])]
 
 
 def _reference(attrs, xs, ws):
@@ -53,4 +54,4 @@ def _reference(attrs, xs, ws):
 register(OpDef(
     name="fused_elementwise", category="elementwise", internal=True, elementwise=True,
     doc="a chain or small DAG of elementwise ops run as one kernel (attr `program`)",
-    inputs=("*xs",), infer=_infer, reference=_reference))
+    inputs=("*xs",), infer=_infer, model_dtype=True, reference=_reference))

@@ -56,7 +56,7 @@ class OpDef:
     name: str
     category: str
     doc: str
-    infer: Callable  # (attrs, [TType]) -> [TType]
+    infer: Callable  # (attrs, [TType]) -> [TType]; with model_dtype: (attrs, [TType], dtype)
     reference: Callable  # (attrs, [ndarray], {role: ndarray}) -> [ndarray]
     attrs: tuple = ()
     inputs: tuple = ("x",)  # names; a trailing '?' marks optional, a leading '*' variadic
@@ -67,6 +67,11 @@ class OpDef:
     # for docs/ops.md: (role, shape formula) of each weight, and how the op differs from PyTorch
     weight_shapes: tuple = ()
     notes: str = ""
+    model_dtype: bool = False  # infer takes the model's dtype (outputs that may be in it)
+
+    def infer_types(self, attrs: dict, inputs: list, dtype: str) -> list:
+        """The output types for `inputs` in a model computing in `dtype` (the callers' way in)."""
+        return self.infer(attrs, inputs, dtype) if self.model_dtype else self.infer(attrs, inputs)
 
     def input_range(self) -> tuple:
         if any(name.startswith("*") for name in self.inputs):

@@ -92,7 +92,7 @@ def infer(graph: Graph, node: Node) -> list:
     """The op row's output types for `node` as it stands now."""
     op = get_op(node.op)
     ins = [TType(graph.tensors[t].shape, graph.tensors[t].dtype) for t in node.inputs]
-    return op.infer(dict(node.attrs, _dtype=graph.dtype), ins)
+    return op.infer_types(node.attrs, ins, graph.dtype)
 
 
 def new_value(graph: Graph, name: str, ttype: TType, like: Node) -> str:

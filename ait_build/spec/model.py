@@ -246,10 +246,9 @@ class ModelBuilder(BlockExpander):
         raw = {k: self._sub(v, scope, entry.where(k)) for k, v in entry.items() if k not in NODE_FIELDS}
         attrs = parse_attrs(op, raw, {k: entry.where(k) for k in raw}, self.dims, loc, full)
         in_types = [TType(self.tensors[t].shape, self.tensors[t].dtype) for t in inputs]
-        ctx = dict(attrs, _dtype=self.dtype)
         try:
-            out_types = op.infer(ctx, in_types)
-            params = op.params(ctx, in_types) if op.params else {}
+            out_types = op.infer_types(attrs, in_types, self.dtype)
+            params = op.params(attrs, in_types) if op.params else {}
         except OpError as exc:
             raise SpecError(f"{op_name} '{full}': {exc}", _blame(entry, raw, str(exc), loc)) from None
         weights = self._node_weights(entry, scope, full, op_name, params, loc)

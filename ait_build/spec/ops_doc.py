@@ -128,11 +128,10 @@ def run_example(name: str):
     attrs = parse_attrs(op, raw, {}, EXAMPLE_DIMS, Location("docs/ops.md"), node.get("name", name))
     types = example_types(inputs)
     ins = [types[i] for i in node.get("inputs", [])]
-    ctx = dict(attrs, _dtype="float32")
-    outs = op.infer(ctx, ins)
+    outs = op.infer_types(attrs, ins, "float32")
     node_name = node.get("name", name)
     renamed = node.get("weights", {})
-    params = op.params(ctx, ins) if op.params else {}
+    params = op.params(attrs, ins) if op.params else {}
     weights = {role: (renamed.get(role, f"{node_name}.{role}"), shape_str(p.shape))
                for role, p in params.items()}
     return node, ins, outs, weights

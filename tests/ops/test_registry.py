@@ -71,10 +71,9 @@ def random_array(rng, shape, dtype):
 @given(data=st.data())
 def test_infer_raises_only_op_errors_and_agrees_with_reference(name, data):
     op, attrs, inputs = data.draw(op_call(name))
-    ctx = dict(attrs, _dtype="float32")
     try:
-        outs = op.infer(ctx, inputs)
-        params = op.params(ctx, inputs) if op.params else {}
+        outs = op.infer_types(attrs, inputs, "float32")
+        params = op.params(attrs, inputs) if op.params else {}
     except OpError:
         return
     assert len(outs) == op.num_outputs(attrs)
