@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import numpy as np
-
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim, shape_str
 from ait_build.ir.dtypes import FLOAT_DTYPES
@@ -169,6 +167,3 @@ def require_static(d: Dim, what: str) -> int:
         raise OpError(f"{what} must be static, got '{d}'")
     return d.value
 
-
-def f32(x: np.ndarray) -> np.ndarray:
-    return x.astype(np.float32) if x.dtype.kind == "f" and x.dtype != np.float32 else x
