@@ -16,7 +16,7 @@ from ait_build.backends.cpu import winograd
 from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
-from .conftest import tolerance, write_spec
+from .helpers import tolerance, write_spec
 
 B = {"batch": {"min": 1, "max": 4, "opt": 3}}
 
@@ -156,7 +156,7 @@ def test_winograd_convs_match_reference(convs, batch):
 def test_either_gemm_matches_reference(convs, monkeypatch, gemm):
     """The tile GEMMs multiply U in our panels in a handle that chose our GEMM
     (AIT_CPU_GEMM=own, ait_panel.h; on a CPU without AVX-512 the BLAS runs either way)."""
-    from .conftest import CModel
+    from .helpers import CModel
     model, graph, out_dir, emission = convs
     monkeypatch.setenv("AIT_CPU_GEMM", gemm)
     handle = CModel(out_dir, emission, model.lib._name)
@@ -185,7 +185,7 @@ def test_mkl_target_matches_reference(tmp_path, object_cache):
     from ait_build.pipeline import find_target
     from ait_build.backends import toolchain_for
 
-    from .conftest import CModel, build_library
+    from .helpers import CModel, build_library
     try:
         find_mkl()
     except AitError as exc:
@@ -207,7 +207,7 @@ def test_resnet50_takes_both_tiles_and_im2col():
     on the 14x14 and 7x7 ones; im2col on the strided ones."""
     from ait_build.pipeline import build_plan
     from ait_build.pipeline import find_target
-    plan = build_plan(os.path.join(os.path.dirname(__file__), "..", "..", "specs",
+    plan = build_plan(os.path.join(os.path.dirname(__file__), "..", "..", "..", "specs",
                                    "resnet50.yaml"), find_target("cpu"))
     picked = {}
     for step in plan.steps:

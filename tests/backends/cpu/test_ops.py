@@ -10,7 +10,7 @@ import pytest
 from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
-from .conftest import tolerance, write_spec
+from .helpers import tolerance, write_spec
 
 B = {"batch": {"min": 1, "max": 8, "opt": 3}}
 
@@ -230,7 +230,7 @@ def test_pinned_blas_targets_match_reference(tmp_path, object_cache, blas, group
     from ait_build.pipeline import find_target
     from ait_build.backends import toolchain_for
 
-    from .conftest import CModel, build_library
+    from .helpers import CModel, build_library
     if blas == "mkl":
         try:
             find_mkl()

@@ -9,7 +9,7 @@ import tomllib
 from ait_build.cli.init import INIT_FILES
 from ait_build.cli.main import main
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_every_package_folder_is_listed_for_the_wheel():

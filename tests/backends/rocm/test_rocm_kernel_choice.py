@@ -16,7 +16,7 @@ from ait_build.pipeline import build_plan, emit, find_target
 
 from . import skip_without_hipcc
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SPECS = sorted(glob.glob(os.path.join(ROOT, "specs", "*.yaml")))
 
 

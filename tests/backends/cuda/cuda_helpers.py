@@ -2,7 +2,7 @@
 for a cuda target as one translation unit (the compile-only test on a 2-core machine: the CUTLASS
 headers are parsed once per model), and what the GPU tests share: built models, inputs on the
 device, error measures and their report (AIT_GPU_REPORT). Nothing here imports torch at import
-time: the default run imports this module without it. A plain module, not a package: tests/cuda
+time: the default run imports this module without it. A plain module, not a package: tests/backends/cuda
 is on sys.path under pytest's default import mode, and a package named `cuda` would clash with
 NVIDIA's."""
 
@@ -22,7 +22,7 @@ from ait_build.backends import toolchain_for
 from ait_build.codegen.digest import record_digest
 from ait_build.pipeline import emit, find_target
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TARGETS = ["h200", "a100"]  # the cuda targets the GPU tests build and run (a100: PTX on Hopper)
 
 
@@ -56,7 +56,7 @@ def bf16_spec(name: str) -> str:
     doc["name"] += "_mask"
     path = os.path.join(ROOT, "build", "specs", doc["name"] + ".yaml")
     text = (f"# specs/{name}.yaml with dtype bfloat16 and its float32 casts to bfloat16, written "
-            "by tests/cuda/cuda_helpers.py\n" + yaml.safe_dump(doc, sort_keys=False))
+            "by tests/backends/cuda/cuda_helpers.py\n" + yaml.safe_dump(doc, sort_keys=False))
     write_if_changed(path, text.encode())
     return path
 

@@ -16,7 +16,7 @@ from ait_build.build.invoke import relayed_error
 from ait_build.cli.commands import COMMANDS
 from ait_build.cli.main import build_parser, main
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _commands(parser) -> dict:

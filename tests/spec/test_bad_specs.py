@@ -18,7 +18,7 @@ from ait_build.errors import AitError, SpecError
 from ait_build.pipeline import check_file, load_target
 from ait_build.spec.model import load_model
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BAD = os.path.join(ROOT, "tests", "bad_specs")
 EXPECT = re.compile(r"(?:(?P<path>[^:]+):)?(?P<line>\d+):(?P<col>\d+): (?P<kind>error|note): (?P<text>.+)")
 TIME_LIMIT_S = 2.0

@@ -1,5 +1,6 @@
-"""Helpers for the codegen tests: emit a spec, compile it with backends/toolchain.py's command lines (plain
-subprocesses, both cores), load the library with ctypes and run it.
+"""Building and running specs on the cpu backend in tests: emit a spec, compile it with the
+toolchain's command lines (plain subprocesses, both cores), load the library with ctypes and run
+it (tests/conftest.py's fixtures build_spec, cpu_target and object_cache use these).
 
 Objects are cached for the session by the hash of everything that goes into them (source,
 support headers, command), so a kernel shared by several test models compiles once.
@@ -14,25 +15,12 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import pytest
 import yaml
 
-from ait_build.backends import toolchain_for
 from ait_build.ir.dtypes import NUMPY
-from ait_build.pipeline import emit, find_target
 
 JOBS = max(2, os.cpu_count() or 2)
 _OBJECTS: dict = {}  # content hash -> cached object path
-
-
-@pytest.fixture(scope="session")
-def cpu_target():
-    return find_target("cpu")
-
-
-@pytest.fixture(scope="session")
-def object_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("objects")
 
 
 def _compile(tc, out_dir: str, rel: str, emission, cache_dir) -> str:
@@ -123,25 +111,6 @@ class CModel:
 
 def _eval(expr: str, env: dict) -> int:
     return int(eval(expr, {"__builtins__": {}}, dict(env)))  # dim expressions: + and * over names
-
-
-@pytest.fixture(scope="session")
-def build_spec(cpu_target, object_cache, tmp_path_factory):
-    """build_spec(spec_path, optimize=True) -> (CModel, out_dir, emission)."""
-    tc = toolchain_for(cpu_target)
-    built = []
-
-    def run(spec_path: str, optimize: bool = True, name: str = "m"):
-        out_dir = str(tmp_path_factory.mktemp(name))
-        emission = emit(spec_path, cpu_target, out_dir, optimize=optimize)
-        lib = build_library(tc, out_dir, emission, object_cache)
-        model = CModel(out_dir, emission, lib)
-        built.append(model)
-        return model, out_dir, emission
-
-    yield run
-    for m in built:
-        m.close()
 
 
 def write_spec(directory, name: str, inputs: dict, graph: list, outputs: list, dims=None,

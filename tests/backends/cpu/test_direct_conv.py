@@ -15,7 +15,7 @@ import pytest
 from ait_build.backends.cpu.gemm import direct_conv
 from ait_build.spec.model import load_model
 
-from .conftest import write_spec
+from .helpers import write_spec
 from .test_wide import check_copy
 
 B = {"batch": {"min": 1, "max": 4, "opt": 2}}
@@ -88,7 +88,7 @@ def test_other_convs_share_kernels_across_channel_counts():
     64-2048 channels, all run one kernel per epilogue."""
     from ait_build.pipeline import build_plan
     from ait_build.pipeline import find_target
-    plan = build_plan(os.path.join(os.path.dirname(__file__), "..", "..", "specs",
+    plan = build_plan(os.path.join(os.path.dirname(__file__), "..", "..", "..", "specs",
                                    "resnet50.yaml"), find_target("cpu"))
     pointwise = {step.kernel.name for step in plan.steps
                  if step.kernel.label == "conv2d_1x1_bias_relu"}

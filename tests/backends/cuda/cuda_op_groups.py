@@ -5,7 +5,7 @@ small zoo specs (float32 as written, float16 and bfloat16) and the seed models (
 float16, and one in bfloat16). `all_specs()` lists them so the GPU machine can build everything
 in one parallel SCons run:
 
-    python -m SCons -j16 target=h200,a100 spec=$(python tests/cuda/cuda_op_groups.py)
+    python -m SCons -j16 target=h200,a100 spec=$(python tests/backends/cuda/cuda_op_groups.py)
 """
 
 from __future__ import annotations

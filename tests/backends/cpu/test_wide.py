@@ -17,7 +17,7 @@ import pytest
 from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
-from .conftest import cpu_flags, tolerance, write_spec
+from .helpers import cpu_flags, tolerance, write_spec
 
 
 def n(name, op, inputs, **attrs):
@@ -40,7 +40,7 @@ import json, os, sys, types
 import numpy as np
 root, out_dir, lib, npz, result = sys.argv[1:6]
 sys.path.insert(0, root)
-from tests.codegen.conftest import CModel
+from tests.backends.cpu.helpers import CModel
 with open(os.path.join(out_dir, "manifest.json")) as fh:
     name = json.load(fh)["c_name"][len("ait_"):]
 model = CModel(out_dir, types.SimpleNamespace(name=name), lib)
@@ -48,7 +48,7 @@ got = model.run(dict(np.load(npz)))
 model.close()
 np.savez(result, **got)
 """
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def avx512() -> bool:

@@ -22,7 +22,7 @@ from ait_build.codegen.render import render
 from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
-from .conftest import cpu_flags, tolerance, write_spec
+from .helpers import cpu_flags, tolerance, write_spec
 
 PROGRAM = r"""
 #include <algorithm>
@@ -190,7 +190,7 @@ def linears(request, tmp_path_factory, object_cache):
     from ait_build.pipeline import find_target
     from ait_build.backends import toolchain_for
 
-    from .conftest import build_library
+    from .helpers import build_library
     d = tmp_path_factory.mktemp("packed_model")
     spec = write_spec(d, "packed_linears", **LINEARS)
     target = find_target(request.param)
@@ -205,7 +205,7 @@ def test_linears_and_convs_match_reference(linears, gemm, monkeypatch, pack):
     its rows; "narrow" always splits rows. Each handle packs on its first run; the second run
     reuses the copies. Without packing (AIT_PACK_WEIGHTS=0) the BLAS multiplies plain weights,
     whichever GEMM was asked for."""
-    from .conftest import CModel
+    from .helpers import CModel
     out_dir, emission, lib, graph = linears
     monkeypatch.setenv("AIT_NUM_THREADS", "2")
     monkeypatch.setenv("AIT_PACK_WEIGHTS", pack)

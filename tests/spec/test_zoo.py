@@ -14,7 +14,7 @@ from ait_build.ir.graph import WEIGHT
 from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
-SPECS = Path(__file__).resolve().parents[1] / "specs"
+SPECS = Path(__file__).resolve().parents[2] / "specs"
 MODEL_SPECS = sorted(p.name for p in SPECS.glob("*.yaml"))
 TINY = ("tiny_cnn", "tiny_bert", "tiny_vit")
 

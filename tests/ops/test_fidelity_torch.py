@@ -25,7 +25,7 @@ from ait_build.spec.model import load_model  # noqa: E402
 from ait_build.ir.weights import save_safetensors  # noqa: E402
 
 pytestmark = pytest.mark.torch
-SPECS = Path(__file__).resolve().parents[1] / "specs"
+SPECS = Path(__file__).resolve().parents[2] / "specs"
 RTOL = 1e-4  # of the output's largest magnitude
 BN_COUNTERS = r".*\.num_batches_tracked"
 

@@ -14,9 +14,9 @@ import pytest
 from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
-from .conftest import tolerance, write_spec
+from .helpers import tolerance, write_spec
 
-PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SPECS = os.path.join(PROJECT_ROOT, "specs")
 SMALL = ["mlp", "tiny_cnn", "tiny_bert", "tiny_vit"]
 

@@ -25,7 +25,7 @@ from ait_build.spec.model import load_model
 
 pytestmark = pytest.mark.hipcc
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SPECS = sorted(glob.glob(os.path.join(ROOT, "specs", "*.yaml")))
 MFMA_PARTS = set(mfma.PARTS["gemm"].values()) | set(mfma.PARTS["conv2d"].values())
 BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"

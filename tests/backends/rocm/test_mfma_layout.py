@@ -24,7 +24,7 @@ from ait_build.backends.rocm import mfma
 
 from . import skip_without_hipcc
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 # -- the ISA's placement of one 32 x 32 x K MFMA's operands (CDNA2 ISA; AMD's matrix instruction
