@@ -122,6 +122,32 @@ GROUPS = {
                n("gap", "global_avg_pool", ["img"])],
         outputs=["c3", "c3s2d2", "c1", "c_rect", "c_odd", "c_patch", "grouped", "depthwise", "dw_s2",
                  "maxpool", "avgpool", "avgpool_x", "gap"]),
+    # grouped convs on tensor cores (backends/cuda/grouped.py): ResNeXt's group widths 8, 16, 32
+    # and 64 at stride 1 and 2, RegNet's 24 and 48, three groups of 24 (a block of two groups
+    # and a partial one), twice as many outputs as inputs per group, a dilated and a 1x1 one,
+    # with bias, residual and activations in the epilogue; big enough for several spatial tiles
+    "grouped_conv": dict(
+        inputs={"x": {"shape": ["batch", 20, 18, 128]}, "res": {"shape": ["batch", 20, 18, 128]},
+                "res_s2": {"shape": ["batch", 10, 9, 128]}, "x72": {"shape": ["batch", 9, 9, 72]},
+                "x96": {"shape": ["batch", 7, 7, 96]}},
+        graph=[n("w8", "conv2d", ["x"], out_channels=128, kernel=3, padding=1, groups=16,
+                 activation="relu"),
+               n("w16_s2", "conv2d", ["x", "res_s2"], out_channels=128, kernel=3, stride=2,
+                 padding=1, groups=8, bias=False, activation="silu"),
+               n("w32_res", "conv2d", ["x", "res"], out_channels=128, kernel=3, padding=1,
+                 groups=4, activation="relu"),
+               n("w64_s2", "conv2d", ["x"], out_channels=128, kernel=3, stride=2, padding=1,
+                 groups=2, activation="hardswish"),
+               n("w24", "conv2d", ["x72"], out_channels=72, kernel=3, padding=1, groups=3),
+               n("w48", "conv2d", ["x96"], out_channels=96, kernel=3, padding=1, groups=2,
+                 activation="relu"),
+               n("w8_to_16", "conv2d", ["x"], out_channels=256, kernel=3, padding=1, groups=16),
+               n("w16_dil", "conv2d", ["x"], out_channels=128, kernel=3, padding=2, dilation=2,
+                 groups=8, bias=False),
+               n("w32_1x1", "conv2d", ["x"], out_channels=128, kernel=1, groups=4,
+                 activation="gelu")],
+        outputs=["w8", "w16_s2", "w32_res", "w64_s2", "w24", "w48", "w8_to_16", "w16_dil",
+                 "w32_1x1"]),
     "norm_attention": dict(
         inputs={"x": {"shape": ["batch", 7, 64]}, "r": {"shape": ["batch", 7, 64]},
                 "kv": {"shape": ["batch", 40, 64]}, "qkv": {"shape": ["batch", 37, 192]},
@@ -189,6 +215,9 @@ GROUPS = {
         outputs=["emb", "emb32", "gather"]),
 }
 
+# the same grouped convs in bfloat16 (a group's `dtype`: the model's, float16 by default)
+GROUPS["grouped_conv_bfloat16"] = dict(GROUPS["grouped_conv"], dtype="bfloat16")
+
 
 SMALL = ["mlp", "tiny_cnn", "tiny_bert", "tiny_vit"]
 FP16_SMALL = ["tiny_cnn", "tiny_vit"]  # tiny_bert casts its mask to float32 explicitly
@@ -205,7 +234,7 @@ def op_spec(group: str) -> str:
     from ait_build.codegen.emit import write_if_changed
     g = GROUPS[group]
     doc = {"apiVersion": "ait-build/v1", "kind": "Model", "name": f"cuda_ops_{group}",
-           "dtype": "float16", "dims": B, "inputs": g["inputs"],
+           "dtype": g.get("dtype", "float16"), "dims": B, "inputs": g["inputs"],
            "weights": {"random": {"seed": 0}}, "graph": g["graph"], "outputs": g["outputs"]}
     path = os.path.join(ROOT, "build", "specs", f"cuda_ops_{group}.yaml")
     write_if_changed(path, yaml.safe_dump(doc, sort_keys=False).encode())

@@ -8,7 +8,7 @@ dtype, and run() enqueues on the caller's stream.
 from __future__ import annotations
 
 from ait_build.backends import gpu
-from ait_build.backends.cuda import cutlass, fmha
+from ait_build.backends.cuda import cutlass, fmha, grouped
 from ait_build.backends.cuda.toolchain import ARCH_OPTIONS, arch_flags, cuda_toolchain
 
 # kernel kind -> template: the GPU layer's kernels as cuda renders them (each a one-line stub
@@ -28,6 +28,7 @@ TEMPLATES = {
     "conv2d_direct": "cuda/conv2d_direct.cu.j2",
     "gemm": "cuda/gemm.cu.j2",
     "conv2d": "cuda/conv2d.cu.j2",
+    "conv2d_grouped": "cuda/conv2d_grouped.cu.j2",
 }
 SUPPORT_FILES = {  # generated path -> template
     "src/ait_common.h": "common/ait_common.h.j2",
@@ -42,7 +43,9 @@ SIZEOF = {"float": 4, "__half": 2, "__nv_bfloat16": 2, "int32_t": 4, "int64_t": 
 
 BACKEND = gpu.backend(
     name="cuda",
-    lower=gpu.lowerings(cutlass.CUTLASS, fmha.tensor_core_attention),
+    # grouped convs on tensor cores (grouped.py); every other conv as the GPU layer lowers it
+    lower={**gpu.lowerings(cutlass.CUTLASS, fmha.tensor_core_attention),
+           "conv2d": grouped.lowering(cutlass.CUTLASS)},
     templates=TEMPLATES,
     model_template="cuda/model.cpp.j2",
     support_files=SUPPORT_FILES,
