@@ -21,6 +21,8 @@ Gated on the target's `fused_attention` capability.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ait_build.errors import OpError
@@ -28,6 +30,7 @@ from ait_build.ir.graph import Graph, Node
 from ait_build.passes.rewrite import (Uses, add_weight, free_name, infer, new_value, node_names,
                                       position, remove_nodes, summary)
 from ait_build.ops.registry import TType
+from ait_build.passes.attention_masks import MASKED
 
 HEADS_FIRST = (0, 2, 1, 3)
 
@@ -126,6 +129,10 @@ def _scores(graph, uses, t, reader, scale, bias, found):
         a, b = node.inputs
         rest = _scores(graph, uses, a, node, scale, b, found) or \
             _scores(graph, uses, b, node, scale, a, found)
+    elif node.op == "where" and bias is None and scale == 1.0 and _masks(uses, node.inputs[2]):
+        # masked_fill of the scores (older GPT-2 code) with a fill that masks: the same softmax
+        # as adding where(mask, 0, fill), made once the whole pattern matched
+        rest = _scores(graph, uses, node.inputs[1], node, scale, MaskedFill(*node.inputs[::2]), found)
     else:
         return None
     if rest is not None:
@@ -137,6 +144,35 @@ def _constant(uses, t):
     """The value of a `constant` node making `t`, else None."""
     node = uses.made_by(t, "constant")
     return float(node.attrs["value"]) if node is not None else None
+
+
+def _masks(uses, t) -> bool:
+    """Whether `t` is a constant fill whose exponential is 0 beside any sane score."""
+    value = _constant(uses, t)
+    return value is not None and value <= MASKED
+
+
+@dataclass(frozen=True)
+class MaskedFill:
+    """where(mask, scores, fill) seen on the way to the scores: its bias is where(mask, 0, fill)."""
+
+    mask: str
+    fill: str
+
+    def nodes(self, graph: Graph, uses: Uses, names: set, like: Node) -> tuple:
+        """(bias tensor, [zero constant, where]) added to the graph's tensors."""
+        fill = uses.made_by(self.fill)
+        made = []
+        for op, inputs, attrs in (("constant", [], dict(fill.attrs, value=0.0)),
+                                  ("where", [self.mask, None, self.fill], {})):
+            name = free_name(names, f"{like.name.rpartition('.')[0] or like.name}.mask_bias")
+            names.add(name)
+            inputs = [made[0].output if t is None else t for t in inputs]
+            node = Node(name, op, inputs, [], attrs, {}, like.loc)
+            (ttype,) = infer(graph, node)
+            node.outputs = [new_value(graph, name, ttype, like)]
+            made.append(node)
+        return made[1].output, made
 
 
 def _probabilities(uses, softmax, bias, found):
@@ -154,7 +190,7 @@ def _probabilities(uses, softmax, bias, found):
             guard.inputs != [isnan.output, guard.inputs[1], p] or \
             uses.only_reader(isnan.output) is not guard or _constant(uses, guard.inputs[1]) != 0:
         return None
-    mask = uses.made_by(bias, "where") if bias is not None else None
+    mask = uses.made_by(bias, "where") if isinstance(bias, str) else None
     fills = [_constant(uses, t) for t in mask.inputs[1:]] if mask is not None else [None]
     if None in fills or not np.isfinite(fills).all():
         return None
@@ -199,17 +235,22 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     _, heads, head_dim = q
     parent = softmax.name.rpartition(".")[0]
     name = free_name(names, (parent + "." if parent else "") + "attention")
+    added = []
+    if isinstance(bias, MaskedFill):
+        bias, added = bias.nodes(graph, uses, names, softmax)
     node = Node(name, "multi_head_attention", [q[0], k[0], v[0]] + ([bias] if bias else []),
                 list(merge.outputs), {"num_heads": heads, "head_dim": head_dim, "scale": float(scale),
                                       "causal": False, "packed": False}, {}, softmax.loc)
     try:
         (out,) = infer(graph, node)
     except OpError:
-        return None  # e.g. a bias that does not broadcast to [b, h, s, s]
+        out = None  # e.g. a bias that does not broadcast to [b, h, s, s]
     want = graph.tensors[merge.output]
-    if tuple(out.shape) != tuple(want.shape) or out.dtype != want.dtype:
+    if out is None or tuple(out.shape) != tuple(want.shape) or out.dtype != want.dtype:
+        for extra in added:  # never inserted: forget their tensors
+            del graph.tensors[extra.output]
         return None
-    return node, found
+    return node, found, added
 
 
 def _same_projection(nodes) -> bool:
@@ -267,9 +308,10 @@ def run(graph: Graph, target) -> str:
         found = match(graph, Uses(graph), softmax, names)
         if found is None:
             continue
-        node, replaced = found
+        node, replaced, added = found
         names.add(node.name)
-        graph.nodes[position(graph, replaced[-1])] = node
+        at = position(graph, replaced[-1])
+        graph.nodes[at:at + 1] = added + [node]
         remove_nodes(graph, replaced[:-1])
         fused += 1
     packed = 0

@@ -177,6 +177,58 @@ GROUPS = {
                  head_dim=64)],
         outputs=["ln", "ln_res", "ln_plain", "ln768", "ln100", "softmax", "softmax_mid", "mha",
                  "mha_cross", "mha_packed", "mha_plain", "mha_odd"]),
+    # attention masks as the importers write them (passes/attention_masks.py): GPT-2's causal
+    # mask with its packed-sequence test (causal attention, no bias), DistilBERT's padding mask
+    # and-ed with q >= 0 ([batch, 1, 1, 13]: not 16-byte aligned rows, copied before the kernel),
+    # the two together, and a padding mask over 16 keys (read in place); q = k = v = x, so no GEMM
+    "attention_masks": dict(
+        inputs={"x": {"shape": ["batch", 13, 128]}, "pad": {"shape": ["batch", 13], "dtype": "int64"},
+                "x16": {"shape": ["batch", 16, 128]},
+                "pad16": {"shape": ["batch", 16], "dtype": "int64"}},
+        graph=[n("arange", "iota", [], shape=[13], dtype="int64"),
+               n("pos", "reshape", ["arange"], shape=[1, 13]),
+               n("pos_b", "expand", ["pos"], shape=["batch", -1]),
+               n("kv", "reshape", ["pos_b"], shape=["batch", 1, 1, 13]),
+               n("qi", "reshape", ["pos_b"], shape=["batch", 1, 13, 1]),
+               n("first", "slice", ["pos_b"], axis=1, start=0, end=1),
+               n("before", "sub", ["first"], scalar=1),
+               n("cat", "concat", ["before", "pos_b"], axis=1),
+               n("d1", "slice", ["cat"], axis=1, start=1),
+               n("d0", "slice", ["cat"], axis=1, start=0, end=-1),
+               n("diff", "sub", ["d1", "d0"]), n("jump", "not_equal", ["diff"], scalar=1),
+               n("jumps", "cast", ["jump"], dtype="int64"),
+               n("seg_q", "reshape", ["jumps"], shape=["batch", 1, 13, 1]),
+               n("seg_k", "reshape", ["jumps"], shape=["batch", 1, 1, 13]),
+               n("same", "equal", ["seg_q", "seg_k"]),
+               n("lower", "less_equal", ["kv", "qi"]),
+               n("gpt2_mask", "logical_and", ["lower", "same"]),
+               n("zero", "constant", [], shape=[1, 1, 1, 1], value=0.0),
+               n("ninf", "constant", [], shape=[1, 1, 1, 1], value=float("-inf")),
+               n("gpt2_bias", "where", ["gpt2_mask", "zero", "ninf"]),
+               n("causal", "multi_head_attention", ["x", "x", "x", "gpt2_bias"], num_heads=2,
+                 head_dim=64),
+               # padding: key 0 always kept, so no row is masked whole
+               n("keep", "cast", ["pad"], dtype="bool"),
+               n("keep_k", "reshape", ["keep"], shape=["batch", 1, 1, 13]),
+               n("key0", "equal", ["kv"], scalar=0), n("keep0", "logical_or", ["keep_k", "key0"]),
+               n("q_ok", "greater_equal", ["qi"], scalar=0),
+               n("pad_mask", "logical_and", ["q_ok", "keep0"]),
+               n("pad_bias", "where", ["pad_mask", "zero", "ninf"]),
+               n("padded", "multi_head_attention", ["x", "x", "x", "pad_bias"], num_heads=2,
+                 head_dim=64, scale=0.1),
+               n("both_mask", "logical_and", ["lower", "keep0"]),
+               n("both_bias", "where", ["both_mask", "zero", "ninf"]),
+               n("causal_padded", "multi_head_attention", ["x", "x", "x", "both_bias"],
+                 num_heads=2, head_dim=64),
+               n("keep16", "cast", ["pad16"], dtype="bool"),
+               n("keep16_k", "reshape", ["keep16"], shape=["batch", 1, 1, 16]),
+               n("arange16", "iota", [], shape=[16], dtype="int64"),
+               n("key16_0", "equal", ["arange16"], scalar=0),
+               n("keep16_0", "logical_or", ["keep16_k", "key16_0"]),
+               n("bias16", "where", ["keep16_0", "zero", "ninf"]),
+               n("padded16", "multi_head_attention", ["x16", "x16", "x16", "bias16"],
+                 num_heads=2, head_dim=64)],
+        outputs=["causal", "padded", "causal_padded", "padded16"]),
     # clamps, minimum/maximum, masks built in the model, fills and rolls (no GEMM: the nvcc
     # test compiles it in seconds); the [in, out] linear is in the gemm group
     "masks_and_clamps": dict(
@@ -215,8 +267,10 @@ GROUPS = {
         outputs=["emb", "emb32", "gather"]),
 }
 
-# the same grouped convs in bfloat16 (a group's `dtype`: the model's, float16 by default)
+# the same grouped convs and masked attention in bfloat16 (a group's `dtype`: the model's,
+# float16 by default)
 GROUPS["grouped_conv_bfloat16"] = dict(GROUPS["grouped_conv"], dtype="bfloat16")
+GROUPS["attention_masks_bfloat16"] = dict(GROUPS["attention_masks"], dtype="bfloat16")
 
 
 SMALL = ["mlp", "tiny_cnn", "tiny_bert", "tiny_vit"]

@@ -1,7 +1,8 @@
 """The cuda backend's tensor-core attention: CUTLASS's fused multi-head attention (example 41's
-kernel, templates/cuda/attention_fmha.cu.j2) for the calls it can take, with the Hopper FMHA of
-example 88 beside it on targets whose `kernels.attention` is fmha_sm90. Other calls run the GPU
-layer's kernel (backends/gpu/attention.py)."""
+kernel, templates/cuda/attention_fmha.cu.j2) for the calls it can take (with any bias: copied
+into the layout the kernel reads where a call needs it), with the Hopper FMHA of example 88 beside it on
+targets whose `kernels.attention` is fmha_sm90. Other calls run the GPU layer's kernel
+(backends/gpu/attention.py)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,11 @@ FMHA_ALIGN = 8
 FMHA_TILES = ((64, (64, 64, 64)), (128, (32, 128, 128)))
 
 
-def fmha_tiles(lw, hd: int, ld, sq, sk, bias, bias_strides):
+def fmha_tiles(lw, hd: int, ld, sq, sk):
     """The tensor-core kernel's tile (queries, keys, max head_dim) when it can take this
-    attention, else None (the GPU layer's kernel runs it): 16-bit storage,
-    head_dim a multiple of 8 up to 128, row strides and the packed head offsets multiples of 8,
-    a bias in the same dtype, contiguous along keys, other strides static multiples of 8, and
-    causal masks only on square scores (the kernel's bottom-right offset is unsigned)."""
+    attention, else None (the GPU layer's kernel runs it): 16-bit storage, head_dim a multiple
+    of 8 up to 128, row strides and the packed head offsets multiples of 8, and causal masks only
+    on square scores (the kernel's bottom-right offset is unsigned). Any bias goes (bias_staging)."""
     node = lw.node
     if lw.dtype(node.output) not in FMHA_ELEMENT or hd % FMHA_ALIGN:
         return None
@@ -29,14 +29,6 @@ def fmha_tiles(lw, hd: int, ld, sq, sk, bias, bias_strides):
         return None
     if node.attrs["causal"] and Dim.of(sq) != Dim.of(sk):
         return None
-    if bias is not None:
-        if lw.dtype(bias) != lw.dtype(node.output):
-            return None
-        *outer, last = (Dim.of(s) for s in bias_strides)
-        if last != Dim.of(1):
-            return None
-        if not all(s.is_static and s.value % FMHA_ALIGN == 0 for s in outer):
-            return None
     for limit, tiles in FMHA_TILES:
         if hd <= limit:
             return tiles
@@ -69,16 +61,42 @@ def hopper_variants(lw, hd: int, bias) -> tuple:
     return tuple(" / ".join(map(str, v)) for v in HOPPER_VARIANTS.get(hd, ()))
 
 
+def bias_staging(lw, ops) -> int:
+    """Scratch bytes for copying the bias before the kernel runs, 0 when it never needs to be.
+
+    Example 41's kernel reads the bias with rows of 16-byte multiples and 16-byte aligned batch
+    and head strides. A bias whose strides are not such multiples at plan time (a padding mask
+    [batch, 1, 1, seq] over a dim `seq`, or over 13 keys) is copied, in calls whose strides are
+    not, into scratch as [batch, heads, queries, keys rounded up to 8]: a broadcast axis kept at
+    size 1 with stride 0, the padded keys 0 (the kernel never reads past the keys)."""
+    if ops.bias is None:
+        return 0
+    strides = [Dim.of(s) for s in ops.bias_strides]
+    if strides[3] == Dim.of(1) and all(s.is_static and s.value % FMHA_ALIGN == 0 for s in strides[:3]):
+        return 0
+    ranges = lw.plan.graph.dims
+    rows = 1
+    for size, stride in zip((ops.b, ops.sq), (strides[0], strides[2])):
+        rows *= bounds(Dim.of(size), ranges)[1] if stride != Dim.of(0) else 1
+    heads = lw.node.attrs["num_heads"] if strides[1] != Dim.of(0) else 1
+    keys = -(-bounds(Dim.of(ops.sk), ranges)[1] // FMHA_ALIGN) * FMHA_ALIGN
+    return rows * heads * keys * 2 + 16
+
+
 def tensor_core_attention(lw, ops, context: dict):
     """(template, label, scratch bytes) of the tensor-core kernel for the call, its context added,
     or None where fmha_tiles() refuses it."""
     hd = context["head_dim"]
-    tiles = fmha_tiles(lw, hd, ops.ld, ops.sq, ops.sk, ops.bias, ops.bias_strides)
+    tiles = fmha_tiles(lw, hd, ops.ld, ops.sq, ops.sk)
     if not tiles:
         return None
     hopper = hopper_variants(lw, hd, ops.bias)
+    staging = bias_staging(lw, ops)
     context.update(element=FMHA_ELEMENT[lw.dtype(lw.node.output)], queries=tiles[0],
                    keys=tiles[1], max_k=tiles[2], hopper=hopper)
-    # the Hopper variants keep one row of log-sum-exp at the longest query count
-    scratch = 4 * bounds(Dim.of(ops.sq), lw.plan.graph.dims)[1] if hopper else 0
+    if staging:
+        context.update(stage_bias=True)
+    # the Hopper variants keep one row of log-sum-exp at the longest query count (they take no
+    # bias, so never both)
+    scratch = 4 * bounds(Dim.of(ops.sq), lw.plan.graph.dims)[1] if hopper else staging
     return "cuda/attention_fmha.cu.j2", "fmha", scratch

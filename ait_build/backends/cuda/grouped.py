@@ -95,9 +95,10 @@ def lower_conv2d(engine, lw) -> None:
     template = lw.template("conv2d_grouped")
 
     def make(configs, ladder):
+        shapes = [dict(c.context) for c in configs]
         return make_kernel(label, "conv2d", template, dict(
-            context, configs=tuple(f"{dict(c.context)['mt']}, {dict(c.context)['gpc']}" for c in configs),
-            groups_per_block=tuple(dict(c.context)["gpc"] for c in configs), ladder=tuple(ladder)),
+            context, configs=tuple(f"{s['mt']}, {s['gpc']}" for s in shapes),
+            groups_per_block=tuple(s["gpc"] for s in shapes), ladder=tuple(ladder)),
             params + [("int", "config")])
     found, ladder = candidates(og)
     scalars = list(zip(("N", "H", "W", "C", "HO", "WO", "O"), dims)) + [("G", groups)]
