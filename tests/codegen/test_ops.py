@@ -110,7 +110,8 @@ GROUPS = {
         inputs={"x": {"shape": ["batch", 7, 16]}, "r": {"shape": ["batch", 7, 16]},
                 "kv": {"shape": ["batch", 5, 16]}, "qkv": {"shape": ["batch", 7, 48]},
                 "mask": {"shape": ["batch", 1, 1, 7]}, "full": {"shape": ["batch", 2, 7, 5]},
-                "long": {"shape": ["batch", 3, 37]}, "cols": {"shape": ["batch", 4, 600]}},
+                "long": {"shape": ["batch", 3, 37]}, "cols": {"shape": ["batch", 4, 600]},
+                "windows": {"shape": [2, 2, 7, 7]}},
         graph=[n("ln", "layer_norm", ["x"]), n("ln_res", "layer_norm", ["x", "r"], eps=1e-6),
                n("ln_plain", "layer_norm", ["x"], affine=False),
                n("softmax", "softmax", ["x"]), n("softmax_mid", "softmax", ["x"], axis=1),
@@ -127,9 +128,13 @@ GROUPS = {
                n("mha_cross", "multi_head_attention", ["x", "kv", "kv", "full"], num_heads=2,
                  head_dim=8, scale=0.3),
                n("mha_packed", "multi_head_attention", ["qkv"], num_heads=2, head_dim=8,
-                 packed=True, causal=True)],
+                 packed=True, causal=True),
+               # batch b adds windows[b % 2] (Swin's shifted-window masks)
+               n("mha_windows", "multi_head_attention", ["x", "x", "x", "windows"], num_heads=2,
+                 head_dim=8, bias_period=2)],
         outputs=["ln", "ln_res", "ln_plain", "softmax", "softmax_mid", "softmax_long",
-                 "softmax_long_mid", "softmax_cols_mid", "mha", "mha_cross", "mha_packed"]),
+                 "softmax_long_mid", "softmax_cols_mid", "mha", "mha_cross", "mha_packed",
+                 "mha_windows"]),
     # the ops real model zoos need beyond the seed models: clamps, minimum/maximum, masks built
     # in the model (iota, comparisons, logic, where), fills, rolls, GPT-2's [in, out] linear
     "masks_and_clamps": dict(

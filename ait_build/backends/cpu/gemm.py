@@ -191,6 +191,8 @@ def lower_attention(lw) -> None:
     block = min(lw.at_max(sq) * sk_max, max(32 * sk_max, ATTENTION_SCORE_FLOATS))
     context = dict(has_bias=bias is not None, causal=bool(attrs["causal"]),
                    bias_inner=bias is not None and bias_strides[3] != 0)
+    if attrs.get("bias_period"):
+        context.update(bias_period=attrs["bias_period"])
     params = [("float*", "out"), ("const float*", "q"), ("const float*", "k"), ("const float*", "v")]
     params += [("const float*", "bias")] if bias is not None else []
     params += [("int64_t", p) for p in ("B", "Sq", "Sk", "H", "D", "ldq", "ldk", "ldv")]
