@@ -229,6 +229,51 @@ GROUPS = {
                n("padded16", "multi_head_attention", ["x16", "x16", "x16", "bias16"],
                  num_heads=2, head_dim=64)],
         outputs=["causal", "padded", "causal_padded", "padded16"]),
+    # Swin's window attention as torchvision's import writes it (fuse_attention with
+    # score_layouts.py): 2x2 windows of 7x7 tokens over a 14x14 image, 2 heads of 32, the scores
+    # permuted to [q, k, batch, heads] plus the relative position bias; the shifted block rolls
+    # the image by 3 and adds a per-window mask (bias_period 4); the bias is one weight
+    "window_attention": dict(
+        inputs={"x": {"shape": ["batch", 14, 14, 64]}},
+        graph=[n(f"{p}{name}", op, [f"{p}{i}" if i != "x" else "x" for i in ins], **attrs)
+               for p, shifted in (("plain.", False), ("shifted.", True))
+               for name, op, ins, attrs in [
+                   ("rolled", "roll", ["x"], dict(shifts=[-3, -3] if shifted else [0, 0],
+                                                  dims=[1, 2])),
+                   ("part", "reshape", ["rolled"], dict(shape=["batch", 2, 7, 2, 7, 64])),
+                   ("wins", "permute", ["part"], dict(dims=[0, 1, 3, 2, 4, 5])),
+                   ("tokens", "reshape", ["wins"], dict(shape=[-1, 49, 64])),
+                   ("qkv", "linear", ["tokens"], dict(out_features=192)),
+                   ("split", "reshape", ["qkv"], dict(shape=[0, 49, 3, 2, 32])),
+                   ("q_sel", "slice", ["split"], dict(axis=2, start=0, end=1)),
+                   ("q_h", "reshape", ["q_sel"], dict(shape=[0, 49, 2, 32])),
+                   ("k_sel", "slice", ["split"], dict(axis=2, start=1, end=2)),
+                   ("k_h", "reshape", ["k_sel"], dict(shape=[0, 49, 2, 32])),
+                   ("v_sel", "slice", ["split"], dict(axis=2, start=2, end=3)),
+                   ("v_h", "reshape", ["v_sel"], dict(shape=[0, 49, 2, 32])),
+                   ("q_s", "mul", ["q_h"], dict(scalar=32 ** -0.5)),
+                   ("qp", "permute", ["q_s"], dict(dims=[0, 2, 1, 3])),
+                   ("kp", "permute", ["k_h"], dict(dims=[0, 2, 3, 1])),
+                   ("qk", "matmul", ["qp", "kp"], {}),
+                   ("sc", "permute", ["qk"], dict(dims=[2, 3, 0, 1])),
+                   ("relpos", "parameter", [], dict(shape=[49, 49, 1, 2])),
+                   ("biased", "add", ["sc", "relpos"], {})] + ([
+                       ("split_b", "reshape", ["biased"], dict(shape=[49, 49, "batch", 4, 2])),
+                       ("window_mask", "parameter", [], dict(shape=[49, 49, 1, 4, 1])),
+                       ("masked", "add", ["split_b", "window_mask"], {}),
+                       ("merged", "reshape", ["masked"], dict(shape=[49, 49, -1, 2]))]
+                      if shifted else []) + [
+                   ("probs", "softmax", ["merged" if shifted else "biased"], dict(axis=1)),
+                   ("pb", "permute", ["probs"], dict(dims=[2, 3, 0, 1])),
+                   ("vp", "permute", ["v_h"], dict(dims=[0, 2, 1, 3])),
+                   ("ctx", "matmul", ["pb", "vp"], {}),
+                   ("back", "permute", ["ctx"], dict(dims=[0, 2, 1, 3])),
+                   ("merge", "reshape", ["back"], dict(shape=["batch", 2, 2, 7, 7, 64])),
+                   ("unwins", "permute", ["merge"], dict(dims=[0, 1, 3, 2, 4, 5])),
+                   ("image", "reshape", ["unwins"], dict(shape=["batch", 14, 14, 64])),
+                   ("out", "roll", ["image"], dict(shifts=[3, 3] if shifted else [0, 0],
+                                                   dims=[1, 2]))]],
+        outputs=["plain.out", "shifted.out"]),
     # clamps, minimum/maximum, masks built in the model, fills and rolls (no GEMM: the nvcc
     # test compiles it in seconds); the [in, out] linear is in the gemm group
     "masks_and_clamps": dict(
@@ -271,6 +316,7 @@ GROUPS = {
 # float16 by default)
 GROUPS["grouped_conv_bfloat16"] = dict(GROUPS["grouped_conv"], dtype="bfloat16")
 GROUPS["attention_masks_bfloat16"] = dict(GROUPS["attention_masks"], dtype="bfloat16")
+GROUPS["window_attention_bfloat16"] = dict(GROUPS["window_attention"], dtype="bfloat16")
 
 
 SMALL = ["mlp", "tiny_cnn", "tiny_bert", "tiny_vit"]

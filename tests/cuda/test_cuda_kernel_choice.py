@@ -71,6 +71,21 @@ def test_imported_masks_run_the_tensor_core_kernel(tmp_path, group):
                                      (True, True, True)]
 
 
+def test_swin_window_attention_reads_its_bias_weight_in_place(tmp_path):
+    """Both window attentions run example 41 with the relative position bias (and the shifted
+    block's per-window mask) as one weight with keys padded to 56; the shifted one's batch b
+    reads the bias of window b % 4."""
+    emission = emit(op_spec("window_attention"), find_target("h200"), str(tmp_path))
+    model = open(os.path.join(str(tmp_path), "src", "model.cpp")).read()
+    calls = re.findall(r"(fmha_\w+)\(cx, [^;]*, 0\.176776692f, (\d+), 2744, 56, 1\)", model)
+    assert [bs0 for _, bs0 in calls] == ["0", "5488"]  # [1, 2, 49, 56] and [4, 2, 49, 56]
+    srcs = {os.path.basename(k): open(os.path.join(str(tmp_path), k)).read()
+            for k in emission.kernel_sources}
+    plain, shifted = (srcs[f"{name}.cu"] for name, _ in calls)
+    assert "periodic_bias_kernel" not in plain and "stage_bias" not in plain
+    assert "p.attn_bias_ptr += (blockIdx.z % 4) * period_stride;" in shifted
+
+
 def test_hopper_attention_only_on_fmha_sm90_targets(tmp_path):
     h200 = kernels(spec_path("bert_base"), "h200", tmp_path / "h")
     a100 = kernels(spec_path("bert_base"), "a100", tmp_path / "a")
