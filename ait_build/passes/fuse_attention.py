@@ -379,10 +379,14 @@ def run(graph: Graph, target) -> str:
         graph.nodes[at:at + 1] = before + [node] + after
         remove_nodes(graph, replaced[:-1])
         fused += 1
-    # weights summed into a new bias (score_layouts.bias) are read no more
-    uses = Uses(graph)
-    remove_nodes(graph, [n for n in graph.nodes if n.op == "parameter" and not uses.of(n.output)
-                         and n.output not in uses.outputs])
+    # what was summed into a new bias (score_layouts.bias) is read no more (the graph had no
+    # dead nodes before this pass: eliminate_dead_code runs first)
+    while True:
+        uses = Uses(graph)
+        dead = [n for n in graph.nodes if not any(uses.of(t) or t in uses.outputs for t in n.outputs)]
+        if not dead:
+            break
+        remove_nodes(graph, dead)
     packed = 0
     for attn in [n for n in graph.nodes if n.op == "multi_head_attention" and not n.attrs["packed"]]:
         replaced = pack_qkv(graph, Uses(graph), attn, names)

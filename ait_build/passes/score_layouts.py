@@ -12,8 +12,8 @@ over the keys axis and permutes back for p v:
 `permuted_scores` follows such a chain, naming every axis of every tensor on it (`b`, `h`, `q`,
 `k`, and `images` x `windows` while the batch is split), and `bias` turns the added tensors into
 one bias in the attention's own layout: `[windows, heads, queries, keys]` read with
-`bias_period = windows` when a term is per window, else `[1 or batch, heads or 1, ...]`. Terms that
-are weights (Swin's both are) are summed into one new weight at build time; others (of the
+`bias_period = windows` when a term is per window, else `[1 or batch, heads or 1, ...]`. Terms
+computed from weights alone (Swin's both are) are summed into one new weight at build time; others (of the
 scores' rank, where the batch is not split) get a permute (and adds) in the graph.
 """
 
@@ -25,7 +25,8 @@ import numpy as np
 
 from ait_build.ir.dims import Dim
 from ait_build.ir.graph import Graph, Node
-from ait_build.passes.rewrite import Uses, add_weight, free_name, infer, new_value, permute_dims
+from ait_build.passes.rewrite import (Uses, add_weight, free_name, infer, new_value, permute_dims,
+                                      run_node)
 
 CANONICAL = ["b", "h", "q", "k"]
 SPLIT = ["images", "windows"]
@@ -138,9 +139,20 @@ def _period(graph: Graph, terms: list) -> int | None:
     return period
 
 
-def _weight_value(graph: Graph, uses: Uses, tensor: str):
-    node = uses.made_by(tensor, "parameter")
-    return graph.weights.get(node.weights["value"]) if node is not None else None
+def _build_time_value(graph: Graph, uses: Uses, tensor: str):
+    """The value of a tensor computed from weights alone (Swin's relative position bias is a
+    gather from its table, which constant folding leaves alone for growing 4-7 times), or None."""
+    node = uses.made_by(tensor)
+    if node is None or len(node.outputs) != 1:
+        return None
+    if node.op == "parameter":
+        return graph.weights.get(node.weights["value"])
+    if not all(d.is_static for d in graph.tensors[tensor].shape):
+        return None
+    inputs = [_build_time_value(graph, uses, t) for t in node.inputs]
+    if not inputs or any(v is None for v in inputs):
+        return None
+    return run_node(graph, node, inputs)[0]
 
 
 def bias(graph: Graph, uses: Uses, names: set, terms: list, like: Node) -> tuple | None:
@@ -150,7 +162,7 @@ def bias(graph: Graph, uses: Uses, names: set, terms: list, like: Node) -> tuple
     period = _period(graph, terms)
     if period is None:
         return None
-    values = [_weight_value(graph, uses, t) for t, _ in terms]
+    values = [_build_time_value(graph, uses, t) for t, _ in terms]
     if all(v is not None for v in values):
         total = None
         for (tensor, labels), value in zip(terms, values):

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from ait_build.passes import fuse_attention
@@ -140,7 +141,7 @@ def test_nan_guard_stays_when_the_mask_can_be_infinite():
     assert summary == "" and "softmax" in ops(after)
 
 
-def swin_windows(shifted: bool) -> str:
+def swin_windows(shifted: bool, gathered: bool = False) -> str:
     """torchvision's Swin window attention as the importer writes it (2x2 windows of 4x4 tokens,
     2 heads of 8): scores permuted to [q, k, batch, heads], the relative position bias added
     there, and (shifted) the batch split into images x windows for the per-window mask."""
@@ -149,6 +150,12 @@ def swin_windows(shifted: bool) -> str:
         - {name: window_mask, op: parameter, shape: [16, 16, 1, 4, 1]}
         - {name: masked, op: add, inputs: [split_b, window_mask]}
         - {name: merged, op: reshape, shape: [16, 16, -1, 2]}""" if shifted else ""
+    # torchvision's relative position bias: a gather from a table (constant folding leaves it)
+    relpos = """- {name: table, op: parameter, shape: [31, 2]}
+        - {name: index, op: parameter, shape: [256], dtype: int64}
+        - {name: rows, op: gather, inputs: [table, index], axis: 0}
+        - {name: relpos, op: reshape, shape: [16, 16, 1, 2]}""" if gathered else \
+        "- {name: relpos, op: parameter, shape: [16, 16, 1, 2]}"
     return f"""
         - {{name: part, op: reshape, inputs: [x], shape: [batch, 2, 4, 2, 4, 16]}}
         - {{name: wins, op: permute, dims: [0, 1, 3, 2, 4, 5]}}
@@ -166,7 +173,7 @@ def swin_windows(shifted: bool) -> str:
         - {{name: kp, op: permute, inputs: [k_h], dims: [0, 2, 3, 1]}}
         - {{name: qk, op: matmul, inputs: [qp, kp]}}
         - {{name: sc, op: permute, dims: [2, 3, 0, 1]}}
-        - {{name: relpos, op: parameter, shape: [16, 16, 1, 2]}}
+        {relpos}
         - {{name: biased, op: add, inputs: [sc, relpos]}}{mask}
         - {{name: probs, op: softmax, axis: 1}}
         - {{name: pb, op: permute, dims: [2, 3, 0, 1]}}
@@ -177,9 +184,12 @@ def swin_windows(shifted: bool) -> str:
         """
 
 
-@pytest.mark.parametrize("shifted", [False, True])
-def test_swin_window_attention_becomes_one_packed_attention(shifted):
-    g = model(swin_windows(shifted), "{x: {shape: [batch, 8, 8, 16]}}", "[out]")
+@pytest.mark.parametrize("shifted, gathered", [(False, False), (True, False), (True, True)])
+def test_swin_window_attention_becomes_one_packed_attention(shifted, gathered):
+    g = model(swin_windows(shifted, gathered), "{x: {shape: [batch, 8, 8, 16]}}", "[out]")
+    if gathered:
+        index = next(n for n in g.nodes if n.name == "index")
+        g.weights.set(index.weights["value"], np.arange(256) * 7 % 31)
     after, summary = check_pass(g, fuse_attention.run, dims={"batch": 3})
     assert summary == "1 attention patterns fused"
     assert ops(after) == ["reshape", "permute", "reshape", "linear", "parameter",
