@@ -17,7 +17,7 @@ from ait_build.passes import optimize as run_passes
 from ait_build.profile.store import load_profile
 from ait_build.spec.model import load_model
 from ait_build.spec.target import find_target
-from ait_build.toolchain import toolchain_for
+from ait_build.backends.toolchain import toolchain_for
 
 
 def resolve_target(target):

@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from ait_build import __version__
-from ait_build.build_cli import relayed_error
-from ait_build.cli import build_parser, main
+from ait_build.cli.build import relayed_error
+from ait_build.cli.main import build_parser, main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -69,7 +69,7 @@ def test_input_errors_exit_1_internal_errors_3(tmp_path, capsys, monkeypatch):
     def broken(args):
         raise KeyError("oops")
 
-    monkeypatch.setattr("ait_build.cli.cmd_check", broken)
+    monkeypatch.setattr("ait_build.cli.main.cmd_check", broken)
     assert main(["check", "x.yaml"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("internal error: KeyError: 'oops'") and "please report it" in err

@@ -20,9 +20,9 @@ pytest.importorskip("transformers")
 import torch_models  # noqa: E402  (tests/ is on sys.path; needs torch)
 
 from ait_build.ir.graph import WEIGHT  # noqa: E402
-from ait_build.reference import run_reference  # noqa: E402
+from ait_build.ops.reference import run_reference  # noqa: E402
 from ait_build.spec.model import load_model  # noqa: E402
-from ait_build.weights import save_safetensors  # noqa: E402
+from ait_build.ir.weights import save_safetensors  # noqa: E402
 
 pytestmark = pytest.mark.torch
 SPECS = Path(__file__).resolve().parents[1] / "specs"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 import tomllib
 
-from ait_build.cli import main
-from ait_build.project_cli import INIT_FILES
+from ait_build.cli.main import main
+from ait_build.cli.project import INIT_FILES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ait_build.ir.graph import WEIGHT
-from ait_build.reference import random_inputs, run_reference
+from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
 SPECS = Path(__file__).resolve().parents[1] / "specs"

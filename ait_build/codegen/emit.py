@@ -28,7 +28,7 @@ from ait_build import __version__
 from ait_build.codegen import weights_file
 from ait_build.codegen.plan import ModelPlan, weight_arrays
 from ait_build.codegen.render import c_comment, render, template_deps
-from ait_build.digest import json_sha256
+from ait_build.codegen.digest import json_sha256
 from ait_build.errors import AitError
 
 MODEL_SOURCE = "src/model.cpp"

@@ -32,7 +32,7 @@ def _common(p) -> None:
 
 
 def register(sub) -> None:
-    from ait_build.cli import add_command
+    from ait_build.cli.main import add_command
     p = add_command(
         sub, "import", "write a spec and its weights from a PyTorch or ONNX model",
         "Translate a PyTorch module (through torch.export) or an ONNX file into a model spec "

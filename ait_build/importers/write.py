@@ -14,7 +14,7 @@ import yaml
 
 from ait_build.importers.blocks import BlockPlan, fold_blocks
 from ait_build.importers.graph import ImportGraph
-from ait_build.weights import save_safetensors
+from ait_build.ir.weights import save_safetensors
 
 
 def entry_text(entry: dict) -> str:

@@ -22,9 +22,9 @@ from ait_build.errors import AitError
 
 
 def setup(arguments: dict) -> None:
-    from ait_build.build_lock import hold_build_lock
-    from ait_build.scons import Options, base_env, target_env, toolchain_value
-    from ait_build.scons_progress import Progress
+    from ait_build.build.lock import hold_build_lock
+    from ait_build.build.scons import Options, base_env, target_env, toolchain_value
+    from ait_build.build.progress import Progress
     from ait_build.spec.target import load_target
     root = Dir("#").abspath
     try:

@@ -42,7 +42,7 @@ def requested_dims(args) -> dict:
 
 def gather_jobs(specs: list, target, given: dict, echo) -> list:
     """The specs' jobs, merged by kernel group (the same kernel in several specs is one job)."""
-    from ait_build.build_cli import resolve_spec
+    from ait_build.cli.build import resolve_spec
     from ait_build.pipeline import build_plan
     from ait_build.profile.jobs import collect, dim_points
     merged: dict = {}
@@ -117,7 +117,7 @@ def cmd_profile(args) -> int:
     from ait_build.profile.report import choose, summary_lines
     from ait_build.profile.store import read_entries, write_profile
     from ait_build.spec.target import find_target
-    from ait_build.build_cli import project_root
+    from ait_build.cli.build import project_root
     root = project_root()
     target = find_target(args.target, os.path.join(root, "targets"))
     if not get_backend(target.backend).profile_driver:
@@ -186,8 +186,8 @@ def warn_other_device(target, device: dict, echo) -> None:
 
 
 def register(sub) -> None:
-    from ait_build.cli import add_command
-    from ait_build.cli_args import positive_int
+    from ait_build.cli.main import add_command
+    from ait_build.cli.args import positive_int
     p = add_command(
         sub, "profile", "time every candidate GEMM/conv configuration on the GPU and write the "
         "winners to the target's profile (profiles/<target>.yaml)",

@@ -10,7 +10,7 @@ from ait_build.ir.dims import DimRange
 from ait_build.spec.fields import check_keys, expect_map, get
 from ait_build.spec.names import check_identifier
 from ait_build.spec.yamlfile import YMap, where
-from ait_build.weights import WeightStore
+from ait_build.ir.weights import WeightStore
 
 MAX_DIM = 2**31 - 1
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ait_build.backends import backend_names, get_backend
 from ait_build.errors import AitError, SpecError, did_you_mean
 from ait_build.ir.dtypes import ALL_DTYPES
-from ait_build.resources import data_dir, project_targets
+from ait_build.ir.resources import data_dir, project_targets
 from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
 from ait_build.spec.yamlfile import load_yaml, where
 

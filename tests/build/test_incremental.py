@@ -92,7 +92,7 @@ def test_template_edit_rebuilds_only_kernels_rendered_from_it(fresh):
 def test_template_reached_through_include_is_a_dependency(fresh):
     """Editing a template that others include or import regenerates (the .j2 scanner finds it
     even where the code generator lists only the templates it renders directly)."""
-    from ait_build.scons import JINJA_REF
+    from ait_build.build.scons import JINJA_REF
     emission = fresh.plan()
     used = {t for deps in emission.template_deps.values() for t in deps}
     referenced = set()

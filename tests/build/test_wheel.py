@@ -25,7 +25,7 @@ def venv(tmp_path_factory) -> dict:
 
 
 def test_the_package_comes_from_the_wheel(venv, tmp_path):
-    out = run(["python", "-c", "import ait_build, ait_build.resources as r; "
+    out = run(["python", "-c", "import ait_build, ait_build.ir.resources as r; "
                "print(ait_build.__file__); print(r.data_dir('templates'))"],
               cwd=str(tmp_path), env=venv).stdout.split()
     site = os.path.join(venv["VIRTUAL_ENV"], "lib")

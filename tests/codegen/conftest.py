@@ -1,4 +1,4 @@
-"""Helpers for the codegen tests: emit a spec, compile it with toolchain.py's command lines (plain
+"""Helpers for the codegen tests: emit a spec, compile it with backends/toolchain.py's command lines (plain
 subprocesses, both cores), load the library with ctypes and run it.
 
 Objects are cached for the session by the hash of everything that goes into them (source,
@@ -20,7 +20,7 @@ import yaml
 from ait_build.pipeline import emit
 from ait_build.ir.dtypes import NUMPY
 from ait_build.spec.target import find_target
-from ait_build.toolchain import toolchain_for
+from ait_build.backends.toolchain import toolchain_for
 
 JOBS = max(2, os.cpu_count() or 2)
 _OBJECTS: dict = {}  # content hash -> cached object path

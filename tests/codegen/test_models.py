@@ -11,7 +11,7 @@ import os
 import numpy as np
 import pytest
 
-from ait_build.reference import random_inputs, run_reference
+from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
 from .conftest import tolerance, write_spec

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ait_build.reference import random_inputs, run_reference
+from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
 from .conftest import tolerance, write_spec
@@ -177,6 +177,27 @@ GROUPS = {
                  "either", "neither", "where", "where_b", "fill", "fill_i", "fill_b", "iota",
                  "iota_mid", "iota_i32", "causal_bias", "roll", "roll_one", "roll_img",
                  "linear_in_out"]),
+    # the epilogue activations beyond the unary ops: relu6, the importers' hardsigmoid and
+    # hardtanh with its bounds (one side open too), on a GEMM, an im2col conv, a pointwise conv
+    # with a residual and a depthwise conv; inputs scaled so that every bound is reached
+    "epilogue_activations": dict(
+        inputs={"x": {"shape": ["batch", 5, 16]}, "img": {"shape": ["batch", 6, 6, 8]},
+                "res": {"shape": ["batch", 6, 6, 8]}},
+        graph=[n("x4", "mul", ["x"], scalar=4.0), n("img4", "mul", ["img"], scalar=4.0),
+               n("lin_relu6", "linear", ["x4"], out_features=12, activation="relu6"),
+               n("lin_hsig", "linear", ["x4"], out_features=12, activation="hardsigmoid"),
+               n("lin_htanh", "linear", ["x4"], out_features=12, activation="hardtanh",
+                 hardtanh_min=-0.5, hardtanh_max=2.0),
+               n("mm_open", "matmul", ["x4", "x4"], transpose_b=True, activation="hardtanh",
+                 hardtanh_min=float("-inf"), hardtanh_max=0.25),
+               n("c3_relu6", "conv2d", ["img4"], out_channels=8, kernel=3, padding=1,
+                 activation="relu6"),
+               n("c1_hsig", "conv2d", ["img4", "res"], out_channels=8, kernel=1,
+                 activation="hardsigmoid"),
+               n("dw_htanh", "conv2d", ["img4"], out_channels=8, kernel=3, groups=8, padding=1,
+                 activation="hardtanh", hardtanh_min=-1.5, hardtanh_max=1.0)],
+        outputs=["lin_relu6", "lin_hsig", "lin_htanh", "mm_open", "c3_relu6", "c1_hsig",
+                 "dw_htanh"]),
     "lookup": dict(
         inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
                 "ids32": {"shape": ["batch", 3], "dtype": "int32"},
@@ -233,7 +254,7 @@ def test_pinned_blas_targets_match_reference(tmp_path, object_cache, blas, group
     from ait_build.errors import AitError
     from ait_build.pipeline import emit
     from ait_build.spec.target import find_target
-    from ait_build.toolchain import toolchain_for
+    from ait_build.backends.toolchain import toolchain_for
 
     from .conftest import CModel, build_library
     if blas == "mkl":

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from ait_build.codegen.render import render
-from ait_build.reference import random_inputs, run_reference
+from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
 from .conftest import cpu_flags, tolerance, write_spec
@@ -188,7 +188,7 @@ def linears(request, tmp_path_factory, object_cache):
         mkl_or_skip()
     from ait_build.pipeline import emit
     from ait_build.spec.target import find_target
-    from ait_build.toolchain import toolchain_for
+    from ait_build.backends.toolchain import toolchain_for
 
     from .conftest import build_library
     d = tmp_path_factory.mktemp("packed_model")

@@ -13,7 +13,7 @@ from ait_build import __version__
 from ait_build.errors import AitError
 from ait_build.pipeline import emit
 from ait_build.spec.target import find_target, load_target
-from ait_build.toolchain import (compiler_version, header_version, host_compiler, toolchain_for,
+from ait_build.backends.toolchain import (compiler_version, header_version, host_compiler, toolchain_for,
                                  version_key)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

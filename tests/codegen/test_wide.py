@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from ait_build.reference import random_inputs, run_reference
+from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
 from .conftest import cpu_flags, tolerance, write_spec

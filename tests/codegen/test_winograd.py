@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ait_build.backends.cpu import winograd
-from ait_build.reference import random_inputs, run_reference
+from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
 from .conftest import tolerance, write_spec
@@ -183,7 +183,7 @@ def test_mkl_target_matches_reference(tmp_path, object_cache):
     from ait_build.errors import AitError
     from ait_build.pipeline import emit
     from ait_build.spec.target import find_target
-    from ait_build.toolchain import toolchain_for
+    from ait_build.backends.toolchain import toolchain_for
 
     from .conftest import CModel, build_library
     try:

@@ -19,9 +19,9 @@ import numpy as np
 import yaml
 
 from ait_build.pipeline import emit
-from ait_build.digest import record_digest
+from ait_build.codegen.digest import record_digest
 from ait_build.spec.target import find_target
-from ait_build.toolchain import toolchain_for
+from ait_build.backends.toolchain import toolchain_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TARGETS = ["h200", "a100"]  # the cuda targets the GPU tests build and run (a100: PTX on Hopper)
@@ -33,7 +33,7 @@ def spec_path(name: str) -> str:
 
 def fp16_spec(name: str) -> str:
     """specs/<name>.yaml computing in float16 (bench's variant under build/specs/)."""
-    from ait_build.bench import dtype_variant
+    from ait_build.bench.run import dtype_variant
     return dtype_variant(spec_path(name), "float16", ROOT)
 
 
@@ -44,7 +44,7 @@ def bf16_spec(name: str) -> str:
     attention scores (a dtype error). Such a spec gets a variant of its own,
     <name>_bfloat16_mask, whose casts to float32 produce bfloat16, as transformers casts the
     extended attention mask to the model's dtype."""
-    from ait_build.bench import dtype_variant
+    from ait_build.bench.run import dtype_variant
     from ait_build.codegen.emit import write_if_changed
     path = dtype_variant(spec_path(name), "bfloat16", ROOT)
     with open(path, encoding="utf-8") as fh:
@@ -144,7 +144,7 @@ _BUILT: dict = {}
 def built(spec: str, target: str):
     """(Model, graph) for a spec built with SCons (objects shared through a CacheDir); one Model
     per (spec, target) for the whole session, whichever test module asks first."""
-    from ait_build.build_cli import build
+    from ait_build.cli.build import build
     from ait_build.runtime import Model
     from ait_build.spec.model import load_model
     key = (spec, target)
@@ -173,6 +173,18 @@ def errors(got: np.ndarray, ref: np.ndarray) -> dict:
             "rel_l2": float(np.linalg.norm(diff) / max(np.linalg.norm(ref), 1e-30))}
 
 
+def op_tolerance(dtype: str, scale: float, single_op: bool = True) -> dict:
+    """assert_allclose's rtol and atol for an output of `dtype` whose largest magnitude is
+    `scale` (test_gpu_numerics' docstring says why): a few roundings of the output's precision
+    for one op of a 16-bit model (bfloat16: 8x float16's, its unit roundoff ratio), float32
+    outputs of 16-bit ops (casts) a little looser than float32 models."""
+    if dtype == "float32":
+        return dict(rtol=1e-4, atol=2e-5 * max(scale, 1.0)) if not single_op else \
+            dict(rtol=1e-3, atol=1e-4 * max(scale, 1.0))
+    ratio = 8 if dtype == "bfloat16" else 1
+    return dict(rtol=4e-3 * ratio, atol=1e-3 * ratio * max(scale, 1.0))
+
+
 def report(**row) -> None:
     """Appends one measured error (a JSON line) to $AIT_GPU_REPORT, when set."""
     path = os.environ.get("AIT_GPU_REPORT")
@@ -185,7 +197,7 @@ def check_whole_model(spec: str, target: str, dims: dict | None, seed: int, boun
                       case: str) -> None:
     """A 16-bit model against the reference executor: finite outputs, relative L2 error under
     `bound`; every output's errors are reported."""
-    from ait_build.reference import random_inputs, run_reference
+    from ait_build.ops.reference import random_inputs, run_reference
     model, graph = built(spec, target)
     env = {d: r.opt for d, r in graph.dims.items()} if dims is None else dims
     inputs = random_inputs(graph, env, seed=seed)

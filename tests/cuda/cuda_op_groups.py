@@ -302,6 +302,96 @@ GROUPS = {
         outputs=["sqrt", "exp", "erf", "clamp", "clamp_i", "relu6", "hardtanh", "minimum", "maximum", "maximum_s",
                  "less", "ge", "eq_i", "ne", "both", "either", "neither", "where", "fill",
                  "fill_b", "iota", "iota_mid", "roll", "roll_img"]),
+    # the epilogue activations beyond the unary ops (relu6, the importers' hardsigmoid, hardtanh
+    # with its bounds, one side open too) on CUTLASS GEMMs and convs and on the own fallbacks
+    # (odd K: gemm_simple; 3 channels: conv2d_direct); inputs scaled so every bound is reached
+    "epilogue_activations": dict(
+        inputs={"x": {"shape": ["batch", 6, 16]}, "x7": {"shape": ["batch", 6, 7]},
+                "img": {"shape": ["batch", 9, 9, 8]}, "res": {"shape": ["batch", 9, 9, 16]},
+                "img3": {"shape": ["batch", 9, 9, 3]}},
+        graph=[n("x4", "mul", ["x"], scalar=4.0), n("img4", "mul", ["img"], scalar=4.0),
+               n("lin_relu6", "linear", ["x4"], out_features=24, activation="relu6"),
+               n("lin_hsig", "linear", ["x4"], out_features=24, activation="hardsigmoid"),
+               n("lin_htanh", "linear", ["x4"], out_features=24, activation="hardtanh",
+                 hardtanh_min=-0.5, hardtanh_max=2.0),
+               n("mm_open", "matmul", ["x4", "x4"], transpose_b=True, activation="hardtanh",
+                 hardtanh_min=float("-inf"), hardtanh_max=0.25),
+               n("lin_k7", "linear", ["x7"], out_features=8, activation="hardsigmoid"),
+               n("c3_relu6", "conv2d", ["img4"], out_channels=16, kernel=3, padding=1,
+                 activation="relu6"),
+               n("c1_hsig", "conv2d", ["img4", "res"], out_channels=16, kernel=1,
+                 activation="hardsigmoid"),
+               n("c_odd", "conv2d", ["img3"], out_channels=6, kernel=3, padding=1,
+                 activation="hardtanh", hardtanh_min=-0.5, hardtanh_max=0.5)],
+        outputs=["lin_relu6", "lin_hsig", "lin_htanh", "mm_open", "lin_k7", "c3_relu6",
+                 "c1_hsig", "c_odd"]),
+    # depthwise convs (depthwise_conv2d.cu.j2): 3x3, 5x5 and 7x7 windows, strides 1 and 2,
+    # dilation 2; channels in 16-byte vectors (16, 24, 32), in 4 (12) and in none (5);
+    # widths that the strips divide (12 -> 6) and do not (13); bias, residual and activations;
+    # a wide image ("f") whose inner strips read no padding (the kernel's unchecked loads)
+    "depthwise": dict(
+        inputs={"a": {"shape": ["batch", 13, 13, 16]}, "b": {"shape": ["batch", 12, 12, 24]},
+                "c": {"shape": ["batch", 12, 12, 32]}, "d": {"shape": ["batch", 9, 11, 12]},
+                "e": {"shape": ["batch", 7, 9, 5]}, "ra": {"shape": ["batch", 13, 13, 16]},
+                "rc": {"shape": ["batch", 12, 12, 32]}, "f": {"shape": ["batch", 8, 40, 24]}},
+        graph=[n("dw3", "conv2d", ["a"], out_channels=16, kernel=3, groups=16, padding=1,
+                 activation="relu6"),
+               n("dw3_s2", "conv2d", ["a"], out_channels=16, kernel=3, groups=16, stride=2,
+                 padding=1, bias=False),
+               n("dw3_res", "conv2d", ["a", "ra"], out_channels=16, kernel=3, groups=16,
+                 padding=1, activation="hardsigmoid"),
+               n("dw3_d2", "conv2d", ["a"], out_channels=16, kernel=3, groups=16, padding=2,
+                 dilation=2, activation="silu"),
+               n("dw5", "conv2d", ["b"], out_channels=24, kernel=5, groups=24, padding=2,
+                 activation="silu"),
+               n("dw5_s2", "conv2d", ["b"], out_channels=24, kernel=5, groups=24, stride=2,
+                 padding=2, activation="hardswish"),
+               n("dw7_res", "conv2d", ["c", "rc"], out_channels=32, kernel=7, groups=32,
+                 padding=3, activation="gelu"),
+               n("dw7_s2", "conv2d", ["c"], out_channels=32, kernel=7, groups=32, stride=2,
+                 padding=3),
+               n("dw3_c12", "conv2d", ["d"], out_channels=12, kernel=3, groups=12, padding=1,
+                 activation="relu"),
+               n("dw3_c5", "conv2d", ["e"], out_channels=5, kernel=[3, 5], groups=5,
+                 padding=[1, 2], activation="hardtanh", hardtanh_min=-0.5, hardtanh_max=0.5),
+               n("dw3_wide", "conv2d", ["f"], out_channels=24, kernel=3, groups=24, padding=1),
+               n("dw5_wide_s2", "conv2d", ["f"], out_channels=24, kernel=5, groups=24,
+                 stride=2, padding=2, activation="silu")],
+        outputs=["dw3", "dw3_s2", "dw3_res", "dw3_d2", "dw5", "dw5_s2", "dw7_res", "dw7_s2",
+                 "dw3_c12", "dw3_c5", "dw3_wide", "dw5_wide_s2"]),
+    # global average pools (global_avg_pool.cu.j2: 16-byte vectors over 64 and 16 channels,
+    # single channels over 12; 49 to 1600 pixels) and squeeze-excitation's channel scale
+    # (channel_scale.cu.j2: per image, shared by every image, either operand first; 12
+    # channels take single channels); no GEMM, so the host-emulation test runs it too
+    "pools_and_scales": dict(
+        inputs={"img": {"shape": ["batch", 14, 14, 64]}, "odd": {"shape": ["batch", 9, 9, 12]},
+                "big": {"shape": ["batch", 40, 40, 16]}, "small": {"shape": ["batch", 7, 7, 64]},
+                "gate": {"shape": ["batch", 1, 1, 64]}, "shared": {"shape": [1, 1, 1, 64]},
+                "gate12": {"shape": ["batch", 1, 1, 12]}},
+        graph=[n("gap", "global_avg_pool", ["img"], keepdims=True),
+               n("gap_odd", "global_avg_pool", ["odd"]), n("gap_big", "global_avg_pool", ["big"]),
+               n("gap_small", "global_avg_pool", ["small"]),
+               n("scaled", "mul", ["img", "gate"]), n("scaled_first", "mul", ["gate", "img"]),
+               n("scaled_shared", "mul", ["img", "shared"]),
+               n("scaled_odd", "mul", ["odd", "gate12"])],
+        outputs=["gap", "gap_odd", "gap_big", "gap_small", "scaled", "scaled_first",
+                 "scaled_shared", "scaled_odd"]),
+    # squeeze-excitation blocks as the importers write them: MobileNetV3's (relu, then the
+    # add 3 -> relu6 -> div 6 hardsigmoid the epilogue takes) and EfficientNet's (silu, sigmoid)
+    "squeeze_excitation": dict(
+        inputs={"x": {"shape": ["batch", 14, 14, 64]}},
+        graph=[n("pool", "global_avg_pool", ["x"], keepdims=True),
+               n("fc1", "conv2d", ["pool"], out_channels=16, kernel=1),
+               n("fc1_act", "relu", ["fc1"]),
+               n("fc2", "conv2d", ["fc1_act"], out_channels=64, kernel=1),
+               n("shifted", "add", ["fc2"], scalar=3.0), n("clipped", "relu6", ["shifted"]),
+               n("hsig", "div", ["clipped"], scalar=6.0),
+               n("mnv3", "mul", ["hsig", "x"]),
+               n("e_fc1", "conv2d", ["pool"], out_channels=16, kernel=1, activation="silu"),
+               n("e_fc2", "conv2d", ["e_fc1"], out_channels=64, kernel=1),
+               n("e_gate", "sigmoid", ["e_fc2"]),
+               n("effnet", "mul", ["x", "e_gate"])],
+        outputs=["mnv3", "effnet"]),
     "lookup": dict(
         inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
                 "ids32": {"shape": ["batch", 3], "dtype": "int32"},
@@ -319,6 +409,14 @@ GROUPS["attention_masks_bfloat16"] = dict(GROUPS["attention_masks"], dtype="bflo
 GROUPS["window_attention_bfloat16"] = dict(GROUPS["window_attention"], dtype="bfloat16")
 
 
+# the bandwidth-bound families (depthwise convs, pools, squeeze-excitation) and the epilogue
+# activations: their groups above run in float16 on both targets; test_gpu_families.py runs
+# their own kernels in these other dtypes on h200 (the epilogue functors compute in float32
+# whatever the storage: the bfloat16 small specs cover CUTLASS's bfloat16 epilogues)
+FAMILY_GROUPS = ["depthwise", "pools_and_scales", "squeeze_excitation", "epilogue_activations"]
+FAMILY_VARIANTS = [("depthwise", "bfloat16"), ("depthwise", "float32"),
+                   ("pools_and_scales", "bfloat16")]
+
 SMALL = ["mlp", "tiny_cnn", "tiny_bert", "tiny_vit"]
 FP16_SMALL = ["tiny_cnn", "tiny_vit"]  # tiny_bert casts its mask to float32 explicitly
 SEEDS = {"resnet50": {"batch": 1}, "bert_base": {"batch": 1, "seq": 128}, "vit_b16": {"batch": 1}}
@@ -329,23 +427,34 @@ BF16_SMALL = ["mlp", "tiny_cnn", "tiny_bert", "tiny_vit"]
 BF16_SEEDS = {"vit_b16": {"batch": 1}}
 
 
-def op_spec(group: str) -> str:
-    """build/specs/cuda_ops_<group>.yaml (rewritten only when its text changes)."""
+def op_spec(group: str, dtype: str = "float16") -> str:
+    """build/specs/cuda_ops_<group>.yaml (rewritten only when its text changes); another dtype
+    than float16 is cuda_ops_<group>_<dtype>.yaml."""
     from ait_build.codegen.emit import write_if_changed
     g = GROUPS[group]
-    doc = {"apiVersion": "ait-build/v1", "kind": "Model", "name": f"cuda_ops_{group}",
-           "dtype": g.get("dtype", "float16"), "dims": B, "inputs": g["inputs"],
+    dtype = g.get("dtype", dtype)  # a group of its own dtype (grouped_conv_bfloat16) keeps its name
+    name = f"cuda_ops_{group}" + ("" if dtype == "float16" or "dtype" in g else f"_{dtype}")
+    doc = {"apiVersion": "ait-build/v1", "kind": "Model", "name": name,
+           "dtype": dtype, "dims": B, "inputs": g["inputs"],
            "weights": {"random": {"seed": 0}}, "graph": g["graph"], "outputs": g["outputs"]}
-    path = os.path.join(ROOT, "build", "specs", f"cuda_ops_{group}.yaml")
+    path = os.path.join(ROOT, "build", "specs", f"{name}.yaml")
     write_if_changed(path, yaml.safe_dump(doc, sort_keys=False).encode())
     return path
+
+
+def family_specs() -> list:
+    """The specs of the bandwidth-bound families' tests (test_gpu_families.py and their float16
+    groups in test_gpu_numerics), for a session that runs only those."""
+    return [op_spec(g) for g in FAMILY_GROUPS] + [op_spec(g, d) for g, d in FAMILY_VARIANTS]
 
 
 def all_specs() -> list:
     return ([op_spec(g) for g in sorted(GROUPS)] + [spec_path(s) for s in SMALL]
             + [fp16_spec(s) for s in FP16_SMALL] + [spec_path(s) for s in sorted(SEEDS)]
-            + [bf16_spec(s) for s in BF16_SMALL + sorted(BF16_SEEDS)])
+            + [bf16_spec(s) for s in BF16_SMALL + sorted(BF16_SEEDS)]
+            + [op_spec(g, d) for g, d in FAMILY_VARIANTS])
 
 
-if __name__ == "__main__":
-    print(",".join(all_specs()))
+if __name__ == "__main__":  # `families`: family_specs() alone
+    import sys
+    print(",".join(family_specs() if sys.argv[1:] == ["families"] else all_specs()))

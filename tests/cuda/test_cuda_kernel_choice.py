@@ -209,7 +209,7 @@ def test_float16_accumulation_leaves_other_dtypes_alone(tmp_path, spec):
 
 
 def test_hopper_attention_picks_its_variant_per_call(tmp_path):
-    """head_dim 64 holds two example-88 variants (bench/results/h200_fmha_variants.jsonl): the
+    """head_dim 64 holds two example-88 variants (docs/cuda.md, "Attention"): the
     ping-pong 128x64 kernel up to 1024 keys, the cooperative 128x128 one beyond; any query count
     goes (ViT's 197: no multiple-of-8 rule), and can_implement's is not consulted."""
     srcs = kernels(spec_path("vit_b16"), "h200", tmp_path)

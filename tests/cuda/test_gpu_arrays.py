@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from ait_build.reference import random_inputs, run_reference
+from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.runtime import cuda
 
 from cuda_helpers import built, spec_path

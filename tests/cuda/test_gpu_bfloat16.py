@@ -57,7 +57,7 @@ def test_numpy_bfloat16_in_and_out():
     ml_dtypes.bfloat16 arrays, bit-equal to the same run on CUDA tensors."""
     import ml_dtypes
     import numpy as np
-    from ait_build.reference import random_inputs
+    from ait_build.ops.reference import random_inputs
     model, graph = built(bf16_spec("mlp"), TARGETS[0])
     inputs = random_inputs(graph, {d: r.opt for d, r in graph.dims.items()}, seed=4)
     assert {v.dtype for v in inputs.values()} == {np.dtype(ml_dtypes.bfloat16)}

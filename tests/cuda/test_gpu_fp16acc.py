@@ -20,7 +20,7 @@ import os
 
 import pytest
 
-from ait_build.reference import random_inputs, run_reference
+from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
 from cuda_helpers import (TARGETS, compile_and_link, errors, fp16acc_target, on_gpu, report,

@@ -1,7 +1,7 @@
 """The seed models against PyTorch on the GPU: ResNet-50, ViT-B/16 and the BERT-base encoder (at
 seq 128 and at seq 4096), built with SCons for h200 and a100, each at batch 1 and at its max
 batch, run in float16 through ait_build.runtime.Model and compared with the spec's PyTorch twin
-(ait_build/bench_models.py: torchvision's resnet50 and vit_b_16, transformers' BertModel encoder)
+(ait_build/bench/models.py: torchvision's resnet50 and vit_b_16, transformers' BertModel encoder)
 holding the same random weights (the spec's seeded init, copied by name), run in float32 on the
 same GPU.
 
@@ -43,7 +43,7 @@ import contextlib
 import numpy as np
 import pytest
 
-from ait_build.reference import random_inputs
+from ait_build.ops.reference import random_inputs
 
 from cuda_helpers import TARGETS, built, errors, on_gpu, report, spec_path
 
@@ -84,7 +84,7 @@ def float32_math():
 def twins(name: str, graph):
     """The twin of `name` with the spec's weights, in float32 and (a second copy: converting the
     first would round its weights) in float16, both on the GPU."""
-    from ait_build.bench_models import torch_twin
+    from ait_build.bench.models import torch_twin
     if name not in _TWINS:
         twin = torch_twin(graph, name)
         half = torch_twin(graph, name).module.half().cuda()

@@ -21,7 +21,7 @@ import pytest
 
 from ait_build.pipeline import build_plan, emit
 from ait_build.spec.target import find_target
-from ait_build.toolchain import toolchain_for
+from ait_build.backends.toolchain import toolchain_for
 from cuda_helpers import (c_create, compile_and_link, fp16_spec, fp16acc_target, run_checked,
                           spec_path, unity_build)
 from cuda_op_groups import op_spec

@@ -1,4 +1,4 @@
-"""The per-node time report (ait_build/step_report.py) on a real plan with made-up step times:
+"""The per-node time report (ait_build/bench/step_report.py) on a real plan with made-up step times:
 steps sum per node, GEMM-shaped nodes carry their FLOPs, every node its bytes, and the rates and
 the roofline fraction follow from them and the target's device facts. (The times themselves come
 from the library's time_steps() on a GPU.)"""
@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from ait_build import step_report
+from ait_build.bench import step_report
 from ait_build.pipeline import build_plan
 from ait_build.spec.target import find_target
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ait_build.cli import main
+from ait_build.cli.main import main
 from ait_build.passes import PIPELINE, optimize, pass_names
 from ait_build.passes.kernel_signatures import kernel_key
 from ait_build.passes.summary import summarize

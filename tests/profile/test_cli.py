@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from ait_build import build_cli
-from ait_build.cli import main
+from ait_build.cli import build as build_cli
+from ait_build.cli.main import main
 from ait_build.pipeline import build_plan
 from ait_build.profile.cli import DIGEST, gather_jobs
 from ait_build.profile.harness import render_harness

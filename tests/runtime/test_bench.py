@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from ait_build.bench import CpuClock, prepare_onnxruntime, stats, table
-from ait_build.reference import random_inputs, run_reference
+from ait_build.bench.run import CpuClock, prepare_onnxruntime, stats, table
+from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -21,7 +21,7 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 @pytest.mark.parametrize("name", ["mlp", "tiny_cnn", "tiny_vit", "tiny_bert"])
 def test_twin_matches_the_reference_executor(name):
     import torch
-    from ait_build.bench_models import torch_twin
+    from ait_build.bench.models import torch_twin
     graph = load_model(os.path.join(REPO, "specs", f"{name}.yaml"))
     twin = torch_twin(graph)
     inputs = random_inputs(graph, seed=1)
@@ -68,7 +68,7 @@ def test_missing_package_is_reported_as_skipped(monkeypatch):
 
 
 def test_dtype_variant_keeps_includes_and_weights(tmp_path):
-    from ait_build.bench import dtype_variant
+    from ait_build.bench.run import dtype_variant
     original = load_model(os.path.join(REPO, "specs", "tiny_cnn.yaml"))
     path = dtype_variant(os.path.join(REPO, "specs", "tiny_cnn.yaml"), "float16", str(tmp_path))
     assert path == str(tmp_path / "build" / "specs" / "tiny_cnn_float16.yaml")
@@ -83,7 +83,7 @@ def test_dtype_variant_keeps_includes_and_weights(tmp_path):
 def test_dtype_variant_of_a_relative_spec_path(tmp_path, monkeypatch):
     """A spec named relative to the working directory: its include still resolves from
     build/specs/ (it was written relative, and looked for under build/specs/specs/)."""
-    from ait_build.bench import dtype_variant
+    from ait_build.bench.run import dtype_variant
     monkeypatch.chdir(REPO)
     variant = load_model(dtype_variant(os.path.join("specs", "tiny_cnn.yaml"), "float16",
                                        str(tmp_path)))
@@ -105,7 +105,7 @@ class FakeSide:
 
 
 def test_sides_in_processes_take_turns():
-    from ait_build.bench_sides import TURN_RUNS, take_turns
+    from ait_build.bench.sides import TURN_RUNS, take_turns
     log = []
     runs = 2 * TURN_RUNS + 1  # two full turns and a short one
     times = take_turns({"ours": FakeSide("ours", log), "theirs": FakeSide("theirs", log)},
@@ -117,8 +117,8 @@ def test_sides_in_processes_take_turns():
 
 
 def test_a_failing_side_process_reports_its_error(tmp_path):
-    from ait_build.bench import Context
-    from ait_build.bench_sides import time_sides_in_processes
+    from ait_build.bench.run import Context
+    from ait_build.bench.sides import time_sides_in_processes
     from ait_build.errors import AitError
     ctx = Context(os.path.join(REPO, "specs", "mlp.yaml"), "mlp", str(tmp_path / "no-build"))
     with pytest.raises(AitError) as caught:

@@ -10,9 +10,10 @@ import types
 
 import pytest
 
-from ait_build import bench_cuda, build_cli
-from ait_build.cli import main
-from ait_build.digest import json_sha256
+from ait_build.bench import cuda as bench_cuda
+from ait_build.cli import build as build_cli
+from ait_build.cli.main import main
+from ait_build.codegen.digest import json_sha256
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -186,7 +187,7 @@ def test_a_cuda_build_goes_to_the_cuda_bench_and_saves_every_case(monkeypatch, c
     monkeypatch.setattr(build_cli, "build", fake_build)
     monkeypatch.setattr(bench_cuda, "cuda_torch", lambda: fake_torch(True))
     monkeypatch.setattr(bench_cuda, "bench_case", fake_case)
-    monkeypatch.setattr("ait_build.bench.Context.twin", lambda self: twin)
+    monkeypatch.setattr("ait_build.bench.run.Context.twin", lambda self: twin)
     rc, out, err = run_cli(["bench", "mlp", "--target", "h200", "--batch", "1,4", "--vs", "torch",
                             "--compile-mode", "reduce-overhead", "--json", str(report_path)],
                            capsys)

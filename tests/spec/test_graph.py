@@ -9,7 +9,7 @@ import pytest
 from ait_build.errors import SpecError
 from ait_build.ir.dims import Dim, DimRange
 from ait_build.spec.model import load_model
-from ait_build.weights import save_safetensors
+from ait_build.ir.weights import save_safetensors
 
 
 def _model(write, graph, outputs, inputs="  x: {shape: [batch, 16]}", extra="", name="m.yaml"):
@@ -167,7 +167,7 @@ def test_a_tensor_inside_a_block_can_be_an_output(write):
                           extra=blocks))
     assert g.outputs == ["layers", "layers.1.fc"]
     inputs = {"x": np.ones((2, 16), np.float32)}
-    from ait_build.reference import run_reference
+    from ait_build.ops.reference import run_reference
     out = run_reference(g, inputs)
     everything = run_reference(g, inputs, keep_all=True)
     np.testing.assert_array_equal(out["layers.1.fc"], everything["layers.1.fc"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ait_build.backends.cpu import winograd
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
-from ait_build.codegen.elementwise import ACT, Operand, elementwise, float_literal
+from ait_build.codegen.elementwise import Operand, act_fn, elementwise, float_literal
 from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.op_geometry import (attention_operands, conv_geometry, matmul_geometry,
                                            residual_mode)
@@ -20,11 +20,10 @@ IM2COL_FLOATS = 393216
 ATTENTION_SCORE_FLOATS = 65536
 
 # Convs of at most this many input channels (images: 1, 3 or 4) take the direct path where the
-# vectors are AVX-512 (templates/cpu/_conv2d_direct.j2): im2col would gather runs of KW*C floats
-# per kernel row, 21 for ResNet-50's 7x7 stem, whose conv took 1.4-1.9x the direct time
-# (bench/results/cpu/direct_stem_ab.log). Only while a tile's weight panel, taps x 64 floats,
-# stays in a 48 KiB L1 (the stem: 147 taps): ViT-B/16's 16x16 patches (768 taps) were 1.9x
-# slower direct than through the GEMM (bench/results/cpu/direct_vit_patches_ab.log).
+# vectors are AVX-512 (templates/cpu/_conv2d_direct.j2): im2col would gather runs of only KW*C
+# floats per kernel row (21 for ResNet-50's 7x7 stem). Only while a tile's weight panel, taps x 64
+# floats, stays in a 48 KiB L1 (the stem: 147 taps; ViT-B/16's 16x16 patches, 768, do not).
+# Figures in docs/codegen.md, "conv2d: which algorithm".
 DIRECT_MAX_CHANNELS = 4
 DIRECT_MAX_TAPS = 192
 
@@ -54,9 +53,11 @@ class Epilogue:
                 self.mode = mode
         self.has_bias = has_bias
         self.kernel_act = "none" if self.later else self.act
+        self.attrs = node.attrs  # hardtanh's bounds
 
     def context(self) -> dict:
-        return dict(has_bias=self.has_bias, res_mode=self.mode, act=ACT[self.kernel_act],
+        return dict(has_bias=self.has_bias, res_mode=self.mode,
+                    act=act_fn(self.kernel_act, self.attrs),
                     has_epilogue=self.has_bias or self.mode != "none" or self.kernel_act != "none")
 
     def params(self) -> list:
@@ -73,7 +74,7 @@ class Epilogue:
             return
         dst = Operand(lw.dst(out), "float", lw.shape(out))
         res = Operand(lw.src(self.later), "float", lw.shape(self.later))
-        elementwise(lw, "residual", dst, [dst, res], f"{ACT[self.act]}((v0 + v1))")
+        elementwise(lw, "residual", dst, [dst, res], f"{act_fn(self.act, self.attrs)}((v0 + v1))")
 
 
 def gemm_call(lw, label, epi, out, a_var, w_var, bias_var, m, n, k, batch, a_bs, b_bs,

@@ -26,6 +26,8 @@ TEMPLATES = {
     "attention": "cuda/attention.cu.j2",
     "gemm_simple": "cuda/gemm_simple.cu.j2",
     "conv2d_direct": "cuda/conv2d_direct.cu.j2",
+    "depthwise_conv2d": "gpu/depthwise_conv2d.cu.j2",  # newer kinds: the GPU layer's own file
+    "channel_scale": "gpu/channel_scale.cu.j2",
     "gemm": "cuda/gemm.cu.j2",
     "conv2d": "cuda/conv2d.cu.j2",
     "conv2d_grouped": "cuda/conv2d_grouped.cu.j2",

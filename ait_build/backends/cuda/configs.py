@@ -86,7 +86,7 @@ SM80_MORE = (
     sm80((128, 64, 32), (64, 32, 32), 4),
     sm80((64, 128, 32), (32, 64, 32), 4),
 )
-# the gemm90 spike's tile, 904 TFLOP/s on large problems: the heuristic's first choice
+# the fastest tile on large problems (docs/cuda.md, "Hopper GEMMs"): the heuristic's first choice
 SM90_LARGE = sm90_gemm("cooperative", (128, 256, 64), (2, 1))
 SM90_MORE = (
     sm90_gemm("cooperative", (128, 128, 64), (1, 1)),
@@ -105,8 +105,8 @@ SM90_CONVS = (
     sm90_conv((128, 128, 64), (2, 1)),
 )
 # convs over at most 8 channels whose alignment is the channel count (CUTLASS's
-# kFixedChannels iterator): the stem of ResNet-50 ran 2.1 ms at batch 256 on the best
-# kOptimized tile (78 TFLOP/s; cuDNN's stem kernel 0.40 ms)
+# kFixedChannels iterator), for the profile to measure against kOptimized on a slow stem
+# (docs/cuda.md, "Hopper convs")
 FIXED_CHANNELS = (
     sm80((128, 64, 64), (64, 32, 64), 3, "kFixedChannels"),
     sm80((128, 128, 64), (64, 64, 64), 3, "kFixedChannels"),

@@ -39,15 +39,12 @@ def fmha_tiles(lw, hd: int, ld, sq, sk):
 
 
 # example 88's Hopper FMHA (targets whose kernels.attention is fmha_sm90): per head_dim, the
-# variants a kernel holds and the longest key count each takes (0: any), chosen per call. On the
-# H200 (bench/hopper_fmha_variants.cu, bench/results/h200_fmha_variants.jsonl) the ping-pong
-# 128x64 tile ran 128 and 197 keys 1.3-1.5x faster than the cooperative one, and the cooperative
-# 128x128 tile ran 4096 keys 1.25x faster than either 128x64 (0.95 ms a BERT-base layer at batch
-# 8); 1024 keys, between the measured points, is where the choice switches. No bias; causal masks
-# with the same tiles (not measured apart).
+# variants a kernel holds and the longest key count each takes (0: any), chosen per call: the
+# ping-pong 128x64 tile is the faster on short sequences, the cooperative 128x128 one on long
+# ones (figures in docs/cuda.md, "Attention"). No bias; causal masks with the same tiles (not
+# measured apart).
 # (tile, schedule, up to how many keys (0: beyond), whether a twin without key masking runs key
-# counts that fill whole key tiles: 4% faster on BERT's 4096 keys, bench/results/
-# h200_fmha_variants.jsonl, only worth its compile time where attention takes long)
+# counts that fill whole key tiles: only worth its compile time where attention takes long)
 HOPPER_VARIANTS = {
     64: (("128, 64, 64", "Pingpong", 1024, 0), ("128, 128, 64", "Cooperative", 0, 1)),
     128: (("128, 128, 128", "Cooperative", 0, 1),),

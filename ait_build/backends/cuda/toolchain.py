@@ -9,8 +9,8 @@ import re
 import shutil
 
 from ait_build.errors import AitError
-from ait_build.resources import data_dir
-from ait_build.toolchain import Toolchain, header_version
+from ait_build.ir.resources import data_dir
+from ait_build.backends.toolchain import Toolchain, header_version
 
 # always on for cuda: every source is CUDA (model.cpp too), position-independent and with only
 # the C API exported, no device asserts (they serialize wgmma: DESIGN.md). nvcc links the CUDA

@@ -1,0 +1,9 @@
+"""`ait-build bench`: a built model's latency beside PyTorch and ONNX Runtime.
+
+    run.py          the command, the cpu timing loop and the table
+    sides.py        the cpu sides in processes of their own, taking turns
+    cuda.py         cuda builds: CUDA events, eager, CUDA graph and torch.compile
+    models.py       the zoo specs' PyTorch twins
+    steps.py        `--steps`: the per-node table of one case
+    step_report.py  per-node time, FLOPs and bytes against the target's roofline
+"""

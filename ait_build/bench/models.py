@@ -1,0 +1,163 @@
+"""PyTorch twins of the zoo specs for `ait-build bench --vs torch,onnxruntime`.
+
+A twin is the library implementation the spec describes (torchvision's ResNet-50 and ViT,
+transformers' BertModel, small modules for the test specs) loaded with the spec's own weights,
+so both sides compute the same function. Spec weight names are the twins' state_dict names.
+Images are NHWC on our side and NCHW for PyTorch; inputs are converted before timing starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ait_build.errors import AitError
+
+
+@dataclass
+class Twin:
+    module: object  # torch.nn.Module whose forward returns a tuple of tensors
+    to_args: Callable  # our inputs (name -> NumPy array) -> forward's positional torch tensors
+    outputs: tuple  # our output names, in forward's order
+    input_names: tuple  # forward's argument names (for ONNX export)
+
+
+def _nn():
+    import torch
+    return torch, torch.nn
+
+
+def _images(inputs: dict):
+    import torch
+    (x,) = inputs.values()
+    return (torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).permute(0, 3, 1, 2).contiguous(),)
+
+
+def _wrap(inner, fn):
+    """An nn.Module holding `inner` (so state_dict names stay) whose forward is fn(inner, *args)."""
+    torch, nn = _nn()
+
+    class Wrapped(nn.Module):
+        def __init__(self):
+            super().__init__()
+            for name, child in inner.named_children():
+                self.add_module(name, child)
+            for name, param in inner.named_parameters(recurse=False):
+                self.register_parameter(name, param)
+            for name, buf in inner.named_buffers(recurse=False):
+                self.register_buffer(name, buf)
+            self.inner_forward = lambda *args: fn(inner, *args)
+
+        def train(self, mode: bool = True):
+            inner.train(mode)  # inner's own flag; its children are ours already
+            return super().train(mode)
+
+        def forward(self, *args):
+            out = self.inner_forward(*args)
+            return out if isinstance(out, tuple) else (out,)
+
+    return Wrapped()
+
+
+# -- builders: () -> (module, to_args, outputs, input_names) --------------------------------------
+def _mlp():
+    torch, nn = _nn()
+    inner = nn.Module()
+    inner.fc1, inner.fc2 = nn.Linear(32, 64), nn.Linear(64, 16)
+    fn = lambda m, x: torch.softmax(m.fc2(torch.nn.functional.gelu(m.fc1(x))), dim=-1)
+    to_args = lambda inputs: (torch.from_numpy(inputs["x"].astype(np.float32)),)
+    return _wrap(inner, fn), to_args, ("softmax",), ("x",)
+
+
+def _tiny_cnn():
+    torch, nn = _nn()
+    from torchvision.models.resnet import Bottleneck
+    inner = nn.Module()
+    inner.conv1, inner.bn1 = nn.Conv2d(3, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16)
+    down = nn.Sequential(nn.Conv2d(16, 32, 1, stride=2, bias=False), nn.BatchNorm2d(32))
+    inner.layer1 = nn.Sequential(Bottleneck(16, 8, stride=2, downsample=down))
+    inner.dw = nn.Sequential(nn.Conv2d(32, 32, 3, padding=1, groups=32), nn.BatchNorm2d(32), nn.ReLU())
+    F = torch.nn.functional
+
+    def fn(m, x):
+        x = F.max_pool2d(F.relu(m.bn1(m.conv1(x))), 3, 2, 1)
+        x = F.avg_pool2d(m.dw(m.layer1(x)), 3, 2, 1)
+        return m.fc(x.mean(dim=(2, 3)))
+    inner.fc = nn.Linear(32, 10)
+    return _wrap(inner, fn), _images, ("fc",), ("image",)
+
+
+def _resnet50():
+    import torchvision
+    return _wrap(torchvision.models.resnet50(), lambda m, x: m(x)), _images, ("fc",), ("image",)
+
+
+def _vit(image, patch, layers, heads, hidden, mlp, classes):
+    def build():
+        from torchvision.models.vision_transformer import VisionTransformer
+        vit = VisionTransformer(image_size=image, patch_size=patch, num_layers=layers, num_heads=heads,
+                                hidden_dim=hidden, mlp_dim=mlp, num_classes=classes)
+        return _wrap(vit, lambda m, x: m(x)), _images, ("heads.head",), ("image",)
+    return build
+
+
+def _bert(encoder_only: bool, **config):
+    def build():
+        torch, _ = _nn()
+        from transformers import BertConfig, BertModel
+        bert = BertModel(BertConfig(hidden_act="gelu", layer_norm_eps=1e-12, **config))
+        if encoder_only:
+            return (_wrap(bert, lambda m, h: m.encoder(h).last_hidden_state),
+                    lambda i: (torch.from_numpy(i["hidden_states"].astype(np.float32)),),
+                    ("last_hidden_state",), ("hidden_states",))
+        names = ("input_ids", "token_type_ids", "attention_mask")
+        fn = lambda m, ids, types, mask: tuple(m(input_ids=ids, token_type_ids=types,
+                                                 attention_mask=mask)[:2])
+        return (_wrap(bert, fn), lambda i: tuple(torch.from_numpy(i[n]) for n in names),
+                ("last_hidden_state", "pooler_output"), names)
+    return build
+
+
+TWINS = {
+    "mlp": _mlp,
+    "tiny_cnn": _tiny_cnn,
+    "resnet50": _resnet50,
+    "tiny_vit": _vit(32, 8, 2, 4, 64, 128, 10),
+    "vit_b16": _vit(224, 16, 12, 12, 768, 3072, 1000),
+    "tiny_bert": _bert(False, vocab_size=100, hidden_size=64, num_hidden_layers=2,
+                       num_attention_heads=4, intermediate_size=128, max_position_embeddings=64,
+                       type_vocab_size=2),
+    "bert_base": _bert(True),
+}
+
+
+def torch_twin(graph, name: str | None = None) -> Twin:
+    """The twin of `graph` (a loaded spec; `name` picks the twin, default the model's name) in
+    eval mode, float32, holding the spec's weights."""
+    name = name or graph.name
+    if name not in TWINS:
+        raise AitError(f"no PyTorch twin for model '{name}'; twins exist for "
+                       f"{', '.join(sorted(TWINS))} (ait_build/bench/models.py)")
+    torch, _ = _nn()
+    torch.manual_seed(0)
+    module, to_args, outputs, input_names = TWINS[name]()
+    load_spec_weights(module, graph)
+    return Twin(module.eval(), to_args, outputs, input_names)
+
+
+def load_spec_weights(module, graph) -> None:
+    """Copies every spec weight into the twin's state_dict entry of that name; a name or shape the
+    twin lacks is an error (the two would not compute the same function)."""
+    torch, _ = _nn()
+    state = module.state_dict()
+    with torch.no_grad():
+        for name in graph.weight_names():
+            if name not in state:
+                raise AitError(f"the PyTorch twin of '{graph.name}' has no weight '{name}'")
+            value = torch.from_numpy(np.asarray(graph.weights.get(name), dtype=np.float32))
+            if tuple(value.shape) != tuple(state[name].shape):
+                raise AitError(f"weight '{name}': spec shape {list(value.shape)}, PyTorch twin "
+                               f"{list(state[name].shape)}")
+            state[name].copy_(value)
