@@ -19,7 +19,6 @@ from functools import partial
 
 from ait_build.backends.gpu import gemm
 from ait_build.codegen.cexpr import cexpr
-from ait_build.codegen.elementwise import ACT
 from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.op_geometry import conv_geometry
 from ait_build.codegen.tuning import Config, Tunable
@@ -89,7 +88,7 @@ def lower_conv2d(engine, lw) -> None:
     window = [win[p.lower()] for p in gemm.WINDOW]
     args = [lw.dst(out), lw.src(node.inputs[0]), wt] + epi.args(lw) + sizes + [str(groups)]
     args += [str(v) for v in window]
-    context = dict(ctype=ctype, cg=cg, og=og, act_fn=ACT[epi.kernel_act],
+    context = dict(ctype=ctype, cg=cg, og=og, act_fn=epi.fn,
                    **{k: win[k] for k in ("kh", "kw", "sh", "sw", "dh", "dw")})
     label = gemm.label_of("conv2d_grouped", epi)
     template = lw.template("conv2d_grouped")
@@ -104,7 +103,7 @@ def lower_conv2d(engine, lw) -> None:
     scalars = list(zip(("N", "H", "W", "C", "HO", "WO", "O"), dims)) + [("G", groups)]
     scalars += list(zip(gemm.WINDOW, window))
     problem = tuple((k.lower(), gemm._static(v)) for k, v in scalars if k not in ("N", "G"))
-    family = (f"conv2d_grouped {dtype} act={epi.kernel_act} cg={cg} og={og} k={kh}x{kw} "
+    family = (f"conv2d_grouped {dtype} act={epi.act_text} cg={cg} og={og} k={kh}x{kw} "
               f"s={win['sh']}x{win['sw']} d={win['dh']}x{win['dw']}")
     # kind 'conv2d': the profiling driver's conv buffers (its filter buffer, O*KH*KW*C elements,
     # holds the grouped filters' O*KH*KW*C/G)

@@ -64,7 +64,9 @@ class MatrixEngine:
     element: Mapping  # dtype -> the element type its templates (and the fallbacks') name
     aligns: Callable  # (dtype) -> the operand alignments (elements per access) it can read, widest first
     context: Callable  # (lw, dtype, epi, aligns) -> the context every kernel of a call shares
-    candidates: Callable  # (lw, op, dtype, min_align, channels) -> (candidates, ladder)
+    # (lw, op, dtype, min_align, channels) -> (candidates, ladder); channels: a conv's input
+    # channels, a GEMM's smaller static N or K (0: not both static)
+    candidates: Callable
     parts: Mapping  # op -> configuration kind -> template of one configuration's part
 
 
@@ -198,7 +200,9 @@ def gemm_call(engine: MatrixEngine, lw, epi: Epilogue, out: str, a_var: str, b_v
         epi.finish(lw, out)
         return
     context = dict(engine.context(lw, dtype, epi, aligns), col_b=col_b)
-    candidates, ladder = engine.candidates(lw, "gemm", dtype, min(aligns), 0)
+    static = [Dim.of(x).value for x in (n, k) if Dim.of(x).is_static]
+    candidates, ladder = engine.candidates(lw, "gemm", dtype, min(aligns),
+                                           min(static) if len(static) == 2 else 0)
     layout = f" b={'col' if col_b else 'row'}"
     tuned(engine, lw, "gemm", label_of("gemm", epi), context, params, args, dict(
         kind="gemm", family=family_text("gemm", dtype, epi, context, layout),
