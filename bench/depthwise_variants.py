@@ -76,7 +76,7 @@ def time_ms(fn, runs: int) -> float:
     import statistics
 
     import torch
-    from ait_build.bench_cuda import event_times
+    from ait_build.bench.cuda import event_times
     return statistics.median(event_times(torch, fn, 1, runs))
 
 

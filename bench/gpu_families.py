@@ -144,11 +144,11 @@ def main() -> int:
         return 0
 
     import torch
-    from ait_build import step_report
+    from ait_build.bench import step_report
     from ait_build.pipeline import build_plan
     from ait_build.runtime import Model
     from ait_build.spec.target import find_target
-    from ait_build.toolchain import toolchain_for
+    from ait_build.backends.toolchain import toolchain_for
     from bench import depthwise_variants
 
     paths = write_specs(args.batch, args.dtype)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from ait_build.reference import random_inputs, run_reference
+from ait_build.ops.reference import random_inputs, run_reference
 
 from cuda_helpers import built, on_gpu
 from cuda_op_groups import FAMILY_VARIANTS, op_spec

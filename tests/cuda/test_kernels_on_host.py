@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ait_build.pipeline import emit
-from ait_build.reference import random_inputs, run_reference
+from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 from ait_build.spec.target import find_target
 from cuda_helpers import op_tolerance

@@ -16,7 +16,7 @@ from test_import_torch import import_case  # noqa: E402
 
 from ait_build.passes import optimize  # noqa: E402
 from ait_build.passes.fuse_epilogue import GEMMS  # noqa: E402
-from ait_build.reference import run_reference  # noqa: E402
+from ait_build.ops.reference import run_reference  # noqa: E402
 from ait_build.spec.target import find_target  # noqa: E402
 
 pytestmark = pytest.mark.torch
