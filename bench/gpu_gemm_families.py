@@ -28,7 +28,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from ait_build.codegen.emit import write_if_changed  # noqa: E402
+from bench import node_times  # noqa: E402
 
 # (model, output size, channels, groups, stride) of each distinct grouped 3x3 conv; the input is
 # the output size times the stride
@@ -80,13 +80,7 @@ def specs(batch: int, dtype: str) -> dict:
 
 
 def write_specs(batch: int, dtype: str) -> dict:
-    import yaml
-    paths = {}
-    for part, (doc, info) in specs(batch, dtype).items():
-        path = os.path.join(ROOT, "build", "specs", f"{doc['name']}.yaml")
-        write_if_changed(path, yaml.safe_dump(doc, sort_keys=False).encode())
-        paths[part] = (path, doc["name"], info)
-    return paths
+    return node_times.write_specs(specs(batch, dtype))
 
 
 def torch_ms(torch, info: dict, batch: int, dtype: str, runs: int) -> float | None:
@@ -151,33 +145,17 @@ def main() -> int:
         return 0
 
     import torch
-    from ait_build.bench import step_report
-    from ait_build.pipeline import build_plan
-    from ait_build.runtime import Model
     from ait_build.spec.target import find_target
 
     paths = write_specs(args.batch, args.dtype)
     if not args.no_build:
-        spec_list = ",".join(p for p, _, _ in paths.values())
-        subprocess.run([sys.executable, "-m", "SCons", "-Q", "-C", ROOT, f"-j{os.cpu_count()}",
-                        f"target={args.target}", f"spec={spec_list}", "cache=build/cache"],
-                       check=True)
+        node_times.build(paths, args.target)
     target = find_target(args.target)
     rows = {}
     for part, (path, name, info) in paths.items():
-        model = Model(os.path.join(ROOT, "build", args.target, name))
-        manifest = model.manifest
         env = {"batch": ATTENTION[0], "seq": ATTENTION[1]} if part == "attention" else \
             {"batch": args.batch}
-        inputs = {t.name: torch.randn(*[env[d] if d in env else int(d) for d in t.shape],
-                                      device="cuda", dtype=getattr(torch, args.dtype))
-                  for t in manifest.inputs}
-        outputs = model.run(inputs)
-        torch.cuda.synchronize()
-        times = step_report.time_steps(model, [inputs[t.name].data_ptr() for t in manifest.inputs],
-                                       [outputs[t.name].data_ptr() for t in manifest.outputs],
-                                       env, args.runs, torch.cuda.current_stream().cuda_stream)
-        for row in step_report.rows(build_plan(path, target), times, env, target):
+        for row in node_times.time_nodes(path, name, target, env, args.dtype, args.runs)[0]:
             if row["node"] not in info:
                 continue
             row.update(info[row["node"]])
@@ -189,8 +167,6 @@ def main() -> int:
             if row["torch_ms"]:
                 row["torch_tflops"] = row["flops"] / (row["torch_ms"] / 1e3) / 1e12
             rows[row["node"]] = row
-        model.close()
-        del inputs, outputs
     for row in rows.values():
         if row["kind"] == "grouped":
             dense = rows.get(row["node"].replace("grouped_", "dense_", 1))
