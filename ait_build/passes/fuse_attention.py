@@ -272,10 +272,10 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     merge = uses.only_reader(back.output)
     if merge is None or merge.op not in ("reshape", "flatten"):
         return None
-    found += [back, merge]
     inputs = _inputs(q, k, v, found)
     if len({(h, d) for _, h, d in (q, k, v)}) != 1 or inputs is None:
         return None
+    found += [back, merge]  # the last: where the attention goes
     (qkv, packed), (_, heads, head_dim) = inputs, q
     parent = softmax.name.rpartition(".")[0]
     name = free_name(names, (parent + "." if parent else "") + "attention")

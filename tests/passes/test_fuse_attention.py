@@ -200,3 +200,21 @@ def test_swin_window_attention_becomes_one_packed_attention(shifted, gathered):
     # the relative position bias and the mask, summed at build time in [windows, heads, q, k]
     assert [d.value for d in bias.attrs["shape"]] == ([4, 2, 16, 16] if shifted else [1, 2, 16, 16])
     assert attn.attrs.get("bias_period", 0) == (4 if shifted else 0)
+
+
+def test_packed_slices_with_a_bias_defined_after_them():
+    """ONNX's Swin: canonical scores, q/k/v sliced from the packed qkv, the bias a weight defined
+    after the slices; the attention goes where the pattern ends, after everything it reads."""
+    text = swin_windows(False).replace("""
+        - {name: sc, op: permute, dims: [2, 3, 0, 1]}
+        - {name: relpos, op: parameter, shape: [16, 16, 1, 2]}
+        - {name: biased, op: add, inputs: [sc, relpos]}
+        - {name: probs, op: softmax, axis: 1}
+        - {name: pb, op: permute, dims: [2, 3, 0, 1]}""", """
+        - {name: relpos, op: parameter, shape: [1, 2, 16, 16]}
+        - {name: biased, op: add, inputs: [qk, relpos]}
+        - {name: pb, op: softmax, axis: -1}""")
+    g = model(text, "{x: {shape: [batch, 8, 8, 16]}}", "[out]")
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2})
+    attn = node_of(after, "multi_head_attention")
+    assert summary == "1 attention patterns fused" and attn.inputs == ["qkv", "relpos:0"]
