@@ -24,7 +24,7 @@ timeout "${BUILD_S:-180}" python3 -m SCons -Q -k -j"$(nproc)" target=h200,a100 s
   cache=build/cache > "$OUT/build.log" 2>&1
 echo "build rc=$? in $(( $(date +%s) - start ))s"
 start=$(date +%s)  # the bench's causal attention is the test groups' kernel: from the cache
-timeout "${BENCH_BUILD_S:-60}" python3 -m SCons -Q -k -j"$(nproc)" target=h200 spec="$BENCH" \
+timeout "${BENCH_BUILD_S:-200}" python3 -m SCons -Q -k -j"$(nproc)" target=h200 spec="$BENCH" \
   cache=build/cache > "$OUT/build_bench.log" 2>&1
 echo "bench build rc=$? in $(( $(date +%s) - start ))s"
 grep -n -A12 -m 20 "error" "$OUT/build.log" "$OUT/build_bench.log" | head -60
