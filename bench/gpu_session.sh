@@ -30,7 +30,7 @@ if step profile; then
   for t in ${PROFILE_TARGETS:-h200}; do
     start=$(date +%s)
     mkdir -p "build/$t/profile" && cp -r ".carry/profile/$t/." "build/$t/profile/"
-    timeout "${PROFILE_S:-400}" python3 -m ait_build.cli profile ${PROFILE_SPECS:-resnet50 vit_b16 bert_base} \
+    timeout "${PROFILE_S:-400}" python3 -m ait_build profile ${PROFILE_SPECS:-resnet50 vit_b16 bert_base} \
       --target "$t" --batch "${PROFILE_BATCH:-1,128,256}" --measure-only 2>&1 | tee "$OUT/profile_$t.log" | tail -25
     cp "profiles/$t.yaml" "$OUT/profile_$t.yaml"; cp "build/$t/profile/journal.jsonl" "$OUT/journal_$t.jsonl"
     echo "profile $t in $(( $(date +%s) - start ))s"
@@ -54,7 +54,7 @@ fi
 # stays as it is
 if step profilecold; then
   start=$(date +%s)
-  timeout "${PROFILE_S:-540}" python3 -m ait_build.cli profile ${PROFILE_SPECS:-resnet50 vit_b16 bert_base} \
+  timeout "${PROFILE_S:-540}" python3 -m ait_build profile ${PROFILE_SPECS:-resnet50 vit_b16 bert_base} \
     --target h200 --batch "${PROFILE_BATCH:-1,128,256}" -j"$(nproc)" --fresh -o "$OUT/profile_cold_h200.yaml" \
     2>&1 | tee "$OUT/profile_cold.log" | grep -v "^  " | tail -20
   echo "profile with compilation in $(( $(date +%s) - start ))s"
@@ -84,7 +84,7 @@ start=$(date +%s)
 python3 - "${CASES:-resnet50:1@reduce-overhead bert_base:1x128@reduce-overhead vit_b16:1@reduce-overhead resnet50:256 bert_base:128x128 vit_b16:256 bert_base:8x4096}" \
   "${COMPILE_MODE:-default}" > "$OUT/bench_groups.txt" <<'PY' || exit 1
 import sys
-from ait_build.bench_cuda import parse_case
+from ait_build.bench.cuda import parse_case
 groups = {}
 for case in sys.argv[1].split():  # model:batch[xseq][@torch.compile mode]
     case, _, mode = case.partition("@")
@@ -97,7 +97,7 @@ PY
 while read -r model batches mode seq; do
   left=$(( ${BENCH_S:-240} - ($(date +%s) - start) ))
   [ "$left" -gt 0 ] || { echo "bench: no time left for $model batch $batches ${seq:+seq $seq}"; break; }
-  timeout "$left" python3 -m ait_build.cli bench "$model" --target h200 --batch "$batches" \
+  timeout "$left" python3 -m ait_build bench "$model" --target h200 --batch "$batches" \
     ${seq:+--dim seq="$seq"} --vs torch --compile-mode "$mode" \
     --json "$OUT/h200_${model}${seq:+_seq$seq}_b${batches//,/_}.json" < /dev/null 2>&1 | tee -a "$OUT/bench.log" | tail -12
 done < "$OUT/bench_groups.txt"

@@ -13,7 +13,7 @@ export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
 start=$(date +%s)
 imp() {  # name, inputs and dims
   local name=$1; shift
-  python3 -m ait_build.cli import torch "bench.import_models:$name" --dtype float16 "$@" \
+  python3 -m ait_build import torch "bench.import_models:$name" --dtype float16 "$@" \
     -o "build/imported/${name}_imported.yaml" > "$OUT/import_$name.log" 2>&1
   echo "import $name rc=$? $(tail -1 "$OUT/import_$name.log")"
 }
@@ -29,7 +29,7 @@ echo "build rc=$? in $(( $(date +%s) - start ))s"; grep -m 5 -A5 "error" "$OUT/b
 timeout "${CHECK_S:-120}" python3 bench/import_check.py --out "$OUT/import_check.json" 2>&1 | tee "$OUT/check.log"
 for case in resnet50:1,256 vit_b16:1,256 bert_base:1,128; do
   name=${case%%:*}
-  timeout 90 python3 -m ait_build.cli bench "build/imported/${name}_imported.yaml" --target h200 \
+  timeout 90 python3 -m ait_build bench "build/imported/${name}_imported.yaml" --target h200 \
     --batch "${case#*:}" $( [ "$name" = bert_base ] && echo --dim seq=128 ) --json "$OUT/bench_${name}_imported.json" \
     < /dev/null 2>&1 | grep -v "^\[" | tail -6
 done

@@ -1,4 +1,5 @@
-"""PyTorch twins of the zoo specs for `ait-build bench --vs torch,onnxruntime`.
+"""PyTorch twins of the zoo specs for `ait-build bench --vs torch,onnxruntime` (imported specs
+are compared with their source instead: source_twin.py).
 
 A twin is the library implementation the spec describes (torchvision's ResNet-50 and ViT,
 transformers' BertModel, small modules for the test specs) loaded with the spec's own weights,
@@ -22,6 +23,7 @@ class Twin:
     to_args: Callable  # our inputs (name -> NumPy array) -> forward's positional torch tensors
     outputs: tuple  # our output names, in forward's order
     input_names: tuple  # forward's argument names (for ONNX export)
+    note: str = ""  # said under the table (an imported spec's weights file was replaced)
 
 
 def _nn():
@@ -147,17 +149,24 @@ def torch_twin(graph, name: str | None = None) -> Twin:
     return Twin(module.eval(), to_args, outputs, input_names)
 
 
-def load_spec_weights(module, graph) -> None:
-    """Copies every spec weight into the twin's state_dict entry of that name; a name or shape the
-    twin lacks is an error (the two would not compute the same function)."""
+def load_spec_weights(module, graph, strict: bool = True) -> None:
+    """Copies every spec weight into the module's state_dict entry of that name. A name the
+    module lacks is an error when `strict` (a hand-written twin must compute the same function);
+    otherwise it is skipped (an imported spec's constants, which the source module computes). A
+    shape that differs is always an error, except a scalar the importer stored as [1]."""
     torch, _ = _nn()
     state = module.state_dict()
     with torch.no_grad():
         for name in graph.weight_names():
             if name not in state:
-                raise AitError(f"the PyTorch twin of '{graph.name}' has no weight '{name}'")
-            value = torch.from_numpy(np.asarray(graph.weights.get(name), dtype=np.float32))
+                if strict:
+                    raise AitError(f"the PyTorch twin of '{graph.name}' has no weight '{name}'")
+                continue
+            array = np.asarray(graph.weights.get(name))
+            value = torch.from_numpy(array.astype(np.float32) if array.dtype.kind == "f" else array)
             if tuple(value.shape) != tuple(state[name].shape):
-                raise AitError(f"weight '{name}': spec shape {list(value.shape)}, PyTorch twin "
-                               f"{list(state[name].shape)}")
+                if value.numel() != state[name].numel() or state[name].dim() > 0:
+                    raise AitError(f"weight '{name}': spec shape {list(value.shape)}, PyTorch "
+                                   f"module {list(state[name].shape)}")
+                value = value.reshape(state[name].shape)
             state[name].copy_(value)
