@@ -38,29 +38,46 @@ def _images(inputs: dict):
 
 
 def _wrap(inner, fn):
-    """An nn.Module holding `inner` (so state_dict names stay) whose forward is fn(inner, *args)."""
+    """An nn.Module with `inner`'s children, parameters and buffers as its own (so state_dict
+    names stay inner's) whose forward is fn(inner, *args). `inner` is held outside the module
+    tree, so copy.deepcopy copies it with the tree it shares (the float32 reference of a cuda
+    bench is such a copy), and `.to()` converts inner's own tensors where forward reads them."""
     torch, nn = _nn()
 
     class Wrapped(nn.Module):
         def __init__(self):
             super().__init__()
+            object.__setattr__(self, "inner", inner)  # not a child: no 'inner.' in the names
             for name, child in inner.named_children():
                 self.add_module(name, child)
-            for name, param in inner.named_parameters(recurse=False):
-                self.register_parameter(name, param)
-            for name, buf in inner.named_buffers(recurse=False):
-                self.register_buffer(name, buf)
-            self.inner_forward = lambda *args: fn(inner, *args)
+            self._share_tensors()
+
+        def _share_tensors(self):
+            for name, param in inner_of(self).named_parameters(recurse=False):
+                self._parameters[name] = param
+            for name, buf in inner_of(self).named_buffers(recurse=False):
+                self._buffers[name] = buf
+                if name in inner_of(self)._non_persistent_buffers_set:
+                    self._non_persistent_buffers_set.add(name)
+
+        def _apply(self, fn_, *args, **kwargs):
+            inner_of(self)._apply(fn_, *args, **kwargs)  # its children are ours
+            self._share_tensors()
+            return self
 
         def train(self, mode: bool = True):
-            inner.train(mode)  # inner's own flag; its children are ours already
+            inner_of(self).train(mode)  # inner's own flag; its children are ours already
             return super().train(mode)
 
         def forward(self, *args):
-            out = self.inner_forward(*args)
+            out = fn(inner_of(self), *args)
             return out if isinstance(out, tuple) else (out,)
 
     return Wrapped()
+
+
+def inner_of(wrapped):
+    return wrapped.__dict__["inner"]
 
 
 # -- builders: () -> (module, to_args, outputs, input_names) --------------------------------------
