@@ -64,6 +64,14 @@ def max_diff(ours: dict, theirs: dict) -> float:
                for k in theirs)
 
 
+def rel_l2(ours: dict, theirs: dict) -> float:
+    """||ours - theirs|| / ||theirs|| over all outputs together (float64 sums)."""
+    num = sum(float(np.sum((ours[k].astype(np.float64) - np.asarray(theirs[k], np.float64)) ** 2))
+              for k in theirs)
+    den = sum(float(np.sum(np.asarray(theirs[k], np.float64) ** 2)) for k in theirs)
+    return float(np.sqrt(num / den)) if den else float(np.sqrt(num))
+
+
 # -- the competitors ------------------------------------------------------------------------------
 def _missing(*packages) -> str:
     for package in packages:
@@ -294,7 +302,9 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
                 side = got[name]
                 if "times" in side:
                     side.update(stats(side.pop("times"), batch))
-                    side["max_abs_diff"] = max_diff(ours, side.pop("outputs"))
+                    theirs = side.pop("outputs")
+                    side["max_abs_diff"] = max_diff(ours, theirs)
+                    side["rel_l2"] = rel_l2(ours, theirs)  # of a float16 model: its error
                     side["ratio"] = row["ait_build"]["median_ms"] / side["median_ms"]
                 row[name] = side
             report["results"].append(row)

@@ -2,11 +2,12 @@
 imported with `ait-build import torch`, built for a GPU target and timed with `ait-build bench
 --vs torch` against PyTorch's best mode of the same run (docs/benchmarks.md).
 
-    python3 -m ait_build.bench.zoo [--quick] [--models a,b] [--batch 1,128] [--no-compile]
-                                   [--steps import,build,bench] [--budget S] [--out DIR]
+    python3 -m ait_build.bench.zoo [--quick] [--models a,b] [--batch 1,128] [--seq 128]
+                                   [--no-compile] [--steps import,build,bench] [--budget S]
+                                   [--out DIR]
 
 Steps, each optional (`--steps`):
-- import: each model (zoo.ZOO) with `ait-build import torch ... --dtype float16` into
+- import: each model (zoo_specs.ZOO) with `ait-build import torch ... --dtype float16` into
   build/zoo/NAME.yaml, in parallel processes; then its weights become `{random: {seed: 0}}`
   (and a small NAME.constants.safetensors for the tensors the import computed, which random
   values would break: Swin's index tables and shift masks, T5's position buckets), so that
@@ -37,134 +38,12 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
-from ait_build.ir.weights import FLOAT_STORAGE
+from ait_build.bench.zoo_specs import (BY_NAME, QUICK, ZOO, ZOO_DIR, ZooModel, import_one,
+                                       imported_already, spec_path)
+from ait_build.bench.zoo_table import markdown, summary_rows
 
-ZOO_DIR = os.path.join("build", "zoo")
-SEED = 0
-
-
-@dataclass(frozen=True)
-class ZooModel:
-    name: str
-    factory: str  # MODULE:FACTORY
-    inputs: tuple  # --input values
-    dims: tuple  # --dim values
-    batches: tuple  # batch 1 and the large batch
-    seqs: tuple = ()  # text models: a case per batch and seq
-    family: str = "cnn"
-
-
-def _cnn(name: str, size: int = 224, large: int = 128) -> ZooModel:
-    return ZooModel(name, f"torchvision.models:{name}", (f"x:batch,3,{size},{size}",),
-                    (f"batch=1:{large}:1",), (1, large))
-
-
-def _text(name: str, large: int, seqs: tuple, max_seq: int) -> ZooModel:
-    return ZooModel(name, f"ait_build.bench.zoo_models:{name}", ("input_ids:batch,seq:int64",),
-                    (f"batch=1:{large}:1", f"seq=1:{max_seq}:{seqs[0]}"), (1, large), seqs, "text")
-
-
-ZOO = (
-    _cnn("mobilenet_v3_large"),
-    _cnn("efficientnet_v2_s", size=384),  # its published evaluation size
-    _cnn("convnext_small"),
-    _cnn("regnet_x_3_2gf"),
-    _cnn("resnext101_32x8d"),
-    _cnn("swin_s", large=64),
-    _cnn("densenet121"),
-    _cnn("shufflenet_v2_x1_0"),
-    _text("roberta_base", 32, (128,), 512),
-    _text("gpt2_medium", 16, (128, 1024), 1024),
-    # seq fixed at 128: T5's relative position buckets (abs, log, min of the position
-    # differences) then fold into a constant at import time
-    ZooModel("t5_base_encoder", "ait_build.bench.zoo_models:t5_base_encoder",
-             ("input_ids:batch,128:int64",), ("batch=1:32:1",), (1, 32), (), "text"),
-)
-BY_NAME = {m.name: m for m in ZOO}
-QUICK = {"mobilenet_v3_large": None, "efficientnet_v2_s": None, "convnext_small": None,
-         "gpt2_medium": (128,)}  # name -> seqs (None: the model's own)
 STEPS = ("import", "render", "build", "bench")
-
-
-# -- import ---------------------------------------------------------------------------------------
-def spec_path(model: ZooModel) -> str:
-    return os.path.join(ZOO_DIR, model.name + ".yaml")
-
-
-def import_args(model: ZooModel) -> list:
-    """The `ait-build import` command line of a zoo model."""
-    args = ["import", "torch", model.factory, "--dtype", "float16", "-o", spec_path(model)]
-    for value in model.inputs:
-        args += ["--input", value]
-    for value in model.dims:
-        args += ["--dim", value]
-    return args
-
-
-def imported_already(model: ZooModel) -> bool:
-    """Whether build/zoo holds this model's spec from the same source, with random weights."""
-    from ait_build.bench.source_twin import read_source
-    from ait_build.errors import AitError
-    path = spec_path(model)
-    if not os.path.isfile(path):
-        return False
-    try:
-        source, doc = read_source(path)
-    except AitError:
-        return False
-    return (source is not None and source.factory == model.factory
-            and list(source.inputs) == list(model.inputs) and list(source.dims) == list(model.dims)
-            and isinstance(doc.get("weights"), dict))
-
-
-def import_one(name: str) -> int:
-    """In a process of its own: import a zoo model, then give it random weights."""
-    from ait_build.cli.main import main
-    model = BY_NAME[name]
-    os.makedirs(ZOO_DIR, exist_ok=True)
-    code = main(import_args(model))
-    if code == 0:
-        randomize_weights(spec_path(model), model)
-    return code
-
-
-def randomize_weights(spec: str, model: ZooModel) -> None:
-    """Replaces the spec's weights file by `{random: {seed}}`, keeping in a small file of its own
-    the tensors that are not the module's float parameters and buffers (constants the import
-    computed, integer tables): bench loads the same random values into the PyTorch module."""
-    from safetensors import safe_open
-    from ait_build.bench.source_twin import rebuild_module, read_source
-    from ait_build.importers.source import record_source
-    from ait_build.ir.weights import save_safetensors
-    source, doc = read_source(spec)
-    weights = os.path.join(os.path.dirname(spec), doc["weights"])
-    state = rebuild_module(source, model.name).state_dict()
-    with safe_open(weights, framework="numpy") as f:
-        kept = {k: f.get_tensor(k) for k in f.keys()
-                if k not in state or f.get_slice(k).get_dtype() not in FLOAT_STORAGE}
-    field_text = f"{{random: {{seed: {SEED}}}}}"
-    if kept:
-        constants = f"{model.name}.constants.safetensors"
-        save_safetensors(kept, os.path.join(os.path.dirname(spec), constants))
-        field_text = f"{{random: {{seed: {SEED}}}, file: {constants}}}"
-    with open(spec, encoding="utf-8") as fh:
-        text = fh.read()
-    line = f"weights: {doc['weights']}\n"
-    assert line in text, "the import writes `weights: FILE` on a line of its own"
-    with open(spec, "w", encoding="utf-8") as fh:
-        fh.write(text.replace(line, f"weights: {field_text}\n", 1))
-    record_source(spec, _source_dict(source))
-    os.unlink(weights)
-
-
-def _source_dict(source) -> dict:
-    out = {"importer": source.importer, "factory": source.factory, "args": dict(source.args),
-           "inputs": list(source.inputs), "dims": list(source.dims), "dtype": source.dtype}
-    if source.layouts:
-        out["layouts"] = {k: list(v) for k, v in source.layouts.items()}
-    return out
 
 
 def import_all(models: list, jobs: int, deadline: float, log, progress) -> dict:
@@ -306,60 +185,6 @@ def bench_model(model: ZooModel, target: str, batches: list, seq, compile_mode: 
     return report
 
 
-# -- the table ------------------------------------------------------------------------------------
-# report key -> column: the cuda bench's PyTorch modes (the cpu bench's `torch` is eager)
-MODES = (("torch_eager", "eager"), ("torch", "eager"), ("torch_eager_cuda_graph", "eager+graph"),
-         ("torch_compile", "compile"))
-
-
-def summary_rows(reports: list) -> list:
-    """One row per case: ours, each PyTorch mode, the best of them, the errors."""
-    rows = []
-    for report in reports:
-        for r in report.get("results", []):
-            row = {"model": report.get("model", "?"), "dims": r.get("dims", {}),
-                   "ait_build_ms": r["ait_build"]["median_ms"]}
-            best = None
-            for key, label in MODES:
-                if key not in r:
-                    continue
-                side = r[key]
-                row[label] = side.get("median_ms")
-                if side.get("median_ms") and (best is None or side["median_ms"] < best[1]):
-                    best = (label, side["median_ms"])
-                if "skipped" in side:
-                    row[label + "_skipped"] = side["skipped"]
-            if best:
-                row["best"], row["best_ms"] = best
-                row["ours_over_best"] = row["ait_build_ms"] / best[1]
-            errors = r.get("rel_l2_vs_float32") or {}
-            row["rel_l2_ours"], row["rel_l2_torch_fp16"] = errors.get("ait_build"), errors.get("torch_eager")
-            rows.append(row)
-    return rows
-
-
-def markdown(rows: list, no_compile: bool) -> str:
-    def ms(v):
-        return f"{v:.3f}" if isinstance(v, float) else "-"
-
-    def err(v):
-        return f"{v:.1e}" if isinstance(v, float) else "-"
-
-    head = ["model", "dims", "ait-build ms", "eager ms", "eager+graph ms",
-            "compile ms" + (" (--no-compile)" if no_compile else ""), "best", "ours/best",
-            "rel L2 ours", "rel L2 torch fp16"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        dims = ",".join(f"{k}={v}" for k, v in r["dims"].items())
-        ratio = f"**{r['ours_over_best']:.2f}**" if r.get("ours_over_best") else "-"
-        compiled = "skipped" if no_compile else ms(r.get("compile"))
-        lines.append("| " + " | ".join([r["model"], dims, ms(r["ait_build_ms"]), ms(r.get("eager")),
-                                         ms(r.get("eager+graph")), compiled, r.get("best", "-"),
-                                         ratio, err(r.get("rel_l2_ours")),
-                                         err(r.get("rel_l2_torch_fp16"))]) + " |")
-    return "\n".join(lines)
-
-
 # -- the command ----------------------------------------------------------------------------------
 def select(args) -> list:
     """[(ZooModel, seqs or None)] the options pick."""
@@ -370,8 +195,15 @@ def select(args) -> list:
         raise SystemExit(f"error: unknown zoo model {', '.join(unknown)}; choose from "
                          f"{', '.join(BY_NAME)}")
     seqs = tuple(int(s) for s in args.seq.split(",")) if args.seq else None
-    return [(BY_NAME[n], seqs if seqs is not None else (QUICK.get(n) if args.quick else None))
-            for n in names]
+    out = []
+    for name in names:
+        model = BY_NAME[name]
+        if not model.seqs:  # no seq dim (CNNs; T5's encoder has its seq fixed)
+            out.append((model, None))
+        else:
+            out.append((model, seqs if seqs is not None else
+                        (QUICK.get(name) if args.quick else None)))
+    return out
 
 
 def parser() -> argparse.ArgumentParser:

@@ -56,6 +56,7 @@ def test_bench_compares_an_imported_spec_with_its_source(project, tmp_path, caps
         for side in ("torch", "onnxruntime"):
             assert row[side]["median_ms"] > 0 and row[side]["ratio"] > 0
             assert row[side]["max_abs_diff"] < 1e-4  # the same function: weights and layout
+            assert row[side]["rel_l2"] < 1e-5
     table = capsys.readouterr().out
     assert "| batch=2 |" in table and "no comparison" not in table
 
