@@ -64,6 +64,14 @@ def max_diff(ours: dict, theirs: dict) -> float:
                for k in theirs)
 
 
+def rel_l2(ours: dict, theirs: dict) -> float:
+    """||ours - theirs|| / ||theirs|| over all outputs together (float64 sums)."""
+    num = sum(float(np.sum((ours[k].astype(np.float64) - np.asarray(theirs[k], np.float64)) ** 2))
+              for k in theirs)
+    den = sum(float(np.sum(np.asarray(theirs[k], np.float64) ** 2)) for k in theirs)
+    return float(np.sqrt(num / den)) if den else float(np.sqrt(num))
+
+
 # -- the competitors ------------------------------------------------------------------------------
 def _missing(*packages) -> str:
     for package in packages:
@@ -73,28 +81,61 @@ def _missing(*packages) -> str:
 
 
 def prepare_torch(ctx, inputs) -> dict:
-    """PyTorch eager on the twin: {'call', 'outputs', ...} or {'skipped': why}."""
+    """PyTorch eager on the spec's source module or twin: {'call', 'outputs', ...} or
+    {'skipped': why}."""
     skip = _missing("torch")
     if skip:
         return {"skipped": skip}
     import torch
-    twin = ctx.twin()
-    args = twin.to_args(inputs)
+    from ait_build.bench.source_twin import NoComparison
+    try:
+        twin = ctx.twin()
+        args = twin.to_args(inputs)
 
-    def call():
-        with torch.inference_mode():
-            return twin.module(*args)
+        def call():
+            with torch.inference_mode():
+                return twin.module(*args)
 
-    outputs = {n: t.float().numpy() for n, t in zip(twin.outputs, call())}
-    return {"call": call, "outputs": outputs, "threads": torch.get_num_threads(),
-            "version": torch.__version__}
+        outputs = {n: t.float().numpy() for n, t in zip(twin.outputs, call())}
+    except NoComparison as exc:
+        return {"skipped": str(exc)}
+    return _noted({"call": call, "outputs": outputs, "threads": torch.get_num_threads(),
+                   "version": torch.__version__}, twin.note)
 
 
 def prepare_onnxruntime(ctx, inputs) -> dict:
-    """ONNX Runtime on the twin exported with torch.onnx.export (static shapes)."""
-    skip = _missing("torch", "onnxruntime", "onnx")
+    """ONNX Runtime on the spec's ONNX source file, or on its PyTorch source module or twin
+    exported with torch.onnx.export (static shapes)."""
+    skip = _missing("onnxruntime", "onnx")
     if skip:
         return {"skipped": skip}
+    import onnxruntime as ort
+    from ait_build.bench.source_twin import NoComparison, onnx_feed, onnx_model, source_layouts
+    try:
+        from_file = onnx_model(ctx.spec, ctx.graph, ctx.twin_name)
+        if from_file is not None:
+            model, note = from_file
+            session = ort.InferenceSession(model.SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+            feed = onnx_feed(session, inputs, ctx.graph, source_layouts(ctx.spec))
+            names = list(ctx.graph.outputs)
+        else:
+            skip = _missing("torch")
+            if skip:
+                return {"skipped": skip}
+            session, feed, names, note = _exported_session(ctx, inputs)
+    except NoComparison as exc:
+        return {"skipped": str(exc)}
+    if isinstance(session, dict):  # the export failed
+        return session
+    call = lambda: session.run(None, feed)
+    return _noted({"call": call, "outputs": dict(zip(names, call())), "version": ort.__version__},
+                  note)
+
+
+def _exported_session(ctx, inputs) -> tuple:
+    """(session, feed, output names, note) of the twin exported with torch.onnx.export, or
+    ({'skipped': why}, ...) when the export fails."""
     import onnxruntime as ort
     import torch
     twin = ctx.twin()
@@ -107,11 +148,17 @@ def prepare_onnxruntime(ctx, inputs) -> dict:
                 torch.onnx.export(twin.module, args, path, input_names=list(twin.input_names),
                                   output_names=list(twin.outputs), dynamo=False)
         except Exception as exc:  # the exporter's failures are many and version-specific
-            return {"skipped": f"skipped: torch.onnx.export failed ({type(exc).__name__}: {exc})"}
+            why = f"skipped: torch.onnx.export failed ({type(exc).__name__}: {exc})"
+            return {"skipped": why}, None, None, ""
         session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     feed = {i.name: a.numpy() for i, a in zip(session.get_inputs(), args)}
-    call = lambda: session.run(None, feed)
-    return {"call": call, "outputs": dict(zip(twin.outputs, call())), "version": ort.__version__}
+    return session, feed, list(twin.outputs), twin.note
+
+
+def _noted(side: dict, note: str) -> dict:
+    if note:
+        side["note"] = note
+    return side
 
 
 def prepare_ours(ctx, inputs) -> dict:
@@ -150,9 +197,10 @@ class Context:
             self._model.close()
 
     def twin(self):
+        """The PyTorch module to compare with (source_twin.py); NoComparison says why not."""
         if self._twin is None:
-            from ait_build.bench.models import torch_twin
-            self._twin = torch_twin(self.graph, self.twin_name)
+            from ait_build.bench.source_twin import comparison_twin
+            self._twin = comparison_twin(self.spec, self.graph, self.twin_name)
         return self._twin
 
 
@@ -162,9 +210,9 @@ def dtype_variant(spec: str, dtype: str, root: str) -> str:
     includes and weights file made absolute: GPU specs are float16, cpu comparisons float32."""
     import yaml
     from ait_build.cli.build import spec_name
-    from ait_build.spec.yamlfile import load_yaml
+    from ait_build.spec.yamlfile import load_yaml, plain
     name = spec_name(spec)  # checked: it names the file written below
-    doc = _plain(load_yaml(spec))
+    doc = plain(load_yaml(spec))  # what yaml.safe_dump writes
     if doc.get("dtype", "float32") == dtype:
         return spec
     here = os.path.dirname(os.path.abspath(spec))  # includes and weights become absolute
@@ -174,6 +222,8 @@ def dtype_variant(spec: str, dtype: str, root: str) -> str:
                                                 else doc["include"])]
     if isinstance(doc.get("weights"), str):
         doc["weights"] = absolute(doc["weights"])
+    if isinstance(doc.get("source"), dict) and "file" in doc["source"]:  # an ONNX source
+        doc["source"]["file"] = absolute(doc["source"]["file"])
     elif isinstance(doc.get("weights"), dict) and "file" in doc["weights"]:
         doc["weights"]["file"] = absolute(doc["weights"]["file"])
     doc["dtype"], doc["name"] = dtype, f"{name}_{dtype}"
@@ -184,15 +234,6 @@ def dtype_variant(spec: str, dtype: str, root: str) -> str:
     from ait_build.codegen.emit import write_if_changed
     write_if_changed(path, text.encode())  # an unchanged variant keeps the build up to date
     return path
-
-
-def _plain(value):
-    """The loader's YMap/YList as plain dicts and lists, which yaml.safe_dump writes."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def time_sides(ctx, sides: list, inputs: dict, clock, warmup: int, runs: int) -> dict:
@@ -261,7 +302,9 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
                 side = got[name]
                 if "times" in side:
                     side.update(stats(side.pop("times"), batch))
-                    side["max_abs_diff"] = max_diff(ours, side.pop("outputs"))
+                    theirs = side.pop("outputs")
+                    side["max_abs_diff"] = max_diff(ours, theirs)
+                    side["rel_l2"] = rel_l2(ours, theirs)  # of a float16 model: its error
                     side["ratio"] = row["ait_build"]["median_ms"] / side["median_ms"]
                 row[name] = side
             report["results"].append(row)
@@ -275,13 +318,15 @@ def table(report: dict, vs: list) -> str:
     head = ["dims", "ait-build ms"]
     for name in vs:
         head += [f"{name} ms", f"ours/{name}", "max|diff|"]
-    rows = []
+    rows, notes = [], {}
     for r in report["results"]:
         row = [",".join(f"{k}={v}" for k, v in r["dims"].items()) or "-", f"{r['ait_build']['median_ms']:.3f}"]
         for name in vs:
             e = r[name]
-            row += [e["skipped"], "", ""] if "skipped" in e else \
+            row += ["skipped", "", ""] if "skipped" in e else \
                 [f"{e['median_ms']:.3f}", f"{e['ratio']:.2f}", f"{e['max_abs_diff']:.2g}"]
+            if e.get("skipped") or e.get("note"):  # one line each, under the table
+                notes.setdefault(f"{name}: {e.get('skipped') or e.get('note')}")
         rows.append(row)
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
@@ -292,7 +337,7 @@ def table(report: dict, vs: list) -> str:
              + f" ({report['machine']['cpus']} cpus, load {load:.1f}), median of {report['runs']} "
              f"runs after {report['warmup']} warm-up ({report['clock']})")
     return "\n".join([title, line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-                     + [line(r) for r in rows])
+                     + [line(r) for r in rows] + list(notes))
 
 
 def cmd_bench(args) -> int:
@@ -333,7 +378,8 @@ def register(sub) -> None:
     from ait_build.cli.main import add_command
     p = add_command(
         sub, "bench", "time a model beside PyTorch and ONNX Runtime",
-        "Time a built model beside PyTorch (and ONNX Runtime on cpu). On cpu: "
+        "Time a built model beside PyTorch (and ONNX Runtime on cpu): the model an imported "
+        "spec's `source:` names, or a zoo spec's twin, with the spec's weights. On cpu: "
         "perf_counter, each side in its own process, the sides taking turns of a few calls. "
         "On a cuda target (a100, h100, h200): CUDA "
         "events in one process, our library with and without its CUDA graphs against PyTorch "
@@ -341,6 +387,7 @@ def register(sub) -> None:
         f"than {LARGE_ROWS} rows (the product of its dims, batch x seq) runs at most "
         f"{LARGE_RUNS} timed calls after at most {LARGE_WARMUP} untimed ones.",
         ["ait-build bench resnet50 --target cpu --dtype float32 --vs torch,onnxruntime",
+         "ait-build bench specs/cnn.yaml --vs torch,onnxruntime   # imported: vs its source",
          "ait-build bench bert_base --target h200 --batch 1,128 --vs torch --json bert.json"])
     p.add_argument("spec", help="spec file, or a model name under specs/, e.g. mlp")
     p.add_argument("--target", default="cpu", help="a name from `ait-build targets` (default: "
