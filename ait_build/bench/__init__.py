@@ -6,6 +6,11 @@ ONNX Runtime.
     sides.py        the cpu sides in processes of their own, taking turns
     cuda.py         cuda builds: CUDA events, eager, CUDA graph and torch.compile
     models.py       the zoo specs' PyTorch twins
+    source_twin.py  what an imported spec is compared with: the model its `source:` names
+    zoo.py          the public benchmark: import, build and bench steps within a time budget
+    zoo_specs.py    its models and the specs it imports them to (random weights)
+    zoo_models.py   its transformers factories
+    zoo_table.py    its table
     steps.py        `--steps`: the per-node table of one case
     step_report.py  per-node time, FLOPs and bytes against the target's roofline
 """

@@ -33,7 +33,7 @@ from ait_build.pipeline import find_target
 from ait_build.runtime import load_manifest
 from ait_build.runtime.inputs import make_inputs
 from ait_build.runtime.manifest import libraries_text
-from ait_build.spec.yamlfile import load_yaml
+from ait_build.spec.yamlfile import load_yaml, plain
 
 
 class CpuClock:
@@ -73,12 +73,20 @@ def max_diff(ours: dict, theirs: dict) -> float:
                for k in theirs)
 
 
+def rel_l2(ours: dict, theirs: dict) -> float:
+    """||ours - theirs|| / ||theirs|| over all outputs together (float64 sums)."""
+    num = sum(float(np.sum((ours[k].astype(np.float64) - np.asarray(theirs[k], np.float64)) ** 2))
+              for k in theirs)
+    den = sum(float(np.sum(np.asarray(theirs[k], np.float64) ** 2)) for k in theirs)
+    return float(np.sqrt(num / den)) if den else float(np.sqrt(num))
+
+
 # -- the command ----------------------------------------------------------------------------------
 def dtype_variant(spec: str, dtype: str, root: str) -> str:
     """A copy of `spec` computing in `dtype` (named <name>_<dtype>), under build/specs/ with its
     includes and weights file made absolute: GPU specs are float16, cpu comparisons float32."""
     name = spec_name(spec)  # checked: it names the file written below
-    doc = _plain(load_yaml(spec))
+    doc = plain(load_yaml(spec))  # what yaml.safe_dump writes
     if doc.get("dtype", "float32") == dtype:
         return spec
     here = os.path.dirname(os.path.abspath(spec))  # includes and weights become absolute
@@ -88,6 +96,8 @@ def dtype_variant(spec: str, dtype: str, root: str) -> str:
                                                 else doc["include"])]
     if isinstance(doc.get("weights"), str):
         doc["weights"] = absolute(doc["weights"])
+    if isinstance(doc.get("source"), dict) and "file" in doc["source"]:  # an ONNX source
+        doc["source"]["file"] = absolute(doc["source"]["file"])
     elif isinstance(doc.get("weights"), dict) and "file" in doc["weights"]:
         doc["weights"]["file"] = absolute(doc["weights"]["file"])
     doc["dtype"], doc["name"] = dtype, f"{name}_{dtype}"
@@ -97,15 +107,6 @@ def dtype_variant(spec: str, dtype: str, root: str) -> str:
         yaml.safe_dump(doc, sort_keys=False)
     write_if_changed(path, text.encode())  # an unchanged variant keeps the build up to date
     return path
-
-
-def _plain(value):
-    """The loader's YMap/YList as plain dicts and lists, which yaml.safe_dump writes."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def time_sides(ctx, sides: list, inputs: dict, clock, warmup: int, runs: int) -> dict:
@@ -169,7 +170,9 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
                 side = got[name]
                 if "times" in side:
                     side.update(stats(side.pop("times"), batch))
-                    side["max_abs_diff"] = max_diff(ours, side.pop("outputs"))
+                    theirs = side.pop("outputs")
+                    side["max_abs_diff"] = max_diff(ours, theirs)
+                    side["rel_l2"] = rel_l2(ours, theirs)  # of a float16 model: its error
                     side["ratio"] = row["ait_build"]["median_ms"] / side["median_ms"]
                 row[name] = side
             report["results"].append(row)
@@ -183,13 +186,15 @@ def table(report: dict, vs: list) -> str:
     head = ["dims", "ait-build ms"]
     for name in vs:
         head += [f"{name} ms", f"ours/{name}", "max|diff|"]
-    rows = []
+    rows, notes = [], {}
     for r in report["results"]:
         row = [",".join(f"{k}={v}" for k, v in r["dims"].items()) or "-", f"{r['ait_build']['median_ms']:.3f}"]
         for name in vs:
             e = r[name]
-            row += [e["skipped"], "", ""] if "skipped" in e else \
+            row += ["skipped", "", ""] if "skipped" in e else \
                 [f"{e['median_ms']:.3f}", f"{e['ratio']:.2f}", f"{e['max_abs_diff']:.2g}"]
+            if e.get("skipped") or e.get("note"):  # one line each, under the table
+                notes.setdefault(f"{name}: {e.get('skipped') or e.get('note')}")
         rows.append(row)
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
@@ -199,7 +204,7 @@ def table(report: dict, vs: list) -> str:
              + f" ({report['machine']['cpus']} cpus, load {load:.1f}), median of {report['runs']} "
              f"runs after {report['warmup']} warm-up ({report['clock']})")
     return "\n".join([title, line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-                     + [line(r) for r in rows])
+                     + [line(r) for r in rows] + list(notes))
 
 
 def write_json(report: dict, path: str | None) -> None:

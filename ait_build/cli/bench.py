@@ -5,23 +5,23 @@ from __future__ import annotations
 
 import sys
 
-from ait_build.bench import run as bench_run
-from ait_build.bench import steps as bench_steps
+from ait_build.bench import cuda as bench_cuda, run as bench_run, steps as bench_steps
 from ait_build.bench.competitors import COMPETITORS
-from ait_build.bench import cuda as bench_cuda
-from ait_build.bench.cuda import (COMPILE_MODES, DEFAULT_RUNS, DEFAULT_WARMUP, LARGE_ROWS, LARGE_RUNS,
-                                  LARGE_WARMUP)
+from ait_build.bench.cuda import (COMPILE_MODES, DEFAULT_RUNS, DEFAULT_WARMUP, LARGE_ROWS,
+                                  LARGE_RUNS, LARGE_WARMUP)
 from ait_build.bench.run import CPU_RUNS, CPU_WARMUP
 from ait_build.cli.args import dim_value, dims_of, nonnegative_int, positive_int, positive_int_list
 
-DESCRIPTION = ("Time a built model beside PyTorch (and ONNX Runtime on cpu). On cpu: perf_counter, "
-               "each side in its own process, the sides taking turns of a few calls. On a cuda "
-               "target (a100, h100, h200): CUDA events in one process, our library with and "
-               "without its CUDA graphs against PyTorch eager, eager captured in a CUDA graph and "
-               "torch.compile (--vs torch); a case with more "
+DESCRIPTION = ("Time a built model beside PyTorch (and ONNX Runtime on cpu): the model an imported "
+               "spec's `source:` names, or a zoo spec's twin, with the spec's weights. On cpu: "
+               "perf_counter, each side in its own process, the sides taking turns of a few calls. "
+               "On a cuda target (a100, h100, h200): CUDA events in one process, our library with "
+               "and without its CUDA graphs against PyTorch eager, eager captured in a CUDA graph "
+               "and torch.compile (--vs torch); a case with more "
                f"than {LARGE_ROWS} rows (the product of its dims, batch x seq) runs at most "
                f"{LARGE_RUNS} timed calls after at most {LARGE_WARMUP} untimed ones.")
 EXAMPLES = ["ait-build bench resnet50 --target cpu --dtype float32 --vs torch,onnxruntime",
+            "ait-build bench specs/cnn.yaml --vs torch,onnxruntime   # imported: vs its source",
             "ait-build bench bert_base --target h200 --batch 1,128 --vs torch --json bert.json"]
 
 

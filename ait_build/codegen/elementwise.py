@@ -26,7 +26,8 @@ COMPUTE_CTYPE = {"float32": "float", "float16": "float", "bfloat16": "float", "i
 # activation name (ops/elementwise.py ACTIVATIONS) -> the kernel headers' function
 ACT = {"none": "ait::identity", "relu": "ait::relu", "gelu": "ait::gelu",
        "gelu_tanh": "ait::gelu_tanh", "silu": "ait::silu", "sigmoid": "ait::sigmoid",
-       "tanh": "ait::tanh", "hardswish": "ait::hardswish"}
+       "tanh": "ait::tanh", "hardswish": "ait::hardswish", "relu6": "ait::relu6",
+       "hardsigmoid": "ait::hardsigmoid"}
 BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 COMPARE = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
            "greater_equal": ">="}
@@ -86,6 +87,23 @@ def elementwise(lw, label: str, out: Operand, operands: list, expr: str, stmts=(
     args = [out.var] + [o.var for o in operands] + [cexpr(s) for s in sizes]
     args += [cexpr(in_strides[i][k]) for i in range(n_in) for k in range(rank - 1)]
     lw.call(kernel, args)
+
+
+def float_bits(value) -> str:
+    """A float32's bit pattern as a C++ unsigned literal (template arguments cannot be floats
+    before C++20)."""
+    return f"0x{np.float32(value).view(np.uint32):08x}u"
+
+
+def hardtanh_struct(attrs) -> str:
+    """The kernel headers' `ait::Hardtanh<low, high>` of an epilogue's hardtanh bounds."""
+    from ait_build.ops.epilogue import hardtanh_bounds
+    return "ait::Hardtanh<{}, {}>".format(*(float_bits(b) for b in hardtanh_bounds(attrs)))
+
+
+def act_fn(act: str, attrs) -> str:
+    """The C++ function of an epilogue activation (`attrs`: the node's, for hardtanh's bounds)."""
+    return f"{hardtanh_struct(attrs)}::apply" if act == "hardtanh" else ACT[act]
 
 
 def cast_expr(v: str, src: str, dst: str) -> str:

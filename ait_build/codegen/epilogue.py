@@ -5,18 +5,20 @@ any other shape is added later, and the activation waits for it."""
 
 from __future__ import annotations
 
-from ait_build.codegen.elementwise import ACT, Operand, elementwise
+from ait_build.codegen.elementwise import Operand, act_fn, elementwise
 from ait_build.codegen.op_geometry import residual_mode
 
 
 class Epilogue:
-    """`act`: the node's activation; `kernel_act`: what its kernel applies ('none' when the
-    later pass does); `residual`, `mode`: the residual the kernel adds and how it broadcasts
-    ('full', 'row'; 'none' without one); `later`: a residual the pass after the kernel adds."""
+    """`act`: the node's activation (`attrs`: the node's, for hardtanh's bounds); `kernel_act`:
+    what its kernel applies ('none' when the later pass does); `residual`, `mode`: the residual
+    the kernel adds and how it broadcasts ('full', 'row'; 'none' without one); `later`: a
+    residual the pass after the kernel adds."""
 
     def __init__(self, lw, data_inputs: int, fused_modes: tuple = ("full", "row")):
         node = lw.node
         self.act = node.attrs.get("activation", "none")
+        self.attrs = node.attrs
         residual = node.inputs[data_inputs] if len(node.inputs) > data_inputs else None
         self.residual, self.mode, self.later = None, "none", None
         if residual is not None:
@@ -33,4 +35,4 @@ class Epilogue:
             return
         dst = Operand(lw.dst(out), lw.ctype(out), lw.shape(out))
         res = Operand(lw.src(self.later), lw.ctype(self.later), lw.shape(self.later))
-        elementwise(lw, "residual", dst, [dst, res], f"{ACT[self.act]}((v0 + v1))")
+        elementwise(lw, "residual", dst, [dst, res], f"{act_fn(self.act, self.attrs)}((v0 + v1))")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 
 import jinja2
 from jinja2 import meta
@@ -45,12 +46,12 @@ def cute_ints(text) -> str:
 
 
 # C++ math whose vector loops are long polynomials (exp, erf, tanh and the activations built on
-# them): `{% if expr is slow_math %}` in a template
-SLOW_MATH = ("exp", "erf", "gelu", "silu", "sigmoid", "tanh")
+# them, but not the clamps hardsigmoid and hardtanh): `{% if expr is slow_math %}` in a template
+SLOW_MATH = re.compile(r"(?<![Hh]ard)(exp|erf|gelu|silu|sigmoid|tanh)")
 
 
 def slow_math(text) -> bool:
-    return any(name in str(text) for name in SLOW_MATH)
+    return SLOW_MATH.search(str(text)) is not None
 
 
 @functools.lru_cache(maxsize=None)

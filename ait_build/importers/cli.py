@@ -73,11 +73,14 @@ def _name(args) -> str:
     return name
 
 
-def _finish(graph, args, description: str) -> int:
+def _finish(graph, args, description: str, source) -> int:
+    """Writes the spec, its weights and its `source:` field (`source(args, graph, spec)`)."""
     from ait_build.importers.simplify import simplify
+    from ait_build.importers.source import record_source
     from ait_build.importers.write import write_spec
     simplify(graph)
     spec, weights, built = write_spec(graph, args.output, description, fold=not args.flat)
+    record_source(spec, source(args, graph, spec))
     print(f"wrote {spec} ({len(built.nodes)} nodes) and {weights} ({len(graph.weights)} tensors)",
           file=sys.stderr)
     return 0
@@ -92,7 +95,9 @@ def cmd_import_torch(args) -> int:
         raise AitError("give at least one --input NAME:SHAPE[:DTYPE]")
     dims = dims_for(inputs, [parse_dim(text) for text in args.dim])
     graph = import_torch(args.factory, args.args, inputs, dims, _name(args), args.dtype)
-    return _finish(graph, args, f"Imported from PyTorch {args.factory} by ait-build import.")
+    from ait_build.importers.source import torch_source
+    return _finish(graph, args, f"Imported from PyTorch {args.factory} by ait-build import.",
+                   torch_source)
 
 
 def cmd_import_onnx(args) -> int:
@@ -102,8 +107,9 @@ def cmd_import_onnx(args) -> int:
     inputs = [parse_input(text) for text in args.input]
     dims = [parse_dim(text) for text in args.dim]
     graph = import_onnx(args.model, inputs, dims, _name(args), args.dtype)
+    from ait_build.importers.source import onnx_source
     return _finish(graph, args, f"Imported from ONNX {os.path.basename(args.model)} by "
-                                "ait-build import.")
+                                "ait-build import.", onnx_source)
 
 
 def _require(module: str, how: str) -> None:

@@ -130,6 +130,17 @@ def run_node(graph: Graph, node: Node, inputs: list, env: dict | None = None) ->
     return get_op(node.op).reference(attrs, inputs, ws)
 
 
+def permute_dims(graph: Graph, node: Node) -> tuple:
+    """The dims a `permute` or `transpose` node takes its output axes from, as a permutation."""
+    rank = len(graph.tensors[node.inputs[0]].shape)
+    if node.op == "permute":
+        return tuple(d % rank for d in node.attrs["dims"])
+    dims = list(range(rank))
+    a, b = node.attrs["dim0"] % rank, node.attrs["dim1"] % rank
+    dims[a], dims[b] = dims[b], dims[a]
+    return tuple(dims)
+
+
 def summary(*parts) -> str:
     """'a, b' from the non-empty (count, text) parts: ('2 identity ops', ...)."""
     return ", ".join(f"{count} {text}" for count, text in parts if count)

@@ -18,10 +18,11 @@ from ait_build.spec.fields import (check_docs, check_header, check_keys, expect_
                                    type_name)
 from ait_build.spec.model_fields import MAX_DIM, open_weights, parse_dims
 from ait_build.spec.names import check_model_name, check_name
+from ait_build.spec.source import parse_source
 from ait_build.spec.yamlfile import YList, YMap, load_yaml, where, ylist
 
 MODEL_FIELDS = ("apiVersion", "kind", "name", "description", "dtype", "dims", "inputs", "outputs",
-                "weights", "include", "blocks", "graph")
+                "weights", "include", "blocks", "graph", "source")
 NODE_FIELDS = ("name", "op", "inputs", "outputs", "when", "weights", "doc")
 MAX_TENSOR_ELEMENTS = 2**40
 MAX_WEIGHT_ELEMENTS = 2**32
@@ -61,6 +62,7 @@ class ModelBuilder(BlockExpander):
             raise SpecError(f"model dtype must be one of {', '.join(FLOAT_DTYPES)}, got '{self.dtype}'"
                             + did_you_mean(self.dtype, FLOAT_DTYPES), where(doc, "dtype"))
         self.dims = parse_dims(doc)
+        parse_source(doc)  # checked here; bench reads it (spec/source.py)
         self.library.add_from(doc, self.path)
         scope = Scope(prefix="", names={}, env={})
         inputs = self._inputs(doc, scope)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ait_build.errors import AitError, SpecError, did_you_mean
 from ait_build.ir.dtypes import ALL_DTYPES
 from ait_build.ir.resources import data_dir, project_targets
-from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
+from ait_build.spec.fields import check_header, check_keys, expect_map, get, string_list
 from ait_build.spec.yamlfile import load_yaml, where
 
 TARGET_FIELDS = ("apiVersion", "kind", "name", "description", "backend", "arch", "compiler",
@@ -71,16 +71,6 @@ class Target:
         """Content hash of the resolved target (SCons uses it as a Value node)."""
         data = {k: v for k, v in self.__dict__.items() if k != "source"}
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=list).encode()).hexdigest()[:16]
-
-
-def _str_list(mapping, key, what) -> tuple:
-    if key not in mapping:
-        return ()
-    items = expect_list(mapping[key], where(mapping, key), f"{what}.{key}")
-    for i, item in enumerate(items):
-        if not isinstance(item, str):
-            raise SpecError(f"{what}.{key} must be a list of strings", items.where(i))
-    return tuple(items)
 
 
 def _precision(doc, backend: str, backends) -> tuple:
@@ -167,7 +157,7 @@ def load_target(path: str, backends) -> Target:
         check_keys(raw, CAPABILITY_FIELDS, "capabilities")
         for key, value in raw.items():
             if key == "dtypes":
-                caps[key] = _str_list(raw, key, "capabilities")
+                caps[key] = string_list(raw, key, "capabilities")
                 for i, dtype in enumerate(caps[key]):
                     if dtype not in ALL_DTYPES:
                         raise SpecError(f"unknown dtype '{dtype}' in capabilities.dtypes"
@@ -180,13 +170,13 @@ def load_target(path: str, backends) -> Target:
             else:
                 caps[key] = get(raw, key, bool, "capabilities")
     precision = _precision(doc, backend, backends)
-    flags = _str_list(compiler, "flags", "compiler")
+    flags = string_list(compiler, "flags", "compiler")
     _check_for_backend(doc, backends[backend], arch, compiler, flags, kernels)
-    _str_list(doc, "sources", "target")
+    string_list(doc, "sources", "target")
     return Target(
         name=name, backend=backend, arch=arch, cxx=get(compiler, "cxx", str, "compiler"),
         flags=flags,
-        link_flags=_str_list(compiler, "link_flags", "compiler"),
+        link_flags=string_list(compiler, "link_flags", "compiler"),
         device=tuple(sorted(device.items())), kernels=tuple(sorted(kernels.items())),
         capabilities=tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v)
                                   for k, v in caps.items())),

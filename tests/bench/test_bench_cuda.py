@@ -148,9 +148,10 @@ def test_without_torch_or_a_gpu_one_line_and_no_build(monkeypatch, capsys, torch
     assert (rc, out, err) == (1, "", message)
 
 
-def test_a_cuda_build_goes_to_the_cuda_bench_and_saves_every_case(monkeypatch, capsys, tmp_path):
-    """The CLI on a (fake) cuda build: bench_cuda's loop with the cuda defaults, JSON rewritten
-    after each case, the cuda table printed. Timing itself needs the GPU (bench_case faked)."""
+@pytest.fixture
+def fake_cuda_build(monkeypatch, tmp_path):
+    """`build` makes a cuda build's manifest (of specs/mlp.yaml) and nothing else; a fake torch
+    sees a GPU. Returns the build folder."""
     monkeypatch.chdir(REPO)
     build_dir = tmp_path / "build" / "h200" / "mlp"
 
@@ -167,12 +168,24 @@ def test_a_cuda_build_goes_to_the_cuda_bench_and_saves_every_case(monkeypatch, c
         (build_dir / "manifest.json").write_text(json.dumps(manifest))
         return str(build_dir)
 
+    monkeypatch.setattr(bench_run, "build", fake_build)
+    monkeypatch.setattr(bench_cuda, "cuda_torch", lambda: fake_torch(True))
+    return build_dir
+
+
+def test_a_cuda_build_goes_to_the_cuda_bench_and_saves_every_case(monkeypatch, capsys, tmp_path,
+                                                                  fake_cuda_build):
+    """The CLI on a (fake) cuda build: bench_cuda's loop with the cuda defaults, JSON rewritten
+    after each case, the cuda table printed. Timing itself needs the GPU (bench_case faked)."""
+    build_dir = fake_cuda_build
     report_path = tmp_path / "out" / "bench.json"
     calls = []
 
-    def fake_case(torch, build, twin, module, dtype, inputs, warmup, runs, compile_mode):
+    def fake_case(torch, build, twin, module, dtype, inputs, warmup, runs, compile_mode,
+                  reference=None):
         assert (build, module, dtype, compile_mode) == (str(build_dir), "module on cuda",
                                                         "torch.float32", "reduce-overhead")
+        assert reference is None  # a float32 model is its own float32 reference
         if calls:  # the first case is on disk before the second is timed
             saved = json.loads(report_path.read_text())
             assert [r["dims"] for r in saved["results"]] == [{"batch": 1}]
@@ -182,9 +195,8 @@ def test_a_cuda_build_goes_to_the_cuda_bench_and_saves_every_case(monkeypatch, c
                 "torch_eager": side(4 * ms), "torch_eager_cuda_graph": side(2 * ms),
                 "torch_compile": {"skipped": "torch.compile failed (X: y)"}, "max_abs_diff": 0.001}
 
-    twin = types.SimpleNamespace(module=types.SimpleNamespace(to=lambda *a: "module on cuda"))
-    monkeypatch.setattr(bench_run, "build", fake_build)
-    monkeypatch.setattr(bench_cuda, "cuda_torch", lambda: fake_torch(True))
+    twin = types.SimpleNamespace(module=types.SimpleNamespace(to=lambda *a: "module on cuda"),
+                                 note="")
     monkeypatch.setattr(bench_cuda, "bench_case", fake_case)
     monkeypatch.setattr("ait_build.bench.competitors.Context.twin", lambda self: twin)
     rc, out, err = run_cli(["bench", "mlp", "--target", "h200", "--batch", "1,4", "--vs", "torch",
@@ -204,3 +216,42 @@ def test_a_cuda_build_goes_to_the_cuda_bench_and_saves_every_case(monkeypatch, c
     assert out.splitlines()[0].startswith("mlp on h200 (Fake GPU, float32, torch 9.9.9")
     assert "| batch=4 | 100  | 4.000" in out and "batch=4: compile skipped: torch.compile failed" in out
     assert err.splitlines()[0].startswith("batch=1: ait-build 1.000 ms (no graphs 2.000)")
+
+
+def test_without_a_comparison_ours_is_timed_and_the_table_says_why(monkeypatch, capsys,
+                                                                    fake_cuda_build):
+    from ait_build.bench.source_twin import NoComparison
+    why = "no comparison: spec 'mlp' was edited after import (...)"
+
+    def no_twin(self):
+        raise NoComparison(why)
+
+    def fake_case(torch, build, twin, module, dtype, inputs, warmup, runs, compile_mode,
+                  reference=None):
+        assert (twin, module, reference) == (None, None, None)
+        return {"ait_build": side(1.0), "ait_build_no_graphs": side(2.0)}
+
+    monkeypatch.setattr(bench_cuda, "bench_case", fake_case)
+    monkeypatch.setattr("ait_build.bench.competitors.Context.twin", no_twin)
+    rc, out, err = run_cli(["bench", "mlp", "--target", "h200", "--vs", "torch"], capsys)
+    assert rc == 0 and out.splitlines()[-1] == why and why in err
+    assert cells(out.splitlines()[1]) == ["dims", "runs", "ait-build ms", "items/s", "no graphs ms"]
+
+
+def test_errors_against_float32_in_the_table_and_auto_compile_mode():
+    report = dict(REPORT, results=[dict(REPORT["results"][0], rel_l2_vs_float32={
+        "ait_build": 6.3e-4, "torch_eager": 7.1e-4})], note="the weights file is not ...")
+    lines = bench_cuda.table(report).splitlines()
+    assert cells(lines[1])[-1] == "rel L2 ours (eager)"
+    assert cells(lines[3])[-1] == "6.3e-04 (7.1e-04)"
+    assert lines[-1] == "the weights file is not ..."
+    assert bench_cuda.case_compile_mode("auto", {"batch": 1, "seq": 128}) == "reduce-overhead"
+    assert bench_cuda.case_compile_mode("auto", {"batch": 64}) == "default"
+    assert bench_cuda.case_compile_mode("max-autotune", {"batch": 1}) == "max-autotune"
+
+
+def test_relative_l2_over_all_outputs():
+    torch = pytest.importorskip("torch")
+    want = {"a": torch.tensor([3.0, 0.0]), "b": torch.tensor([[4.0]])}
+    ours = {"a": torch.tensor([3.0, 0.5], dtype=torch.float16), "b": torch.tensor([[4.0]])}
+    assert bench_cuda.rel_l2(ours, want) == pytest.approx(0.1)  # 0.5 / 5

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ait_build.backends.cpu import winograd
 from ait_build.codegen import epilogue
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
-from ait_build.codegen.elementwise import ACT, float_literal
+from ait_build.codegen.elementwise import act_fn, float_literal
 from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.op_geometry import attention_operands, conv_geometry, matmul_geometry
 from ait_build.ir.dims import Dim
@@ -44,7 +44,8 @@ class Epilogue(epilogue.Epilogue):
         self.has_bias = has_bias
 
     def context(self) -> dict:
-        return dict(has_bias=self.has_bias, res_mode=self.mode, act=ACT[self.kernel_act],
+        return dict(has_bias=self.has_bias, res_mode=self.mode,
+                    act=act_fn(self.kernel_act, self.attrs),
                     has_epilogue=self.has_bias or self.mode != "none" or self.kernel_act != "none")
 
     def params(self) -> list:
@@ -171,6 +172,8 @@ def lower_attention(lw) -> None:
     block = min(lw.at_max(sq) * sk_max, max(32 * sk_max, ATTENTION_SCORE_FLOATS))
     context = dict(has_bias=bias is not None, causal=bool(attrs["causal"]),
                    bias_inner=bias is not None and bias_strides[3] != 0)
+    if attrs.get("bias_period"):
+        context.update(bias_period=attrs["bias_period"])
     params = [("float*", "out"), ("const float*", "q"), ("const float*", "k"), ("const float*", "v")]
     params += [("const float*", "bias")] if bias is not None else []
     params += [("int64_t", p) for p in ("B", "Sq", "Sk", "H", "D", "ldq", "ldk", "ldv")]

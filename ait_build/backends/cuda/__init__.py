@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ait_build.backends import gpu
 from ait_build.backends.base import Archs
-from ait_build.backends.cuda import cutlass, fmha
+from ait_build.backends.cuda import cutlass, fmha, grouped
 from ait_build.backends.cuda.toolchain import (ARCH_OPTIONS, arch_flags, arch_number,
                                               cuda_toolchain)
 
@@ -28,8 +28,11 @@ TEMPLATES = {
     "attention": "cuda/attention.cu.j2",
     "gemm_simple": "cuda/gemm_simple.cu.j2",
     "conv2d_direct": "cuda/conv2d_direct.cu.j2",
+    "depthwise_conv2d": "gpu/depthwise_conv2d.cu.j2",  # newer kinds: the GPU layer's own file
+    "channel_scale": "gpu/channel_scale.cu.j2",
     "gemm": "cuda/gemm.cu.j2",
     "conv2d": "cuda/conv2d.cu.j2",
+    "conv2d_grouped": "cuda/conv2d_grouped.cu.j2",
 }
 SUPPORT_FILES = {  # generated path -> template
     "src/ait_common.h": "common/ait_common.h.j2",
@@ -51,7 +54,9 @@ KERNEL_ARCHS = {"cutlass_sm80": SM80_OR_NEWER, "cutlass_sm90": SM90A,
 
 BACKEND = gpu.backend(
     name="cuda",
-    lower=gpu.lowerings(cutlass.CUTLASS, fmha.tensor_core_attention),
+    # grouped convs on tensor cores (grouped.py); every other conv as the GPU layer lowers it
+    lower={**gpu.lowerings(cutlass.CUTLASS, fmha.tensor_core_attention),
+           "conv2d": grouped.lowering(cutlass.CUTLASS)},
     templates=TEMPLATES,
     model_template="cuda/model.cpp.j2",
     support_files=SUPPORT_FILES,

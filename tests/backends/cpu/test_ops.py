@@ -110,7 +110,8 @@ GROUPS = {
         inputs={"x": {"shape": ["batch", 7, 16]}, "r": {"shape": ["batch", 7, 16]},
                 "kv": {"shape": ["batch", 5, 16]}, "qkv": {"shape": ["batch", 7, 48]},
                 "mask": {"shape": ["batch", 1, 1, 7]}, "full": {"shape": ["batch", 2, 7, 5]},
-                "long": {"shape": ["batch", 3, 37]}, "cols": {"shape": ["batch", 4, 600]}},
+                "long": {"shape": ["batch", 3, 37]}, "cols": {"shape": ["batch", 4, 600]},
+                "windows": {"shape": [2, 2, 7, 7]}},
         graph=[n("ln", "layer_norm", ["x"]), n("ln_res", "layer_norm", ["x", "r"], eps=1e-6),
                n("ln_plain", "layer_norm", ["x"], affine=False),
                n("softmax", "softmax", ["x"]), n("softmax_mid", "softmax", ["x"], axis=1),
@@ -127,9 +128,13 @@ GROUPS = {
                n("mha_cross", "multi_head_attention", ["x", "kv", "kv", "full"], num_heads=2,
                  head_dim=8, scale=0.3),
                n("mha_packed", "multi_head_attention", ["qkv"], num_heads=2, head_dim=8,
-                 packed=True, causal=True)],
+                 packed=True, causal=True),
+               # batch b adds windows[b % 2] (Swin's shifted-window masks)
+               n("mha_windows", "multi_head_attention", ["x", "x", "x", "windows"], num_heads=2,
+                 head_dim=8, bias_period=2)],
         outputs=["ln", "ln_res", "ln_plain", "softmax", "softmax_mid", "softmax_long",
-                 "softmax_long_mid", "softmax_cols_mid", "mha", "mha_cross", "mha_packed"]),
+                 "softmax_long_mid", "softmax_cols_mid", "mha", "mha_cross", "mha_packed",
+                 "mha_windows"]),
     # the ops real model zoos need beyond the seed models: clamps, minimum/maximum, masks built
     # in the model (iota, comparisons, logic, where), fills, rolls, GPT-2's [in, out] linear
     "masks_and_clamps": dict(
@@ -172,6 +177,27 @@ GROUPS = {
                  "either", "neither", "where", "where_b", "fill", "fill_i", "fill_b", "iota",
                  "iota_mid", "iota_i32", "causal_bias", "roll", "roll_one", "roll_img",
                  "linear_in_out"]),
+    # the epilogue activations beyond the unary ops: relu6, the importers' hardsigmoid and
+    # hardtanh with its bounds (one side open too), on a GEMM, an im2col conv, a pointwise conv
+    # with a residual and a depthwise conv; inputs scaled so that every bound is reached
+    "epilogue_activations": dict(
+        inputs={"x": {"shape": ["batch", 5, 16]}, "img": {"shape": ["batch", 6, 6, 8]},
+                "res": {"shape": ["batch", 6, 6, 8]}},
+        graph=[n("x4", "mul", ["x"], scalar=4.0), n("img4", "mul", ["img"], scalar=4.0),
+               n("lin_relu6", "linear", ["x4"], out_features=12, activation="relu6"),
+               n("lin_hsig", "linear", ["x4"], out_features=12, activation="hardsigmoid"),
+               n("lin_htanh", "linear", ["x4"], out_features=12, activation="hardtanh",
+                 hardtanh_min=-0.5, hardtanh_max=2.0),
+               n("mm_open", "matmul", ["x4", "x4"], transpose_b=True, activation="hardtanh",
+                 hardtanh_min=float("-inf"), hardtanh_max=0.25),
+               n("c3_relu6", "conv2d", ["img4"], out_channels=8, kernel=3, padding=1,
+                 activation="relu6"),
+               n("c1_hsig", "conv2d", ["img4", "res"], out_channels=8, kernel=1,
+                 activation="hardsigmoid"),
+               n("dw_htanh", "conv2d", ["img4"], out_channels=8, kernel=3, groups=8, padding=1,
+                 activation="hardtanh", hardtanh_min=-1.5, hardtanh_max=1.0)],
+        outputs=["lin_relu6", "lin_hsig", "lin_htanh", "mm_open", "c3_relu6", "c1_hsig",
+                 "dw_htanh"]),
     "lookup": dict(
         inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
                 "ids32": {"shape": ["batch", 3], "dtype": "int32"},

@@ -172,6 +172,18 @@ def errors(got: np.ndarray, ref: np.ndarray) -> dict:
             "rel_l2": float(np.linalg.norm(diff) / max(np.linalg.norm(ref), 1e-30))}
 
 
+def op_tolerance(dtype: str, scale: float, single_op: bool = True) -> dict:
+    """assert_allclose's rtol and atol for an output of `dtype` whose largest magnitude is
+    `scale` (test_gpu_numerics' docstring says why): a few roundings of the output's precision
+    for one op of a 16-bit model (bfloat16: 8x float16's, its unit roundoff ratio), float32
+    outputs of 16-bit ops (casts) a little looser than float32 models."""
+    if dtype == "float32":
+        return dict(rtol=1e-4, atol=2e-5 * max(scale, 1.0)) if not single_op else \
+            dict(rtol=1e-3, atol=1e-4 * max(scale, 1.0))
+    ratio = 8 if dtype == "bfloat16" else 1
+    return dict(rtol=4e-3 * ratio, atol=1e-3 * ratio * max(scale, 1.0))
+
+
 def report(**row) -> None:
     """Appends one measured error (a JSON line) to $AIT_GPU_REPORT, when set."""
     path = os.environ.get("AIT_GPU_REPORT")

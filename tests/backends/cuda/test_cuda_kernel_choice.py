@@ -38,21 +38,51 @@ def test_seed_transformer_runs_tensor_core_attention(tmp_path, target):
     assert "p.q_strideM = static_cast<int32_t>(ldq);" in srcs[fmha]
 
 
-def test_attention_falls_back_where_the_kernel_cannot_read_the_bias(tmp_path):
+def test_attention_copies_a_bias_the_kernel_cannot_read(tmp_path):
     srcs = kernels(op_spec("norm_attention"), "h200", tmp_path)
-    # mha: a [batch, 1, 1, 7] mask has a batch stride of 7 elements (not 16-byte aligned);
-    # mha_cross: a full [batch, 2, 7, 40] bias; mha_packed: causal on square scores;
-    # mha_plain: neither (Hopper's kernel first)
-    assert len(names(srcs, "attention")) == 1
+    # mha: a [batch, 1, 1, 7] mask has a batch stride of 7 elements (not 16-byte aligned): copied
+    # into scratch first; mha_cross: a full [batch, 2, 7, 40] bias, read as it is; mha_packed:
+    # causal on square scores; mha_plain: neither (Hopper's kernel first)
+    assert names(srcs, "attention") == []
     fmha = names(srcs, "fmha")
-    assert len(fmha) == 3
+    assert len(fmha) == 4
     causal = [k for k in fmha if k.startswith("fmha_causal_")]
     assert len(causal) == 1 and "Attention::CausalFromBottomRight" in srcs[causal[0]]
-    assert "hopper::" not in srcs[causal[0]]
+    # head_dim 64: Hopper's kernel first, with its causal mask
+    assert "class Fusion = cutlass::fmha::collective::CausalFusion>" in srcs[causal[0]]
     (biased,) = [k for k in fmha if "p.attn_bias_ptr = as_scalar(bias);" in srcs[k]]
     assert "false, true>;" in srcs[biased] and "hopper::" not in srcs[biased]  # kSupportsBias
-    (plain,) = [k for k in fmha if "hopper::launch" in srcs[k]]
+    (staged,) = [k for k in fmha if "stage_bias<<<" in srcs[k]]
+    assert "if (bs3 != 1 || bs0 % 8 || bs1 % 8 || bs2 % 8 || !aligned16(bias)) {" in srcs[staged]
+    (plain,) = [k for k in fmha if "hopper::launch" in srcs[k] and k not in causal]
     assert "Shape<_128, _64, _64>" in srcs[plain] and "false, false>;" in srcs[plain]
+
+
+@pytest.mark.parametrize("group", ["attention_masks", "attention_masks_bfloat16"])
+def test_imported_masks_run_the_tensor_core_kernel(tmp_path, group):
+    """GPT-2's mask: causal, no bias; padding masks over 13 keys: copied before the kernel (calls
+    whose strides are not multiples of 8); over 16 keys: read in place."""
+    srcs = kernels(op_spec(group), "h200", tmp_path)
+    assert names(srcs, "attention") == []
+    fmha = {k: ("stage_bias<<<" in srcs[k], "CausalFromBottomRight" in srcs[k],
+                "p.attn_bias_ptr" in srcs[k]) for k in names(srcs, "fmha")}
+    assert sorted(fmha.values()) == [(False, False, True), (False, True, False), (True, False, True),
+                                     (True, True, True)]
+
+
+def test_swin_window_attention_reads_its_bias_weight_in_place(tmp_path):
+    """Both window attentions run example 41 with the relative position bias (and the shifted
+    block's per-window mask) as one weight with keys padded to 56; the shifted one's batch b
+    reads the bias of window b % 4."""
+    emission = emit(op_spec("window_attention"), find_target("h200"), str(tmp_path))
+    model = open(os.path.join(str(tmp_path), "src", "model.cpp")).read()
+    calls = re.findall(r"(fmha_\w+)\(cx, [^;]*, 0\.176776692f, (\d+), 2744, 56, 1\)", model)
+    assert [bs0 for _, bs0 in calls] == ["0", "5488"]  # [1, 2, 49, 56] and [4, 2, 49, 56]
+    srcs = {os.path.basename(k): open(os.path.join(str(tmp_path), k)).read()
+            for k in emission.kernel_sources}
+    plain, shifted = (srcs[f"{name}.cu"] for name, _ in calls)
+    assert "periodic_bias_kernel" not in plain and "stage_bias" not in plain
+    assert "p.attn_bias_ptr += (blockIdx.z % 4) * period_stride;" in shifted
 
 
 def test_hopper_attention_only_on_fmha_sm90_targets(tmp_path):

@@ -24,7 +24,7 @@ import pytest
 from ait_build.ops.reference import random_inputs, run_reference
 
 from cuda_helpers import (TARGETS, built, check_whole_model, errors, fp16_spec, on_gpu,
-                          report, spec_path)
+                          op_tolerance, report, spec_path)
 from cuda_op_groups import FP16_SMALL, GROUPS, SEEDS, SMALL, op_spec
 
 pytestmark = pytest.mark.gpu
@@ -47,13 +47,8 @@ def check_outputs(got: dict, ref: dict, graph, single_op: bool, what: str) -> No
         e = errors(actual, expected)
         report(case=what, output=name, dtype=dtype, **e)
         scale = float(np.abs(expected).max()) if expected.size else 0.0
-        if dtype == "float32" and not single_op:
-            rtol, atol = 1e-4, 2e-5 * max(scale, 1.0)
-        elif dtype == "float32":  # float32 outputs of float16 ops (casts)
-            rtol, atol = 1e-3, 1e-4 * max(scale, 1.0)
-        else:
-            rtol, atol = 4e-3, 1e-3 * max(scale, 1.0)
-        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=f"{what}: {name}")
+        np.testing.assert_allclose(actual, expected, **op_tolerance(dtype, scale, single_op),
+                                   err_msg=f"{what}: {name}")
 
 
 @pytest.mark.parametrize("target", TARGETS)

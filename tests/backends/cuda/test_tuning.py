@@ -155,3 +155,25 @@ def test_profile_path_is_relative_to_the_targets_folder(tmp_path):
     from ait_build.spec.profile import profile_path
     target = find_target(target_with_profile(tmp_path, []))
     assert profile_path(target) == str(tmp_path / "profiles" / "h200.yaml")
+
+
+@pytest.mark.parametrize("target", ["h200", "a100"])
+def test_gemms_over_few_channels_get_narrow_candidates(target):
+    """tiny_cnn in float16: its 1x1 convs and classifier (8 to 32 channels) may also run the
+    narrow tiles (the Hopper ones where TMA can read the operands); BERT's GEMMs (768 channels and
+    more) are offered the usual ones only."""
+    from ait_build.backends.cuda.configs import SM80_NARROW, SM90_NARROW
+    from ait_build.codegen.tuning import tunables
+    from cuda_helpers import fp16_spec
+    narrow = {c.name for c in SM80_NARROW + SM90_NARROW}
+    small = [c.tunable for _, c in tunables(build_plan(fp16_spec("tiny_cnn"), find_target(target),
+                                                       tune=False)) if c.tunable.kind == "gemm"]
+    assert len(small) == 3
+    for t in small:
+        names = {c.name for c in t.candidates}
+        hopper = any(n.startswith("sm90") for n in names)
+        assert narrow & names == {c.name for c in SM80_NARROW + (SM90_NARROW if hopper else ())}
+    assert (target == "h200") == any(c.name.startswith("sm90") for t in small for c in t.candidates)
+    bert = [c.tunable for _, c in tunables(build_plan(spec_path("bert_base"), find_target(target),
+                                                      tune=False))]
+    assert bert and not any(narrow & {c.name for c in t.candidates} for t in bert)
