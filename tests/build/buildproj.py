@@ -33,8 +33,7 @@ class Result:
 PLAN_SCRIPT = """
 import dataclasses, json, os, sys
 root, spec = sys.argv[1], sys.argv[2]
-from ait_build.pipeline import plan_outputs
-from ait_build.spec.target import find_target
+from ait_build.pipeline import find_target, plan_outputs
 emission = plan_outputs(spec, find_target("cpu", os.path.join(root, "targets")))
 print(json.dumps(dict(dataclasses.asdict(emission), compiled_sources=emission.compiled_sources)))
 """

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from ait_build.codegen.render import templates_dir
-from ait_build.spec.target import find_target
+from ait_build.pipeline import find_target
 
 PROGRAM = r"""
 #include <cstdint>

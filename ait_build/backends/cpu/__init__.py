@@ -40,6 +40,8 @@ CTYPE = {"float32": "float", "float16": "float", "bfloat16": "float", "int32": "
 IO_CTYPE = {"float32": "float", "float16": "uint16_t", "bfloat16": "uint16_t", "int32": "int32_t",
             "int64": "int64_t", "bool": "uint8_t"}
 SIZEOF = {"float": 4, "int32_t": 4, "int64_t": 8, "uint8_t": 1, "uint16_t": 2}
+# weights too are float32, as the kernels compute
+WEIGHT_STORAGE = {"float16": "float32", "bfloat16": "float32"}
 
 LOWER = {
     **shared.ELEMENTWISE,  # elementwise ops, fused programs, batch_norm (backends/shared.py)
@@ -67,6 +69,8 @@ BACKEND = Backend(
     ctypes=frozen(CTYPE),
     io_ctypes=frozen(IO_CTYPE),
     sizeof=frozen(SIZEOF),
+    compute_dtype="float32",
+    weight_storage=frozen(WEIGHT_STORAGE),
     lower_inputs=edges.lower_inputs,
     lower_outputs=edges.lower_outputs,
     toolchain=cpu_toolchain,

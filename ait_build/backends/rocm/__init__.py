@@ -13,6 +13,7 @@ says what is verified how).
 from __future__ import annotations
 
 from ait_build.backends import gpu
+from ait_build.backends.base import Archs
 from ait_build.backends.rocm import mfma
 from ait_build.backends.rocm.toolchain import ARCH_OPTIONS, arch_flags, rocm_toolchain
 
@@ -36,6 +37,11 @@ CTYPE = {"float32": "float", "float16": "__half", "int32": "int32_t", "int64": "
          "bool": "uint8_t"}
 SIZEOF = {"float": 4, "__half": 2, "int32_t": 4, "int64_t": 8, "uint8_t": 1}
 
+# the CDNA GPUs: matrix cores with the MFMA instructions mfma.py issues, 64-lane wavefronts
+CDNA = ("gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950")
+ON_CDNA = Archs(", ".join(CDNA[:-1]) + f" or {CDNA[-1]} (CDNA)",
+                lambda arch: arch.split(":")[0] in CDNA)  # gfx90a:xnack- is a gfx90a
+
 BACKEND = gpu.backend(
     name="rocm",
     lower=gpu.lowerings(mfma.MFMA),  # attention: the GPU layer's fused kernel
@@ -49,6 +55,7 @@ BACKEND = gpu.backend(
     compile_job_memory=1 << 30,  # hipcc peaks at about 160 MB on a kernel or model.cpp (measured)
     arch_options=ARCH_OPTIONS,
     kernel_families={"gemm": mfma.FAMILIES, "conv2d": mfma.FAMILIES, "attention": ("gpu_fused",)},
+    kernel_archs={family: ON_CDNA for family in mfma.FAMILIES},
     device="hip",
     render_globals={"kernel_header": "ait_rocm.h"},  # gpu/kernel.cu.j2 includes it
 )
