@@ -13,7 +13,7 @@ import pytest
 
 from ait_build.backends.cpu.toolchain import find_openblas
 from ait_build.codegen.render import templates_dir
-from ait_build.spec.target import find_target
+from ait_build.pipeline import find_target
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INCLUDES = [os.path.join(templates_dir(), folder, "include") for folder in ("common", "cpu")]
