@@ -42,12 +42,19 @@ class Toolchain:
     object_suffix: str = ".os"  # of compiled objects (nvcc links only objects named .o)
     env: tuple = ()  # (name, value) the compiler needs in its environment (hipcc: HIP_PLATFORM)
 
-    def compile_command(self, source: str, obj: str, include_dirs=(), prefix_map: str = "") -> list:
-        """Compile one source; `prefix_map` (the build folder) keeps paths out of the object."""
+    def compile_command(self, source: str, obj: str, include_dirs=(), prefix_map: str = "",
+                        seed: str = "") -> list:
+        """Compile one source. With `prefix_map` (the build folder) no folder reaches the object:
+        the build folder becomes `.` and the source's own folder nothing (the later map wins),
+        so a kernel compiled for two models gives one object; `seed` (the source's hash) is
+        g++'s -frandom-seed, which would otherwise come from the object's path."""
         cmd = [self.cxx, *self.flags, *(f"-D{d}" for d in self.defines)]
         cmd += [f"-I{d}" for d in tuple(include_dirs) + self.include_dirs]
         if prefix_map:
-            cmd += [*self.host_prefix, f"-ffile-prefix-map={prefix_map}=."]
+            for mapping in (f"{prefix_map}=.", f"{os.path.dirname(source) or '.'}/="):
+                cmd += [*self.host_prefix, f"-ffile-prefix-map={mapping}"]
+        if seed and not self.host_prefix:  # nvcc: the host compiler's seed misses device code
+            cmd.append(f"-frandom-seed={seed}")
         return cmd + ["-c", source, "-o", obj]
 
     def link_command(self, objects, library: str) -> list:

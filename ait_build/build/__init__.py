@@ -3,6 +3,7 @@
     scons.py       variables, the generation builder, scanners, compile and link rules, CacheDir
     commands.py    compile and link as argument lists (no shell, no `$` substitution)
     integrity.py   outputs and cache entries checked against recorded hashes
+    cache.py       the cache's folder, and compiled objects keyed by content, not path
     progress.py    the `[k/n]` lines and slow steps' times
     lock.py        one build per checkout
     spec_list.py   the `spec=` variable's comma-separated paths

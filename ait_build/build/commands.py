@@ -6,11 +6,13 @@ a checkout under a folder holding `$`, or a target flag such as `-Wl,-rpath,$ORI
 evaluated, split or emptied. These actions build the command from the Toolchain (the same lines
 the codegen tests use) and hand it to the compiler as a list, so every byte arrives as written.
 The build signature is the command without its machine-specific paths (include and library
-folders, prefix maps), so checkouts in different folders share cache entries.
+folders, prefix maps) and, for a compile, without the source and object paths, so checkouts in
+different folders, and models in one checkout, share cache entries (cache.py).
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -20,6 +22,9 @@ import SCons.Action
 import SCons.Builder
 import SCons.Scanner.C
 import SCons.Scanner.Prog
+
+from ait_build.build.cache import keyed_by_content
+from ait_build.codegen.digest import sha256_file
 
 
 class ArgvAction(SCons.Action.FunctionAction):
@@ -61,35 +66,47 @@ def _rel(node) -> str:
 
 
 def compile_command(target, source, env) -> tuple:
+    """(argv, signature): the signature names neither the object, the source nor any folder
+    (cache.py keys objects by it and their inputs' bytes, so models and checkouts share them)."""
     tc = env["AIT_TOOLCHAIN"]
-    obj, src = _rel(target[0]), _rel(source[0])
-    argv = tc.compile_command(src, obj, prefix_map=env["AIT_ROOT"])
-    seed = [] if tc.host_prefix else [f"-frandom-seed={obj}"]  # reproducible objects (g++)
-    signature = [tc.cxx, *tc.flags, *(f"-D{d}" for d in tc.defines), *seed, "-c", src, "-o", obj]
-    return argv + seed, signature
+    argv = tc.compile_command(_rel(source[0]), _rel(target[0]), prefix_map=env["AIT_ROOT"],
+                              seed=source_digest(source[0].get_abspath()))
+    signature = tc.compile_command("SOURCE", "OBJECT", seed="SOURCE-SHA256")
+    return argv, _without(signature, {f"-I{d}" for d in tc.include_dirs})
+
+
+def source_digest(path: str) -> str:
+    """The first 16 hex digits of the file's SHA-256 (its name where it cannot be read: a dry
+    run prints commands of sources not yet generated)."""
+    try:
+        return sha256_file(path)[:16]
+    except OSError:
+        return os.path.basename(path)
 
 
 def link_command(target, source, env) -> tuple:
     tc = env["AIT_TOOLCHAIN"]
-    return _without_lib_dirs(tc, tc.link_command([_rel(s) for s in source], _rel(target[0])))
+    argv = tc.link_command([_rel(s) for s in source], _rel(target[0]))
+    return argv, _without(argv, {f"-L{d}" for d in tc.lib_dirs})
 
 
 def program_command(target, source, env) -> tuple:
     tc = env["AIT_TOOLCHAIN"]
-    return _without_lib_dirs(tc, tc.program_command([_rel(s) for s in source], _rel(target[0])))
+    argv = tc.program_command([_rel(s) for s in source], _rel(target[0]))
+    return argv, _without(argv, {f"-L{d}" for d in tc.lib_dirs})
 
 
-def _without_lib_dirs(tc, argv: list) -> tuple:
-    """(argv, its signature): where a library lies is not what is linked."""
-    lib_dirs = {f"-L{d}" for d in tc.lib_dirs}
-    return argv, [a for a in argv if a not in lib_dirs]
+def _without(argv: list, folders: set) -> list:
+    """The signature of a command: where a header or library lies is not what is built."""
+    return [a for a in argv if a not in folders]
 
 
 def add_builders(env) -> None:
-    """AitCompile (one source -> one object), AitLink (objects -> shared library) and
-    AitProgram (objects -> program)."""
+    """AitCompile (one source -> one object, cached by content: cache.py), AitLink (objects ->
+    shared library) and AitProgram (objects -> program)."""
     env.Append(BUILDERS={
         "AitCompile": SCons.Builder.Builder(action=ArgvAction(compile_command, "compiling"),
+                                            emitter=keyed_by_content,
                                             source_scanner=SCons.Scanner.C.CScanner(),
                                             single_source=True),
         "AitLink": SCons.Builder.Builder(action=ArgvAction(link_command, "linking"),

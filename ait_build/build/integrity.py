@@ -23,6 +23,7 @@ import SCons.CacheDir
 import SCons.Node
 import SCons.Node.FS
 
+from ait_build.build.cache import content_signature
 from ait_build.codegen.digest import digest_line, read_digest, record_digest, sha256_file
 
 
@@ -51,6 +52,15 @@ def _drifted(target) -> bool:
 
 class VerifiedCache(SCons.CacheDir.CacheDir):
     """A CacheDir whose entries carry the SHA-256 of the bytes the build pushed."""
+
+    def cachepath(self, node) -> tuple:
+        """(folder, entry) as SCons places them, by the signature without the path for a
+        compiled object (cache.py)."""
+        signature = content_signature(node) if self.is_enabled() else None
+        if signature is None:
+            return super().cachepath(node)
+        folder = os.path.join(self.path, signature[:self.config["prefix_len"]].upper())
+        return folder, os.path.join(folder, signature)
 
     def retrieve(self, node) -> bool:
         if not self.is_enabled():

@@ -26,6 +26,7 @@ from SCons.Script import Alias, Variables
 import ait_build
 from ait_build.backends import get_backend, toolchain_for
 from ait_build.build import commands, integrity
+from ait_build.build.cache import cache_folder
 from ait_build.build.commands import literal
 from ait_build.build.lock import hold_build_lock
 from ait_build.build.progress import Progress
@@ -41,7 +42,8 @@ VARIABLES = (
     ("model", "model name(s) from specs/*.yaml, comma separated, or 'all'", "all"),
     ("spec", "spec file path(s), comma separated, '\\,' for a comma in a path (instead of "
              "model=)", ""),
-    ("cache", "CacheDir for compiled objects (default: $AIT_BUILD_CACHE; '' for none)", ""),
+    ("cache", "CacheDir shared by models and checkouts (default: $AIT_BUILD_CACHE, else "
+              "build/cache; off for none)", ""),
     ("cache_readonly", "1: read the cache but never write to it (CI on pull requests)", "0"),
     ("verbose", "1: print full command lines instead of one line per step", "0"),
 )
@@ -131,10 +133,10 @@ def parse_options(args: dict, root: str) -> Options:
         specs = [os.path.join(root, "specs", m + ".yaml") for m in models]
     if not targets or not specs:
         raise AitError("nothing to build: give target= and model= (see scons -h)")
-    cache = get("cache") if "cache" in args else os.environ.get("AIT_BUILD_CACHE", "")
+    cache, given = cache_folder(args, root)
     readonly = _flag(get("cache_readonly"), "cache_readonly")
     if cache:
-        _check_cache_dir(cache, "cache=" if "cache" in args else "AIT_BUILD_CACHE")
+        _check_cache_dir(cache, given)
     return Options(root=root, targets=targets, specs=specs, cache=cache,
                    cache_readonly=readonly, verbose=_flag(get("verbose"), "verbose"))
 
@@ -262,9 +264,13 @@ def model_rules(env, spec: str, tname: str, target, root: str, claimed: dict) ->
                                  source=file(spec))
     genv.Precious(generated)  # emit() leaves unchanged files alone; SCons must not delete them
     by_path = {str(node.abspath): node for node in generated}
-    sources = emission.compiled_sources
-    objects = [genv.AitCompile(target=file(os.path.join(out, "obj", _stem(s) + env["AIT_OBJ_SUFFIX"])),
-                               source=by_path[os.path.join(out, s)])[0] for s in sorted(sources)]
+    objects = []
+    for src in sorted(emission.compiled_sources):
+        obj = file(os.path.join(out, "obj", _stem(src) + env["AIT_OBJ_SUFFIX"]))
+        obj = genv.AitCompile(target=obj, source=by_path[os.path.join(out, src)])[0]
+        objects.append(obj)
+        if src in emission.kernel_sources:
+            _after_same_kernel(genv, tname, src, obj)
     library = genv.AitLink(target=file(os.path.join(out, f"lib{emission.name}.so")), source=objects)
     digest = genv.AitDigest(target=file(os.path.join(out, f"lib{emission.name}.so.sha256")),
                             source=library)
@@ -274,6 +280,18 @@ def model_rules(env, spec: str, tname: str, target, root: str, claimed: dict) ->
     Alias(literal(emission.name), nodes)
     Alias(literal(label), nodes)
     return nodes, [generated[0]] + objects + [library[0]]
+
+
+_KERNEL_OBJECTS: dict = {}  # (target name, kernel source name) -> its first object this run
+
+
+def _after_same_kernel(env, tname: str, src: str, obj) -> None:
+    """Compiles a kernel another model of this build also has (the same name: a hash of what it
+    renders) after that one, so it is retrieved from the cache rather than compiled twice in
+    parallel; an order only, not an input."""
+    first = _KERNEL_OBJECTS.setdefault((tname, os.path.basename(src)), obj)
+    if first is not obj:
+        env.Requires(obj, first)
 
 
 def toolchain_value(env):

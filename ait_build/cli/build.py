@@ -22,7 +22,8 @@ def add_arguments(p) -> None:
                    "cpu), e.g. --target h200")
     p.add_argument("-j", "--jobs", type=positive_int, help="parallel compile jobs (default: the "
                    "cores, capped by memory), e.g. -j 2")
-    p.add_argument("--cache", metavar="DIR", help="shared CacheDir (default: $AIT_BUILD_CACHE)")
+    p.add_argument("--cache", metavar="DIR", help="CacheDir shared by models and checkouts "
+                   "(default: $AIT_BUILD_CACHE, else build/cache; off for none)")
     p.add_argument("--cache-readonly", action="store_true", help="read the cache, never write it")
     p.add_argument("-v", "--verbose", action="store_true", help="print full command lines")
 

@@ -24,7 +24,8 @@ def add_arguments(p) -> None:
                    help="only the kernel families whose name contains TEXT, e.g. 'conv2d float16 "
                    "act=relu' (repeatable; the profile keeps the other families' entries)")
     p.add_argument("-j", "--jobs", type=positive_int, help="parallel compile jobs (default: as a build)")
-    p.add_argument("--cache", help="CacheDir for the compiled candidates (default: $AIT_BUILD_CACHE)")
+    p.add_argument("--cache", help="CacheDir for the compiled candidates (default: "
+                   "$AIT_BUILD_CACHE, else build/cache; off for none)")
     p.add_argument("--compile-only", action="store_true",
                    help="compile the harnesses and stop (no GPU needed; fills the cache)")
     p.add_argument("--measure-only", action="store_true",

@@ -4,10 +4,10 @@
 
 Each harness is one program: its chunks of candidates and its driver compile as separate
 objects through the target's toolchain, in parallel (-j, as the model build chooses it) and
-through the same CacheDir (`cache=`, default $AIT_BUILD_CACHE), so a second profile of
-unchanged kernels compiles nothing. As in a model build, the toolchain's versions are a Value of
-every step, progress lines count the steps still to run, and build/.lock keeps other builds of
-the checkout (which share build/.sconsign) waiting.
+through the same CacheDir (`cache=`, default $AIT_BUILD_CACHE, else build/cache), so a second
+profile of unchanged kernels compiles nothing. As in a model build, the toolchain's versions are
+a Value of every step, progress lines count the steps still to run, and build/.lock keeps other
+builds of the checkout (which share build/.sconsign) waiting.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import sys
 
 from SCons.Script import Default, Dir, Exit, GetOption
 
+from ait_build.build.cache import cache_folder
 from ait_build.build.lock import hold_build_lock
 from ait_build.build.progress import Progress
 from ait_build.build.scons import Options, base_env, target_env, toolchain_value
@@ -31,7 +32,7 @@ def setup(arguments: dict) -> None:
         with open(arguments["listing"], encoding="utf-8") as fh:
             listing = json.load(fh)
         target = load_target(listing["target"])
-        cache = arguments.get("cache", os.environ.get("AIT_BUILD_CACHE", ""))
+        cache, _ = cache_folder(arguments, root)
         opts = Options(root=root, targets=[target.name], specs=[], cache=cache,
                        cache_readonly=arguments.get("cache_readonly", "0") == "1",
                        verbose=arguments.get("verbose", "0") == "1")
