@@ -1,14 +1,31 @@
-"""Fixtures every compiling test shares: the cpu target, one object cache per session (a kernel
-shared by several test models compiles once) and build_spec, a spec built and loaded on the cpu
-backend (tests/backends/cpu/helpers.py)."""
+"""Fixtures every compiling test shares: the cpu target, the run's object cache (a kernel shared
+by several test models compiles once in the whole run, whichever xdist worker needs it first:
+shared_cache.py) and build_spec, a spec built and loaded on the cpu backend
+(tests/backends/cpu/helpers.py).
+
+The run's cache folder is named by the main process before the xdist workers start, so they all
+inherit it, and removed at the end when that process made it."""
 
 from __future__ import annotations
+
+import os
+import shutil
 
 import pytest
 
 from ait_build.backends import toolchain_for
 from ait_build.pipeline import emit, find_target
 from backends.cpu.helpers import CModel, build_library
+from shared_cache import VARIABLE, cache_folder, make_run_folder
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):
+        return  # a worker: the folder came with its environment
+    made = make_run_folder()
+    if made:
+        config.add_cleanup(lambda: (shutil.rmtree(made, ignore_errors=True),
+                                    os.environ.pop(VARIABLE, None)))
 
 
 @pytest.fixture(scope="session")
@@ -17,8 +34,8 @@ def cpu_target():
 
 
 @pytest.fixture(scope="session")
-def object_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("objects")
+def object_cache():
+    return cache_folder("objects")
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,11 @@
 """Test projects for the SCons builds: a tmp folder with the SConstruct, specs/, targets/,
 templates/ and the package, so tests never touch the repository's build/. SCons runs in a
-subprocess, as a user runs it."""
+subprocess, as a user runs it.
+
+A project whose builds only prepare a test (a model built once per module, then read or copied)
+builds through the run's shared CacheDir (shared_cache.py): the first such build of mlp in the
+run compiles it, every other one fetches it. A copy, and a project of a test that watches which
+steps run, builds through its own cache, build/cache, as a user's checkout does."""
 
 from __future__ import annotations
 
@@ -14,6 +19,8 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from types import SimpleNamespace
+
+from shared_cache import cache_folder
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = "mlp"
@@ -44,16 +51,19 @@ class Project:
     ait_build package (first on PYTHONPATH, so the code generator renders this project's
     templates and edits to the copy count)."""
 
-    def __init__(self, root: str):
+    def __init__(self, root: str, shared_cache: bool = False):
         self.root = root
+        self.shared_cache = shared_cache  # build through the run's CacheDir unless cache= is given
 
     def scons(self, *args: str, check: bool = True, env: dict | None = None) -> Result:
         extra, env = env or {}, dict(os.environ)
         env.pop("AIT_BUILD_CACHE", None)  # a developer's cache must not serve the tests
         env.update(extra)
         env["PYTHONPATH"] = self.root
-        models = [] if any(a.startswith("model=") for a in args) else [f"model={MODEL}"]
-        proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "-j2", *models, *args],
+        defaults = [] if any(a.startswith("model=") for a in args) else [f"model={MODEL}"]
+        if self.shared_cache and not any(a.startswith("cache=") for a in args):
+            defaults.append(f"cache={cache_folder('scons')}")
+        proc = subprocess.run([sys.executable, "-m", "SCons", "-Q", "-j2", *defaults, *args],
                               cwd=self.root, env=env, capture_output=True, text=True, timeout=600)
         result = Result(proc.returncode, proc.stdout, proc.stderr)
         if check and proc.returncode:
@@ -105,8 +115,9 @@ def package_snapshot() -> str:
     return _SNAPSHOT[0]
 
 
-def make_project(dest: str) -> Project:
-    """A fresh project at `dest` (sources only)."""
+def make_project(dest: str, shared_cache: bool = False) -> Project:
+    """A fresh project at `dest` (sources only); `shared_cache`: its builds go through the run's
+    CacheDir."""
     os.makedirs(dest)
     shutil.copy(os.path.join(REPO, "SConstruct"), dest)
     shutil.copytree(os.path.join(REPO, "specs"), os.path.join(dest, "specs"))
@@ -115,7 +126,7 @@ def make_project(dest: str) -> Project:
     # the package sits in the project, as in a checkout: the code generator finds its templates
     # beside the package, and PYTHONPATH puts this copy before the installed one
     shutil.copytree(os.path.join(package_snapshot(), "ait_build"), os.path.join(dest, "ait_build"))
-    return Project(dest)
+    return Project(dest, shared_cache)
 
 
 NVCC_VERSION = """nvcc: NVIDIA (R) Cuda compiler driver

@@ -20,7 +20,7 @@ MODELS = ("mlp", "tiny_cnn", "tiny_bert", "tiny_vit")
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
-    project = make_project(str(tmp_path_factory.mktemp("e2e") / "proj"))
+    project = make_project(str(tmp_path_factory.mktemp("e2e") / "proj"), shared_cache=True)
     project.scons("target=cpu", "model=" + ",".join(MODELS))
     return project
 

@@ -2,16 +2,26 @@
 toolchain's command lines (plain subprocesses, both cores), load the library with ctypes and run
 it (tests/conftest.py's fixtures build_spec, cpu_target and object_cache use these).
 
-Objects are cached for the session by the hash of everything that goes into them (source,
-support headers, command), so a kernel shared by several test models compiles once.
+Objects are cached for the run by the hash of everything that goes into them (source, support
+headers, command) in a folder all xdist workers share (shared_cache.py), so a kernel shared by
+several test models compiles once in the whole run: a worker takes the entry's lock, compiles
+only if no one has, and renames the finished object into place.
+
+A kernel's compile is mostly parsing its one header, ait_cpu.h (the standard library and the
+intrinsics), so that header is precompiled once per run for each command and set of header bytes
+and linked beside each model's copy, where g++ reads it instead. The objects are byte-identical to
+those of the plain compile (tests/backends/cpu/test_headers.py checks it): the tests still
+compile what a build compiles.
 """
 
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import hashlib
 import os
 import subprocess
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -23,28 +33,67 @@ JOBS = max(2, os.cpu_count() or 2)
 _OBJECTS: dict = {}  # content hash -> cached object path
 
 
-def _compile(tc, out_dir: str, rel: str, emission, cache_dir) -> str:
-    src = os.path.join(out_dir, rel)
-    digest = hashlib.sha256(" ".join(tc.compile_command("x", "y")).encode())
-    headers = emission.support_headers + ([emission.header] if rel in (emission.model_source,
-                                                                      emission.id_source) else [])
-    for path in [rel] + headers:
+KERNEL_HEADER = "src/ait_cpu.h"  # what every cpu kernel source includes first
+
+
+def _content_key(tc, out_dir: str, paths) -> str:
+    """The hash of a compile's command, the compiler's version (a folder in AIT_TEST_CACHE may
+    outlive a compiler upgrade) and the bytes of the files it reads."""
+    digest = hashlib.sha256(" ".join(tc.compile_command("x", "y") + [tc.version()]).encode())
+    for path in paths:
         with open(os.path.join(out_dir, path), "rb") as fh:
             digest.update(fh.read())
-    key = digest.hexdigest()
-    if key in _OBJECTS:
-        return _OBJECTS[key]
-    obj = os.path.join(str(cache_dir), key + ".o")
-    proc = subprocess.run(tc.compile_command(src, obj, prefix_map=out_dir), capture_output=True,
-                          text=True)
+    return digest.hexdigest()
+
+
+def _once(path: str, make) -> str:
+    """`path` in the shared cache, made by `make(partial)` unless a worker or thread made it."""
+    with open(path + ".lock", "w") as lock:  # flock: other workers, and this one's threads
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(path):
+            partial = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            make(partial)
+            os.replace(partial, path)
+    return path
+
+
+def _run_compiler(argv: list, what: str) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode:
-        raise AssertionError(f"compiling {rel} failed:\n{proc.stderr[-6000:]}")
-    _OBJECTS[key] = obj
-    return obj
+        raise AssertionError(f"compiling {what} failed:\n{proc.stderr[-6000:]}")
+
+
+def _compile(tc, out_dir: str, rel: str, emission, cache_dir) -> str:
+    headers = emission.support_headers + ([emission.header] if rel in (emission.model_source,
+                                                                      emission.id_source) else [])
+    key = _content_key(tc, out_dir, [rel] + headers)
+    if key not in _OBJECTS:
+        src = os.path.join(out_dir, rel)
+        _OBJECTS[key] = _once(os.path.join(str(cache_dir), key + ".o"), lambda partial: _run_compiler(
+            tc.compile_command(src, partial, prefix_map=out_dir, seed=key[:16]), rel))
+    return _OBJECTS[key]
+
+
+def precompile_kernel_header(tc, out_dir: str, emission, cache_dir) -> str | None:
+    """The kernel header precompiled (g++ only) and linked beside the model's copy; its path."""
+    if tc.host_prefix or KERNEL_HEADER not in emission.support_headers:
+        return None
+    key = _content_key(tc, out_dir, emission.support_headers)
+    header = os.path.join(out_dir, KERNEL_HEADER)
+
+    def make(partial: str) -> None:
+        argv = tc.compile_command(header, partial, prefix_map=out_dir)
+        _run_compiler(argv[:-4] + ["-x", "c++-header"] + argv[-4:], KERNEL_HEADER)
+
+    pch = _once(os.path.join(str(cache_dir), key + ".gch"), make)
+    if not os.path.lexists(header + ".gch"):
+        os.symlink(pch, header + ".gch")
+    return header + ".gch"
 
 
 def build_library(tc, out_dir: str, emission, cache_dir) -> str:
     sources = emission.compiled_sources
+    precompile_kernel_header(tc, out_dir, emission, cache_dir)
     with ThreadPoolExecutor(JOBS) as pool:
         objects = list(pool.map(lambda rel: _compile(tc, out_dir, rel, emission, cache_dir),
                                 sources))
