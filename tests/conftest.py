@@ -4,7 +4,10 @@ shared_cache.py) and build_spec, a spec built and loaded on the cpu backend
 (tests/backends/cpu/helpers.py).
 
 The run's cache folder is named by the main process before the xdist workers start, so they all
-inherit it, and removed at the end when that process made it."""
+inherit it, and removed at the end when that process made it. So are the workers' thread counts:
+xdist runs a test per core already, and the threads PyTorch and NumPy's BLAS start on top of that
+only oversubscribe the cores and spin while they wait (OMP_NUM_THREADS=1 for them); the built
+libraries' own pool keeps its default, every core (AIT_NUM_THREADS, which it reads first)."""
 
 from __future__ import annotations
 
@@ -21,7 +24,10 @@ from shared_cache import VARIABLE, cache_folder, make_run_folder
 
 def pytest_configure(config):
     if hasattr(config, "workerinput"):
-        return  # a worker: the folder came with its environment
+        return  # a worker: the folder and the thread counts came with its environment
+    if config.getoption("numprocesses", None) and "OMP_NUM_THREADS" not in os.environ:
+        os.environ.setdefault("AIT_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+        os.environ["OMP_NUM_THREADS"] = "1"
     made = make_run_folder()
     if made:
         config.add_cleanup(lambda: (shutil.rmtree(made, ignore_errors=True),
