@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ait_build.importers.entries import entry_text, node_entry
 from ait_build.importers.graph import ImportGraph
 
 INDEXED = re.compile(r"^(?P<base>.*?)(?P<sep>\.|_)(?P<index>\d+)$")
@@ -38,7 +39,6 @@ class Item:
     use: dict | None = None  # the use's entry, names from the model's root
 
     def entry(self, prev, prefix: str = "", rename=None) -> dict:
-        from ait_build.importers.write import node_entry
         rename = rename or {}
         if self.node is not None:
             return node_entry(self.node, prev, prefix, rename)
@@ -61,7 +61,6 @@ class Block:
     entries: list
 
     def lines(self) -> list:
-        from ait_build.importers.write import entry_text
         out = [f"  {self.name}:"]
         if self.params:
             out.append("    params: {" + ", ".join(f"{k}: {{type: {v}}}"

@@ -11,41 +11,19 @@ list of Dims, so a Reshape or Expand that reads it gets sizes the spec can write
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 
 import numpy as np
 
 from ait_build.errors import AitError
 from ait_build.importers.graph import ImportFailure, ImportGraph, Value
 from ait_build.importers.lower import Lower
-from ait_build.ir.dims import Dim, DimRange
-
-ONNX_DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 6: "int32", 7: "int64", 9: "bool",
-               11: "float32"}
-
-
-class Sizes(list):
-    """A 1-d int64 tensor known at import time whose entries are Dims (a shape, or part of one)."""
-
-
-def is_known(value) -> bool:
-    return isinstance(value, (np.ndarray, Sizes))
-
-
-def as_sizes(value) -> Sizes:
-    if isinstance(value, Sizes):
-        return value
-    return Sizes(Dim.of(int(v)) for v in np.asarray(value).reshape(-1))
-
-
-def as_array(value):
-    """A known value as a NumPy array; None when a size in it is symbolic."""
-    if isinstance(value, np.ndarray):
-        return value
-    if all(d.is_static for d in value):
-        return np.array([d.value for d in value], np.int64)
-    return None
-
+from ait_build.importers.onnx_ops import HANDLERS
+from ait_build.importers.onnx_values import ONNX_DTYPES, Sizes, as_array, is_known
+from ait_build.importers.options import DEFAULT_MAX
+from ait_build.ir.dims import DimRange
 
 class OnnxTranslator:
     def __init__(self, model, inputs: list, dims: list, graph: ImportGraph):
@@ -63,8 +41,6 @@ class OnnxTranslator:
 
     def run(self) -> ImportGraph:
         from onnx import numpy_helper
-
-        from ait_build.importers.onnx_ops import HANDLERS
         graph = self.model.graph
         for init in graph.initializer:
             array = numpy_helper.to_array(init)
@@ -117,7 +93,6 @@ class OnnxTranslator:
 
     # -- inputs and outputs -----------------------------------------------------------------------
     def _inputs(self, graph) -> None:
-        from ait_build.importers.options import DEFAULT_MAX
         for inp in graph.input:
             if inp.name in self.values:  # an initializer listed as an input (old exporters)
                 continue
@@ -250,11 +225,6 @@ class OnnxTranslator:
         return [int(v) for v in array.reshape(-1)]
 
 
-def attributes(node) -> dict:
-    from onnx import helper
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
-
 def evaluate(node, arrays: list, opset: int) -> list:
     """One node through onnx.reference (the ONNX package's own semantics)."""
     from onnx import helper
@@ -275,14 +245,8 @@ def evaluate(node, arrays: list, opset: int) -> list:
         raise AitError(f"folding a constant {node.op_type}: {exc}") from None
 
 
-def owner(weight: str) -> str:
-    """The node a weight belongs to: 'fc.weight' -> 'fc'."""
-    return weight[:-len(".weight")] if weight.endswith(".weight") else weight
-
-
 def _spec_name(name: str) -> str:
     """An ONNX name as a tensor/weight name: '/layer1/conv/Conv_output_0' -> 'layer1.conv.Conv'."""
-    import re
     text = name.strip("/").replace("/", ".").replace("::", ".")
     text = re.sub(r"_output_0$", "", text)
     text = re.sub(r"[^A-Za-z0-9_.\-]", "_", text).strip(".")
@@ -294,7 +258,6 @@ def _path(node) -> str:
     (TorchScript) or record it in the node's metadata (dynamo: pkg.torch.onnx.name_scopes)."""
     for prop in node.metadata_props:
         if prop.key == "pkg.torch.onnx.name_scopes":
-            import ast
             try:
                 scopes = ast.literal_eval(prop.value)
             except (ValueError, SyntaxError):

@@ -20,6 +20,7 @@ from ait_build.errors import AitError
 from ait_build.importers.graph import ImportFailure, ImportGraph, Value
 from ait_build.importers.lower import Lower
 from ait_build.importers.options import example_size
+from ait_build.importers.torch_ops import HANDLERS
 from ait_build.ir.dims import Dim
 
 TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
@@ -104,7 +105,6 @@ class TorchTranslator:
 
     # -- set-up ---------------------------------------------------------------------------------
     def run(self) -> ImportGraph:
-        from ait_build.importers.torch_ops import HANDLERS
         self._placeholders()
         failed: set = set()
         for node in self.ep.graph.nodes:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ait_build.errors import AitError, OpError
 from ait_build.ir.dims import Dim, shape_str
-from ait_build.ir.dtypes import FLOAT_DTYPES, NUMPY, from_numpy
+from ait_build.ir.dtypes import FLOAT_DTYPES, from_numpy
 from ait_build.ops.registry import TType, get_op
 
 NHWC = (0, 2, 3, 1)  # ours = source.permute(NHWC) for a 4-d NCHW source
@@ -314,6 +314,3 @@ def shape_attr(target: tuple, source: tuple) -> list:
                        "product of dims")
     return out
 
-
-def np_dtype(dtype: str):
-    return np.float32 if dtype in FLOAT_DTYPES else NUMPY[dtype]

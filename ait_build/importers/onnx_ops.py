@@ -6,11 +6,10 @@ of shapes and indexing (Reshape, Gather, Range...) are in onnx_shapes.py; HANDLE
 from __future__ import annotations
 
 from ait_build.errors import AitError
-from ait_build.importers.from_onnx import (Sizes, as_array, as_sizes, attributes, is_known,
-                                           owner)
 from ait_build.importers.graph import Value, registrar
 from ait_build.importers.onnx_shapes import HANDLERS as SHAPES
-from ait_build.importers.onnx_shapes import element_type, size_div
+from ait_build.importers.onnx_values import (Sizes, as_array, as_sizes, attributes, element_type,
+                                             is_known, owner, size_div)
 
 HANDLERS: dict = dict(SHAPES)
 handles = registrar(HANDLERS)

@@ -9,37 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from ait_build.errors import AitError
-from ait_build.importers.from_onnx import (ONNX_DTYPES, Sizes, as_array, as_sizes, attributes,
-                                           is_known, owner)
-from ait_build.importers.graph import Value, registrar
+from ait_build.importers.graph import Value, dim_attr, registrar
+from ait_build.importers.onnx_values import (Sizes, as_array, as_sizes, attributes, element_type,
+                                             is_known, owner, size_div)
 from ait_build.ir.dims import Dim
 
 HANDLERS: dict = {}
 handles = registrar(HANDLERS)
-
-
-def element_type(t, onnx_type: int) -> str:
-    dtype = ONNX_DTYPES.get(onnx_type)
-    if dtype is None:
-        raise AitError(f"element type {onnx_type} is not supported")
-    return t.g.dtype if dtype in ("float32", "float16", "bfloat16") else dtype
-
-
-def size_div(x: Dim, n: int) -> Dim:
-    if x.is_static:
-        return Dim.of(x.value // n)
-    terms = []
-    for names, coef in x.terms:
-        if coef % n:
-            raise AitError(f"size '{x}' is not divisible by {n}")
-        terms.append((names, coef // n))
-    out = Dim.of(0)
-    for names, coef in terms:
-        term = Dim.of(coef)
-        for name in names:
-            term = term * Dim.of(name)
-        out = out + term
-    return out
 
 
 # -- shapes -------------------------------------------------------------------------------------
@@ -288,7 +264,6 @@ def _slice(t, node):
 def _bound(d: Dim):
     if d.is_static:
         return None if d.value >= 2**62 else d.value
-    from ait_build.importers.graph import dim_attr
     name = dim_attr(d)
     if name is None:
         raise AitError(f"a slice bound '{d}' that is not a dim name")

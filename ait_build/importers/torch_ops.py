@@ -9,7 +9,7 @@ raises becomes one line of the import's report of unsupported operations.
 from __future__ import annotations
 
 from ait_build.errors import AitError
-from ait_build.importers.graph import Value, registrar
+from ait_build.importers.graph import Value, dim_attr, registrar
 from ait_build.importers.torch_scans import HANDLERS as SCANS
 
 HANDLERS: dict = dict(SCANS)  # with cumsum and diff (torch_scans.py)
@@ -446,7 +446,6 @@ def _bound(t, value):
     if value is None or isinstance(value, int):
         return value
     d = t.dim(value.meta["val"])
-    from ait_build.importers.graph import dim_attr
     simple = dim_attr(d)
     if simple is None:
         raise AitError(f"a slice bound '{d}' that is a product of dims")

@@ -13,39 +13,10 @@ import tempfile
 import yaml
 
 from ait_build.importers.blocks import BlockPlan, fold_blocks
+from ait_build.importers.entries import entry_text
 from ait_build.importers.graph import ImportGraph
+from ait_build.spec.model import load_model
 from ait_build.weights import save_safetensors
-
-
-def entry_text(entry: dict) -> str:
-    """One graph entry as a one-line YAML flow mapping, keys in the order given (YAML quotes
-    what a flow mapping cannot hold bare, such as `${i + 1}`)."""
-    return yaml.safe_dump(entry, default_flow_style=True, sort_keys=False, width=10**9).strip()
-
-
-def node_entry(node, prev: str | None, prefix: str = "", rename=None) -> dict:
-    """The spec entry of a node; `prefix` is stripped from its name and its inputs' names
-    inside a block, `rename` maps refs to what the entry must say."""
-    rename = rename or {}
-    name = node.name[len(prefix):] if prefix and node.name.startswith(prefix) else node.name
-    entry = {"name": name, "op": node.op}
-    inputs = [rename.get(r, r) for r in node.inputs]
-    if inputs and not (len(inputs) == 1 and inputs[0] == prev):
-        entry["inputs"] = inputs
-    if len(node.outputs) > 1:
-        pass  # referred to as name:0, name:1, ...
-    entry.update(node.attrs)
-    overrides = {}
-    for role, weight in node.weights.items():
-        if weight == f"{node.name}.{role}":
-            continue
-        if prefix and weight.startswith(prefix):
-            overrides[role] = weight[len(prefix):]
-        else:
-            overrides[role] = "/" + weight if prefix else weight
-    if overrides:
-        entry["weights"] = overrides
-    return entry
 
 
 def spec_text(g: ImportGraph, weights_file: str, description: str, plan: BlockPlan) -> str:
@@ -76,7 +47,6 @@ def spec_text(g: ImportGraph, weights_file: str, description: str, plan: BlockPl
 
 def write_spec(g: ImportGraph, path: str, description: str, fold: bool = True) -> tuple:
     """Writes PATH and PATH's .safetensors; returns (spec path, weights path, Graph)."""
-    from ait_build.spec.model import load_model
     path = os.path.abspath(path)
     folder = os.path.dirname(path)
     if not os.path.isdir(folder):
