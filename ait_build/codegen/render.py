@@ -45,8 +45,8 @@ def cute_ints(text) -> str:
 
 
 # C++ math whose vector loops are long polynomials (exp, erf, tanh and the activations built on
-# them): `{% if expr is slow_math %}` in a template
-SLOW_MATH = ("exp", "erf", "gelu", "silu", "sigmoid", "tanh")
+# them; sin, cos, log): `{% if expr is slow_math %}` in a template
+SLOW_MATH = ("exp", "erf", "gelu", "silu", "sigmoid", "tanh", "sinf", "cosf", "logf")
 
 
 def slow_math(text) -> bool:

@@ -191,15 +191,29 @@ class Lower:
                          hint="batch_norm", name=name, weights=roles, perm=perm)
 
     def pool(self, op: str, x: Value, kernel, stride, padding, dilation=1,
-             count_include_pad=True) -> Value:
+             count_include_pad=True, ceil_mode=False) -> Value:
         x = self.layout(x, NHWC)
+        if op == "avg_pool2d" and ceil_mode and count_include_pad and _pair(padding) != 0:
+            # the padding counts, what lies past it does not: pad first, then pool without
+            ph, pw = (padding, padding) if isinstance(padding, int) else padding
+            x = self.pad(x, [(0, 0), (0, 0), (ph, ph), (pw, pw)])
+            padding = 0
         attrs = {"kernel": _pair(kernel), "stride": _pair(stride) if stride else None,
-                 "padding": _pair(padding)}
+                 "padding": _pair(padding), "ceil_mode": bool(ceil_mode)}
         if op == "max_pool2d":
             attrs["dilation"] = _pair(dilation)
         else:
             attrs["count_include_pad"] = bool(count_include_pad)
         return self.emit(op, [x], _lean(attrs, POOL_DEFAULTS), perm=NHWC)
+
+    def resize(self, x: Value, size, mode: str, coordinates: str, rounding: str = "floor"):
+        """An NCHW image resampled to `size` ([height, width]): resize2d, NHWC."""
+        if x.rank != 4:
+            self.fail(f"resizing a {x.rank}-d tensor: only images ([N, C, H, W])")
+        x = self.layout(x, NHWC)
+        attrs = {"size": _pair(size), "mode": mode, "coordinates": coordinates,
+                 "rounding": rounding}
+        return self.emit("resize2d", [x], _lean(attrs, RESIZE_DEFAULTS), perm=NHWC)
 
     def mean(self, x: Value, axes, keepdim: bool) -> Value:
         """The mean over source `axes`: global_avg_pool, after a reshape when the axes are not
@@ -402,7 +416,9 @@ class Lower:
 
 COMPARE_OPS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
 CONV_DEFAULTS = {"stride": 1, "padding": 0, "dilation": 1, "groups": 1, "bias": True}
-POOL_DEFAULTS = {"stride": None, "padding": 0, "dilation": 1, "count_include_pad": True}
+RESIZE_DEFAULTS = {"mode": "nearest", "coordinates": "asymmetric", "rounding": "floor"}
+POOL_DEFAULTS = {"stride": None, "padding": 0, "dilation": 1, "count_include_pad": True,
+                 "ceil_mode": False}
 
 
 def promote(a: str, b: str) -> str:

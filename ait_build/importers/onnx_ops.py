@@ -10,6 +10,7 @@ from ait_build.importers.graph import Value, registrar
 from ait_build.importers.onnx_shapes import HANDLERS as SHAPES
 from ait_build.importers.onnx_values import (Sizes, as_array, as_sizes, attributes, element_type,
                                              is_known, owner, size_div)
+from ait_build.ir.dims import Dim
 
 HANDLERS: dict = dict(SHAPES)
 handles = registrar(HANDLERS)
@@ -18,7 +19,8 @@ handles = registrar(HANDLERS)
 # -- elementwise --------------------------------------------------------------------------------
 
 UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "HardSwish": "hardswish",
-         "Sqrt": "sqrt", "Exp": "exp", "Erf": "erf", "Not": "logical_not"}
+         "Sqrt": "sqrt", "Exp": "exp", "Erf": "erf", "Not": "logical_not", "Sin": "sin",
+         "Cos": "cos", "Log": "log", "Ceil": "ceil", "Abs": "abs", "Sign": "sign"}
 
 
 @handles(*UNARY)
@@ -268,17 +270,59 @@ def _check_padding(attrs: dict, kernel_rank: int) -> None:
 def _pool(t, node):
     attrs = attributes(node)
     _check_padding(attrs, len(attrs["kernel_shape"]))
-    if attrs.get("ceil_mode") or len(node.output) > 1 and node.output[1]:
-        raise AitError(f"{node.op_type} with ceil_mode or indices")
+    if len(node.output) > 1 and node.output[1]:
+        raise AitError(f"{node.op_type} with indices")
     pads = attrs.get("pads", [0, 0, 0, 0])
     if pads[:2] != pads[2:]:
         raise AitError(f"asymmetric padding {pads}")
+    ceil = bool(attrs.get("ceil_mode", 0))
     if node.op_type == "MaxPool":
         return t.lower.pool("max_pool2d", t.tensor(node, 0), attrs["kernel_shape"],
-                            attrs.get("strides", 1), pads[:2], attrs.get("dilations", 1))
+                            attrs.get("strides", 1), pads[:2], attrs.get("dilations", 1),
+                            ceil_mode=ceil)
     return t.lower.pool("avg_pool2d", t.tensor(node, 0), attrs["kernel_shape"],
                         attrs.get("strides", 1), pads[:2],
-                        count_include_pad=bool(attrs.get("count_include_pad", 0)))
+                        count_include_pad=bool(attrs.get("count_include_pad", 0)), ceil_mode=ceil)
+
+
+RESIZE_COORDINATES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+
+
+@handles("Resize")
+def _resize(t, node):
+    """Resize of the height and width of an NCHW image: nearest or linear, the coordinate
+    transforms resize2d has; the output size from `sizes`, or from `scales` when they give
+    whole sizes (ONNX maps coordinates by the scale, resize2d by the size ratio)."""
+    attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attributes(node).items()}
+    mode = attrs.get("mode", "nearest")
+    coordinates = attrs.get("coordinate_transformation_mode", "half_pixel")
+    if mode not in ("nearest", "linear") or coordinates not in RESIZE_COORDINATES:
+        raise AitError(f"Resize with mode '{mode}' and coordinates '{coordinates}'")
+    if attrs.get("antialias") or attrs.get("axes") or attrs.get("exclude_outside"):
+        raise AitError("Resize with antialias, axes or exclude_outside")
+    x = t.tensor(node, 0)
+    src = x.source_shape
+    if x.rank != 4:
+        raise AitError(f"Resize of a {x.rank}-d tensor (only NCHW images)")
+    sizes = t.get(node, 3) if len(node.input) > 3 and node.input[3] else None
+    if sizes is not None:
+        if not is_known(sizes):
+            raise AitError("Resize to sizes computed from tensor values")
+        sizes = list(as_sizes(sizes))
+    else:
+        scales = t.get(node, 2)
+        scales = [float(v) for v in as_array(scales).reshape(-1)] if is_known(scales) else None
+        if not scales or len(scales) != x.rank or scales[:2] != [1.0, 1.0]:
+            raise AitError("Resize needs known scales (1 for N and C) or sizes")
+        sizes = list(src[:2])
+        for d, scale in zip(src[2:], scales[2:]):
+            if not d.is_static or d.value * scale != int(d.value * scale):
+                raise AitError(f"Resize by {scale} of size {d} (only whole output sizes)")
+            sizes.append(Dim.of(int(d.value * scale)))
+    if list(sizes[:2]) != list(src[:2]) or not all(d.is_static for d in sizes[2:]):
+        raise AitError("Resize of other axes than an image's height and width")
+    return t.lower.resize(x, [d.value for d in sizes[2:]], mode, coordinates,
+                          attrs.get("nearest_mode", "round_prefer_floor"))
 
 
 @handles("GlobalAveragePool")

@@ -71,12 +71,18 @@ UNARY = {"aten.relu.default": "relu", "aten.sigmoid.default": "sigmoid",
          "aten.tanh.default": "tanh", "aten.silu.default": "silu",
          "aten.hardswish.default": "hardswish", "aten.relu6.default": "relu6",
          "aten.sqrt.default": "sqrt", "aten.exp.default": "exp", "aten.erf.default": "erf",
-         "aten.logical_not.default": "logical_not", "aten.bitwise_not.default": "logical_not"}
+         "aten.logical_not.default": "logical_not", "aten.bitwise_not.default": "logical_not",
+         "aten.sin.default": "sin", "aten.cos.default": "cos", "aten.log.default": "log",
+         "aten.ceil.default": "ceil", "aten.abs.default": "abs", "aten.sign.default": "sign"}
+FLOAT_ONLY = ("sin", "cos", "log", "ceil", "sqrt", "exp", "erf")
 
 
 @handles(*UNARY)
 def _unary(t, node):
-    return t.lower.unary(UNARY[_key(node)], t.tensor(node.args[0]))
+    op, x = UNARY[_key(node)], t.tensor(node.args[0])
+    if op in FLOAT_ONLY:  # PyTorch computes these of an int tensor in the default float type
+        x = t.lower.cast(x, t.dtype(node))
+    return t.lower.unary(op, x)
 
 
 @handles("aten.gelu.default")
@@ -130,11 +136,13 @@ BINARY = {"aten.add": "add", "aten.sub": "sub", "aten.mul": "mul", "aten.div": "
           "aten.bitwise_and": "logical_and", "aten.logical_and": "logical_and",
           "aten.__or__": "logical_or", "aten.bitwise_or": "logical_or",
           "aten.logical_or": "logical_or"}
+OTHER = {"aten.min.other": "minimum", "aten.max.other": "maximum"}  # torch.min(a, b)
 
 
-@handles(*[f"{k}.{o}" for k in BINARY for o in ("Tensor", "Scalar", "default")])
+@handles(*[f"{k}.{o}" for k in BINARY for o in ("Tensor", "Scalar", "default")],
+         "aten.min.other", "aten.max.other")
 def _binary(t, node):
-    op = BINARY[_key(node).rsplit(".", 1)[0]]
+    op = BINARY.get(_key(node).rsplit(".", 1)[0]) or OTHER[_key(node)]
     a, b = t.operand(node.args[0]), t.operand(node.args[1])
     if node.kwargs.get("rounding_mode") is not None:
         raise AitError("division with a rounding mode is not supported")
@@ -306,20 +314,20 @@ def _max_pool(t, node):
     kernel = node.args[1]
     stride = arg(node, 2, "stride", []) or None
     padding, dilation = arg(node, 3, "padding", 0), arg(node, 4, "dilation", 1)
-    if arg(node, 5, "ceil_mode", False):
-        raise AitError("max_pool2d with ceil_mode=True is not supported")
-    out = t.lower.pool("max_pool2d", x, kernel, stride, padding, dilation)
+    out = t.lower.pool("max_pool2d", x, kernel, stride, padding, dilation,
+                       ceil_mode=bool(arg(node, 5, "ceil_mode", False)))
     return [out, None] if "indices" in _key(node) else out
 
 
 @handles("aten.avg_pool2d.default")
 def _avg_pool(t, node):
     x = t.tensor(node.args[0])
-    if arg(node, 4, "ceil_mode", False) or arg(node, 6, "divisor_override") is not None:
-        raise AitError("avg_pool2d with ceil_mode or divisor_override is not supported")
+    if arg(node, 6, "divisor_override") is not None:
+        raise AitError("avg_pool2d with divisor_override is not supported")
     return t.lower.pool("avg_pool2d", x, node.args[1], arg(node, 2, "stride", []) or None,
                         arg(node, 3, "padding", 0),
-                        count_include_pad=arg(node, 5, "count_include_pad", True))
+                        count_include_pad=arg(node, 5, "count_include_pad", True),
+                        ceil_mode=bool(arg(node, 4, "ceil_mode", False)))
 
 
 @handles("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")
@@ -335,6 +343,38 @@ def _adaptive_avg_pool(t, node):
     if (kh, kw) == (1, 1):
         return x
     return t.lower.pool("avg_pool2d", x, [kh, kw], [kh, kw], 0)
+
+
+RESIZES = {  # ATen op -> (mode, coordinates, rounding); bilinear's depend on align_corners
+    "aten.upsample_nearest2d": ("nearest", "asymmetric", "floor"),
+    "aten._upsample_nearest_exact2d": ("nearest", "half_pixel", "round_prefer_ceil"),
+    "aten.upsample_bilinear2d": ("linear", "half_pixel", "floor"),
+}
+
+
+@handles(*[f"{k}.{o}" for k in RESIZES for o in ("vec", "default")])
+def _upsample(t, node):
+    """F.interpolate: the output size is the node's own; PyTorch maps coordinates by the given
+    scale factor rather than the size ratio, so the two must agree."""
+    x = t.tensor(node.args[0])
+    base, overload = _key(node).rsplit(".", 1)
+    mode, coordinates, rounding = RESIZES[base]
+    size = [int(d.value) if d.is_static else None for d in t.shape(node)[2:]]
+    if None in size:
+        raise AitError("resizing to a size that follows a dim (only static sizes)")
+    if mode == "linear":
+        corners = arg(node, 2, "align_corners", False)
+        coordinates = "align_corners" if corners else coordinates
+        scales = arg(node, 3, "scale_factors") if overload == "vec" else \
+            [arg(node, 3, "scales_h"), arg(node, 4, "scales_w")]
+    else:
+        scales = arg(node, 2, "scale_factors") if overload == "vec" else \
+            [arg(node, 2, "scales_h"), arg(node, 3, "scales_w")]
+    for d, out, scale in zip(x.source_shape[2:], size, scales or [None, None]):
+        if scale and coordinates != "align_corners" and d.value * float(scale) != out:
+            raise AitError(f"a scale factor of {scale} from size {d.value} to {out} (the factor "
+                           "must give a whole size, or pass size= instead)")
+    return t.lower.resize(x, size, mode, coordinates, rounding)
 
 
 @handles("aten.mean.dim")

@@ -107,7 +107,7 @@ def all_ops() -> dict:
 def _load_all():
     # importing the category modules registers their rows
     from ait_build.ops import (attention, constant, conv, elementwise, embedding, linear,  # noqa: F401
-                               logic, norm, shape)
+                               logic, norm, resize, shape)
     from ait_build.ops import fused  # noqa: F401  (internal ops the passes create)
 
 

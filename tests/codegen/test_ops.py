@@ -11,6 +11,7 @@ from ait_build.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
 from .conftest import tolerance, write_spec
+from .family_ops import IMPORT_FAMILIES
 
 B = {"batch": {"min": 1, "max": 8, "opt": 3}}
 
@@ -172,6 +173,7 @@ GROUPS = {
                  "either", "neither", "where", "where_b", "fill", "fill_i", "fill_b", "iota",
                  "iota_mid", "iota_i32", "causal_bias", "roll", "roll_one", "roll_img",
                  "linear_in_out"]),
+    "import_families": IMPORT_FAMILIES,  # family_ops.py, shared with the GPU tests
     "lookup": dict(
         inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
                 "ids32": {"shape": ["batch", 3], "dtype": "int32"},

@@ -1,8 +1,9 @@
 """Compile-only check of the cuda backend: the generated sources of a GEMM model (mlp, float32:
 3xTF32 CUTLASS GEMMs), of a conv + attention model (tiny_vit in float16: CUTLASS conv and
 GEMMs, the fused attention, layer norms, copies) and of the clamps, comparisons, masks, fills and
-rolls the importers need (cuda_op_groups' masks_and_clamps, float16) compile with nvcc for a100 (sm_80 + compute_80
-PTX) and h200 (sm_90a), and link into a library that exports only the C API. Where no GPU is
+rolls the importers need (cuda_op_groups' masks_and_clamps, float16) and of the ops their model
+families added (import_families: sin/cos/log/ceil/abs/sign, ceil_mode pools, resize2d) compile
+with nvcc for a100 (sm_80 + compute_80 PTX) and h200 (sm_90a), and link into a library that exports only the C API. Where no GPU is
 present, create() must fail with a message (CUDA errors become codes, never aborts).
 
 Each (model, target) is one translation unit including every kernel, so the CUTLASS headers are
@@ -29,7 +30,9 @@ from cuda_op_groups import op_spec
 pytestmark = pytest.mark.nvcc
 
 CASES = [("mlp", "a100"), ("mlp", "h200"), ("tiny_vit", "a100"), ("tiny_vit", "h200"),
-         ("masks_and_clamps", "a100"), ("masks_and_clamps", "h200")]
+         ("masks_and_clamps", "a100"), ("masks_and_clamps", "h200"),
+         ("import_families", "a100"), ("import_families", "h200")]
+OP_GROUPS = ("masks_and_clamps", "import_families")
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +40,7 @@ def libraries(nvcc, tmp_path_factory):
     built, jobs = {}, []
     for model, target in CASES:
         spec = spec_path(model) if model == "mlp" else \
-            op_spec(model) if model == "masks_and_clamps" else fp16_spec(model)
+            op_spec(model) if model in OP_GROUPS else fp16_spec(model)
         out = str(tmp_path_factory.mktemp(f"{model}_{target}"))
         emission, compile_cmd, link_cmd = unity_build(spec, target, out)
         built[(model, target)] = (out, emission)

@@ -24,6 +24,7 @@ TEMPLATES = {
     "softmax": "cpu/softmax.cpp.j2",
     "pool2d": "cpu/pool2d.cpp.j2",
     "global_avg_pool": "cpu/global_avg_pool.cpp.j2",
+    "resize2d": "cpu/resize2d.cpp.j2",
 }
 SUPPORT_FILES = {  # generated path -> template
     "src/ait_common.h": "common/ait_common.h.j2",

@@ -21,6 +21,7 @@ TEMPLATES = {
     "softmax": "cuda/softmax.cu.j2",
     "pool2d": "cuda/pool2d.cu.j2",
     "global_avg_pool": "cuda/global_avg_pool.cu.j2",
+    "resize2d": "gpu/resize2d.cu.j2",  # no stub: a new kind names the GPU layer's template
     "layer_norm": "cuda/layer_norm.cu.j2",
     "pad_channels": "cuda/pad_channels.cu.j2",
     "attention": "cuda/attention.cu.j2",
