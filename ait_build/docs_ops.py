@@ -112,6 +112,9 @@ EXAMPLES = {
                   "embedding_dim: 768}"),
     "gather": ({"table": [512, 768], "ids": (["batch", "seq"], "int64")},
                "{op: gather, inputs: [table, ids], axis: 0}"),
+    "gather_elements": ({"scores": ["batch", 12, "seq", 512],
+                         "buckets": (["batch", 12, "seq", "seq"], "int64")},
+                        "{op: gather_elements, inputs: [scores, buckets], axis: 3}"),
     "parameter": ({}, "{name: cls, op: parameter, shape: [1, 1, 768], "
                       "weights: {value: class_token}}"),
 }

@@ -30,6 +30,7 @@ DATA_MOVEMENT = {
     "split": data_movement.lower_split,
     "pad": data_movement.lower_pad,
     "gather": data_movement.lower_gather,
+    "gather_elements": data_movement.lower_gather_elements,
     "roll": index_ops.lower_roll,
 }
 

@@ -271,10 +271,12 @@ def fold_blocks(g: ImportGraph) -> BlockPlan:
                 varying = [j for j in range(len(values[0]))
                            if any(v[j] != values[0][j] for v in values)]
                 names = _param_names(run[0][0], varying)
-                # slots that hold the same value in every instance share one param
+                # slots that hold the same value in every instance share one param (of one
+                # type: a reshape's 64 and a scalar's 64.0 do not)
                 first: dict = {}
                 for k, j in enumerate(varying):
-                    names[k] = first.setdefault(tuple(v[j] for v in values), names[k])
+                    key = tuple((type(v[j]).__name__, v[j]) for v in values)
+                    names[k] = first.setdefault(key, names[k])
                 block = _define(_block_name(g, run[0][0], taken), run[0][0], run[0][1],
                                 dict(zip(varying, names)))
                 blocks.append(block)

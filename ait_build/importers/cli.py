@@ -73,10 +73,17 @@ def _name(args) -> str:
     return name
 
 
+def _say(text: str) -> None:
+    print(f"import: {text}", file=sys.stderr, flush=True)
+
+
 def _finish(graph, args, description: str) -> int:
     from ait_build.importers.simplify import simplify
     from ait_build.importers.write import write_spec
+    _say(f"simplifying {len(graph.nodes)} nodes")
     simplify(graph)
+    _say("writing the spec" if args.flat else
+         "folding repeated structure into blocks and writing the spec")
     spec, weights, built = write_spec(graph, args.output, description, fold=not args.flat)
     print(f"wrote {spec} ({len(built.nodes)} nodes) and {weights} ({len(graph.weights)} tensors)",
           file=sys.stderr)
@@ -91,7 +98,7 @@ def cmd_import_torch(args) -> int:
     if not inputs:
         raise AitError("give at least one --input NAME:SHAPE[:DTYPE]")
     dims = dims_for(inputs, [parse_dim(text) for text in args.dim])
-    graph = import_torch(args.factory, args.args, inputs, dims, _name(args), args.dtype)
+    graph = import_torch(args.factory, args.args, inputs, dims, _name(args), args.dtype, _say)
     return _finish(graph, args, f"Imported from PyTorch {args.factory} by ait-build import.")
 
 
@@ -101,7 +108,7 @@ def cmd_import_onnx(args) -> int:
     _require("onnx", "pip install \"ait-build[onnx]\"")
     inputs = [parse_input(text) for text in args.input]
     dims = [parse_dim(text) for text in args.dim]
-    graph = import_onnx(args.model, inputs, dims, _name(args), args.dtype)
+    graph = import_onnx(args.model, inputs, dims, _name(args), args.dtype, _say)
     return _finish(graph, args, f"Imported from ONNX {os.path.basename(args.model)} by "
                                 "ait-build import.")
 

@@ -21,7 +21,7 @@ from ait_build.errors import AitError
 from ait_build.importers.graph import ImportFailure, ImportGraph, Value
 from ait_build.importers.lower import Lower
 from ait_build.importers.onnx_ops import HANDLERS
-from ait_build.importers.onnx_values import ONNX_DTYPES, Sizes, as_array, is_known
+from ait_build.importers.onnx_values import ONNX_DTYPES, Sizes, as_array, attributes, is_known
 from ait_build.importers.options import DEFAULT_MAX
 from ait_build.ir.dims import DimRange
 
@@ -225,8 +225,22 @@ class OnnxTranslator:
         return [int(v) for v in array.reshape(-1)]
 
 
+def _fold_gather_elements(node, arrays: list) -> list:
+    data, indices = arrays
+    axis = attributes(node).get("axis", 0) % data.ndim
+    size = data.shape[axis]
+    return [np.take_along_axis(data, np.where(indices < 0, indices + size, indices), axis)]
+
+
+# operators folded with NumPy: onnx.reference's GatherElements fails (onnx 1.23.2)
+NUMPY_FOLDS = {"GatherElements": _fold_gather_elements}
+
+
 def evaluate(node, arrays: list, opset: int) -> list:
-    """One node through onnx.reference (the ONNX package's own semantics)."""
+    """One node through onnx.reference (the ONNX package's own semantics), or NumPy for the
+    operators of NUMPY_FOLDS."""
+    if node.op_type in NUMPY_FOLDS:
+        return NUMPY_FOLDS[node.op_type](node, arrays)
     from onnx import helper
     from onnx.reference import ReferenceEvaluator
     names = [f"in{i}" if a is not None else "" for i, a in enumerate(arrays)]
@@ -268,12 +282,16 @@ def _path(node) -> str:
 
 
 def import_onnx(path: str, inputs: list, dims: list, name: str,
-                dtype: str = "float32") -> ImportGraph:
+                dtype: str = "float32", say=None) -> ImportGraph:
+    """`say` takes the import's progress lines (default: none)."""
     import onnx
+    say = say or (lambda text: None)
     if not os.path.isfile(path):
         raise AitError(f"no such ONNX file: {path}")
+    say(f"reading {path}")
     try:
         model = onnx.load(path)
     except Exception as exc:
         raise AitError(f"cannot read {path} as ONNX: {exc}") from None
+    say(f"translating {len(model.graph.node)} ONNX nodes")
     return OnnxTranslator(model, inputs, dims, ImportGraph(name, dtype)).run()

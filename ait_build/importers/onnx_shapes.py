@@ -198,6 +198,12 @@ def _gather(t, node):
     return t.lower.gather(t.tensor(node, 0), t.tensor(node, 1), axis)
 
 
+@handles("GatherElements")
+def _gather_elements(t, node):
+    return t.lower.gather_elements(t.tensor(node, 0), t.tensor(node, 1),
+                                   attributes(node).get("axis", 0))
+
+
 @handles("GatherND")
 def _gather_nd(t, node):
     """data[indices[..., 0], ..., indices[..., k-1]]. Indices stacked from aranges over whole
@@ -252,9 +258,14 @@ def _slice(t, node):
         return Sizes(data[starts[0].value:ends[0].value])
     x = t.tensor(node, 0)
     for start, end, axis, step in zip(starts, ends, axes, steps):
-        if step < 1:
-            raise AitError("Slice with a negative step")
         axis %= rank
+        if step < 0:  # backwards (a flip): the positions it picks, gathered
+            size = x.source_shape[axis]
+            if not (size.is_static and start.is_static and end.is_static):
+                raise AitError("Slice with a negative step over a symbolic size")
+            picked = list(range(size.value))[slice(start.value, max(end.value, -2**62), step)]
+            x = t.lower.take(x, axis, picked)
+            continue
         # up to the axis's own symbolic size (GPT-2's diff: cat[:, 1:seq + 1]): to the end
         end = None if end == x.source_shape[axis] else _bound(end)
         x = t.lower.slice(x, axis, _bound(start), end, step)
@@ -302,6 +313,11 @@ def _expand(t, node):
     if len(x.source_shape) < rank:
         x = t.lower.reshape(x, tuple(src))
     return t.lower.expand(x, out)
+
+
+@handles("Tile")
+def _tile(t, node):
+    return t.lower.repeat(t.tensor(node, 0), list(_sizes_input(t, node, 1)))
 
 
 @handles("ConstantOfShape")

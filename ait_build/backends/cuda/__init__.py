@@ -18,6 +18,7 @@ TEMPLATES = {
     "elementwise": "cuda/elementwise.cu.j2",
     "copy": "cuda/copy.cu.j2",
     "gather": "cuda/gather.cu.j2",
+    "gather_elements": "gpu/gather_elements.cu.j2",
     "softmax": "cuda/softmax.cu.j2",
     "pool2d": "cuda/pool2d.cu.j2",
     "global_avg_pool": "cuda/global_avg_pool.cu.j2",

@@ -20,7 +20,8 @@ from ait_build.backends.rocm.toolchain import ARCH_OPTIONS, arch_flags, rocm_too
 # the MFMA parts (mfma.PARTS)
 TEMPLATES = {kind: f"gpu/{kind}.cu.j2" for kind in (
     "elementwise", "copy", "gather", "softmax", "pool2d", "global_avg_pool", "layer_norm",
-    "pad_channels", "attention", "gemm_simple", "conv2d_direct", "gemm", "conv2d", "resize2d")}
+    "pad_channels", "attention", "gemm_simple", "conv2d_direct", "gemm", "conv2d", "resize2d",
+    "gather_elements")}
 SUPPORT_FILES = {  # generated path -> template
     "src/ait_common.h": "common/ait_common.h.j2",
     "src/ait_runtime.h": "common/ait_runtime.h.j2",

@@ -1,0 +1,155 @@
+"""Source layers written as several of our ops, so every backend runs them on kernels it has:
+
+- conv1d (wav2vec2, Whisper's encoder): a conv2d over a height of 1; the weight keeps its
+  state_dict name, with a size-1 axis added.
+- conv3d (video: R3D): one conv2d per temporal tap over the frames that tap reads (a strided
+  slice, frames folded into the batch), summed; `<weight>.t<i>` holds tap i's [O, I, kh, kw].
+- conv_transpose2d (decoders, U-Nets, GANs): the input with stride - 1 zeros between pixels,
+  padded by dilation * (k - 1) - padding (plus output_padding after), through a stride-1 conv2d
+  with the weight flipped and its in/out axes swapped (`<weight>.flipped`). It spends stride^2
+  the multiply-adds of a direct kernel on the zeros; the GEMM-backed conv2d still runs it at
+  its own speed.
+- group_norm (wav2vec2's feature extractor, diffusion U-Nets): a layer_norm without affine over
+  [N, groups, C / groups * spatial], then the per-channel scale and shift.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ait_build.importers.graph import NHWC, Value, shape_attr
+from ait_build.ir.dims import Dim
+
+
+def _tuple(value, n: int) -> tuple:
+    if isinstance(value, (list, tuple)):
+        value = [int(v) for v in value]
+        return tuple(value * n if len(value) == 1 else value)
+    return (int(value),) * n
+
+
+def convolution(lower, x: Value, weight: str, bias: str | None, stride, padding, dilation,
+                groups: int, name: str | None, transposed: bool = False,
+                output_padding=0) -> Value:
+    """A source convolution of any rank the weight says (3: 1-d, 4: 2-d, 5: 3-d)."""
+    rank = lower.g.weights[weight].ndim - 2
+    stride, padding, dilation = (_tuple(v, rank) for v in (stride, padding, dilation))
+    if transposed:
+        if rank != 2:
+            lower.fail(f"a transposed {rank}-d convolution (only 2-d)")
+        return conv_transpose2d(lower, x, weight, bias, stride, padding, dilation, groups,
+                                _tuple(output_padding, 2), name)
+    if rank == 1:
+        return conv1d(lower, x, weight, bias, stride, padding, dilation, groups, name)
+    if rank == 3:
+        return conv3d(lower, x, weight, bias, stride, padding, dilation, groups, name)
+    if rank != 2:
+        lower.fail(f"a {rank}-d convolution (1-, 2- and 3-d)")
+    return lower.conv2d(x, weight, bias, stride, padding, dilation, groups, name)
+
+
+def _derived_weight(g, name: str, array: np.ndarray, keep_name: bool) -> str:
+    """`array` as a weight: under `name` itself when it only adds size-1 axes to a weight
+    nothing else reads yet (`keep_name`), else under a fresh name next to it."""
+    used = name in g.values or any(name in n.weights.values() for n in g.nodes)
+    if keep_name and not used:
+        g.weights[name] = np.ascontiguousarray(array)
+        return name
+    return g.add_weight(name, np.ascontiguousarray(array))
+
+
+def conv1d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> Value:
+    w = lower.g.weights[weight]
+    n, c, length = x.source_shape
+    image = lower.reshape(x, (n, c, Dim.of(1), length))
+    w2 = _derived_weight(lower.g, weight, w[:, :, None, :], keep_name=True)
+    out = lower.conv2d(image, w2, bias, (1, stride[0]), (0, padding[0]), (1, dilation[0]),
+                       groups, name)
+    bn, o, _, lo = out.source_shape
+    return lower.reshape(out, (bn, o, lo))
+
+
+def conv3d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> Value:
+    """Frames [N, C, T, H, W] -> [N, O, To, Ho, Wo]: tap i of the kernel's time axis reads
+    frames i*dt, i*dt + st, ... of the time-padded input."""
+    w = lower.g.weights[weight]
+    n, c, t, h, wd = x.source_shape
+    if not t.is_static:
+        lower.fail("a 3-d convolution over a time axis of symbolic size")
+    (st, sh, sw), (pt, ph, pw), (dt, dh, dw) = stride, padding, dilation
+    kt = w.shape[2]
+    frames = (t.value + 2 * pt - dt * (kt - 1) - 1) // st + 1
+    channels_last = (0, 2, 3, 4, 1)
+    x = lower.pad(lower.layout(x, channels_last), [(0, 0), (0, 0), (pt, pt), (0, 0), (0, 0)])
+    total = None
+    for i in range(kt):
+        taps = lower.slice(x, 2, i * dt, i * dt + (frames - 1) * st + 1, st)
+        ours = taps.shape  # [N, To, H, W, C]
+        batch = ours[0] * ours[1]
+        images = lower.emit("reshape", [taps], {"shape": shape_attr(
+            (batch,) + tuple(ours[2:]), ours)}, hint="frames", perm=NHWC)
+        tap = lower.g.add_weight(f"{weight}.t{i}", np.ascontiguousarray(w[:, :, i]))
+        out = lower.conv2d(images, tap, bias if i == 0 else None, (sh, sw), (ph, pw),
+                           (dh, dw), groups, f"{name}.t{i}" if name else None)
+        total = out if total is None else lower.binary("add", total, out)
+    _, ho, wo, o = total.shape
+    return lower.emit("reshape", [total], {"shape": shape_attr((n, Dim.of(frames), ho, wo, o),
+                                                               total.shape)},
+                      hint="video", perm=channels_last)
+
+
+def conv_transpose2d(lower, x, weight, bias, stride, padding, dilation, groups, output_padding,
+                     name) -> Value:
+    w = lower.g.weights[weight]  # [in, out / groups, kh, kw]
+    cin, cout_g, kh, kw = w.shape
+    # the equivalent conv's weight [out, in / groups, kh, kw], flipped in space
+    flipped = w.reshape(groups, cin // groups, cout_g, kh, kw).transpose(0, 2, 1, 3, 4)
+    flipped = flipped[:, :, :, ::-1, ::-1].reshape(groups * cout_g, cin // groups, kh, kw)
+    conv_weight = lower.g.add_weight(f"{weight}.flipped", np.ascontiguousarray(flipped))
+    n, c, h, wd = x.source_shape
+    if not (h.is_static and wd.is_static):
+        lower.fail("a transposed convolution of a symbolic image size")
+    sh, sw = stride
+    x = lower.layout(x, NHWC)
+    if (sh, sw) != (1, 1):  # zeros between pixels: [N, H, 1, W, 1, C] padded to sh, sw
+        cell = lower.emit("reshape", [x], {"shape": shape_attr(
+            (n, h, Dim.of(1), wd, Dim.of(1), c), x.shape)}, hint="pixels")
+        spread = lower.emit("pad", [cell], {"pads": [0, 0, 0, 0, 0, sh - 1, 0, 0, 0, sw - 1,
+                                                     0, 0]}, hint="stuff")
+        x = lower.emit("reshape", [spread], {"shape": shape_attr(
+            (n, h * sh, wd * sw, c), spread.shape)}, hint="stuffed", perm=NHWC)
+    for axis, size, s, k, p, d, extra in ((2, h.value, sh, kh, padding[0], dilation[0],
+                                            output_padding[0]),
+                                           (3, wd.value, sw, kw, padding[1], dilation[1],
+                                            output_padding[1])):
+        before = d * (k - 1) - p
+        total_after = before + extra
+        after = total_after - (s - 1)  # the stuffing left s - 1 zeros after the last pixel
+        if before < 0:  # more padding than the kernel reaches: crop instead
+            x = lower.slice(x, axis, -before, None)
+        if after < 0:
+            x = lower.slice(x, axis, 0, (size - 1) * s + 1 + min(before, 0) + total_after)
+        pads = [(0, 0)] * 4
+        pads[axis] = (max(before, 0), max(after, 0))
+        x = lower.pad(x, pads)
+    return lower.conv2d(x, conv_weight, bias, 1, 0, dilation, groups, name)
+
+
+def group_norm(lower, x: Value, groups: int, weight: Value | None, bias: Value | None,
+               eps: float) -> Value:
+    shape = x.source_shape
+    n, c = shape[0], shape[1]
+    if not c.is_static or c.value % groups:
+        lower.fail(f"group_norm of {c} channels in {groups} groups")
+    rest = Dim.of(c.value // groups)
+    for d in shape[2:]:
+        rest = rest * d
+    rows = lower.reshape(x, (n, Dim.of(groups), rest))
+    attrs = {"affine": False} if eps == 1e-5 else {"affine": False, "eps": float(eps)}
+    out = lower.reshape(lower.last_axis("layer_norm", rows, attrs), tuple(shape))
+    per_channel = (c,) + (Dim.of(1),) * (len(shape) - 2)
+    if weight is not None:
+        out = lower.binary("mul", out, lower.reshape(weight, per_channel))
+    if bias is not None:
+        out = lower.binary("add", out, lower.reshape(bias, per_channel))
+    return out
