@@ -31,8 +31,8 @@ def _tuple(value, n: int) -> tuple:
 def convolution(lower, x: Value, weight: str, bias: str | None, stride, padding, dilation,
                 groups: int, name: str | None, transposed: bool = False,
                 output_padding=0) -> Value:
-    """A source convolution of any rank the weight says (3: 1-d, 4: 2-d, 5: 3-d)."""
-    rank = lower.g.weights[weight].ndim - 2
+    """A source convolution of the input's rank ([N, C, L]: 1-d, ... [N, C, T, H, W]: 3-d)."""
+    rank = x.rank - 2
     stride, padding, dilation = (_tuple(v, rank) for v in (stride, padding, dilation))
     if transposed:
         if rank != 2:
@@ -48,11 +48,11 @@ def convolution(lower, x: Value, weight: str, bias: str | None, stride, padding,
     return lower.conv2d(x, weight, bias, stride, padding, dilation, groups, name)
 
 
-def _derived_weight(g, name: str, array: np.ndarray, keep_name: bool) -> str:
-    """`array` as a weight: under `name` itself when it only adds size-1 axes to a weight
-    nothing else reads yet (`keep_name`), else under a fresh name next to it."""
+def _with_unit_axis(g, name: str, array: np.ndarray) -> str:
+    """`array`, weight `name` with a size-1 axis added, under `name` itself when nothing reads
+    that weight yet, else under a fresh name next to it."""
     used = name in g.values or any(name in n.weights.values() for n in g.nodes)
-    if keep_name and not used:
+    if not used:
         g.weights[name] = np.ascontiguousarray(array)
         return name
     return g.add_weight(name, np.ascontiguousarray(array))
@@ -62,7 +62,8 @@ def conv1d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> V
     w = lower.g.weights[weight]
     n, c, length = x.source_shape
     image = lower.reshape(x, (n, c, Dim.of(1), length))
-    w2 = _derived_weight(lower.g, weight, w[:, :, None, :], keep_name=True)
+    w2 = weight if w.ndim == 4 else \
+        _with_unit_axis(lower.g, weight, w[:, :, None, :])  # 4-d: one conv1d shares another's
     out = lower.conv2d(image, w2, bias, (1, stride[0]), (0, padding[0]), (1, dilation[0]),
                        groups, name)
     bn, o, _, lo = out.source_shape
