@@ -1,5 +1,5 @@
 import sys
 
-from ait_build.cli import main
+from ait_build.cli.main import main
 
 sys.exit(main())

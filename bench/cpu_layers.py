@@ -13,7 +13,7 @@ matched by position (the seed CNN's convs line up one to one), and writes JSON w
     python bench/cpu_layers.py build/cpu/bert_base_float32 --batch 1 --dim seq=128 --runs 10
 
 Build the libraries first (ait-build build, or ait-build bench once); export the ONNX file with
-`torch.onnx.export` of the model's twin (ait_build/bench_models.py), as `ait-build bench` does.
+`torch.onnx.export` of the model's twin (ait_build/bench/models.py), as `ait-build bench` does.
 The process's thread settings are the caller's (OMP_WAIT_POLICY, OMP_NUM_THREADS, and
 --ort-threads for ONNX Runtime's pool).
 """

@@ -1,7 +1,7 @@
 """Where a call's GPU time goes: torch.profiler's per-kernel CUDA time for one call of our library
 (run without its CUDA graphs, so every kernel launch is its own event) and for the PyTorch eager
 twin, on the same inputs and GPU, in one process; and our library's time per graph node with
-its TFLOP/s and GB/s against the measured ceilings (ait_build/step_report.py: an event after
+its TFLOP/s and GB/s against the measured ceilings (ait_build/bench/step_report.py: an event after
 every kernel call). Prints the kernels that take the most time per call and writes them as JSON.
 Builds with SCons first, like `ait-build bench`.
 
@@ -19,7 +19,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from ait_build.bench_cuda import parse_case  # noqa: E402
+from ait_build.bench.cuda import parse_case  # noqa: E402
 
 
 def device_us(event) -> float:
@@ -47,8 +47,8 @@ def kernel_table(torch, fn, calls: int, top: int) -> dict:
 
 
 def profile_case(torch, name: str, target: str, dims: dict, calls: int, top: int) -> dict:
-    from ait_build.bench_models import torch_twin
-    from ait_build.build_cli import build, make_inputs
+    from ait_build.bench.models import torch_twin
+    from ait_build.cli.build import build, make_inputs
     from ait_build.runtime import Model
     from ait_build.spec.model import load_model
     spec = os.path.join(ROOT, "specs", f"{name}.yaml")
@@ -60,7 +60,7 @@ def profile_case(torch, name: str, target: str, dims: dict, calls: int, top: int
         tensors = {k: torch.from_numpy(v).cuda() for k, v in inputs.items()}
         outs = {k: torch.empty_like(v) for k, v in model.run(tensors).items()}
         row["ait_build"] = kernel_table(torch, lambda: model.run(tensors, outputs=outs), calls, top)
-        from ait_build import bench_steps, step_report
+        from ait_build.bench import steps as bench_steps, step_report
         from ait_build.spec.target import find_target
         row["nodes"] = bench_steps.node_rows(spec, model, find_target(target), inputs, dims,
                                              max(calls, 5))

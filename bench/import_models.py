@@ -1,6 +1,6 @@
-"""The seed models as `ait-build import torch` factories (bench/import_gpu.sh): torchvision's
-resnet50 and vit_b_16 and transformers' BERT-base encoder, with weights drawn from a fixed seed so
-that the check regenerates the same module to compare against."""
+"""The seed models as `ait-build import torch` factories (docs/import.md, "On the GPU"):
+torchvision's resnet50 and vit_b_16 and transformers' BERT-base encoder, with weights drawn from a
+fixed seed so that the check regenerates the same module to compare against."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ from ait_build import __version__
 from ait_build.codegen import weights_file
 from ait_build.codegen.plan import ModelPlan, weight_arrays
 from ait_build.codegen.render import c_comment, render, template_deps
-from ait_build.digest import json_sha256
+from ait_build.codegen.digest import json_sha256
 from ait_build.errors import AitError
 
 MODEL_SOURCE = "src/model.cpp"
@@ -153,7 +153,7 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, compiler: dic
         "backend": plan.target.backend,
         "device": plan.backend.device,
         "dtype": plan.graph.dtype,
-        "compute_dtype": "float32",
+        "compute_dtype": plan.backend.compute_dtype,
         "dims": [{"name": d.name, "min": d.min, "max": d.max, "opt": d.opt} for d in plan.dims],
         "inputs": _io(plan, plan.graph.inputs),
         "outputs": _io(plan, plan.graph.outputs),

@@ -1,18 +1,20 @@
 """The Jinja2 environment every source is rendered with: templates are files under templates/
-(ait-build's own: resources.data_dir), undefined names are errors, and contexts are flat.
-`template_deps` lists the files a render reads (the template and everything it extends or
-includes), for SCons dependencies."""
+(ait-build's own: resources.data_dir), undefined names are errors, and contexts are flat. A file
+without the .j2 suffix (the plain C++ headers under templates/<backend>/include/) is no template:
+it is copied as it is. `template_deps` lists the files a render reads (the template and
+everything it extends or includes), for SCons dependencies."""
 
 from __future__ import annotations
 
 import functools
 import json
 import os
+import re
 
 import jinja2
 from jinja2 import meta
 
-from ait_build.resources import data_dir
+from ait_build.ir.resources import data_dir
 
 
 def templates_dir() -> str:
@@ -45,12 +47,13 @@ def cute_ints(text) -> str:
 
 
 # C++ math whose vector loops are long polynomials (exp, erf, tanh and the activations built on
-# them; sin, cos, log): `{% if expr is slow_math %}` in a template
-SLOW_MATH = ("exp", "erf", "gelu", "silu", "sigmoid", "tanh", "sinf", "cosf", "logf")
+# them, but not the clamps hardsigmoid and hardtanh; sin, cos, log): `{% if expr is slow_math %}`
+# in a template
+SLOW_MATH = re.compile(r"(?<![Hh]ard)(exp|erf|gelu|silu|sigmoid|tanh)|sinf|cosf|logf")
 
 
 def slow_math(text) -> bool:
-    return any(name in str(text) for name in SLOW_MATH)
+    return SLOW_MATH.search(str(text)) is not None
 
 
 @functools.lru_cache(maxsize=None)
@@ -65,13 +68,22 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def is_template(name: str) -> bool:
+    return name.endswith(".j2")
+
+
 def render(template: str, context: dict) -> str:
+    if not is_template(template):
+        with open(template_path(f"templates/{template}"), encoding="utf-8") as fh:
+            return fh.read()
     return environment().get_template(template).render(**context)
 
 
 @functools.lru_cache(maxsize=None)
 def template_deps(template: str) -> tuple:
     """The template and every template it extends or includes, as 'templates/...' paths."""
+    if not is_template(template):
+        return (f"templates/{template}",)
     env = environment()
     seen, todo = [], [template]
     while todo:

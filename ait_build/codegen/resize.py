@@ -8,7 +8,7 @@ from __future__ import annotations
 from ait_build.codegen.cexpr import cexpr
 from ait_build.codegen.elementwise import float_literal
 from ait_build.codegen.kernel import io_params, make_kernel
-from ait_build.ops.registry import pair
+from ait_build.ops.opdef import pair
 from ait_build.ops.resize import axis_scale
 
 ROUND = {"floor": "floorf({x})", "ceil": "ceilf({x})",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ait_build.codegen.cexpr import cexpr
 from ait_build.ir.dims import Dim
-from ait_build.placement import place
+from ait_build.ir.placement import place
 
 ALIGN = 64
 

@@ -139,7 +139,7 @@ class OnnxTranslator:
                 value = self.constant(out.name, value)
             value = self.lower.plain(value)
             if value.ref in inputs or value.ref in self.g.outputs or ":" in value.ref:
-                name = _spec_name(out.name)
+                name = onnx_tensor_name(out.name)
                 value = self.lower.emit("identity", [value], name=name, hint=name)
             self.g.outputs.append(value.ref)
 
@@ -170,7 +170,7 @@ class OnnxTranslator:
         if array is None:
             raise AitError(f"'{name}' holds sizes that depend on the inputs "
                            f"({', '.join(str(d) for d in value)}) and is read as a tensor")
-        key = _spec_name(name)
+        key = onnx_tensor_name(name)
         if key in self.params:
             return self.params[key]
         wname = self.g.add_weight(key, np.ascontiguousarray(array))
@@ -210,7 +210,7 @@ class OnnxTranslator:
         value = self.get(node, index)
         if not isinstance(value, np.ndarray):
             return None
-        name = _spec_name(node.input[index])
+        name = onnx_tensor_name(node.input[index])
         if name in self.g.weights and self.g.weights[name] is value:
             return name
         return self.g.add_weight(name, value)
@@ -259,7 +259,7 @@ def evaluate(node, arrays: list, opset: int) -> list:
         raise AitError(f"folding a constant {node.op_type}: {exc}") from None
 
 
-def _spec_name(name: str) -> str:
+def onnx_tensor_name(name: str) -> str:
     """An ONNX name as a tensor/weight name: '/layer1/conv/Conv_output_0' -> 'layer1.conv.Conv'."""
     text = name.strip("/").replace("/", ".").replace("::", ".")
     text = re.sub(r"_output_0$", "", text)

@@ -15,8 +15,8 @@ import yaml
 from ait_build.importers.blocks import BlockPlan, fold_blocks
 from ait_build.importers.entries import entry_text
 from ait_build.importers.graph import ImportGraph
+from ait_build.ir.weights import save_safetensors
 from ait_build.spec.model import load_model
-from ait_build.weights import save_safetensors
 
 
 def spec_text(g: ImportGraph, weights_file: str, description: str, plan: BlockPlan) -> str:

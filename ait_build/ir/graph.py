@@ -48,7 +48,7 @@ class Graph:
     nodes: list  # Node, in execution order
     inputs: list  # tensor names
     outputs: list  # tensor names
-    weights: object = None  # ait_build.weights.WeightStore
+    weights: object = None  # ait_build.ir.weights.WeightStore
     source: str = ""
     memory_plan: object = None  # set by the memory planning pass (passes/plan_memory.py)
 

@@ -1,7 +1,8 @@
 """Elementwise ops: activations, clamps, broadcasting binary arithmetic, minimum/maximum, cast.
 
-`ACTIVATIONS` is also the table of epilogues that conv2d/linear/matmul can apply (see epilogue.py).
-Comparisons, logic and `where` are in logic.py.
+`ACTIVATIONS` is also the table of epilogues that conv2d/linear/matmul can apply (see epilogue.py;
+`hardtanh`, whose bounds are attributes, is added there). Comparisons, logic and `where` are in
+logic.py.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import numpy as np
 
 from ait_build.errors import OpError
 from ait_build.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, NUMPY
-from ait_build.ops.registry import (Attr, OpDef, TType, broadcast_shapes, register, require_float,
-                                    same_float_dtype)
+from ait_build.ops.opdef import (Attr, OpDef, TType, broadcast_shapes, register, require_float,
+                                 same_float_dtype)
 
 _erfc = np.frompyfunc(math.erfc, 1, 1)
 
@@ -42,6 +43,20 @@ def sigmoid(x):
     return np.asarray(_sigmoid64(x.astype(np.float64)), x.dtype)
 
 
+def clamp(x, low, high):
+    """min(max(x, low), high) in x's dtype; a NaN stays NaN; None leaves that side open."""
+    if low is not None:
+        x = np.maximum(x, np.asarray(low, x.dtype))
+    if high is not None:
+        x = np.minimum(x, np.asarray(high, x.dtype))
+    return x
+
+
+def hardsigmoid(x):
+    # the steps of the importers' relu6(x + 3) / 6, each rounded in x's dtype as they are unfused
+    return clamp(x + np.asarray(3.0, x.dtype), 0.0, 6.0) / np.asarray(6.0, x.dtype)
+
+
 # name -> NumPy function; these are the unary ops and the epilogue activations
 ACTIVATIONS = {
     "none": lambda x: x,
@@ -52,6 +67,8 @@ ACTIVATIONS = {
     "sigmoid": sigmoid,
     "tanh": np.tanh,
     "hardswish": lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0,
+    "relu6": lambda x: clamp(x, 0.0, 6.0),  # the op is a clamp row below
+    "hardsigmoid": hardsigmoid,  # an epilogue only: the importers write relu6(x + 3) / 6
 }
 
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
@@ -201,13 +218,7 @@ def clamp_bounds(op: str, attrs: dict) -> tuple:
 
 def _clamp_reference(op):
     def reference(attrs, xs, ws):
-        x = xs[0]
-        low, high = clamp_bounds(op, attrs)
-        if low is not None:
-            x = np.maximum(x, np.asarray(low, x.dtype))
-        if high is not None:
-            x = np.minimum(x, np.asarray(high, x.dtype))
-        return [x]
+        return [clamp(xs[0], *clamp_bounds(op, attrs))]
     return reference
 
 

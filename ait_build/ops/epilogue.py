@@ -1,20 +1,38 @@
 """The epilogue shared by conv2d, linear and matmul: out = act(acc + bias + residual).
 
 Specs may write it directly (`activation: relu` and a residual as the last input); the epilogue
-fusion pass writes it when it folds a following bias add, activation and residual add.
+fusion pass writes it when it folds a following bias add, activation and residual add. The
+activations are ops/elementwise.py's ACTIVATIONS plus `hardtanh`, a clamp whose bounds are the
+`hardtanh_min`/`hardtanh_max` attributes (relu6, hardtanh and clamp ops fold into it).
 """
 
 from __future__ import annotations
 
 from ait_build.errors import OpError
 from ait_build.ir.dims import shape_str
-from ait_build.ops.elementwise import ACTIVATIONS
-from ait_build.ops.registry import Attr, broadcasts_to
+from ait_build.ops.elementwise import ACTIVATIONS, clamp
+from ait_build.ops.opdef import Attr, broadcasts_to
 
+EPILOGUE_ACTIVATIONS = tuple(ACTIVATIONS) + ("hardtanh",)
 EPILOGUE_ATTRS = (
-    Attr("activation", "str", "none", tuple(ACTIVATIONS),
+    Attr("activation", "str", "none", EPILOGUE_ACTIVATIONS,
          doc="applied last: act(acc + bias + residual)"),
+    Attr("hardtanh_min", "float", -1.0, doc="`activation: hardtanh`'s lower bound (may be -.inf)"),
+    Attr("hardtanh_max", "float", 1.0, doc="`activation: hardtanh`'s upper bound (may be .inf)"),
 )
+
+
+def hardtanh_bounds(attrs) -> tuple:
+    return attrs.get("hardtanh_min", -1.0), attrs.get("hardtanh_max", 1.0)
+
+
+def activation(attrs):
+    """The NumPy function of a GEMM-shaped node's epilogue activation."""
+    act = attrs.get("activation", "none")
+    if act == "hardtanh":
+        low, high = hardtanh_bounds(attrs)
+        return lambda x: clamp(x, low, high)
+    return ACTIVATIONS[act]
 
 
 def check_residual(out_shape, residual, what: str, dtype: str | None = None) -> None:
@@ -34,4 +52,4 @@ def apply_epilogue(acc, attrs, bias=None, residual=None):
         acc = acc + bias
     if residual is not None:
         acc = acc + residual
-    return ACTIVATIONS[attrs.get("activation", "none")](acc)
+    return activation(attrs)(acc)

@@ -21,8 +21,8 @@ import numpy as np
 
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim
-from ait_build.ops.registry import (Attr, OpDef, TType, pair, register, require_float,
-                                    require_rank, require_static)
+from ait_build.ops.opdef import (Attr, OpDef, TType, pair, register, require_float,
+                                 require_rank, require_static)
 
 COORDINATES = ("asymmetric", "half_pixel", "pytorch_half_pixel", "align_corners")
 ROUNDINGS = ("floor", "round_prefer_floor", "round_prefer_ceil", "ceil")

@@ -4,7 +4,12 @@ follow them, in the epilogue's order out = act(acc + bias + residual):
 - an add of a per-channel vector (a `parameter` output of shape [N] or [1, .., N]) becomes, or is
   added into, the op's `bias` weight (matmul/bmm have no bias role and take it as the residual);
 - an add of a tensor that broadcasts to the output without growing it becomes the residual input;
-- an activation (relu, gelu, gelu tanh, silu, sigmoid, tanh, hardswish) ends the chain.
+- a mul by a per-channel vector (a `parameter` as above: ConvNeXt's and CaiT's layer scale)
+  before any residual folds into a conv2d's or linear's weight and bias (w' = w * g, b' = b * g),
+  as batch norm does (fold_batchnorm.py);
+- an activation ends the chain: relu, gelu (erf or tanh), silu, sigmoid, tanh, hardswish, relu6,
+  hardtanh and clamp (as `hardtanh` with their bounds, an open side infinite), and the importers'
+  hardsigmoid, add 3 -> relu6 -> div 6, as `hardsigmoid`.
 
 Each absorbed op must be the only reader of the value before it, so no intermediate is needed
 elsewhere. When the residual is computed after the GEMM (ResNet's downsample branch), the GEMM
@@ -13,9 +18,12 @@ moves down to the add's place in the order. Gated on the target's `fused_epilogu
 
 from __future__ import annotations
 
+import math
+
 from ait_build.errors import OpError
 from ait_build.ir.graph import Graph, Node
-from ait_build.ops.registry import broadcast_shapes
+from ait_build.ops.elementwise import clamp_bounds
+from ait_build.ops.opdef import broadcast_shapes
 from ait_build.passes.eliminate_dead_code import remove_dead
 from ait_build.passes.rewrite import Uses, add_weight, position, summary, vector_len
 
@@ -23,12 +31,40 @@ GEMMS = ("conv2d", "linear", "matmul", "bmm")
 WITH_BIAS_ROLE = ("conv2d", "linear")
 DATA_INPUTS = {"conv2d": 1, "linear": 1, "matmul": 2, "bmm": 2}  # before the optional residual
 ACTIVATION_OPS = ("relu", "silu", "sigmoid", "tanh", "hardswish", "gelu")
+CLAMP_OPS = ("relu6", "hardtanh", "clamp")
 
 
-def activation_of(node: Node) -> str | None:
+def _clamp_activation(node: Node) -> tuple:
+    """(activation, its attrs) of a clamp-family node."""
+    low, high = clamp_bounds(node.op, node.attrs)
+    low = -math.inf if low is None else float(low)
+    high = math.inf if high is None else float(high)
+    if (low, high) == (0.0, 6.0):
+        return "relu6", {}
+    if (low, high) == (0.0, math.inf):  # relu keeps a NaN and turns -0 into 0, as max(x, 0)
+        return "relu", {}
+    return "hardtanh", {"hardtanh_min": low, "hardtanh_max": high}
+
+
+def _scalar_step(node: Node | None, op: str, value: float) -> bool:
+    return node is not None and node.op == op and node.attrs.get("scalar") == value
+
+
+def activation_of(uses: Uses, node: Node) -> tuple | None:
+    """(activation, attrs it sets, nodes it replaces) when `node` starts an activation."""
     if node.op == "gelu":
-        return "gelu_tanh" if node.attrs["approximate"] == "tanh" else "gelu"
-    return node.op if node.op in ACTIVATION_OPS else None
+        return ("gelu_tanh" if node.attrs["approximate"] == "tanh" else "gelu"), {}, [node]
+    if node.op in ACTIVATION_OPS:
+        return node.op, {}, [node]
+    if node.op in CLAMP_OPS:
+        return (*_clamp_activation(node), [node])
+    if _scalar_step(node, "add", 3.0):  # hardsigmoid as the importers write it
+        clip = uses.only_reader(node.output)
+        if clip is not None and clip.op in CLAMP_OPS and _clamp_activation(clip)[0] == "relu6":
+            div = uses.only_reader(clip.output)
+            if _scalar_step(div, "div", 6.0):
+                return "hardsigmoid", {}, [node, clip, div]
+    return None
 
 
 def _take_bias(graph: Graph, uses: Uses, gemm: Node, other: str) -> bool:
@@ -67,25 +103,53 @@ def _take_residual(graph: Graph, uses: Uses, gemm: Node, other: str, add: Node) 
     return True
 
 
+def _take_scale(graph: Graph, uses: Uses, gemm: Node, other: str) -> bool:
+    param = uses.made_by(other, "parameter")
+    out = graph.tensors[gemm.output]
+    if gemm.op not in WITH_BIAS_ROLE or param is None or len(gemm.inputs) != DATA_INPUTS[gemm.op] \
+            or gemm.attrs.get("weight_layout", "out_in") != "out_in" \
+            or graph.tensors[other].dtype != out.dtype \
+            or out.shape[-1] != vector_len(graph.tensors[other].shape):
+        return False
+    scale = graph.weights.get(param.weights["value"]).reshape(-1)
+    weight = graph.weights.get(gemm.weights["weight"])
+    like = graph.tensors[gemm.weights["weight"]]
+    bias = graph.weights.get(gemm.weights["bias"]) if "bias" in gemm.weights else 0.0
+    gemm.weights = {  # output channels lead both layouts (OIHW, [out, in])
+        "weight": add_weight(graph, f"{gemm.name}.scaled_weight",
+                             weight * scale.reshape((-1,) + (1,) * (weight.ndim - 1)), like.dtype,
+                             like),
+        "bias": add_weight(graph, f"{gemm.name}.scaled_bias", bias * scale, like.dtype, like)}
+    gemm.attrs["bias"] = True
+    return True
+
+
 def fuse_into(graph: Graph, gemm: Node, counts: dict) -> None:
-    """Absorbs the chain of bias, residual and activation after `gemm`."""
+    """Absorbs the chain of bias, channel scale, residual and activation after `gemm`."""
     while gemm.attrs["activation"] == "none":
         uses = Uses(graph)
         nxt = uses.only_reader(gemm.output)
         if nxt is None or graph.tensors[nxt.output].dtype != graph.tensors[gemm.output].dtype:
             break
-        act = activation_of(nxt)
+        act = activation_of(uses, nxt)
         if act is not None:
-            gemm.attrs["activation"] = act
+            name, attrs, nodes = act
+            gemm.attrs.update(attrs, activation=name)
             counts["activations"] += 1
-        elif nxt.op == "add" and nxt.attrs.get("scalar") is None:
-            other = nxt.inputs[1] if nxt.inputs[0] == gemm.output else nxt.inputs[0]
+            gemm.outputs = list(nodes[-1].outputs)
+            graph.nodes = [n for n in graph.nodes if all(n is not m for m in nodes)]
+            continue
+        two = nxt.op in ("add", "mul") and nxt.attrs.get("scalar") is None
+        other = (nxt.inputs[1] if nxt.inputs[0] == gemm.output else nxt.inputs[0]) if two else None
+        if nxt.op == "add" and two:
             if _take_bias(graph, uses, gemm, other):
                 counts["bias adds"] += 1
             elif _take_residual(graph, uses, gemm, other, nxt):
                 counts["residual adds"] += 1
             else:
                 break
+        elif nxt.op == "mul" and two and _take_scale(graph, uses, gemm, other):
+            counts["channel scales"] += 1
         else:
             break
         gemm.outputs = list(nxt.outputs)
@@ -95,7 +159,7 @@ def fuse_into(graph: Graph, gemm: Node, counts: dict) -> None:
 def run(graph: Graph, target) -> str:
     if not target.cap("fused_epilogue"):
         return ""
-    counts = {"bias adds": 0, "residual adds": 0, "activations": 0}
+    counts = {"bias adds": 0, "residual adds": 0, "channel scales": 0, "activations": 0}
     for gemm in [n for n in graph.nodes if n.op in GEMMS]:
         fuse_into(graph, gemm, counts)
     dead = remove_dead(graph)  # parameter reads whose vector became a bias role

@@ -27,7 +27,7 @@ from ait_build.ir.dtypes import ITEMSIZE
 from ait_build.ir.graph import VALUE, Graph
 from ait_build.ops.registry import get_op
 from ait_build.passes.fuse_epilogue import DATA_INPUTS
-from ait_build.placement import place_groups
+from ait_build.ir.placement import place_groups
 
 VIEW_OPS = ("reshape", "flatten")
 ROW_OPS = ("batch_norm", "layer_norm", "softmax")  # each output row depends on its input row only

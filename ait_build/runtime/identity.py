@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import stat
 
-from ait_build.digest import read_digest, sha256_file
+from ait_build.codegen.digest import read_digest, sha256_file
 from ait_build.runtime.manifest import Manifest, ModelError
 
 

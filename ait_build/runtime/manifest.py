@@ -11,7 +11,7 @@ import stat
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ait_build.digest import json_sha256
+from ait_build.codegen.digest import json_sha256
 from ait_build.errors import AitError
 
 MAX_MANIFEST_BYTES = 64 << 20  # a real manifest is a few KB; a bigger file is not one

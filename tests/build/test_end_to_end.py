@@ -32,7 +32,7 @@ def _graph(name):
 
 @pytest.mark.parametrize("name", MODELS)
 def test_model_matches_the_reference(project, name):
-    from ait_build.reference import random_inputs, run_reference
+    from ait_build.ops.reference import random_inputs, run_reference
     from ait_build.runtime import Model
     graph = _graph(name)
     with Model(project.path("build", "cpu", name)) as model:
@@ -48,7 +48,7 @@ def test_model_matches_the_reference(project, name):
 
 def test_eight_threads_give_the_serial_results(project):
     """The generated run() and the Python runtime under concurrent calls on one Model."""
-    from ait_build.reference import random_inputs
+    from ait_build.ops.reference import random_inputs
     from ait_build.runtime import Model
     graph = _graph("tiny_bert")
     with Model(project.path("build", "cpu", "tiny_bert")) as model:
@@ -76,7 +76,7 @@ def test_eight_threads_give_the_serial_results(project):
 
 
 def test_cli_run_check(project, capsys):
-    from ait_build.cli import main
+    from ait_build.cli.main import main
     assert main(["run", project.path("build", "cpu", "tiny_cnn"), "--random-input", "--batch", "2",
                  "--check"]) == 0
     out = capsys.readouterr().out
@@ -103,7 +103,7 @@ def test_cpp_example_prints_what_python_computes(project, tmp_path):
 @pytest.mark.parametrize("mode", [[], ["--in-process"]])
 def test_cli_build_then_bench(project, tmp_path, monkeypatch, capsys, mode):
     import importlib.util
-    from ait_build.cli import main
+    from ait_build.cli.main import main
     monkeypatch.chdir(project.root)  # the CLI builds in the project around the working directory
     assert main(["build", "specs/mlp.yaml", "--target", "cpu", "-j", "2"]) == 0
     assert "built build/cpu/mlp/libmlp.so" in capsys.readouterr().out
@@ -131,7 +131,7 @@ def test_cli_build_then_bench(project, tmp_path, monkeypatch, capsys, mode):
 def test_bench_steps_times_every_node(project, tmp_path, monkeypatch, capsys):
     """`bench --steps`: the per-node table of each case, from the library's time_steps(), with
     the linear layers' FLOPs (2 * rows * in * out) and every node's bytes."""
-    from ait_build.cli import main
+    from ait_build.cli.main import main
     monkeypatch.chdir(project.root)
     report = str(tmp_path / "steps.json")
     assert main(["bench", "mlp", "--batch", "4", "--runs", "2", "--warmup", "1", "--steps",
@@ -141,7 +141,7 @@ def test_bench_steps_times_every_node(project, tmp_path, monkeypatch, capsys):
     with open(report) as fh:
         (case,) = json.load(fh)["results"]
     from ait_build.pipeline import build_plan
-    from ait_build.spec.target import find_target
+    from ait_build.pipeline import find_target
     graph = build_plan(os.path.join(project.root, "specs", "mlp.yaml"), find_target("cpu")).graph
     assert [r["node"] for r in case["steps"]] == [n.name for n in graph.nodes]  # gelu fused
     for row in case["steps"]:

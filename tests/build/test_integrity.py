@@ -1,6 +1,6 @@
 """No build reports success while its outputs are inconsistent: a build killed after a spec edit
 and then reverted, an output changed after it was built, and corrupt CacheDir entries are all
-rebuilt, never taken as up to date (ait_build/scons_integrity.py)."""
+rebuilt, never taken as up to date (ait_build/build/integrity.py)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""The default number of parallel compile jobs (ait_build/scons.py): one per core, unless the
+"""The default number of parallel compile jobs (ait_build/build/scons.py): one per core, unless the
 available memory cannot hold that many compilers at their peak (CUTLASS sm90 files take 4-5 GB
 in nvcc), and what the build prints when memory decides."""
 
 from __future__ import annotations
 
 from ait_build.backends import get_backend
-from ait_build.scons import available_memory, default_jobs
+from ait_build.build.scons import available_memory, default_jobs
 
 GIB = 1 << 30
 

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import SCons.Node
 
-from ait_build import scons_progress
-from ait_build.reference import ProgressLine
+from ait_build.build import progress as scons_progress
+from ait_build.ops.reference import ProgressLine
 from buildproj import MODEL
 
 

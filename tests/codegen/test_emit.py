@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from ait_build.pipeline import emit, plan_outputs
+from ait_build.backends import toolchain_for
 from ait_build.codegen.render import template_path
 from ait_build.errors import AitError
+from ait_build.pipeline import emit, find_target, plan_outputs
 from ait_build.spec.model import load_model
-from ait_build.spec.target import find_target
-from ait_build.toolchain import toolchain_for
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPECS = os.path.join(PROJECT_ROOT, "specs")
@@ -218,7 +217,7 @@ def test_cpu_target_with_mkl_installed_links_it(monkeypatch, tmp_path):
 
 
 def test_place_keeps_live_groups_apart():
-    from ait_build.placement import place
+    from ait_build.ir.placement import place
     rng = np.random.default_rng(0)
     for _ in range(50):
         n = int(rng.integers(1, 30))

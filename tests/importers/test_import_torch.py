@@ -20,7 +20,7 @@ from ait_build.importers.from_torch import import_torch  # noqa: E402
 from ait_build.importers.options import dims_for, parse_dim, parse_input  # noqa: E402
 from ait_build.importers.simplify import simplify  # noqa: E402
 from ait_build.importers.write import write_spec  # noqa: E402
-from ait_build.reference import run_reference  # noqa: E402
+from ait_build.ops.reference import run_reference  # noqa: E402
 
 pytestmark = pytest.mark.torch
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

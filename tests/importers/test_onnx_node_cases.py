@@ -20,7 +20,7 @@ from ait_build.importers.options import parse_dim  # noqa: E402
 from ait_build.importers.onnx_ops import HANDLERS  # noqa: E402
 from ait_build.importers.simplify import simplify  # noqa: E402
 from ait_build.importers.write import write_spec  # noqa: E402
-from ait_build.reference import run_reference  # noqa: E402
+from ait_build.ops.reference import run_reference  # noqa: E402
 
 MATCHED_AT_LEAST = 240  # of about 700 cases over the claimed operators (199 when written, 249
 # with the operators of issue 32's model families)

@@ -11,7 +11,7 @@ import yaml
 
 from ait_build.errors import SpecError
 from ait_build.ir.dtypes import from_numpy
-from ait_build.reference import run_reference
+from ait_build.ops.reference import run_reference
 from ait_build.spec.model import load_model
 
 _count = itertools.count()

@@ -164,7 +164,7 @@ X = {"x": [1, 8, 8, 4]}
      r"residual \[1, 8, 8, 5\] does not match the conv2d output \[1, 8, 8, 4\]"),
     ("conv2d", {"x": [1, 8, 8, 4], "r": ([1, 8, 8, 4], "float16")}, {"out_channels": 4, "kernel": 1},
      "residual is float16 but the conv2d output is float32"),
-    ("conv2d", X, {"out_channels": 4, "kernel": 1, "activation": "relu6"}, "must be one of"),
+    ("conv2d", X, {"out_channels": 4, "kernel": 1, "activation": "relu7"}, "must be one of"),
     ("max_pool2d", X, {"kernel": 3, "padding": 2}, "padding 2 must be at most half the kernel 3"),
     ("avg_pool2d", X, {"kernel": 2, "padding": [0, 2]}, "at most half the kernel"),
     ("max_pool2d", {"x": [8, 8, 4]}, {"kernel": 2}, "must have rank 4"),

@@ -5,7 +5,7 @@ import pathlib
 import pytest
 import yaml
 
-from ait_build.docs_ops import EXAMPLES, render, run_example
+from ait_build.spec.ops_doc import EXAMPLES, render, run_example
 from ait_build.ops.registry import all_ops
 from ait_build.spec.model import load_model
 
@@ -15,7 +15,7 @@ PUBLIC = sorted(name for name, op in all_ops().items() if not op.internal)
 
 def test_docs_ops_md_matches_the_registry():
     page = (ROOT / "docs" / "ops.md").read_text()
-    assert page == render(), "docs/ops.md is stale: run python -m ait_build.docs_ops > docs/ops.md"
+    assert page == render(), "docs/ops.md is stale: run python -m ait_build.spec.ops_doc > docs/ops.md"
 
 
 def test_every_public_op_has_an_example_and_internal_ops_are_listed_apart():

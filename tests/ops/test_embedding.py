@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from ait_build.errors import AitError
-from ait_build.reference import run_reference
+from ait_build.ops.reference import run_reference
 
 from .helpers import build, out_types, rand, run1, spec_error, weights_of
 

@@ -91,3 +91,81 @@ def test_capability_off():
         """, X, "[a]")
     after, summary = check_pass(g, fuse_epilogue.run, target("cpu", fused_epilogue=False))
     assert summary == "" and ops(after) == ["linear", "relu"]
+
+
+@pytest.mark.parametrize("clip,expect,bounds", [
+    ("relu6", "relu6", None), ("hardtanh, min_val: 0.0, max_val: 6.0", "relu6", None),
+    ("clamp, min: 0, max: 6", "relu6", None), ("clamp, min: 0", "relu", None),
+    ("hardtanh", "hardtanh", (-1.0, 1.0)),
+    ("hardtanh, min_val: -0.5, max_val: 2.0", "hardtanh", (-0.5, 2.0)),
+    ("clamp, max: 0.25", "hardtanh", (float("-inf"), 0.25)),
+    ("clamp, min: -0.5", "hardtanh", (-0.5, float("inf")))])
+def test_clamps_become_relu6_relu_or_hardtanh(clip, expect, bounds):
+    g = model(f"""
+        - {{name: conv, op: conv2d, out_channels: 8, kernel: 3, padding: 1}}
+        - {{name: out, op: {clip}}}
+        """, IMG, "[out]")
+    after, summary = check_pass(g, fuse_epilogue.run)
+    conv = node_of(after, "conv2d")
+    assert ops(after) == ["conv2d"] and conv.attrs["activation"] == expect, conv.attrs
+    if bounds:
+        assert (conv.attrs["hardtanh_min"], conv.attrs["hardtanh_max"]) == bounds
+    assert summary == "1 activations fused"
+
+
+def test_the_importers_hardsigmoid_becomes_one_activation():
+    g = model("""
+        - {name: fc, op: linear, inputs: [x], out_features: 16}
+        - {name: shifted, op: add, scalar: 3.0}
+        - {name: clipped, op: relu6}
+        - {name: gate, op: div, scalar: 6.0}
+        """, X, "[gate]")
+    after, summary = check_pass(g, fuse_epilogue.run)
+    fc = node_of(after, "linear")
+    assert ops(after) == ["linear"] and fc.attrs["activation"] == "hardsigmoid"
+    assert fc.outputs == ["gate"] and summary == "1 activations fused"
+
+
+@pytest.mark.parametrize("tail,outputs", [
+    ("- {name: gate, op: div, scalar: 5.0}", "[gate]"),  # not hardsigmoid's 6
+    ("- {name: gate, op: div, scalar: 6.0}", "[gate, clipped]")])  # the clip is needed too
+def test_near_hardsigmoid_chains_stay(tail, outputs):
+    g = model(f"""
+        - {{name: fc, op: linear, inputs: [x], out_features: 16}}
+        - {{name: shifted, op: add, scalar: 3.0}}
+        - {{name: clipped, op: relu6}}
+        {tail}
+        """, X, outputs)
+    after, summary = check_pass(g, fuse_epilogue.run)
+    assert ops(after) == ["linear", "add", "relu6", "div"] and summary == ""
+
+
+def test_a_layer_scale_folds_into_the_weights_and_the_residual_follows():
+    """ConvNeXt's block tail: gamma * linear(x) + x becomes one linear with scaled weight and
+    bias and x as its residual."""
+    g = model("""
+        - {name: fc, op: linear, inputs: [x], out_features: 16}
+        - {name: gamma, op: parameter, shape: [1, 1, 16], weights: {value: layer_scale}}
+        - {name: scaled, op: mul, inputs: [gamma, fc]}
+        - {name: out, op: add, inputs: [scaled, x]}
+        """, "{x: {shape: [batch, 5, 16]}}", "[out]")
+    after, summary = check_pass(g, fuse_epilogue.run)
+    fc = node_of(after, "linear")
+    assert ops(after) == ["linear"] and fc.inputs == ["x", "x"] and fc.outputs == ["out"]
+    gamma = g.weights.get("layer_scale").reshape(-1, 1)
+    np.testing.assert_allclose(after.weights.get(fc.weights["weight"]),
+                               g.weights.get("fc.weight") * gamma, rtol=1e-6)
+    assert summary == ("1 residual adds fused, 1 channel scales fused, "
+                       "1 parameter reads dropped")
+
+
+def test_a_scale_after_the_residual_or_of_another_layout_stays():
+    g = model("""
+        - {name: fc, op: linear, inputs: [x], out_features: 16, weight_layout: in_out}
+        - {name: gamma, op: parameter, shape: [16], weights: {value: layer_scale}}
+        - {name: scaled, op: mul, inputs: [fc, gamma]}
+        - {name: fc2, op: linear, inputs: [x, x], out_features: 16}
+        - {name: scaled2, op: mul, inputs: [fc2, gamma]}
+        """, "{x: {shape: [batch, 5, 16]}}", "[scaled, scaled2]")
+    after, summary = check_pass(g, fuse_epilogue.run)
+    assert ops(after).count("mul") == 2 and summary == ""

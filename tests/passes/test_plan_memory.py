@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from ait_build.passes import plan_memory
-from ait_build.reference import random_inputs, run_reference
+from ait_build.ops.reference import random_inputs, run_reference
 
 from .helpers import apply, model, ops, run_in_workspace
 

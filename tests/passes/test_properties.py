@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ait_build.ir.graph import verify
 from ait_build.passes import optimize
-from ait_build.reference import random_inputs, run_reference
+from ait_build.ops.reference import random_inputs, run_reference
 
 from .helpers import assert_same_outputs, load_text, run_in_workspace, target
 

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from ait_build.digest import json_sha256
+from ait_build.codegen.digest import json_sha256
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MLP = os.path.join(ROOT, "specs", "mlp.yaml")
@@ -93,7 +93,7 @@ def test_bench_names_no_file_before_the_spec_is_checked(tmp_path):
 
 
 def test_check_with_nan_in_both_is_agreement():
-    from ait_build.build_cli import compare
+    from ait_build.cli.run import compare
     import numpy as np
     ours = {"y": np.array([np.nan, 1.0, np.inf], np.float32)}
     assert compare(ours, {"y": np.array([np.nan, 1.0, np.inf], np.float32)}, "float32")[0].endswith(" ok")

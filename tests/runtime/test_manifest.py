@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ait_build.digest import json_sha256
+from ait_build.codegen.digest import json_sha256
 from ait_build.runtime.manifest import ModelError, bind_dims, evaluate, load_manifest, output_shapes
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ait_build.cli import main
-from ait_build.weights import save_safetensors
+from ait_build.cli.main import main
+from ait_build.ir.weights import save_safetensors
 from toylib import toy_expected
 
 

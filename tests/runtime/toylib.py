@@ -9,7 +9,7 @@ import subprocess
 
 import numpy as np
 
-from ait_build.digest import digest_line, json_sha256, sha256_file
+from ait_build.codegen.digest import digest_line, json_sha256, sha256_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOY_WEIGHTS = np.array([1.0, -2.0, 0.5, 3.0], dtype=np.float32)

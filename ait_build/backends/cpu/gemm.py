@@ -7,11 +7,11 @@ per-column vector is added by a separate elementwise pass over the output instea
 from __future__ import annotations
 
 from ait_build.backends.cpu import winograd
+from ait_build.codegen import epilogue
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
-from ait_build.codegen.elementwise import ACT, Operand, elementwise, float_literal
+from ait_build.codegen.elementwise import act_fn, float_literal
 from ait_build.codegen.kernel import make_kernel
-from ait_build.codegen.op_geometry import (attention_operands, conv_geometry, matmul_geometry,
-                                           residual_mode)
+from ait_build.codegen.op_geometry import attention_operands, conv_geometry, matmul_geometry
 from ait_build.ir.dims import Dim
 from ait_build.ops.attention import attention_scale
 
@@ -20,11 +20,10 @@ IM2COL_FLOATS = 393216
 ATTENTION_SCORE_FLOATS = 65536
 
 # Convs of at most this many input channels (images: 1, 3 or 4) take the direct path where the
-# vectors are AVX-512 (templates/cpu/_conv2d_direct.j2): im2col would gather runs of KW*C floats
-# per kernel row, 21 for ResNet-50's 7x7 stem, whose conv took 1.4-1.9x the direct time
-# (bench/results/cpu/direct_stem_ab.log). Only while a tile's weight panel, taps x 64 floats,
-# stays in a 48 KiB L1 (the stem: 147 taps): ViT-B/16's 16x16 patches (768 taps) were 1.9x
-# slower direct than through the GEMM (bench/results/cpu/direct_vit_patches_ab.log).
+# vectors are AVX-512 (templates/cpu/_conv2d_direct.j2): im2col would gather runs of only KW*C
+# floats per kernel row (21 for ResNet-50's 7x7 stem). Only while a tile's weight panel, taps x 64
+# floats, stays in a 48 KiB L1 (the stem: 147 taps; ViT-B/16's 16x16 patches, 768, do not).
+# Figures in docs/codegen.md, "conv2d: which algorithm".
 DIRECT_MAX_CHANNELS = 4
 DIRECT_MAX_TAPS = 192
 
@@ -36,27 +35,17 @@ def direct_conv(win: dict, groups: int, c: int, o: int) -> bool:
             win["kh"] * win["kw"] * c <= DIRECT_MAX_TAPS and o % 16 == 0 and win["dw"] == 1)
 
 
-class Epilogue:
-    """The epilogue a GEMM-shaped node carries, split into what its kernel applies and what (an
-    odd residual) a following elementwise pass applies."""
+class Epilogue(epilogue.Epilogue):
+    """The node's epilogue (codegen/epilogue.py) as the cpu kernels take it: a bias, and a
+    residual of the output's shape or a per-column one (`res_mode`)."""
 
     def __init__(self, lw, data_inputs: int, has_bias: bool):
-        node = lw.node
-        self.act = node.attrs.get("activation", "none")
-        self.residual = node.inputs[data_inputs] if len(node.inputs) > data_inputs else None
-        self.mode = "none"
-        self.later = None
-        if self.residual is not None:
-            mode = residual_mode(lw.shape(node.output), lw.shape(self.residual))
-            if mode is None:
-                self.later = self.residual
-            else:
-                self.mode = mode
+        super().__init__(lw, data_inputs, fused_modes=("full", "row"))
         self.has_bias = has_bias
-        self.kernel_act = "none" if self.later else self.act
 
     def context(self) -> dict:
-        return dict(has_bias=self.has_bias, res_mode=self.mode, act=ACT[self.kernel_act],
+        return dict(has_bias=self.has_bias, res_mode=self.mode,
+                    act=act_fn(self.kernel_act, self.attrs),
                     has_epilogue=self.has_bias or self.mode != "none" or self.kernel_act != "none")
 
     def params(self) -> list:
@@ -66,14 +55,6 @@ class Epilogue:
     def args(self, lw, bias_var: str | None) -> list:
         out = [bias_var] if self.has_bias else []
         return out + ([lw.src(self.residual)] if self.mode != "none" else [])
-
-    def finish(self, lw, out: str) -> None:
-        """Adds an odd-shaped residual (and the activation) in place over the output."""
-        if self.later is None:
-            return
-        dst = Operand(lw.dst(out), "float", lw.shape(out))
-        res = Operand(lw.src(self.later), "float", lw.shape(self.later))
-        elementwise(lw, "residual", dst, [dst, res], f"{ACT[self.act]}((v0 + v1))")
 
 
 def gemm_call(lw, label, epi, out, a_var, w_var, bias_var, m, n, k, batch, a_bs, b_bs,
@@ -191,6 +172,8 @@ def lower_attention(lw) -> None:
     block = min(lw.at_max(sq) * sk_max, max(32 * sk_max, ATTENTION_SCORE_FLOATS))
     context = dict(has_bias=bias is not None, causal=bool(attrs["causal"]),
                    bias_inner=bias is not None and bias_strides[3] != 0)
+    if attrs.get("bias_period"):
+        context.update(bias_period=attrs["bias_period"])
     params = [("float*", "out"), ("const float*", "q"), ("const float*", "k"), ("const float*", "v")]
     params += [("const float*", "bias")] if bias is not None else []
     params += [("int64_t", p) for p in ("B", "Sq", "Sk", "H", "D", "ldq", "ldk", "ldv")]

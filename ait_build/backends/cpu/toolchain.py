@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 
 from ait_build.errors import AitError
-from ait_build.toolchain import Toolchain, compiler_machine, package_version
+from ait_build.backends.toolchain import Toolchain, compiler_machine, package_version
 
 # target.device.simd (float32 lanes) -> instruction-set flags, per compiler machine prefix. The
 # target file says how wide the vectors are; the compiler's own machine says which ISA that is.
@@ -104,8 +104,7 @@ def find_mkl() -> Blas:
 
 def find_installed_blas(cxx: str) -> Blas:
     """kernels.gemm `auto`: MKL where the compiler builds for x86-64 and the mkl-devel wheel is
-    installed (ResNet-50, BERT-base and ViT-B/16 took 23-38% less time through it than through
-    OpenBLAS in one round each, bench/results/cpu/rounds_dc1ae28.log), else OpenBLAS. An
+    installed (the faster of the two on the seed models, docs/targets.md), else OpenBLAS. An
     installed but broken MKL is an error, not a silent fallback."""
     if compiler_machine(cxx).startswith("x86_64") and mkl_prefix() is not None:
         return find_mkl()

@@ -33,17 +33,12 @@ TRANSFORMS = {
 # 1.5 MiB, within the per-core L2): as ait_cpu.h's kWinogradFloats
 WINOGRAD_FLOATS = 393216
 
-# The rule, from per-layer minimums of ResNet-50 (docs/benchmarks.md): F(4x4, 3x3) does 2.25x
-# fewer multiplies than F(2x2, 3x3) but its 36 GEMMs get a quarter of the rows, so it pays only
-# with enough tiles per image: on the 56x56 layers (196 tiles; 0.37 ms against 0.61 at batch 1
-# on cpu_mkl), and on the 28x28 ones (49) once few tiles go through the shared scratch (below):
-# 0.37-0.41 ms against 0.55-0.60 at batch 1 and 3.0-3.3 against 4.5-4.8 at batch 8 on an AMD EPYC
-# with our GEMM (bench/results/cpu/winograd_rule_ab.log; on an Intel Xeon with MKL F(4x4) was
-# 1.3x faster at batch 8 too, f4_layer2_b8_ab.log). On 14x14 (16 tiles of 4x4) the two measured
-# alike, and F(2x2) is kept. On 7x7 F(2x2) (16 tiles) took 0.95-0.97 ms against im2col's
-# 1.20-1.22 at batch 1 and 6.3 against 8.6-8.7 at batch 8 (with MKL on an Intel Xeon it had
-# lost to im2col). F(4x4)'s transforms (entries up to 8 and 1/24) also cost digits: ~3e-6 of
-# the output's magnitude against F(2x2)'s 3e-7 (im2col: 4-8e-7), within the tests' 2e-5.
+# The rule, from per-layer minimums of ResNet-50 (figures in docs/codegen.md, "conv2d: which
+# algorithm"): F(4x4, 3x3) does 2.25x fewer multiplies than F(2x2, 3x3) but its 36 GEMMs get a
+# quarter of the rows, so it pays only with enough tiles per image (the 56x56 and 28x28 layers;
+# on 14x14 the two are alike and F(2x2), the more exact, is kept); F(2x2) beats im2col down to
+# 16 tiles (the 7x7 layers). F(4x4)'s transforms (entries up to 8 and 1/24) cost digits: ~3e-6
+# of the output's magnitude against F(2x2)'s 3e-7 (im2col: 4-8e-7), within the tests' 2e-5.
 F4_MIN_TILES = 49  # F(4x4) tiles per image
 F2_MIN_TILES = 16  # F(2x2) tiles per image
 # C and O: ResNet-50's fewest are 64; below 32 the tile GEMMs' K or N is thin enough that their
@@ -70,12 +65,9 @@ def winograd_tile(win: dict, groups: int, c: int, o: int, ho, wo) -> int:
 # Calls with few tiles (small images or batches) keep every tile's transformed inputs and
 # products in the shared scratch, up to this many floats (4 MiB for F(2x2), 2 MiB for F(4x4)),
 # so that the tile GEMMs run at full size, split by position. Beyond, parts of tiles or
-# channels each take their tiles a chunk at a time in their own scratch. On ResNet-50 at batch 1
-# the 14x14 layers took half the time that way and the 28x28 ones about 10% less (old over new
-# 0.94-1.18 in three runs, median 1.10; bench/results/cpu/winograd_shared_ab.log). F(4x4) on
-# the 56x56 layers (196 tiles) was no faster that way, and its smaller limit keeps them in parts
-# (with it, 0.44-0.55 ms against 0.39-0.50 at batch 1, winograd_rule_ab.log); the 28x28 layers'
-# 49 fit.
+# channels each take their tiles a chunk at a time in their own scratch: thin GEMMs of a few
+# tiles' rows are where the BLAS is slowest. F(4x4)'s smaller limit keeps the 56x56 layers (196
+# tiles, no faster shared) in parts and lets the 28x28 layers' 49 through (docs/codegen.md).
 SHARED_FLOATS = {2: 1048576, 4: 524288}
 
 

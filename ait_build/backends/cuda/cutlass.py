@@ -22,8 +22,7 @@ float32); bfloat16 and float32 models and the GPU layer's own templates keep flo
 from __future__ import annotations
 
 from ait_build.backends.cuda.configs import conv_candidates, gemm_candidates
-from ait_build.backends.gpu.gemm import ACT_FUNCTOR, MatrixEngine
-from ait_build.codegen.elementwise import ACT
+from ait_build.backends.gpu.gemm import MatrixEngine
 
 # kernel family (target.kernels) -> whether its calls may also run CUTLASS 3.x Hopper kernels
 # (configs.py lists the configurations of both)
@@ -58,8 +57,8 @@ def accumulator(lw, dtype: str) -> dict:
 def context(lw, dtype: str, epi, aligns: tuple) -> dict:
     """The context every CUTLASS GEMM/conv kernel of this call shares, whatever its tiles."""
     tc = tensor_op(dtype)
-    return dict(element=ELEMENT[dtype], ctype=lw.plan.ctypes[dtype], act=ACT_FUNCTOR[epi.kernel_act],
-                act_fn=ACT[epi.kernel_act], align_a=aligns[0], align_b=aligns[1], align_c=aligns[2],
+    return dict(element=ELEMENT[dtype], ctype=lw.plan.ctypes[dtype], act=epi.functor,
+                act_fn=epi.fn, align_a=aligns[0], align_b=aligns[1], align_c=aligns[2],
                 inst=tc["inst"], math=tc["math"], **accumulator(lw, dtype))
 
 
@@ -68,7 +67,7 @@ def candidates(lw, op: str, dtype: str, min_align: int, channels: int) -> tuple:
     loaded: backends.check_target)."""
     hopper = FAMILIES[lw.plan.target.kernel(op, DEFAULT_FAMILY)]
     if op == "gemm":
-        return gemm_candidates(dtype, hopper, min_align)
+        return gemm_candidates(dtype, hopper, min_align, channels)
     return conv_candidates(dtype, hopper, min_align, channels)
 
 

@@ -9,8 +9,8 @@ import re
 import shutil
 
 from ait_build.errors import AitError
-from ait_build.resources import data_dir
-from ait_build.toolchain import Toolchain, header_version
+from ait_build.ir.resources import data_dir
+from ait_build.backends.toolchain import Toolchain, header_version
 
 # always on for cuda: every source is CUDA (model.cpp too), position-independent and with only
 # the C API exported, no device asserts (they serialize wgmma: DESIGN.md). nvcc links the CUDA
@@ -21,6 +21,11 @@ ARCH = re.compile(r"sm_(\d+)(a?)")
 # flags that pick an architecture, which only `arch:` may do
 ARCH_OPTIONS = ("-gencode", "--generate-code", "-arch", "--gpu-architecture", "-code",
                 "--gpu-code")
+
+
+def arch_number(arch: str) -> int:
+    """sm_90a -> 90 (an arch arch_flags takes)."""
+    return int(ARCH.fullmatch(arch).group(1))
 
 
 def arch_flags(arch: str) -> tuple:

@@ -3,16 +3,17 @@
 Python side: the lowerings every GPU backend shares (edges.py: device buffers in the model's
 dtype; rows.py: layer norm, channel pads; attention.py: fused attention on ordinary cores, which
 a backend may replace per call with a faster kernel; gemm.py: GEMMs and convs on a backend's
-`MatrixEngine`) and `LOWER`, the table rows they make. Template side: templates/gpu/, the simple
-kernels and the device half of the model's run loop, written with CUDA's names, which a HIP
-build maps through its own small header.
+`MatrixEngine`; depthwise.py: depthwise convs; squeeze_excitation.py: the gate's channel scale)
+and `LOWER`, the table rows they make. Template side: templates/gpu/, the simple kernels and
+the device half of the model's run loop, written with CUDA's names, which a HIP build maps
+through its own small header.
 """
 
 from __future__ import annotations
 
 from ait_build.backends import shared
 from ait_build.backends.base import Backend, frozen
-from ait_build.backends.gpu import edges, gemm, rows
+from ait_build.backends.gpu import edges, gemm, rows, squeeze_excitation
 from ait_build.backends.gpu.attention import attention_lowering
 
 
@@ -21,6 +22,7 @@ def lowerings(engine, tensor_core_attention=None) -> dict:
     attention, if any)."""
     return {
         **shared.ELEMENTWISE,  # elementwise ops, fused programs, batch_norm (backends/shared.py)
+        "mul": squeeze_excitation.lower_mul,  # a per-(image, channel) gate: vectors
         **gemm.lowerings(engine),  # linear, matmul, bmm, conv2d with the fused epilogue
         "multi_head_attention": attention_lowering(tensor_core_attention),
         # rows and windows
@@ -34,10 +36,17 @@ def lowerings(engine, tensor_core_attention=None) -> dict:
     }
 
 
+# weights a lowering does not type (layer norm's, batch norm's folded scales) are float32, as
+# the kernels compute; GEMM operands and biases ask for the model's dtype
+WEIGHT_STORAGE = {"float16": "float32", "bfloat16": "float32"}
+
+
 def backend(*, ctypes: dict, **fields) -> Backend:
     """A GPU backend: tensors in the model's dtype on the device, inputs and outputs too (the
-    edges convert nothing: edges.py), run() timed per step with device events. `fields`: the
-    rest of the Backend (its tables are frozen here)."""
+    edges convert nothing: edges.py), float32 compute, an `arch` every target names, run() timed
+    per step with device events. `fields`: the rest of the Backend (its tables are frozen
+    here)."""
     tables = {k: frozen(v) if isinstance(v, dict) else v for k, v in fields.items()}
-    return Backend(ctypes=frozen(ctypes), io_ctypes=frozen(ctypes), lower_inputs=edges.lower_inputs,
-                   lower_outputs=edges.lower_outputs, step_timing=True, **tables)
+    return Backend(ctypes=frozen(ctypes), io_ctypes=frozen(ctypes), compute_dtype="float32",
+                   weight_storage=frozen(WEIGHT_STORAGE), lower_inputs=edges.lower_inputs,
+                   lower_outputs=edges.lower_outputs, needs_arch=True, step_timing=True, **tables)

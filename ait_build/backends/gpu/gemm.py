@@ -9,8 +9,9 @@ pointwise and patch convs as GEMMs, implicit-GEMM convs, and the tuned call (cod
 whose kernel is a dispatch (the backend's `gemm`/`conv2d` template) over one part per
 configuration. Sizes are run-time arguments.
 
-What an engine cannot take goes to the GPU layer's own templates: grouped and depthwise
-convolutions and operands whose rows the engine cannot read (`conv2d_direct`, `gemm_simple`).
+What an engine cannot take goes to the GPU layer's own templates: depthwise convolutions
+(depthwise.py), grouped ones and operands whose rows the engine cannot read (`conv2d_direct`,
+`gemm_simple`).
 """
 
 from __future__ import annotations
@@ -19,14 +20,16 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Mapping
 
-from ait_build.codegen import data_movement
+from ait_build.backends.gpu import depthwise
+from ait_build.codegen import data_movement, epilogue
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
-from ait_build.codegen.elementwise import ACT, Operand, elementwise, float_literal
+from ait_build.codegen.elementwise import act_fn, float_literal, hardtanh_struct
 from ait_build.codegen.kernel import make_kernel
-from ait_build.codegen.op_geometry import conv_geometry, matmul_geometry, residual_mode
+from ait_build.codegen.op_geometry import conv_geometry, matmul_geometry
 from ait_build.codegen.tuning import Tunable
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
+from ait_build.ops.epilogue import hardtanh_bounds
 
 # per op: the tuned kernel's pointer parameters and size parameters (every part takes them)
 PART_PARAMS = {
@@ -43,7 +46,13 @@ WINDOW = ("KH", "KW", "SH", "SW", "PH", "PW", "DH", "DW")  # the convs' int wind
 ACT_FUNCTOR = {"none": "ait::ActIdentity", "relu": "ait::ActRelu", "gelu": "ait::ActGelu",
                "gelu_tanh": "ait::ActGeluTanh", "silu": "ait::ActSilu",
                "sigmoid": "ait::ActSigmoid", "tanh": "ait::ActTanh",
-               "hardswish": "ait::ActHardswish"}
+               "hardswish": "ait::ActHardswish", "relu6": "ait::ActRelu6",
+               "hardsigmoid": "ait::ActHardsigmoid"}
+
+
+def act_functor(act: str, attrs) -> str:
+    """The functor template of an epilogue activation (`attrs`: the node's, for hardtanh)."""
+    return f"{hardtanh_struct(attrs)}::Act" if act == "hardtanh" else ACT_FUNCTOR[act]
 
 
 @dataclass(frozen=True)
@@ -54,7 +63,9 @@ class MatrixEngine:
     element: Mapping  # dtype -> the element type its templates (and the fallbacks') name
     aligns: Callable  # (dtype) -> the operand alignments (elements per access) it can read, widest first
     context: Callable  # (lw, dtype, epi, aligns) -> the context every kernel of a call shares
-    candidates: Callable  # (lw, op, dtype, min_align, channels) -> (candidates, ladder)
+    # (lw, op, dtype, min_align, channels) -> (candidates, ladder); channels: a conv's input
+    # channels, a GEMM's smaller static N or K (0: not both static)
+    candidates: Callable
     parts: Mapping  # op -> configuration kind -> template of one configuration's part
 
 
@@ -74,7 +85,7 @@ def alignment(dims, choices) -> int:
 
 def family_text(op: str, dtype: str, epi, context: dict, extra: str = "") -> str:
     """The readable identity profiles key on: what shapes a kernel's code besides its tiles."""
-    return (f"{op} {dtype}{extra} act={epi.kernel_act} "
+    return (f"{op} {dtype}{extra} act={epi.act_text} "
             f"align={context['align_a']},{context['align_b']},{context['align_c']}"
             + (" acc=float16" if context.get("accumulator") else ""))
 
@@ -110,36 +121,24 @@ def tuned(engine: MatrixEngine, lw, op: str, label: str, context: dict, params: 
     lw.tuned_call(Tunable(**fields), make, args, group, flops=flops * 2)
 
 
-class Epilogue:
-    """A node's epilogue: what its kernel fuses (bias, a same-shaped residual, the activation)
-    and what a following elementwise pass adds (a residual of another shape)."""
+class Epilogue(epilogue.Epilogue):
+    """The node's epilogue (codegen/epilogue.py) as the GPU kernels take it: a bias vector and a
+    residual of the output's shape; a per-column residual is the bias when there is none."""
 
     def __init__(self, lw, data_inputs: int, has_bias: bool):
         node = lw.node
-        self.act = node.attrs.get("activation", "none")
-        residual = node.inputs[data_inputs] if len(node.inputs) > data_inputs else None
-        self.residual = self.row = self.later = None
         self.bias = lw.weight("bias", dtype=lw.dtype(node.output)) if has_bias else None
-        if residual is not None:
-            mode = residual_mode(lw.shape(node.output), lw.shape(residual))
-            if mode == "full":
-                self.residual = residual
-            elif mode == "row" and self.bias is None:  # a per-column residual is a bias
-                self.bias = lw.src(residual)
-            else:
-                self.later = residual
-        self.kernel_act = "none" if self.later else self.act
+        super().__init__(lw, data_inputs, fused_modes=("full",) if has_bias else ("full", "row"))
+        if self.mode == "row":  # a per-column residual is a bias
+            self.bias, self.residual, self.mode = lw.src(self.residual), None, "none"
+        self.functor = act_functor(self.kernel_act, node.attrs)  # for CUTLASS-style epilogues
+        self.fn = act_fn(self.kernel_act, node.attrs)  # for our own kernels
+        self.act_text = self.kernel_act  # what profiles key on, hardtanh's bounds included
+        if self.kernel_act == "hardtanh":
+            self.act_text += "({}, {})".format(*hardtanh_bounds(node.attrs))
 
     def args(self, lw) -> list:
         return [self.bias or "nullptr", lw.src(self.residual) if self.residual else "nullptr"]
-
-    def finish(self, lw, out: str) -> None:
-        if self.later is None:
-            return
-        ctype = lw.ctype(out)
-        dst = Operand(lw.dst(out), ctype, lw.shape(out))
-        res = Operand(lw.src(self.later), lw.ctype(self.later), lw.shape(self.later))
-        elementwise(lw, "residual", dst, [dst, res], f"{ACT[self.act]}((v0 + v1))")
 
 
 def label_of(op: str, epi: Epilogue) -> str:
@@ -176,13 +175,15 @@ def gemm_call(engine: MatrixEngine, lw, epi: Epilogue, out: str, a_var: str, b_v
     args += [cexpr(v) if name != "alpha" else float_literal(v) for name, v in scalars]
     if min(aligns) == 0:  # rows the engine cannot read (odd K in fp16): a plain tiled GEMM
         context = dict(element=engine.element[dtype], ctype=ctype, col_b=col_b,
-                       act=ACT_FUNCTOR[epi.kernel_act], act_fn=ACT[epi.kernel_act])
+                       act=epi.functor, act_fn=epi.fn)
         lw.call(make_kernel(label_of("gemm_simple", epi), op, lw.template("gemm_simple"), context,
                             params), args)
         epi.finish(lw, out)
         return
     context = dict(engine.context(lw, dtype, epi, aligns), col_b=col_b)
-    candidates, ladder = engine.candidates(lw, "gemm", dtype, min(aligns), 0)
+    static = [Dim.of(x).value for x in (n, k) if Dim.of(x).is_static]
+    candidates, ladder = engine.candidates(lw, "gemm", dtype, min(aligns),
+                                           min(static) if len(static) == 2 else 0)
     layout = f" b={'col' if col_b else 'row'}"
     tuned(engine, lw, "gemm", label_of("gemm", epi), context, params, args, dict(
         kind="gemm", family=family_text("gemm", dtype, epi, context, layout),
@@ -266,15 +267,17 @@ def lower_conv2d(engine: MatrixEngine, lw) -> None:
             candidates=candidates, ladder=ladder))
         epi.finish(lw, out)
         return
-    # grouped, depthwise or unaligned channels: direct, weights [KH][KW][C/G][O]
+    if g == cv == ov:
+        depthwise.lower(lw, epi, label_of("depthwise_conv2d", epi))
+        return
+    # grouped or unaligned channels: direct, weights [KH][KW][C/G][O]
     cg = cv // g
     wt = lw.weight("weight", lambda a: a.transpose(2, 3, 1, 0), "hwio", (kh, kw, cg, ov), dtype=dtype)
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {ctype}*", "w"),
               (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
-    context = dict(element=engine.element[dtype], ctype=ctype, act=ACT_FUNCTOR[epi.kernel_act],
-                   act_fn=ACT[epi.kernel_act], **win, groups=g)
-    label = "depthwise_conv2d" if g == cv == ov else "conv2d_direct"
-    kernel = make_kernel(label_of(label, epi), "conv2d", lw.template("conv2d_direct"), context,
-                         params)
+    context = dict(element=engine.element[dtype], ctype=ctype, act=epi.functor,
+                   act_fn=epi.fn, **win, groups=g)
+    kernel = make_kernel(label_of("conv2d_direct", epi), "conv2d", lw.template("conv2d_direct"),
+                         context, params)
     lw.call(kernel, [lw.dst(out), lw.src(x), wt] + epi.args(lw) + sizes)
     epi.finish(lw, out)

@@ -9,7 +9,7 @@ loaders are the only difference between a GEMM (rocm/gemm_mfma.cu.j2) and an imp
 (rocm/conv2d_mfma.cu.j2); the mainloop and epilogue are rocm/_mfma.j2.
 
 Where each lane's operands and results sit in an MFMA tile is the ISA's layout. The kernels index
-with the C expressions of `LAYOUT` (rendered into _mfma.j2), and tests/rocm/test_mfma_layout.py
+with the C expressions of `LAYOUT` (rendered into _mfma.j2), and tests/backends/rocm/test_mfma_layout.py
 runs the same expressions in a NumPy emulation of the whole block tile against the layout AMD
 documents, checked against A @ B: no AMD GPU is available to this project, so that emulation,
 and the hipcc tests' check that the code objects hold v_mfma instructions, are what verifies them.
@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ait_build.backends.gpu.gemm import ACT_FUNCTOR, MatrixEngine
-from ait_build.codegen.elementwise import ACT
+from ait_build.backends.gpu.gemm import MatrixEngine
 from ait_build.codegen.tuning import Config
 
 
@@ -90,8 +89,8 @@ def context(lw, dtype: str, epi, aligns: tuple) -> dict:
     """What every MFMA kernel of a call shares, whatever its tiles: the instruction, its layout
     and the epilogue."""
     mfma = INSTRUCTIONS[dtype]
-    return dict(element=ELEMENT[dtype], ctype=lw.plan.ctypes[dtype], act=ACT_FUNCTOR[epi.kernel_act],
-                act_fn=ACT[epi.kernel_act], align_a=aligns[0], align_b=aligns[1], align_c=aligns[2],
+    return dict(element=ELEMENT[dtype], ctype=lw.plan.ctypes[dtype], act=epi.functor,
+                act_fn=epi.fn, align_a=aligns[0], align_b=aligns[1], align_c=aligns[2],
                 mfma=mfma.builtin, mfma_k=mfma.k, raw=mfma.raw, pad=PAD,
                 **{f"layout_{k}": v for k, v in LAYOUT.items()})
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ait_build.errors import AitError
-from ait_build.toolchain import Toolchain
+from ait_build.backends.toolchain import Toolchain
 
 # always on: every source is HIP (model.cpp and build_id.cpp too), as cuda's are CUDA; HIP's
 # runtime functions are [[nodiscard]], and the GPU layer drops the statuses it clears on purpose

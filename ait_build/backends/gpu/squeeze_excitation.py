@@ -1,0 +1,52 @@
+"""GPU lowering of squeeze-excitation's last step, shared by the GPU backends: the gate's mul
+`x[N, H, W, C] * s[N, 1, 1, C]` (MobileNetV3's and EfficientNet's blocks as the importers write
+them) runs as templates/gpu/channel_scale.cu.j2, a pass over x in 16-byte vectors, instead of the
+elementwise template's element-at-a-time loop. Any other mul is the shared elementwise lowering.
+
+Why a pass of its own and not a fused load: the scale's next reader is a pointwise conv, a
+CUTLASS GEMM whose mainloop reads A through TMA or cp.async tiles that cannot be scaled per
+(image, channel) on the way in, and its writer (the depthwise conv) cannot apply it, since the
+gate is computed from that conv's whole output.
+"""
+
+from __future__ import annotations
+
+from ait_build.codegen.cexpr import broadcast_strides, cexpr, elements
+from ait_build.codegen.elementwise import lower_simple
+from ait_build.codegen.kernel import io_params, make_kernel
+from ait_build.ir.dims import Dim
+
+
+def _channel_gate(lw) -> tuple | None:
+    """(x, s, s's stride per image) when the node scales each image's channels by s."""
+    node = lw.node
+    if node.attrs.get("scalar") is not None or len(node.inputs) != 2:
+        return None
+    out_shape = tuple(lw.shape(node.output))
+    if len(out_shape) < 3 or lw.dtype(node.output) not in ("float16", "bfloat16", "float32"):
+        return None
+    for x, s in (node.inputs, node.inputs[::-1]):
+        if tuple(lw.shape(x)) != out_shape or tuple(lw.shape(s)) == out_shape:
+            continue
+        strides = broadcast_strides(lw.shape(s), out_shape)
+        c = out_shape[-1]
+        if Dim.of(strides[-1]) == 1 and all(Dim.of(v) == 0 for v in strides[1:-1]) \
+                and Dim.of(strides[0]) in (Dim.of(0), Dim.of(c)):
+            return x, s, strides[0]
+    return None
+
+
+def lower_mul(lw) -> None:
+    gate = _channel_gate(lw)
+    if gate is None:
+        lower_simple(lw)
+        return
+    x, s, s_stride = gate
+    node = lw.node
+    shape = lw.shape(node.output)
+    params = io_params(lw, node.output, "x", "s") + [
+        ("int64_t", p) for p in ("rows", "P", "C", "s_stride")]
+    kernel = make_kernel("channel_scale", node.op, lw.template("channel_scale"),
+                         dict(ctype=lw.ctype(node.output)), params)
+    lw.call(kernel, [lw.dst(node.output), lw.src(x), lw.src(s), cexpr(elements(shape[:-1])),
+                     cexpr(elements(shape[1:-1])), cexpr(shape[-1]), cexpr(s_stride)])

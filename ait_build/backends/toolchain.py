@@ -1,0 +1,166 @@
+"""Compiler command lines: the `Toolchain` a backend makes for a target (backends/<name>/
+toolchain.py says which flags, headers and libraries), and what every backend's toolchain
+shares: finding the compiler and its exact version.
+
+SCons and the codegen tests both build from these lines, so a library compiled either way is the
+same. A missing compiler or library raises one AitError that names what to install.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from ait_build.errors import AitError
+
+# what to install when a compiler is missing, by compiler name
+INSTALL_HINTS = {
+    "g++": "install GCC's C++ compiler (Debian/Ubuntu: apt-get install g++)",
+    "c++": "install a C++ compiler (Debian/Ubuntu: apt-get install g++)",
+    "clang++": "install clang (Debian/Ubuntu: apt-get install clang)",
+    "nvcc": "install the CUDA toolkit (nvcc) and put it on PATH",
+    "hipcc": "install ROCm's hipcc (Debian/Ubuntu: apt-get install hipcc libamdhip64-dev)",
+}
+
+@dataclass(frozen=True)
+class Toolchain:
+    target: str
+    cxx: str
+    flags: tuple  # compile flags (also written to the manifest: no paths in them)
+    include_dirs: tuple
+    defines: tuple
+    link_flags: tuple
+    libs: tuple  # -l names
+    lib_dirs: tuple
+    rpath: tuple
+    host_prefix: tuple = ()  # how host-compiler-only flags are passed (nvcc: -Xcompiler)
+    libraries: tuple = ()  # (name, version) of the header/link libraries built against
+    object_suffix: str = ".os"  # of compiled objects (nvcc links only objects named .o)
+    env: tuple = ()  # (name, value) the compiler needs in its environment (hipcc: HIP_PLATFORM)
+
+    def compile_command(self, source: str, obj: str, include_dirs=(), prefix_map: str = "") -> list:
+        """Compile one source; `prefix_map` (the build folder) keeps paths out of the object."""
+        cmd = [self.cxx, *self.flags, *(f"-D{d}" for d in self.defines)]
+        cmd += [f"-I{d}" for d in tuple(include_dirs) + self.include_dirs]
+        if prefix_map:
+            cmd += [*self.host_prefix, f"-ffile-prefix-map={prefix_map}=."]
+        return cmd + ["-c", source, "-o", obj]
+
+    def link_command(self, objects, library: str) -> list:
+        return self._link(["-shared", *self.link_flags, "-o", library, *objects])
+
+    def program_command(self, objects, program: str) -> list:
+        """A program (a profiling harness) from objects, with the libraries a model links."""
+        return self._link(["-o", program, *objects])
+
+    def _link(self, head: list) -> list:
+        cmd = [self.cxx, *head]
+        cmd += [f"-L{d}" for d in self.lib_dirs] + [f"-Wl,-rpath,{d}" for d in self.rpath]
+        return cmd + [f"-l{lib}" for lib in self.libs]
+
+    def version(self) -> str:
+        return compiler_version(self.cxx, self.env)
+
+    def environ(self, base=None) -> dict:
+        """`base` (default: this process's environment) with the compiler's own variables."""
+        return {**(os.environ if base is None else base), **dict(self.env)}
+
+    def manifest(self) -> dict:
+        """What manifest.json records: the exact versions of the compiler (and of nvcc's host
+        compiler) and libraries; no include or library paths (those differ per machine)."""
+        out = {"cxx": self.cxx, "flags": list(self.flags), "version": self.version(),
+               "libraries": dict(self.libraries)}
+        if self.host_prefix:
+            host = host_compiler(self.flags)
+            out["host"] = {"cxx": host, "version": compiler_version(host)}
+        return out
+
+
+def require_compiler(cxx: str, target_name: str) -> str:
+    path = shutil.which(cxx)
+    if path is None:
+        hint = INSTALL_HINTS.get(os.path.basename(cxx), f"install '{cxx}' and put it on PATH")
+        raise AitError(f"target '{target_name}' compiles with '{cxx}', which is not on PATH: {hint}")
+    return path
+
+
+def version_key(version: str) -> tuple:
+    """'13.0.88' -> (13, 0, 88): versions compare by their numbers."""
+    return tuple(int(n) for n in re.findall(r"\d+", version))
+
+
+def require_min_version(target, env: tuple = ()) -> None:
+    """The target's compiler.min_version, if it has one, against the compiler's version."""
+    if not target.min_version:
+        return
+    have = compiler_version(target.cxx, env)
+    if have == "unknown" or version_key(have) < version_key(target.min_version):
+        raise AitError(f"target '{target.name}' needs {target.cxx} {target.min_version} or newer "
+                       f"(compiler.min_version); '{target.cxx}' is version {have}")
+
+
+# compilers whose exact version only `--version` tells (nvcc has no -dumpfullversion): the
+# pattern that finds it there ("Cuda compilation tools, release 13.0, V13.0.88"; "HIP version:
+# 5.2.21153-...")
+VERSION_PATTERNS = {"nvcc": r"release [\d.]+, V(\d+(?:\.\d+)+)", "hipcc": r"HIP version: (\S+)"}
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_version(cxx: str, env: tuple = ()) -> str:
+    """The compiler's exact version ('13.0.88', '12.2.0'), or 'unknown' when it does not say;
+    `env`: (name, value) pairs it runs with (hipcc needs HIP_PLATFORM where nvcc is on PATH too)."""
+    pattern = VERSION_PATTERNS.get(os.path.basename(cxx))
+    cmd = [cxx, "--version"] if pattern else [cxx, "-dumpfullversion", "-dumpversion"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, **dict(env)} if env else None)
+    except OSError as exc:
+        raise AitError(f"cannot run '{cxx}': {exc}") from None
+    if pattern:
+        found = re.search(pattern, out.stdout)
+        return found.group(1) if found else "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def host_compiler(flags) -> str:
+    """nvcc's host compiler: the -ccbin given in the target's flags, else g++ on PATH (nvcc's
+    default on Linux)."""
+    flags = list(flags)
+    for i, flag in enumerate(flags):
+        if flag in ("-ccbin", "--compiler-bindir") and i + 1 < len(flags):
+            return flags[i + 1]
+        if flag.startswith(("-ccbin=", "--compiler-bindir=")):
+            return flag.split("=", 1)[1]
+    return "g++"
+
+
+def header_version(path: str, prefix: str) -> str:
+    """'MAJOR.MINOR.PATCH' from `#define <prefix>_MAJOR 4`-style lines of a header."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return "unknown"
+    parts = [re.search(rf"#define\s+{prefix}_{part}\s+(\d+)", text) for part in ("MAJOR", "MINOR", "PATCH")]
+    return ".".join(p.group(1) for p in parts) if all(parts) else "unknown"
+
+
+def package_version(name: str) -> str:
+    from importlib import metadata
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@functools.lru_cache(maxsize=None)
+def compiler_machine(cxx: str) -> str:
+    try:
+        out = subprocess.run([cxx, "-dumpmachine"], capture_output=True, text=True, timeout=60)
+    except OSError:
+        return ""
+    return out.stdout.strip()

@@ -1,0 +1,119 @@
+"""Other vector and strip widths of the depthwise kernel on the same convs (bench/gpu_families.py
+--variants): each conv's planned kernel re-rendered with other (`vec`, `tw`) pairs, every one its
+own translation unit compiled with the target's nvcc line, linked with one C entry per variant
+into a library, and timed from PyTorch with CUDA events. What the planner's choice
+(backends/gpu/depthwise.py: vector_width, strip_width) would gain from another pair."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+from ait_build.codegen.emit import render_kernel
+from ait_build.codegen.kernel import make_kernel
+from ait_build.codegen.render import render
+
+PAIRS = ((8, 0), (4, 0), (8, 4), (4, 4))  # (vec, tw); tw 0: the planned strip
+FAMILIES = ("efficientnet_b0", "convnext")  # MobileNetV3's convs have EfficientNet's shapes
+
+
+def variants(kernel, dtype: str) -> list:
+    """The planned kernel and its re-renderings with the other (vec, tw) pairs that fit."""
+    ctx = dict(kernel.context)
+    size = 2 if dtype in ("float16", "bfloat16") else 4
+    out, seen = [kernel], {(ctx["vec"], ctx["tw"])}
+    for vec, tw in PAIRS:
+        tw = tw or ctx["tw"]
+        if (vec, tw) in seen or vec * size > 16 or ctx["channels"] % vec:
+            continue
+        seen.add((vec, tw))
+        out.append(make_kernel(f"{kernel.label}_v{vec}t{tw}", kernel.op, kernel.template,
+                               dict(ctx, vec=vec, tw=tw), [tuple(p.rsplit(" ", 1)) for p in
+                                                           kernel.params.split(", ")]))
+    return out
+
+
+def build(kernels: list, backend, toolchain, folder: str) -> ctypes.CDLL:
+    """One library with `extern "C" int v<i>(stream, sm_count, out, x, w, bias, res, N, H, W, C,
+    HO, WO, O)` calling kernels[i]."""
+    src = os.path.join(folder, "src")
+    os.makedirs(src, exist_ok=True)
+    for path, template in backend.support_files.items():
+        with open(os.path.join(folder, path), "w") as fh:
+            fh.write(render(template, {}))
+    entries = ['#include "ait_cuda.h"', "namespace ait_kernels {"]
+    entries += [f"int {k.name}(const ait::Ctx& cx, {k.params});" for k in kernels]
+    entries += ["}", 'extern "C" {']
+    for i, k in enumerate(kernels):
+        entries.append(
+            f'__attribute__((visibility("default"))) int v{i}(void* s, int sm, void* out, '
+            "const void* x, const void* w, const void* b, const void* r, int64_t N, int64_t H, "
+            "int64_t W, int64_t C, int64_t HO, int64_t WO, int64_t O) {\n"
+            f"  using T = {dict(k.context)['ctype']};\n"
+            "  const ait::Ctx cx{static_cast<cudaStream_t>(s), sm, nullptr, 0};\n"
+            f"  return ait_kernels::{k.name}(cx, static_cast<T*>(out), static_cast<const T*>(x), "
+            "static_cast<const float*>(w), static_cast<const T*>(b), static_cast<const T*>(r), "
+            "N, H, W, C, HO, WO, O);\n}")
+    entries.append("}")
+    sources = {os.path.join(src, "entries.cu"): "\n".join(entries) + "\n"}
+    sources.update({os.path.join(src, f"{k.name}.cu"): render_kernel(k, backend) for k in kernels})
+    for path, text in sources.items():
+        with open(path, "w") as fh:
+            fh.write(text)
+    objects = [p + ".o" for p in sources]
+    with ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        list(pool.map(lambda p: subprocess.run(toolchain.compile_command(p, p + ".o"), check=True),
+                      sources))
+    lib = os.path.join(folder, "libvariants.so")
+    subprocess.run(toolchain.link_command(objects, lib), check=True)
+    return ctypes.CDLL(lib)
+
+
+def time_ms(fn, runs: int) -> float:
+    """The median of `runs` calls of fn between CUDA events, after one call."""
+    import statistics
+
+    import torch
+    from ait_build.bench.cuda import event_times
+    return statistics.median(event_times(torch, fn, 1, runs))
+
+
+def sweep(plan, info: dict, backend, toolchain, folder: str, batch: int, runs: int) -> list:
+    """Rows {node, vec, tw, planned, ms} for the depthwise nodes of `plan` of FAMILIES (`info`:
+    node -> (kind, model, input shape, kernel, stride))."""
+    import torch
+    steps = [s for s in plan.steps if s.node in info and info[s.node][1] in FAMILIES
+             and s.kernel.label.startswith("depthwise")]
+    dtype = plan.graph.dtype
+    per_node = [(s, variants(s.kernel, dtype)) for s in steps]
+    kernels = list({k.name: k for _, ks in per_node for k in ks}.values())
+    lib = build(kernels, backend, toolchain, folder)
+    index = {k.name: i for i, k in enumerate(kernels)}
+    tdtype = getattr(torch, dtype)
+    sm = torch.cuda.get_device_properties(0).multi_processor_count
+    stream = torch.cuda.current_stream().cuda_stream
+    rows = []
+    for step, ks in per_node:
+        n, h, w, c = info[step.node][2]
+        k, s = info[step.node][3], info[step.node][4]
+        ho, wo = (h + 2 * (k // 2) - k) // s + 1, (w + 2 * (k // 2) - k) // s + 1
+        x = torch.randn(n, h, w, c, device="cuda", dtype=tdtype)
+        weight = torch.randn(k, k, c, device="cuda", dtype=torch.float32)
+        bias = torch.randn(c, device="cuda", dtype=tdtype)
+        out = torch.empty(n, ho, wo, c, device="cuda", dtype=tdtype)
+        for kern in ks:
+            fn = lib[f"v{index[kern.name]}"]
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_int] + [ctypes.c_void_p] * 5 + \
+                [ctypes.c_int64] * 7
+            args = (stream, sm, out.data_ptr(), x.data_ptr(), weight.data_ptr(), bias.data_ptr(),
+                    None, n, h, w, c, ho, wo, c)
+
+            def call(fn=fn, args=args):
+                if fn(*args):
+                    raise RuntimeError(f"{kern.name} failed")
+            ctx = dict(kern.context)
+            rows.append(dict(node=step.node, vec=ctx["vec"], tw=ctx["tw"],
+                             planned=kern is ks[0], ms=time_ms(call, runs)))
+    return rows
