@@ -41,6 +41,9 @@ class Toolchain:
     libraries: tuple = ()  # (name, version) of the header/link libraries built against
     object_suffix: str = ".os"  # of compiled objects (nvcc links only objects named .o)
     env: tuple = ()  # (name, value) the compiler needs in its environment (hipcc: HIP_PLATFORM)
+    # (path, name) of files a built library carries in its folder: the shared libraries its
+    # `$ORIGIN` rpath finds at run time, their licences (build/runtime_files.py places them)
+    runtime_files: tuple = ()
 
     def compile_command(self, source: str, obj: str, include_dirs=(), prefix_map: str = "") -> list:
         """Compile one source; `prefix_map` (the build folder) keeps paths out of the object."""
