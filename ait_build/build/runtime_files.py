@@ -11,9 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 
-import SCons.Action
-import SCons.Builder
-
 
 def place(source: str, dest: str, store: str | None = None) -> None:
     """`dest` with the bytes of `source`: a hard link where possible, through `store` (a folder
@@ -69,9 +66,9 @@ def _carry_action(target, source, env):
 
 
 def add_builders(env) -> None:
-    """AitCarry: installed files -> the same files in a build folder (a silent step)."""
-    env.Append(BUILDERS={"AitCarry": SCons.Builder.Builder(
-        action=SCons.Action.Action(_carry_action, None))})
+    """AitCarry: installed files -> the same files in a build folder (a silent step). Through
+    the environment's own factories: a package (runtime/package.py) places files without SCons."""
+    env.Append(BUILDERS={"AitCarry": env.Builder(action=env.Action(_carry_action, None))})
 
 
 def carry_rules(env, folder: str, store: str) -> list:

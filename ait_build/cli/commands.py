@@ -8,6 +8,7 @@ COMMANDS = (
     ("reference", "ait_build.cli.reference", "run the NumPy reference executor"),
     ("build", "ait_build.cli.build", "build a spec's library with SCons (build/<target>/<model>/)"),
     ("run", "ait_build.cli.run", "run a built library on random or given inputs"),
+    ("package", "ait_build.cli.package", "pack a build folder into a self-contained artifact"),
     ("bench", "ait_build.cli.bench", "time a model beside PyTorch and ONNX Runtime"),
     ("profile", "ait_build.cli.profile", "time every candidate GEMM/conv configuration on the GPU "
      "and write the winners to the target's profile (profiles/<target>.yaml)"),
