@@ -15,6 +15,8 @@ COMMANDS = (
     ("init", "ait_build.cli.init",
      "write a new project: SConstruct, specs/, targets/, .gitignore, CI workflow"),
     ("targets", "ait_build.cli.targets", "list the targets this project can build for"),
+    ("install-cutlass", "ait_build.cli.install_cutlass",
+     "install the CUTLASS headers the cuda targets build with"),
     # the import command's options belong with the importers
     ("import", "ait_build.importers.cli",
      "write a spec and its weights from a PyTorch or ONNX model"),
