@@ -88,3 +88,19 @@ def test_install_cutlass_leaves_out_the_python_packages_dependencies(capsys):
     assert main(["install-cutlass", "--dry-run"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.endswith(f"-m pip install --no-deps {CUTLASS_WHEEL}"), line
+
+
+def test_check_without_files_checks_the_projects_specs_and_targets(tmp_path, capsys, monkeypatch):
+    main(["init", str(tmp_path / "p")])
+    (tmp_path / "p" / "specs" / "blocks").mkdir()
+    (tmp_path / "p" / "specs" / "blocks" / "bad.yaml").write_text("kind: Blocks\n")
+    monkeypatch.chdir(tmp_path / "p" / "specs")
+    assert main(["targets", "--copy", "cpu"]) == 0
+    capsys.readouterr()
+    assert main(["check"]) == 1  # the bad blocks file fails; the others are checked all the same
+    out, err = capsys.readouterr()
+    assert "mlp.yaml: ok" in out and "cpu.yaml: ok (target: cpu" in out, out
+    assert "bad.yaml:" in err, err
+    monkeypatch.chdir(tmp_path)
+    assert main(["check"]) == 1
+    assert "no spec files given" in capsys.readouterr().err
