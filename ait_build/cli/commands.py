@@ -11,7 +11,7 @@ COMMANDS = (
     ("package", "ait_build.cli.package", "pack a build folder into a self-contained artifact"),
     ("bench", "ait_build.cli.bench", "time a model beside PyTorch and ONNX Runtime"),
     ("profile", "ait_build.cli.profile", "time every candidate GEMM/conv configuration on the GPU "
-     "and write the winners to the target's profile (profiles/<target>.yaml)"),
+     "and write the winners to the project's profile (profiles/<target>.yaml)"),
     ("init", "ait_build.cli.init",
      "write a new project: SConstruct, specs/, targets/, .gitignore, CI workflow"),
     ("targets", "ait_build.cli.targets", "list the targets this project can build for"),
