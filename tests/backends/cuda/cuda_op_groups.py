@@ -417,6 +417,27 @@ GROUPS = {
 
 # the same grouped convs and masked attention in bfloat16 (a group's `dtype`: the model's,
 # float16 by default)
+# every distinct depthwise conv of EfficientNet-B0 (silu), MobileNetV3-Large (relu, hardswish)
+# and ConvNeXt (7x7, no activation): (input size, channels, kernel, stride, activation); the
+# group of them runs their planned tiles (backends/gpu/depthwise.py), which the small shapes
+# above do not reach, on the GPU (too large for the host emulation)
+IMAGENET_DEPTHWISE = [
+    (112, 32, 3, 1, "silu"), (112, 96, 3, 2, "silu"), (56, 144, 3, 1, "silu"),
+    (56, 144, 5, 2, "silu"), (28, 240, 5, 1, "silu"), (28, 240, 3, 2, "silu"),
+    (14, 480, 3, 1, "silu"), (14, 480, 5, 1, "silu"), (14, 672, 5, 1, "silu"),
+    (14, 672, 5, 2, "silu"), (7, 1152, 5, 1, "silu"), (7, 1152, 3, 1, "silu"),
+    (112, 16, 3, 1, "relu"), (112, 64, 3, 2, "relu"), (56, 72, 3, 1, "relu"),
+    (56, 72, 5, 2, "relu"), (28, 120, 5, 1, "relu"), (14, 200, 3, 1, "hardswish"),
+    (14, 184, 3, 1, "hardswish"), (7, 960, 5, 1, "hardswish"), (56, 96, 7, 1, "none"),
+    (28, 192, 7, 1, "none"), (14, 384, 7, 1, "none"), (7, 768, 7, 1, "none")]
+GROUPS["depthwise_imagenet"] = dict(
+    inputs={f"x{i}": {"shape": ["batch", size, size, c]}
+            for i, (size, c, _, _, _) in enumerate(IMAGENET_DEPTHWISE)},
+    graph=[n(f"dw{i}_{size}x{c}_k{k}s{s}", "conv2d", [f"x{i}"], out_channels=c, kernel=k,
+             groups=c, stride=s, padding=k // 2, activation=act)
+           for i, (size, c, k, s, act) in enumerate(IMAGENET_DEPTHWISE)],
+    outputs=[f"dw{i}_{size}x{c}_k{k}s{s}"
+             for i, (size, c, k, s, _) in enumerate(IMAGENET_DEPTHWISE)])
 GROUPS["grouped_conv_bfloat16"] = dict(GROUPS["grouped_conv"], dtype="bfloat16")
 GROUPS["attention_masks_bfloat16"] = dict(GROUPS["attention_masks"], dtype="bfloat16")
 GROUPS["window_attention_bfloat16"] = dict(GROUPS["window_attention"], dtype="bfloat16")
@@ -426,7 +447,8 @@ GROUPS["window_attention_bfloat16"] = dict(GROUPS["window_attention"], dtype="bf
 # activations: their groups above run in float16 on both targets; test_gpu_families.py runs
 # their own kernels in these other dtypes on h200 (the epilogue functors compute in float32
 # whatever the storage: the bfloat16 small specs cover CUTLASS's bfloat16 epilogues)
-FAMILY_GROUPS = ["depthwise", "pools_and_scales", "squeeze_excitation", "epilogue_activations"]
+FAMILY_GROUPS = ["depthwise", "depthwise_imagenet", "pools_and_scales", "squeeze_excitation",
+                 "epilogue_activations"]
 FAMILY_VARIANTS = [("depthwise", "bfloat16"), ("depthwise", "float32"),
                    ("pools_and_scales", "bfloat16")]
 

@@ -9,7 +9,7 @@ import pytest
 
 from ait_build.backends.gpu.depthwise import Tile, plan_tile
 from ait_build.pipeline import build_plan, find_target
-from cuda_op_groups import op_spec
+from cuda_op_groups import IMAGENET_DEPTHWISE, op_spec
 
 
 @pytest.mark.parametrize("target", ["h200", "mi250"])
@@ -35,21 +35,12 @@ def test_depthwise_convs_take_the_depthwise_kernel(target):
         assert (rows * cols + ctx["kh"] * ctx["kw"]) * tile.slice * 4 <= 44 * 1024
 
 
-# every distinct depthwise conv of EfficientNet-B0, MobileNetV3-Large and ConvNeXt (size, C, k, s)
-IMAGENET_DEPTHWISE = [(112, 32, 3, 1), (112, 96, 3, 2), (56, 144, 3, 1), (56, 144, 5, 2),
-                      (28, 240, 5, 1), (28, 240, 3, 2), (14, 480, 3, 1), (14, 480, 5, 1),
-                      (14, 672, 5, 1), (14, 672, 5, 2), (7, 1152, 5, 1), (7, 1152, 3, 1),
-                      (112, 16, 3, 1), (112, 64, 3, 2), (56, 72, 3, 1), (56, 72, 5, 2),
-                      (28, 120, 5, 1), (14, 200, 3, 1), (14, 184, 3, 1), (7, 960, 5, 1),
-                      (56, 96, 7, 1), (28, 192, 7, 1), (14, 384, 7, 1), (7, 768, 7, 1)]
-
-
 @pytest.mark.parametrize("itemsize", [2, 4])
 def test_depthwise_tiles_of_imagenet_models(itemsize):
     """The planned tile of every ImageNet depthwise conv: slices of whole sectors, 64-128 bytes
     (or the whole pixel), blocks of 64-256 threads; windows of stride 1 reuse inputs across
     strips of at least 5 outputs."""
-    for size, c, k, s in IMAGENET_DEPTHWISE:
+    for size, c, k, s, _ in IMAGENET_DEPTHWISE:
         ho = (size + 2 * (k // 2) - k) // s + 1
         win = dict(kh=k, kw=k, sh=s, sw=s, dh=1, dw=1)
         tile = plan_tile(itemsize, c, ho, ho, win)
