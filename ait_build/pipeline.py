@@ -85,11 +85,12 @@ def plan_outputs(spec_path: str, target, weights: str | None = None,
 
 
 def emit(spec_path: str, target, out_dir: str, weights: str | None = None,
-         optimize: bool = True) -> Emission:
-    """Renders every file of the model library into out_dir (only changed files are written)."""
+         optimize: bool = True, launcher: dict | None = None) -> Emission:
+    """Renders every file of the model library into out_dir (only changed files are written);
+    `launcher`: the manifest's record of the compiler launcher the build runs through."""
     target = resolve_target(target)
     plan = build_plan(spec_path, target, weights, optimize)
-    return write_library(plan, out_dir, toolchain_for(target).manifest())
+    return write_library(plan, out_dir, toolchain_for(target).manifest(), launcher)
 
 
 def summarize(graph, target) -> dict:
