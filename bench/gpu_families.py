@@ -138,8 +138,8 @@ def main() -> int:
         print(",".join(p for p, _, _ in write_specs(args.batch, args.dtype).values()))
         return 0
 
-    from ait_build.spec.target import find_target
-    from ait_build.backends.toolchain import toolchain_for
+    from ait_build.pipeline import find_target
+    from ait_build.backends import toolchain_for
     from bench import depthwise_variants
 
     paths = write_specs(args.batch, args.dtype)
