@@ -26,7 +26,7 @@ from SCons.Script import Alias, Variables
 
 import ait_build
 from ait_build.backends import get_backend, toolchain_for
-from ait_build.build import commands, integrity
+from ait_build.build import commands, integrity, runtime_files
 from ait_build.build.commands import literal
 from ait_build.build.launcher import Launcher, find_launcher
 from ait_build.build.lock import hold_build_lock
@@ -191,6 +191,7 @@ def base_env(opts: Options, backends: set):
     env["AIT_VERBOSE"] = opts.verbose
     commands.add_builders(env)
     integrity.add_builders(env)
+    runtime_files.add_builders(env)
     env.Append(BUILDERS={"AitGenerate": Builder(
         action=env.Action(generate_action, generate_message), emitter=generate_emitter,
         source_scanner=SCons.Scanner.ScannerBase(scan_sources, name="ait-sources", recursive=True))})
@@ -280,7 +281,8 @@ def model_rules(env, spec: str, tname: str, target, root: str, claimed: dict) ->
                             source=library)
     # a new compiler or library version rebuilds (and misses the cache): the manifest says so
     genv.Depends(list(generated) + objects + list(library), toolchain_value(genv))
-    nodes = list(generated) + list(library) + list(digest)
+    carried = runtime_files.carry_rules(genv, out, os.path.join(root, "build", tname, ".runtime"))
+    nodes = list(generated) + list(library) + list(digest) + carried
     Alias(literal(emission.name), nodes)
     Alias(literal(label), nodes)
     return nodes, [generated[0]] + objects + [library[0]]

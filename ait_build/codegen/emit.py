@@ -173,12 +173,13 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, compiler: dic
 
 
 def _tuning(plan: ModelPlan) -> dict:
-    """Where the GEMM/conv configurations came from: the profile file (relative to the target
-    file's project), how many calls it covered and how many borrowed a nearby problem's choice."""
+    """Where the GEMM/conv configurations came from: the profile file (relative to its project),
+    how many calls it covered and how many borrowed a nearby problem's choice."""
     report = plan.tuning
     if report is None or not report.calls:
         return {"calls": 0}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(plan.target.source)))
+    root = report.profile_root or os.path.dirname(os.path.dirname(os.path.abspath(
+        plan.target.source)))
     profile = os.path.relpath(report.profile, root) if report.profile else ""
     return {"profile": profile, "calls": report.calls, "profiled": report.profiled,
             "nearby": report.nearby}

@@ -10,6 +10,7 @@ Before the library is loaded, its manifest, bytes and weights are checked to be 
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import shutil
@@ -413,17 +414,32 @@ def torch_to_numpy(tensor) -> np.ndarray:
     return tensor.cpu().numpy()
 
 
+# absolute library path -> (st_dev, st_ino) of the file this process loaded under that path
+_LOADED_FILES: dict = {}
+_LOAD_LOCK = threading.Lock()
+
+
 def _load_current(lib_path: str) -> ctypes.CDLL:
-    """The library as it is on disk now. dlopen() hands back a library already loaded under the
-    same path, so a model rebuilt while this process runs would run its old code; through a
-    link of a new name the loader finds the file itself (and still shares an unchanged one)."""
+    """The library as it is on disk now. Loaded under its own path, so that its `$ORIGIN` rpath
+    finds the BLAS its build folder carries (and MKL, which finds its CPU kernels beside its own
+    path when it first runs, finds them there). dlopen() hands back a library already loaded
+    under the same path, so a model rebuilt while this process runs would run its old code; a
+    rebuilt file is loaded through a link of a new name (the loader still shares a file it has
+    loaded before), in a folder that also links the build folder's libraries and lasts as long
+    as the process."""
+    path = os.path.abspath(lib_path)
+    stat = os.stat(path)
+    identity_now = (stat.st_dev, stat.st_ino)
+    with _LOAD_LOCK:
+        if _LOADED_FILES.setdefault(path, identity_now) == identity_now:
+            return ctypes.CDLL(path)
     folder = tempfile.mkdtemp(prefix="ait-build-")
-    link = os.path.join(folder, os.path.basename(lib_path))
-    try:
-        os.symlink(os.path.abspath(lib_path), link)
-        return ctypes.CDLL(link)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    home = os.path.dirname(path)
+    for name in os.listdir(home):
+        if ".so" in name and not name.endswith(".sha256"):
+            os.symlink(os.path.join(home, name), os.path.join(folder, name))
+    return ctypes.CDLL(os.path.join(folder, os.path.basename(path)))
 
 
 def _pointers(arrays: list):
