@@ -4,11 +4,12 @@
   state_dict name, with a size-1 axis added.
 - conv3d (video: R3D): one conv2d per temporal tap over the frames that tap reads (a strided
   slice, frames folded into the batch), summed; `<weight>.t<i>` holds tap i's [O, I, kh, kw].
-- conv_transpose2d (decoders, U-Nets, GANs): the input with stride - 1 zeros between pixels,
-  padded by dilation * (k - 1) - padding (plus output_padding after), through a stride-1 conv2d
-  with the weight flipped and its in/out axes swapped (`<weight>.flipped`). It spends stride^2
-  the multiply-adds of a direct kernel on the zeros; the GEMM-backed conv2d still runs it at
-  its own speed.
+- transposed convolutions, 1-, 2- and 3-d (decoders, U-Nets, GANs, vocoders): the input with
+  stride - 1 zeros between elements, padded by dilation * (k - 1) - padding (plus
+  output_padding after), through the stride-1 convolution of that rank above with the weight
+  flipped and its in/out axes swapped (`<weight>.flipped`). It spends the product of the
+  strides times the multiply-adds of a direct kernel on the zeros; the GEMM-backed conv2d
+  still runs it at its own speed.
 - group_norm (wav2vec2's feature extractor, diffusion U-Nets): a layer_norm without affine over
   [N, groups, C / groups * spatial], then the per-channel scale and shift.
 """
@@ -35,16 +36,14 @@ def convolution(lower, x: Value, weight: str, bias: str | None, stride, padding,
     rank = x.rank - 2
     stride, padding, dilation = (_tuple(v, rank) for v in (stride, padding, dilation))
     if transposed:
-        if rank != 2:
-            lower.fail(f"a transposed {rank}-d convolution (only 2-d)")
-        return conv_transpose2d(lower, x, weight, bias, stride, padding, dilation, groups,
-                                _tuple(output_padding, 2), name)
+        return conv_transpose(lower, x, weight, bias, stride, padding, dilation, groups,
+                              _tuple(output_padding, rank), name)
+    if rank not in (1, 2, 3):
+        lower.fail(f"a {rank}-d convolution (1-, 2- and 3-d)")
     if rank == 1:
         return conv1d(lower, x, weight, bias, stride, padding, dilation, groups, name)
     if rank == 3:
         return conv3d(lower, x, weight, bias, stride, padding, dilation, groups, name)
-    if rank != 2:
-        lower.fail(f"a {rank}-d convolution (1-, 2- and 3-d)")
     return lower.conv2d(x, weight, bias, stride, padding, dilation, groups, name)
 
 
@@ -99,41 +98,48 @@ def conv3d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> V
                       hint="video", perm=channels_last)
 
 
-def conv_transpose2d(lower, x, weight, bias, stride, padding, dilation, groups, output_padding,
-                     name) -> Value:
-    w = lower.g.weights[weight]  # [in, out / groups, kh, kw]
-    cin, cout_g, kh, kw = w.shape
-    # the equivalent conv's weight [out, in / groups, kh, kw], flipped in space
-    flipped = w.reshape(groups, cin // groups, cout_g, kh, kw).transpose(0, 2, 1, 3, 4)
-    flipped = flipped[:, :, :, ::-1, ::-1].reshape(groups * cout_g, cin // groups, kh, kw)
-    conv_weight = lower.g.add_weight(f"{weight}.flipped", np.ascontiguousarray(flipped))
-    n, c, h, wd = x.source_shape
-    if not (h.is_static and wd.is_static):
-        lower.fail("a transposed convolution of a symbolic image size")
-    sh, sw = stride
-    x = lower.layout(x, NHWC)
-    if (sh, sw) != (1, 1):  # zeros between pixels: [N, H, 1, W, 1, C] padded to sh, sw
-        cell = lower.emit("reshape", [x], {"shape": shape_attr(
-            (n, h, Dim.of(1), wd, Dim.of(1), c), x.shape)}, hint="pixels")
-        spread = lower.emit("pad", [cell], {"pads": [0, 0, 0, 0, 0, sh - 1, 0, 0, 0, sw - 1,
-                                                     0, 0]}, hint="stuff")
-        x = lower.emit("reshape", [spread], {"shape": shape_attr(
-            (n, h * sh, wd * sw, c), spread.shape)}, hint="stuffed", perm=NHWC)
-    for axis, size, s, k, p, d, extra in ((2, h.value, sh, kh, padding[0], dilation[0],
-                                            output_padding[0]),
-                                           (3, wd.value, sw, kw, padding[1], dilation[1],
-                                            output_padding[1])):
+def conv_transpose(lower, x, weight, bias, stride, padding, dilation, groups, output_padding,
+                   name) -> Value:
+    """A transposed convolution of any rank: the input with stride - 1 zeros between elements
+    along each spatial axis, padded (or cropped) to what the kernel reaches, through the
+    ordinary stride-1 convolution of that rank."""
+    w = lower.g.weights[weight]  # [in, out / groups, *kernel]
+    rank = w.ndim - 2
+    cin, cout_g, kernel = w.shape[0], w.shape[1], w.shape[2:]
+    spatial = tuple(range(3, 3 + rank))
+    # the equivalent conv's weight [out, in / groups, *kernel], flipped in space
+    flipped = w.reshape((groups, cin // groups, cout_g) + kernel).transpose((0, 2, 1) + spatial)
+    flipped = flipped[(slice(None),) * 3 + (slice(None, None, -1),) * rank]
+    conv_weight = lower.g.add_weight(f"{weight}.flipped", np.ascontiguousarray(
+        flipped.reshape((groups * cout_g, cin // groups) + kernel)))
+    n, c, *sizes = x.source_shape
+    if not all(d.is_static for d in sizes):
+        lower.fail("a transposed convolution of a symbolic size")
+    channels_last = (0,) + tuple(range(2, 2 + rank)) + (1,)
+    x = lower.layout(x, channels_last)
+    if any(s != 1 for s in stride):  # zeros between elements: [N, d1, 1, d2, 1, ..., C] padded
+        cells = sum(((d, Dim.of(1)) for d in sizes), ())
+        cell = lower.emit("reshape", [x], {"shape": shape_attr((n,) + cells + (c,), x.shape)},
+                          hint="pixels")
+        pads = [0, 0] + sum(([0, 0, 0, s - 1] for s in stride), []) + [0, 0]
+        spread = lower.emit("pad", [cell], {"pads": pads}, hint="stuff")
+        stuffed = tuple(d * s for d, s in zip(sizes, stride))
+        x = lower.emit("reshape", [spread], {"shape": shape_attr((n,) + stuffed + (c,),
+                                                                 spread.shape)},
+                       hint="stuffed", perm=channels_last)
+    for i in range(rank):
+        size, s, k, p, d = sizes[i].value, stride[i], kernel[i], padding[i], dilation[i]
         before = d * (k - 1) - p
-        total_after = before + extra
-        after = total_after - (s - 1)  # the stuffing left s - 1 zeros after the last pixel
+        total_after = before + output_padding[i]
+        after = total_after - (s - 1)  # the stuffing left s - 1 zeros after the last element
         if before < 0:  # more padding than the kernel reaches: crop instead
-            x = lower.slice(x, axis, -before, None)
+            x = lower.slice(x, 2 + i, -before, None)
         if after < 0:
-            x = lower.slice(x, axis, 0, (size - 1) * s + 1 + min(before, 0) + total_after)
-        pads = [(0, 0)] * 4
-        pads[axis] = (max(before, 0), max(after, 0))
+            x = lower.slice(x, 2 + i, 0, (size - 1) * s + 1 + min(before, 0) + total_after)
+        pads = [(0, 0)] * (rank + 2)
+        pads[2 + i] = (max(before, 0), max(after, 0))
         x = lower.pad(x, pads)
-    return lower.conv2d(x, conv_weight, bias, 1, 0, dilation, groups, name)
+    return convolution(lower, x, conv_weight, bias, 1, 0, dilation, groups, name)
 
 
 def group_norm(lower, x: Value, groups: int, weight: Value | None, bias: Value | None,

@@ -202,7 +202,7 @@ def _cast(t, node):
 
 @handles("Conv", "ConvTranspose")
 def _conv(t, node):
-    """1-, 2- and 3-d convolutions and 2-d transposed ones (composites.py)."""
+    """1-, 2- and 3-d convolutions, transposed ones too (composites.py)."""
     attrs = attributes(node)
     weight = t.weight(node, 1)
     if weight is None:

@@ -20,7 +20,8 @@ handles = registrar(HANDLERS)
 
 @handles("aten.conv2d.default", "aten.conv2d.padding", "aten.convolution.default",
          "aten.conv1d.default", "aten.conv1d.padding", "aten.conv3d.default",
-         "aten.conv3d.padding", "aten.conv_transpose2d.input")
+         "aten.conv3d.padding", "aten.conv_transpose1d.default", "aten.conv_transpose2d.input",
+         "aten.conv_transpose3d.input")
 def _conv(t, node):
     key = _key(node)
     x = t.tensor(node.args[0])
@@ -34,7 +35,7 @@ def _conv(t, node):
     transposed, output_padding = False, 0
     if key == "aten.convolution.default":
         stride, padding, dilation, transposed, output_padding, groups = node.args[3:9]
-    elif key == "aten.conv_transpose2d.input":
+    elif key.startswith("aten.conv_transpose"):
         transposed = True
         stride, padding = arg(node, 3, "stride", 1), arg(node, 4, "padding", 0)
         output_padding, groups = arg(node, 5, "output_padding", 0), arg(node, 6, "groups", 1)

@@ -114,6 +114,27 @@ def decoder():
     return Decoder().eval()
 
 
+class Transposed(nn.Module):
+    """Transposed convolutions of 1 and 3 dims (vocoders' upsamplers, 3-d U-Nets): strides,
+    output_padding, groups, dilation, and padding beyond what the kernel reaches."""
+
+    def __init__(self):
+        super().__init__()
+        self.up1 = nn.ConvTranspose1d(4, 6, 4, stride=2, padding=1, groups=2)
+        self.up1b = nn.ConvTranspose1d(6, 3, 3, stride=3, padding=5, output_padding=1,
+                                       dilation=2)
+        self.up3 = nn.ConvTranspose3d(2, 4, (2, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1),
+                                      output_padding=(0, 1, 0))
+
+    def forward(self, x, v):
+        return self.up1b(F.gelu(self.up1(x))), self.up3(v)
+
+
+def transposed():
+    _seeded(30)
+    return Transposed().eval()
+
+
 def _transformers(config_class: str, model_class: str, seed: int, **config):
     import transformers
     _seeded(seed)

@@ -3,7 +3,8 @@ writes, built for cpu and compared with PyTorch at batch 1 (largest difference w
 the largest output).
 
 The default run imports `kitchen_sink` (families.py: every op and pattern the families
-brought, in one small module) both ways and builds it. The library classes themselves (T5,
+brought, in one small module) and `transposed` (1-d and 3-d transposed convs) both ways and
+builds them. The library classes themselves (T5,
 DeBERTa-v2, Llama, Swin V2, BEiT, ConvNeXt V2, BERT/RoBERTa, GPT-2 with its cache, FCN, LR-ASPP,
 SqueezeNet, MaxViT, wav2vec2, Whisper's encoder, R3D, U-Net-style decoders, LSTM/GRU, a
 RetinaNet) are `slow`: about three minutes on two cores (`pytest -m slow
@@ -37,6 +38,9 @@ RTOL = 1e-5
 RNG = np.random.default_rng(32)
 SINK = ("tests.importers.families:kitchen_sink", ["x:batch,3,12,12"], ["batch=1:2:1"],
         {"x": RNG.standard_normal((1, 3, 12, 12)).astype(np.float32)})
+TRANSPOSED = ("tests.importers.families:transposed", ["x:batch,4,10", "v:batch,2,3,5,5"],
+              ["batch=1:2:1"], {"x": RNG.standard_normal((1, 4, 10)).astype(np.float32),
+                                "v": RNG.standard_normal((1, 2, 3, 5, 5)).astype(np.float32)})
 
 
 def _model(factory: str):
@@ -102,6 +106,11 @@ def check_family(case, source, tmp_path, build_spec, name) -> None:
 @pytest.mark.parametrize("source", ["torch", "onnx"])
 def test_kitchen_sink_matches_torch_on_cpu(source, tmp_path, build_spec):
     check_family(SINK, source, tmp_path, build_spec, f"sink_{source}")
+
+
+@pytest.mark.parametrize("source", ["torch", "onnx"])
+def test_transposed_convs_of_1_and_3_dims_match_torch_on_cpu(source, tmp_path, build_spec):
+    check_family(TRANSPOSED, source, tmp_path, build_spec, f"transposed_{source}")
 
 
 def _image(h, w=None, c=3, name="x"):
