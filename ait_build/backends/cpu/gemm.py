@@ -6,7 +6,7 @@ per-column vector is added by a separate elementwise pass over the output instea
 
 from __future__ import annotations
 
-from ait_build.backends.cpu import winograd
+from ait_build.backends.cpu import grouped, winograd
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.elementwise import Operand, act_fn, elementwise, float_literal
 from ait_build.codegen.kernel import make_kernel
@@ -145,9 +145,15 @@ def lower_conv2d(lw) -> None:
                        (kh, kw, ov))
         params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
         kernel = make_kernel(_label("depthwise_conv2d", epi), "conv2d",
-                             "cpu/depthwise_conv2d.cpp.j2", dict(epi.context(), **win),
+                             "cpu/depthwise_conv2d.cpp.j2",
+                             dict(epi.context(), **win, channel_vectors=True),
                              params + size_params)
         lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes, flops=flops)
+        epi.finish(lw, out)
+        return
+    if grouped.direct_grouped(g, cv, ov):
+        grouped.lower(lw, epi, _label("grouped_conv2d", epi), common, sizes, size_params, win,
+                      (n, c, ho, wo, o), flops)
         epi.finish(lw, out)
         return
     tile = winograd.winograd_tile(win, g, cv, ov, ho, wo)  # 3x3 stride 1: F(2x2) or F(4x4)?
