@@ -5,7 +5,8 @@ channel counts that are not whole vectors (5, 13, 58, 116), 3x3, 5x5 and 7x7 win
 and 2, dilation, asymmetric windows and padding, rows of fewer output pixels than a tile, group
 widths of 1 to 48 (RegNetY's 8, ResNeXt's 4 and 32, RegNetX's 48, widths that are not whole
 vectors), a per-channel residual and a residual the memory plan puts on the output (the kernels
-accumulate onto it), and activations in the epilogue."""
+accumulate onto it), and activations in the epilogue; also the permutes that swap the innermost
+axes (backends/cpu/layout.py), which these models have at their input and in channel shuffles."""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ CONVS = dict(
     inputs={"a": {"shape": ["batch", 9, 11, 58]}, "b": {"shape": ["batch", 12, 10, 16]},
             "c": {"shape": ["batch", 5, 3, 5]}, "d": {"shape": ["batch", 14, 13, 48]},
             "e": {"shape": ["batch", 8, 8, 116]}, "f": {"shape": ["batch", 6, 7, 96]},
-            "g": {"shape": ["batch", 7, 9, 104]}, "col": {"shape": [58]}},
+            "g": {"shape": ["batch", 7, 9, 104]}, "col": {"shape": [58]},
+            "img": {"shape": ["batch", 3, 10, 12]}, "groups2": {"shape": ["batch", 4, 5, 2, 29]}},
     graph=[dw("dw3", "a", 58, 3, padding=1, activation="relu"),
            dw("dw3s2", "a", 58, 3, stride=2, padding=1, activation="silu"),
            dw("dw5", "b", 16, 5, padding=2, activation="hardswish"),
@@ -73,10 +75,15 @@ CONVS = dict(
            n("avg3", "avg_pool2d", ["a"], kernel=3, stride=1, padding=1),
            n("avg3_pad", "avg_pool2d", ["b"], kernel=3, stride=2, padding=1,
              count_include_pad=False),
-           n("avg2", "avg_pool2d", ["f"], kernel=2, stride=2)],
+           n("avg2", "avg_pool2d", ["f"], kernel=2, stride=2),
+           # permutes that swap the innermost axes (backends/cpu/layout.py): an image to NHWC,
+           # a channel shuffle of 2 groups, NHWC to NCHW (58 x 99: several tiles each way)
+           n("to_nhwc", "permute", ["img"], dims=[0, 2, 3, 1]),
+           n("shuffle", "permute", ["groups2"], dims=[0, 1, 2, 4, 3]),
+           n("to_nchw", "permute", ["a"], dims=[0, 3, 1, 2])],
     outputs=["dw3", "dw3s2", "dw5", "dw5s2", "dw7", "dw_small", "dw_rect", "dw_col", "dw_out",
              "g8", "g8s2", "g4", "g48", "g32", "g12", "g6", "g13", "g_out", "max3s2", "max2",
-             "max_rect", "avg3", "avg3_pad", "avg2"])
+             "max_rect", "avg3", "avg3_pad", "avg2", "to_nhwc", "shuffle", "to_nchw"])
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +103,8 @@ def test_kernels_picked(built):
         "dw3", "dw3s2", "dw5", "dw5s2", "dw7", "dw_small", "dw_rect", "dw_col", "dw_block"}
     assert {k for k, v in kinds.items() if v == "grouped"} == {
         "g8", "g8s2", "g4", "g48", "g32", "g12", "g6", "g13", "g_block"}
+    assert {k for k, v in steps.items() if v.startswith("transpose")} == {
+        "to_nhwc", "shuffle", "to_nchw"}
 
 
 @pytest.mark.parametrize("copy", ["avx512", "base"])

@@ -5,14 +5,15 @@ conversion happens at the model's edges, edges.py).
 
 LOWER is the whole mapping from ops to kernels: the rows every backend shares
 (backends/shared.py, rendered into the templates named in TEMPLATES) and the cpu's own lowerings
-in this package (gemm.py: GEMMs, convs and attention through the BLAS; norm.py; lookups.py).
+in this package (gemm.py: GEMMs, convs and attention through the BLAS; grouped.py; norm.py;
+lookups.py; layout.py: permutes that transpose).
 """
 
 from __future__ import annotations
 
 from ait_build.backends import shared
 from ait_build.backends.base import Backend, frozen
-from ait_build.backends.cpu import edges, gemm, lookups, norm
+from ait_build.backends.cpu import edges, gemm, layout, lookups, norm
 from ait_build.backends.cpu.toolchain import arch_flags, cpu_toolchain
 
 # the templates of the lowerings every backend shares (codegen/: elementwise, data movement,
@@ -53,6 +54,8 @@ LOWER = {
     "layer_norm": norm.lower_layer_norm,
     **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
     **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
+    "permute": layout.lower_permute,  # innermost axes swapped: tiles (layout.py)
+    "transpose": layout.lower_permute,
     **shared.GENERATE,  # constant and iota (backends/shared.py)
     "embedding": lookups.lower_embedding,
     "parameter": lookups.lower_parameter,
