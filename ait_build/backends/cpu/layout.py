@@ -1,9 +1,9 @@
 """cpu lowering of permutes that transpose the two innermost axes (after merging): a CNN's
 NCHW -> NHWC input (3 channels), ShuffleNet's channel shuffles (2 groups). The shared strided
 copy (codegen/data_movement.py) walks the output's innermost axis, here a few elements each read
-far apart in the input, with a row's index arithmetic for every few elements: ResNet-50's input
-permute took 0.33 ms for 600 KB. The transpose kernel (templates/cpu/transpose.cpp.j2) reads
-tiles of the input's rows instead. Other permutes keep the shared copy."""
+far apart in the input, with a row's index arithmetic for every few elements. The transpose
+kernel (templates/cpu/transpose.cpp.j2) reads tiles of the input's rows instead (figures in
+docs/codegen.md). Other permutes keep the shared copy."""
 
 from __future__ import annotations
 
