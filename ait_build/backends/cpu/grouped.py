@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ait_build.codegen.kernel import make_kernel
+
 LANES = 16  # output channels per vector (an AVX-512 register; an AVX2 copy runs it as two)
 
 
@@ -62,7 +64,6 @@ def direct_grouped(groups: int, c: int, o: int) -> bool:
 
 
 def lower(lw, epi, label, common, sizes, size_params, win, dims, flops) -> None:
-    from ait_build.codegen.kernel import make_kernel
     node = lw.node
     n, c, ho, wo, o = dims
     g = node.attrs["groups"]
