@@ -8,7 +8,9 @@ side a turn of --runs timed calls after one untimed call, with a pause before ea
 the other side's pool has stopped spinning (ONNX Runtime's workers spin after a run). Prints, per
 round and overall, each side's minimum and median (ms), the ratio of the medians and of the
 minimums, and the load average (os.getloadavg) before and after: on a shared machine other work
-lands on both sides, but not evenly, so the rounds' spread is part of the result.
+lands on both sides, but not evenly, so the rounds' spread is part of the result. Overall it also
+gives each side's median CPU time per call (the process's, all threads): with --threads 1 that
+is the work itself, whatever else the machine runs; with more threads it includes spinning.
 
     cd PROJECT && ait-build import torch torchvision.models:mnasnet1_0 \
         --input x:batch,3,224,224 -o specs/mnasnet1_0.yaml && ait-build build mnasnet1_0
@@ -60,14 +62,16 @@ def ort_session(module, x: np.ndarray, threads: int):
         return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
 
 
-def timed(call, runs: int) -> list:
+def timed(call, runs: int, cpu: list) -> list:
+    """`runs` calls' wall times (ms); their CPU times go to `cpu`."""
     time.sleep(SETTLE_S)
     call()
     out = []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         call()
         out.append((time.perf_counter() - t0) * 1e3)
+        cpu.append((time.process_time() - c0) * 1e3)
     return out
 
 
@@ -94,19 +98,22 @@ def compare(source: str, args) -> dict:
     ort_call = lambda: session.run(None, {"x": x})  # noqa: E731
     print(f"== {name} batch {args.batch}, {args.threads} threads; max |ours - ort| / max |ort| "
           f"{err:.1e}", flush=True)
-    all_ours, all_ort, ratios = [], [], []
+    all_ours, all_ort, ratios, cpu_ours, cpu_ort = [], [], [], [], []
     for r in range(args.rounds):
         load0 = os.getloadavg()[0]
-        theirs = timed(ort_call, args.runs)
-        ours = timed(ours_call, args.runs)
+        theirs = timed(ort_call, args.runs, cpu_ort)
+        ours = timed(ours_call, args.runs, cpu_ours)
         print(line(f"round {r + 1}", ours, theirs, load0, os.getloadavg()[0]), flush=True)
         all_ours += ours
         all_ort += theirs
         ratios.append(statistics.median(ours) / statistics.median(theirs))
+    cpu = statistics.median(cpu_ours), statistics.median(cpu_ort)
     print(line("all", all_ours, all_ort, os.getloadavg()[1], os.getloadavg()[0]) +
-          f" | round ratios {min(ratios):.2f}-{max(ratios):.2f}", flush=True)
+          f" | round ratios {min(ratios):.2f}-{max(ratios):.2f} | cpu med {cpu[0]:.2f} / "
+          f"{cpu[1]:.2f} ms", flush=True)
     model.close()
-    return dict(name=name, ours=statistics.median(all_ours), ort=statistics.median(all_ort))
+    return dict(name=name, ours=statistics.median(all_ours), ort=statistics.median(all_ort),
+                spread=(min(ratios), max(ratios)), cpu=cpu)
 
 
 def main(argv=None) -> int:
@@ -123,9 +130,11 @@ def main(argv=None) -> int:
     import torch
     torch.set_num_threads(1)  # the export's threads must not compete with the timed sides
     summary = [compare(source, args) for source in args.sources]
-    print("\nmodel                 ours ms   ort ms   ratio (medians)")
+    print("\nmodel                 ours ms   ort ms   ratio (medians)  rounds     cpu ms ours / ort")
     for s in summary:
-        print(f"{s['name']:20s} {s['ours']:8.2f} {s['ort']:8.2f}   {s['ours'] / s['ort']:.2f}")
+        print(f"{s['name']:20s} {s['ours']:8.2f} {s['ort']:8.2f}   {s['ours'] / s['ort']:.2f}"
+              f"             {s['spread'][0]:.2f}-{s['spread'][1]:.2f}  "
+              f"{s['cpu'][0]:8.2f} / {s['cpu'][1]:.2f}")
     return 0
 
 
