@@ -18,13 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from ait_build.codegen.emit import write_if_changed  # noqa: E402
+from bench import node_times  # noqa: E402
 from bench.depthwise_variants import time_ms  # noqa: E402
 
 # (model, input size, channels, kernel, stride, activation) of each distinct depthwise conv
@@ -91,13 +90,7 @@ def specs(batch: int, dtype: str) -> dict:
 
 
 def write_specs(batch: int, dtype: str) -> dict:
-    import yaml
-    paths = {}
-    for part, (doc, info) in specs(batch, dtype).items():
-        path = os.path.join(ROOT, "build", "specs", f"{doc['name']}.yaml")
-        write_if_changed(path, yaml.safe_dump(doc, sort_keys=False).encode())
-        paths[part] = (path, doc["name"], info)
-    return paths
+    return node_times.write_specs(specs(batch, dtype))
 
 
 def torch_ms(kind: str, shape: tuple, k: int, s: int, dtype: str, runs: int) -> float | None:
@@ -143,37 +136,19 @@ def main() -> int:
         print(",".join(p for p, _, _ in write_specs(args.batch, args.dtype).values()))
         return 0
 
-    import torch
-    from ait_build.bench import step_report
-    from ait_build.pipeline import build_plan
-    from ait_build.runtime import Model
     from ait_build.spec.target import find_target
     from ait_build.backends.toolchain import toolchain_for
     from bench import depthwise_variants
 
     paths = write_specs(args.batch, args.dtype)
     if not args.no_build:
-        spec_list = ",".join(p for p, _, _ in paths.values())
-        subprocess.run([sys.executable, "-m", "SCons", "-Q", "-C", ROOT, f"-j{os.cpu_count()}",
-                        f"target={args.target}", f"spec={spec_list}", "cache=build/cache"],
-                       check=True)
+        node_times.build(paths, args.target)
     target = find_target(args.target)
     results, plans = [], {}
     for part, (path, name, info) in paths.items():
-        model = Model(os.path.join(ROOT, "build", args.target, name))
-        env = {"batch": args.batch}
-        manifest = model.manifest
-        inputs = {}
-        for t in manifest.inputs:
-            shape = [args.batch if d == "batch" else int(d) for d in t.shape]
-            inputs[t.name] = torch.randn(*shape, device="cuda", dtype=getattr(torch, args.dtype))
-        outputs = model.run(inputs)
-        torch.cuda.synchronize()
-        times = step_report.time_steps(model, [inputs[t.name].data_ptr() for t in manifest.inputs],
-                                       [outputs[t.name].data_ptr() for t in manifest.outputs],
-                                       env, args.runs, torch.cuda.current_stream().cuda_stream)
-        plans[part] = build_plan(path, target)
-        for row in step_report.rows(plans[part], times, env, target):
+        rows, plans[part] = node_times.time_nodes(path, name, target, {"batch": args.batch},
+                                                  args.dtype, args.runs)
+        for row in rows:
             if row["node"] not in info:
                 continue
             kind, family, shape, k, s = info[row["node"]]
@@ -181,8 +156,6 @@ def main() -> int:
                        of_hbm=row["gbps"] / (target.fact("hbm_tbps") * 1e3))
             row["torch_ms"] = torch_ms(kind, shape, k, s, args.dtype, args.runs)
             results.append(row)
-        model.close()
-        del inputs, outputs
     print(f"{'node':<34}{'kernel':<30}{'ms':>8}{'GB/s':>8}{'of HBM':>8}{'torch ms':>10}")
     for r in results:
         torch_text = f"{r['torch_ms']:.4f}" if r["torch_ms"] is not None else "-"

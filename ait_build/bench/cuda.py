@@ -20,9 +20,14 @@ import sys
 import time
 
 from ait_build.errors import AitError
+from ait_build.runtime import Model
+from ait_build.runtime.inputs import make_inputs
+from ait_build.runtime.model import numpy_to_torch
 
-# torch.compile modes; "none" leaves torch.compile out (it takes tens of seconds per case)
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "none")
+# torch.compile modes; "none" leaves torch.compile out (it takes tens of seconds per case);
+# "auto": reduce-overhead at batch 1 (its CUDA graphs are PyTorch's best there), default above
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "auto",
+                 "none")
 # a case with more rows than this (the product of its dims: batch x seq) runs long calls: at
 # most LARGE_RUNS timed calls after at most LARGE_WARMUP untimed ones
 LARGE_ROWS, LARGE_RUNS, LARGE_WARMUP = 512, 30, 5
@@ -101,10 +106,34 @@ def max_abs(torch, ours: dict, theirs: dict) -> float:
     return max(float((ours[k].float() - theirs[k].float()).abs().max()) for k in theirs)
 
 
+def rel_l2(ours: dict, want: dict) -> float:
+    """||ours - want|| / ||want|| over all outputs together (float64 sums)."""
+    num = sum(float((ours[k].double() - want[k].double()).pow(2).sum()) for k in want)
+    den = sum(float(want[k].double().pow(2).sum()) for k in want)
+    return math.sqrt(num / den) if den else math.sqrt(num)
+
+
+def case_compile_mode(mode: str, dims: dict) -> str:
+    """The torch.compile mode of a case: `auto` is reduce-overhead at batch 1, else default."""
+    if mode != "auto":
+        return mode
+    return "reduce-overhead" if dims.get("batch", 1) == 1 else "default"
+
+
+def float32_outputs(torch, reference, names, args) -> dict:
+    """The float32 module's outputs on float32 copies of `args`, without TF32 (the yardstick of
+    both float16 sides' errors)."""
+    flags = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        args32 = [a.float() if a.is_floating_point() else a for a in args]
+        return dict(zip(names, reference(*args32)))
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
+
+
 def time_ours(torch, build_dir: str, inputs: dict, graphs: bool, warmup: int, runs: int) -> tuple:
     """(summary, outputs of the first call) of our library, its CUDA graphs on or off."""
-    from ait_build.runtime import Model
-    from ait_build.runtime.model import numpy_to_torch
     before = os.environ.get("AIT_CUDA_GRAPHS")
     os.environ["AIT_CUDA_GRAPHS"] = "1" if graphs else "0"  # read by create()
     try:
@@ -162,9 +191,10 @@ def torch_compile(torch, module, args, names, mode: str, warmup: int, runs: int)
 
 
 def bench_case(torch, build_dir: str, twin, module, dtype, inputs: dict, warmup: int, runs: int,
-               compile_mode: str) -> dict:
+               compile_mode: str, reference=None) -> dict:
     """One case's row: our two sides, and the PyTorch sides when `module` (the twin on the GPU)
-    is given."""
+    is given; with `reference` (the twin in float32 on the GPU, for a 16-bit model) the relative
+    L2 error of our outputs and of PyTorch eager's against it."""
     row = {}
     row["ait_build"], ours = time_ours(torch, build_dir, inputs, True, warmup, runs)
     row["ait_build_no_graphs"], _ = time_ours(torch, build_dir, inputs, False, warmup, runs)
@@ -178,6 +208,10 @@ def bench_case(torch, build_dir: str, twin, module, dtype, inputs: dict, warmup:
         row["torch_eager_cuda_graph"] = torch_graph(torch, module, args, warmup, runs)
         row["torch_compile"], compiled = torch_compile(torch, module, args, twin.outputs,
                                                        compile_mode, warmup, runs)
+        if reference is not None:
+            want = float32_outputs(torch, reference, twin.outputs, args)
+            row["rel_l2_vs_float32"] = {"ait_build": rel_l2(ours, want),
+                                        "torch_eager": rel_l2(theirs, want)}
     row["max_abs_diff"] = max_abs(torch, ours, theirs)
     row["max_abs_torch_output"] = max(float(theirs[k].float().abs().max()) for k in theirs)
     if compiled is not None:
@@ -205,22 +239,32 @@ def run_bench(ctx, manifest, target: str, batches: list, vs: list, runs: int | N
               warmup: int | None, dims: dict, compile_mode: str = "default",
               on_case=None) -> dict:
     """The report for every batch; on_case(report) after each case (to save finished cases)."""
-    from ait_build.cli.build import make_inputs
     torch = check(vs)
     runs = DEFAULT_RUNS if runs is None else runs
     warmup = DEFAULT_WARMUP if warmup is None else warmup
     dtype_name = manifest.raw.get("dtype", "float16")
     report = {"spec": os.path.relpath(ctx.spec), "model": manifest.name, "target": target,
-              "backend": "cuda", "dtype": dtype_name, "device": torch.cuda.get_device_name(),
+              "backend": manifest.backend, "dtype": dtype_name, "device": torch.cuda.get_device_name(),
               "torch": torch.__version__, "platform": platform.platform(),
               "python": sys.version.split()[0], "clock": CLOCK, "runs": runs,
               "warmup": warmup, "vs": vs,
               "compile_mode": compile_mode if "torch" in vs else None, "results": []}
-    twin = module = dtype = None
+    twin = module = dtype = reference = None
     if "torch" in vs:
-        twin = ctx.twin()
+        from ait_build.bench.source_twin import NoComparison
+        try:
+            twin = ctx.twin()
+        except NoComparison as exc:  # ours is still timed
+            report["no_comparison"] = str(exc)
+            print(exc, file=sys.stderr, flush=True)
+    if twin is not None:
         dtype = getattr(torch, dtype_name)
+        if dtype != torch.float32:
+            import copy
+            reference = copy.deepcopy(twin.module).to("cuda")
         module = twin.module.to("cuda", dtype)
+        if twin.note:
+            report["note"] = twin.note
     for batch in batches:
         case = dict(dims, **({"batch": batch} if "batch" in manifest.dim_names else {}))
         inputs = make_inputs(manifest, ctx.graph, case, seed=0)
@@ -228,7 +272,8 @@ def run_bench(ctx, manifest, target: str, batches: list, vs: list, runs: int | N
         case_runs_, case_warmup = case_runs(full, runs, warmup)
         row = {"model": manifest.name, "dims": full, "runs": case_runs_, "warmup": case_warmup}
         row.update(bench_case(torch, ctx.build_dir, twin, module, dtype, inputs,
-                              case_warmup, case_runs_, compile_mode))
+                              case_warmup, case_runs_, case_compile_mode(compile_mode, full),
+                              reference))
         add_ratios(row)
         report["results"].append(row)
         print(case_line(row), file=sys.stderr, flush=True)
@@ -258,13 +303,16 @@ def case_line(row: dict) -> str:
 def table(report: dict) -> str:
     """Medians in ms and our throughput (items/s: the batch over our median); ours/<side> is our
     median (with graphs) over that side's (below 1: we are faster); max|diff| is against PyTorch
-    eager's outputs. Skip reasons follow the table."""
+    eager's outputs; for a 16-bit model, the relative L2 error of our outputs and of PyTorch
+    eager's (in brackets) against PyTorch in float32. Skip reasons follow the table."""
     compared = [(k, h) for k, h in TORCH_MODES if any(k in r for r in report["results"])]
     head = ["dims", "runs", "ait-build ms", "items/s", "no graphs ms"]
     for _, name in compared:
         head += [f"{name} ms", f"ours/{name}"]
     head += ["max|diff|"] if compared else []
-    rows, notes = [], []
+    errors = any("rel_l2_vs_float32" in r for r in report["results"])
+    head += ["rel L2 ours (eager)"] if errors else []
+    rows, notes = [], [report[k] for k in ("no_comparison", "note") if report.get(k)]
     for r in report["results"]:
         ours = r["ait_build"]
         row = [_dims(r), str(r["runs"]), f"{ours['median_ms']:.3f}",
@@ -279,6 +327,9 @@ def table(report: dict) -> str:
                 row += [f"{e['median_ms']:.3f}", f"{e['ratio']:.2f}"]
         if compared:
             row.append(f"{r['max_abs_diff']:.2g}")
+        if errors:
+            e = r.get("rel_l2_vs_float32")
+            row.append(f"{e['ait_build']:.1e} ({e['torch_eager']:.1e})" if e else "")
         rows.append(row)
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"

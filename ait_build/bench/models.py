@@ -1,4 +1,5 @@
-"""PyTorch twins of the zoo specs for `ait-build bench --vs torch,onnxruntime`.
+"""PyTorch twins of the zoo specs for `ait-build bench --vs torch,onnxruntime` (imported specs
+are compared with their source instead: source_twin.py).
 
 A twin is the library implementation the spec describes (torchvision's ResNet-50 and ViT,
 transformers' BertModel, small modules for the test specs) loaded with the spec's own weights,
@@ -22,6 +23,7 @@ class Twin:
     to_args: Callable  # our inputs (name -> NumPy array) -> forward's positional torch tensors
     outputs: tuple  # our output names, in forward's order
     input_names: tuple  # forward's argument names (for ONNX export)
+    note: str = ""  # said under the table (an imported spec's weights file was replaced)
 
 
 def _nn():
@@ -36,29 +38,46 @@ def _images(inputs: dict):
 
 
 def _wrap(inner, fn):
-    """An nn.Module holding `inner` (so state_dict names stay) whose forward is fn(inner, *args)."""
+    """An nn.Module with `inner`'s children, parameters and buffers as its own (so state_dict
+    names stay inner's) whose forward is fn(inner, *args). `inner` is held outside the module
+    tree, so copy.deepcopy copies it with the tree it shares (the float32 reference of a cuda
+    bench is such a copy), and `.to()` converts inner's own tensors where forward reads them."""
     torch, nn = _nn()
 
     class Wrapped(nn.Module):
         def __init__(self):
             super().__init__()
+            object.__setattr__(self, "inner", inner)  # not a child: no 'inner.' in the names
             for name, child in inner.named_children():
                 self.add_module(name, child)
-            for name, param in inner.named_parameters(recurse=False):
-                self.register_parameter(name, param)
-            for name, buf in inner.named_buffers(recurse=False):
-                self.register_buffer(name, buf)
-            self.inner_forward = lambda *args: fn(inner, *args)
+            self._share_tensors()
+
+        def _share_tensors(self):
+            for name, param in inner_of(self).named_parameters(recurse=False):
+                self._parameters[name] = param
+            for name, buf in inner_of(self).named_buffers(recurse=False):
+                self._buffers[name] = buf
+                if name in inner_of(self)._non_persistent_buffers_set:
+                    self._non_persistent_buffers_set.add(name)
+
+        def _apply(self, fn_, *args, **kwargs):
+            inner_of(self)._apply(fn_, *args, **kwargs)  # its children are ours
+            self._share_tensors()
+            return self
 
         def train(self, mode: bool = True):
-            inner.train(mode)  # inner's own flag; its children are ours already
+            inner_of(self).train(mode)  # inner's own flag; its children are ours already
             return super().train(mode)
 
         def forward(self, *args):
-            out = self.inner_forward(*args)
+            out = fn(inner_of(self), *args)
             return out if isinstance(out, tuple) else (out,)
 
     return Wrapped()
+
+
+def inner_of(wrapped):
+    return wrapped.__dict__["inner"]
 
 
 # -- builders: () -> (module, to_args, outputs, input_names) --------------------------------------
@@ -147,17 +166,24 @@ def torch_twin(graph, name: str | None = None) -> Twin:
     return Twin(module.eval(), to_args, outputs, input_names)
 
 
-def load_spec_weights(module, graph) -> None:
-    """Copies every spec weight into the twin's state_dict entry of that name; a name or shape the
-    twin lacks is an error (the two would not compute the same function)."""
+def load_spec_weights(module, graph, strict: bool = True) -> None:
+    """Copies every spec weight into the module's state_dict entry of that name. A name the
+    module lacks is an error when `strict` (a hand-written twin must compute the same function);
+    otherwise it is skipped (an imported spec's constants, which the source module computes). A
+    shape that differs is always an error, except a scalar the importer stored as [1]."""
     torch, _ = _nn()
     state = module.state_dict()
     with torch.no_grad():
         for name in graph.weight_names():
             if name not in state:
-                raise AitError(f"the PyTorch twin of '{graph.name}' has no weight '{name}'")
-            value = torch.from_numpy(np.asarray(graph.weights.get(name), dtype=np.float32))
+                if strict:
+                    raise AitError(f"the PyTorch twin of '{graph.name}' has no weight '{name}'")
+                continue
+            array = np.asarray(graph.weights.get(name))
+            value = torch.from_numpy(array.astype(np.float32) if array.dtype.kind == "f" else array)
             if tuple(value.shape) != tuple(state[name].shape):
-                raise AitError(f"weight '{name}': spec shape {list(value.shape)}, PyTorch twin "
-                               f"{list(state[name].shape)}")
+                if value.numel() != state[name].numel() or state[name].dim() > 0:
+                    raise AitError(f"weight '{name}': spec shape {list(value.shape)}, PyTorch "
+                                   f"module {list(state[name].shape)}")
+                value = value.reshape(state[name].shape)
             state[name].copy_(value)

@@ -7,6 +7,8 @@ import fcntl
 import os
 import sys
 
+from ait_build.errors import AitError
+
 _HELD: list = []  # the open lock file, kept for the life of the process
 
 
@@ -20,7 +22,6 @@ def hold_build_lock(build_dir: str) -> None:
         os.makedirs(build_dir, exist_ok=True)
         fh = open(path, "a+", encoding="ascii")
     except OSError as exc:
-        from ait_build.errors import AitError
         raise AitError(f"cannot write {path}: {exc.strerror}") from None
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -96,6 +96,7 @@ def attention_operands(lw) -> AttentionOperands:
         qv, kv, vv = (lw.src(t) for t in node.inputs[:3])
         sk = lw.shape(node.inputs[1])[1]
         ld = [lw.shape(t)[2] for t in node.inputs[:3]]
-    scores = (b, Dim.of(heads), sq, sk)
+    period = attrs.get("bias_period", 0)  # batch b reads bias[b % period]
+    scores = (Dim.of(period) if period else b, Dim.of(heads), sq, sk)
     bias_strides = broadcast_strides(lw.shape(bias), scores) if bias is not None else [0] * 4
     return AttentionOperands(qv, kv, vv, bias, b, sq, sk, ld, bias_strides)

@@ -54,7 +54,7 @@ class WeightStore:
 
     def __init__(self, path: str | None = None, seed: int | None = None, specs: dict | None = None):
         self.path = path  # safetensors file, or None for random init
-        self.seed = seed
+        self.seed = seed  # with a path: weights the file lacks are drawn with this seed
         self.specs = dict(specs or {})  # name -> (concrete shape tuple, init)
         self.overrides: dict = {}
         self._cache: dict = {}
@@ -94,7 +94,7 @@ class WeightStore:
 
     def _load(self, name: str) -> np.ndarray:
         shape, init = self.specs[name]
-        if self.path is None:
+        if self.path is None or (self.seed is not None and name not in self.file_keys()):
             return random_init(init, shape, self.seed or 0, name)
         if name not in self.file_keys():
             raise AitError(f"{self.path}: no tensor named '{name}'")
@@ -121,7 +121,8 @@ class WeightStore:
         with safe_open(self.path, framework="numpy") as f:
             for name, (shape, _) in sorted(self.specs.items()):
                 if name not in keys:
-                    problems.append(f"missing tensor '{name}' (shape {list(shape)})")
+                    if self.seed is None:  # else drawn at random
+                        problems.append(f"missing tensor '{name}' (shape {list(shape)})")
                     continue
                 piece = f.get_slice(name)
                 got = tuple(piece.get_shape())

@@ -14,8 +14,8 @@ import numpy as np
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim, shape_str
 from ait_build.ops.norm import softmax
-from ait_build.ops.registry import (Attr, OpDef, TType, broadcasts_to, register, require_float,
-                                    require_static, same_float_dtype)
+from ait_build.ops.opdef import (Attr, OpDef, TType, broadcasts_to, register, require_float,
+                                 require_static, same_float_dtype)
 
 
 def _split_inputs(attrs, inputs):
@@ -51,8 +51,11 @@ def _mha_infer(attrs, inputs):
         seq_k = q.shape[1]
     if attrs["causal"] and seq_k != q.shape[1]:  # top-left vs bottom-right alignment would differ
         raise OpError(f"causal attention needs seq_q == seq_k, got {q.shape[1]} and {seq_k}")
+    period = attrs.get("bias_period", 0)
+    if period and (bias is None or len(bias.shape) != 4 or bias.shape[0] != period):
+        raise OpError(f"bias_period {period} needs a [{period}, heads or 1, seq_q or 1, seq_k] bias")
     if bias is not None:
-        scores = (q.shape[0], h, q.shape[1], seq_k)
+        scores = (Dim.of(period) if period else q.shape[0], h, q.shape[1], seq_k)
         if not broadcasts_to(bias.shape, scores):
             raise OpError(f"attention bias {shape_str(bias.shape)} does not broadcast to "
                           f"[batch, heads, seq_q, seq_k] = {shape_str(scores)}")
@@ -75,6 +78,8 @@ def _mha_reference(attrs, xs, ws):
 
     scores = heads(q) @ heads(k).transpose(0, 1, 3, 2) * np.float32(attention_scale(attrs))
     if bias is not None:
+        if attrs.get("bias_period"):  # batch b reads bias[b % period]
+            bias = bias[np.arange(scores.shape[0]) % attrs["bias_period"]]
         scores = scores + bias
     if attrs["causal"]:
         sq, sk = scores.shape[-2:]
@@ -93,7 +98,10 @@ register(OpDef(
            Attr("scale", "number_or_none", None, doc="default 1/sqrt(head_dim)"),
            Attr("causal", "bool", False, doc="query i sees keys 0..i; needs seq_q == seq_k"),
            Attr("packed", "bool", False,
-                                                doc="one [batch, seq, 3*heads*head_dim] input")),
+                                                doc="one [batch, seq, 3*heads*head_dim] input"),
+           Attr("bias_period", "int", 0,
+                doc="when > 0, batch b adds bias[b % bias_period] (Swin's shifted windows: the "
+                    "batch is images x windows, the mask is per window)")),
     notes="torch.nn.functional.scaled_dot_product_attention with heads folded into the feature "
           "dim ([b, s, h*d] <-> [b, h, s, d]); the bias is an additive float mask (attn_mask); "
           "`causal` is is_causal (top-left, so seq_q must equal seq_k). Packed inputs are "

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ait_build.ir.graph import Graph, verify
+from ait_build.passes import (attention_masks, eliminate_dead_code, fold_batchnorm, fold_constants,
+                              fuse_attention, fuse_elementwise, fuse_epilogue, fuse_layernorm,
+                              pad_channels, plan_memory)
 
 
 @dataclass(frozen=True)
@@ -19,15 +22,13 @@ class Pass:
 
 
 def _pipeline() -> list:
-    from ait_build.passes import (eliminate_dead_code, fold_batchnorm, fold_constants,
-                                  fuse_attention, fuse_elementwise, fuse_epilogue, fuse_layernorm,
-                                  pad_channels, plan_memory)
     steps = (  # (module, what it does); a pass is named after its module
         (eliminate_dead_code, "drop no-op nodes and nodes that reach no output"),
         (fold_constants, "compute weight-only subgraphs at build time"),
         (fold_batchnorm, "fold batch_norm into the conv2d/linear before it"),
         (pad_channels, "pad conv/linear input channels to the target's alignment"),
         (fuse_attention, "softmax(q k^T) v pattern -> multi_head_attention; q/k/v -> one GEMM"),
+        (attention_masks, "attention masks: causal part -> causal mode, always-true parts dropped"),
         (fuse_layernorm, "residual add + layer_norm -> layer_norm with a residual input"),
         (fuse_epilogue, "bias add, residual add, activation -> the GEMM/conv epilogue"),
         (fuse_elementwise, "chains and small DAGs of elementwise ops -> one fused_elementwise"),

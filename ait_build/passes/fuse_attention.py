@@ -21,31 +21,26 @@ Gated on the target's `fused_attention` capability.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from ait_build.errors import OpError
+from ait_build.ir.dims import Dim
 from ait_build.ir.graph import Graph, Node
 from ait_build.passes.rewrite import (Uses, add_weight, free_name, infer, new_value, node_names,
-                                      position, remove_nodes, summary)
-from ait_build.ops.registry import TType
+                                      permute_dims, position, remove_nodes, summary)
+from ait_build.ops.opdef import TType
+from ait_build.passes import score_layouts
+from ait_build.passes.attention_masks import MASKED
 
 HEADS_FIRST = (0, 2, 1, 3)
-
-
-def _perm(graph: Graph, node: Node) -> tuple:
-    rank = len(graph.tensors[node.inputs[0]].shape)
-    if node.op == "permute":
-        return tuple(d % rank for d in node.attrs["dims"])
-    dims = list(range(rank))
-    a, b = node.attrs["dim0"] % rank, node.attrs["dim1"] % rank
-    dims[a], dims[b] = dims[b], dims[a]
-    return tuple(dims)
 
 
 def _permuted(graph: Graph, uses: Uses, t: str, dims: tuple, reader: Node, found: list):
     """The node making `t` when it is a permute by `dims` read only by `reader`."""
     node = uses.made_by(t, "permute", "transpose")
-    if node is None or uses.only_reader(t) is not reader or _perm(graph, node) != dims:
+    if node is None or uses.only_reader(t) is not reader or permute_dims(graph, node) != dims:
         return None
     found.append(node)
     return node
@@ -65,8 +60,37 @@ def _scaled(uses, t, reader, found, factors):
     return node.inputs[0], node
 
 
+@dataclass(frozen=True)
+class PackedPart:
+    """q, k or v as part `index` of x [b, s, 3*h*d] seen as [b, s, 3, h, d] (`view`): Swin's
+    qkv, sliced on that axis."""
+
+    x: str
+    index: int
+    view: Node = field(compare=False)
+
+
+def _packed_part(graph, uses, t, rs, mine):
+    """The PackedPart that `rs` ([b, s, 1, h, d] -> [b, s, h, d]) reshapes, or None."""
+    sl = uses.made_by(t, "slice")
+    if sl is None or uses.only_reader(t) is not rs or sl.attrs["step"] != 1:
+        return None
+    view = uses.made_by(sl.inputs[0], "reshape")
+    start, end = Dim.of(sl.attrs["start"]), sl.attrs["end"]
+    if view is None or not start.is_static or end is None or Dim.of(end) != start + 1:
+        return None
+    src, parts = graph.tensors[view.inputs[0]].shape, graph.tensors[view.output].shape
+    if len(src) != 3 or len(parts) != 5 or tuple(src[:2]) != tuple(parts[:2]) or \
+            parts[2] != Dim.of(3) or sl.attrs["axis"] % 5 != 2 or \
+            src[2] != parts[2] * parts[3] * parts[4]:
+        return None
+    mine.append(sl)
+    return PackedPart(view.inputs[0], start.value, view)
+
+
 def _split_heads(graph, uses, t, dims, reader, found, scales=None):
-    """(x, heads, head_dim) when t = permute(reshape(x [b, s, h*d] -> [b, s, h, d]), dims);
+    """(x, heads, head_dim) when t = permute(reshape(x [b, s, h*d] -> [b, s, h, d]), dims), or
+    (PackedPart, heads, head_dim) when the reshape takes [b, s, 1, h, d] out of a packed qkv;
     with `scales`, a scalar factor on either side of the permute joins it."""
     mine, factors = [], ([] if scales is not None else None)
     t, reader = _scaled(uses, t, reader, mine, factors)
@@ -78,14 +102,30 @@ def _split_heads(graph, uses, t, dims, reader, found, scales=None):
     if rs is None or uses.only_reader(rs.output) is not reader:
         return None
     xs, ys = graph.tensors[rs.inputs[0]].shape, graph.tensors[rs.output].shape
-    if len(xs) != 3 or len(ys) != 4 or tuple(ys[:2]) != tuple(xs[:2]):
+    if len(ys) != 4 or tuple(ys[:2]) != tuple(xs[:2]) or not (ys[2].is_static and ys[3].is_static):
         return None
-    if not (ys[2].is_static and ys[3].is_static) or xs[2] != ys[2] * ys[3]:
+    if len(xs) == 5 and xs[2] == Dim.of(1) and tuple(xs[3:]) == tuple(ys[2:]):
+        x = _packed_part(graph, uses, rs.inputs[0], rs, mine)
+    else:
+        x = rs.inputs[0] if len(xs) == 3 and xs[2] == ys[2] * ys[3] else None
+    if x is None:
         return None
     found += mine + [rs]  # only a full match adds nodes to replace (and scales)
     if factors:
         scales += factors
-    return rs.inputs[0], ys[2].value, ys[3].value
+    return x, ys[2].value, ys[3].value
+
+
+def _inputs(q, k, v, found) -> tuple | None:
+    """(attention inputs, packed) of the three; parts of one packed qkv are one input."""
+    xs = [q[0], k[0], v[0]]
+    parts = [x for x in xs if isinstance(x, PackedPart)]
+    if not parts:
+        return xs, False
+    if len(parts) != 3 or len({x.x for x in parts}) != 1 or [x.index for x in parts] != [0, 1, 2]:
+        return None
+    found.append(parts[0].view)
+    return [parts[0].x], True
 
 
 def _keys(graph, uses, mm, found, scales):
@@ -126,6 +166,10 @@ def _scores(graph, uses, t, reader, scale, bias, found):
         a, b = node.inputs
         rest = _scores(graph, uses, a, node, scale, b, found) or \
             _scores(graph, uses, b, node, scale, a, found)
+    elif node.op == "where" and bias is None and scale == 1.0 and _masks(uses, node.inputs[2]):
+        # masked_fill of the scores (older GPT-2 code) with a fill that masks: the same softmax
+        # as adding where(mask, 0, fill), made once the whole pattern matched
+        rest = _scores(graph, uses, node.inputs[1], node, scale, MaskedFill(*node.inputs[::2]), found)
     else:
         return None
     if rest is not None:
@@ -137,6 +181,35 @@ def _constant(uses, t):
     """The value of a `constant` node making `t`, else None."""
     node = uses.made_by(t, "constant")
     return float(node.attrs["value"]) if node is not None else None
+
+
+def _masks(uses, t) -> bool:
+    """Whether `t` is a constant fill whose exponential is 0 beside any sane score."""
+    value = _constant(uses, t)
+    return value is not None and value <= MASKED
+
+
+@dataclass(frozen=True)
+class MaskedFill:
+    """where(mask, scores, fill) seen on the way to the scores: its bias is where(mask, 0, fill)."""
+
+    mask: str
+    fill: str
+
+    def nodes(self, graph: Graph, uses: Uses, names: set, like: Node) -> tuple:
+        """(bias tensor, [zero constant, where]) added to the graph's tensors."""
+        fill = uses.made_by(self.fill)
+        made = []
+        for op, inputs, attrs in (("constant", [], dict(fill.attrs, value=0.0)),
+                                  ("where", [self.mask, None, self.fill], {})):
+            name = free_name(names, f"{like.name.rpartition('.')[0] or like.name}.mask_bias")
+            names.add(name)
+            inputs = [made[0].output if t is None else t for t in inputs]
+            node = Node(name, op, inputs, [], attrs, {}, like.loc)
+            (ttype,) = infer(graph, node)
+            node.outputs = [new_value(graph, name, ttype, like)]
+            made.append(node)
+        return made[1].output, made
 
 
 def _probabilities(uses, softmax, bias, found):
@@ -154,7 +227,7 @@ def _probabilities(uses, softmax, bias, found):
             guard.inputs != [isnan.output, guard.inputs[1], p] or \
             uses.only_reader(isnan.output) is not guard or _constant(uses, guard.inputs[1]) != 0:
         return None
-    mask = uses.made_by(bias, "where") if bias is not None else None
+    mask = uses.made_by(bias, "where") if isinstance(bias, str) else None
     fills = [_constant(uses, t) for t in mask.inputs[1:]] if mask is not None else [None]
     if None in fills or not np.isfinite(fills).all():
         return None
@@ -164,19 +237,25 @@ def _probabilities(uses, softmax, bias, found):
 
 
 def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
-    """(attention node, nodes it replaces) for the pattern ending at `softmax`, or None."""
+    """(attention node, nodes it replaces, nodes to insert before it, nodes to insert after it)
+    for the pattern ending at `softmax`, or None."""
     rank = len(graph.tensors[softmax.output].shape)
-    if rank != 4 or softmax.attrs["axis"] % rank != 3:
+    if rank != 4:
         return None
     found = [softmax]
-    scores = _scores(graph, uses, softmax.inputs[0], softmax, 1.0, None, found)
-    if scores is None:
-        return None
+    scores = _scores(graph, uses, softmax.inputs[0], softmax, 1.0, None, found) \
+        if softmax.attrs["axis"] % rank == 3 else None
+    layout = None
+    if scores is None:  # scores in another layout on the way (Swin, score_layouts.py)
+        layout = score_layouts.permuted_scores(graph, uses, softmax)
+        if layout is None:
+            return None
+        scores, found = (layout.matmul, layout.scale, None), list(layout.nodes)
     mm, scale, bias = scores
     scales = []  # factors on q and k themselves
     q = _split_heads(graph, uses, mm.inputs[0], HEADS_FIRST, mm, found, scales)
     k = _keys(graph, uses, mm, found, scales)
-    probs = _probabilities(uses, softmax, bias, found)
+    probs = layout.probs if layout else _probabilities(uses, softmax, bias, found)
     pv = uses.only_reader(probs) if probs is not None else None
     if q is None or k is None or pv is None or pv.op != "matmul" or pv.inputs[0] != probs:
         return None
@@ -188,28 +267,55 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     v = _split_heads(graph, uses, pv.inputs[1], HEADS_FIRST, pv, found)
     back = uses.only_reader(pv.output)
     if v is None or back is None or back.op not in ("permute", "transpose") \
-            or _perm(graph, back) != HEADS_FIRST:
+            or permute_dims(graph, back) != HEADS_FIRST:
         return None
     merge = uses.only_reader(back.output)
     if merge is None or merge.op not in ("reshape", "flatten"):
         return None
-    found += [back, merge]
-    if len({(h, d) for _, h, d in (q, k, v)}) != 1:
+    inputs = _inputs(q, k, v, found)
+    if len({(h, d) for _, h, d in (q, k, v)}) != 1 or inputs is None:
         return None
-    _, heads, head_dim = q
+    found += [back, merge]  # the last: where the attention goes
+    (qkv, packed), (_, heads, head_dim) = inputs, q
     parent = softmax.name.rpartition(".")[0]
     name = free_name(names, (parent + "." if parent else "") + "attention")
-    node = Node(name, "multi_head_attention", [q[0], k[0], v[0]] + ([bias] if bias else []),
-                list(merge.outputs), {"num_heads": heads, "head_dim": head_dim, "scale": float(scale),
-                                      "causal": False, "packed": False}, {}, softmax.loc)
+    added, period = [], 0
+    if layout is not None:
+        made = score_layouts.bias(graph, uses, names, layout.terms, softmax)
+        if made is None:
+            return None
+        bias, period, added = made
+    elif isinstance(bias, MaskedFill):
+        bias, added = bias.nodes(graph, uses, names, softmax)
+    attrs = {"num_heads": heads, "head_dim": head_dim, "scale": float(scale), "causal": False,
+             "packed": packed}
+    if period:
+        attrs["bias_period"] = period
+    node = Node(name, "multi_head_attention", qkv + ([bias] if bias else []), [], attrs, {},
+                softmax.loc)
     try:
         (out,) = infer(graph, node)
     except OpError:
-        return None  # e.g. a bias that does not broadcast to [b, h, s, s]
+        out = None  # e.g. a bias that does not broadcast to [b, h, s, s]
     want = graph.tensors[merge.output]
-    if tuple(out.shape) != tuple(want.shape) or out.dtype != want.dtype:
+    after = []
+    if out is not None and out.dtype == want.dtype and tuple(out.shape) != tuple(want.shape):
+        # merged straight into another shape (Swin's windows): the attention's rows, reshaped
+        node.outputs = [new_value(graph, name, out, softmax)]
+        after = [Node(free_name(names | {name}, name + ".merge"), "reshape", list(node.outputs),
+                      list(merge.outputs), {"shape": tuple(want.shape)}, {}, merge.loc)]
+        added.append(node)  # (its output tensor goes too if the match fails)
+    elif out is not None and out.dtype == want.dtype:
+        node.outputs = list(merge.outputs)
+    else:
+        out = None
+    if out is None:
+        for extra in added:  # never inserted: forget their tensors
+            del graph.tensors[extra.output]
         return None
-    return node, found
+    if after:
+        added.remove(node)
+    return node, found, added, after
 
 
 def _same_projection(nodes) -> bool:
@@ -267,11 +373,20 @@ def run(graph: Graph, target) -> str:
         found = match(graph, Uses(graph), softmax, names)
         if found is None:
             continue
-        node, replaced = found
-        names.add(node.name)
-        graph.nodes[position(graph, replaced[-1])] = node
+        node, replaced, before, after = found
+        names.update(n.name for n in [node] + before + after)
+        at = position(graph, replaced[-1])
+        graph.nodes[at:at + 1] = before + [node] + after
         remove_nodes(graph, replaced[:-1])
         fused += 1
+    # what was summed into a new bias (score_layouts.bias) is read no more (the graph had no
+    # dead nodes before this pass: eliminate_dead_code runs first)
+    while True:
+        uses = Uses(graph)
+        dead = [n for n in graph.nodes if not any(uses.of(t) or t in uses.outputs for t in n.outputs)]
+        if not dead:
+            break
+        remove_nodes(graph, dead)
     packed = 0
     for attn in [n for n in graph.nodes if n.op == "multi_head_attention" and not n.attrs["packed"]]:
         replaced = pack_qkv(graph, Uses(graph), attn, names)

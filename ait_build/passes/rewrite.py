@@ -7,7 +7,8 @@ import numpy as np
 
 from ait_build.ir.dims import Dim
 from ait_build.ir.graph import VALUE, WEIGHT, Graph, Node, Tensor
-from ait_build.ops.registry import TType, get_op
+from ait_build.ops.opdef import TType
+from ait_build.ops.registry import get_op
 
 
 class Uses:
@@ -91,7 +92,7 @@ def infer(graph: Graph, node: Node) -> list:
     """The op row's output types for `node` as it stands now."""
     op = get_op(node.op)
     ins = [TType(graph.tensors[t].shape, graph.tensors[t].dtype) for t in node.inputs]
-    return op.infer(dict(node.attrs, _dtype=graph.dtype), ins)
+    return op.infer_types(node.attrs, ins, graph.dtype)
 
 
 def new_value(graph: Graph, name: str, ttype: TType, like: Node) -> str:
@@ -127,6 +128,17 @@ def run_node(graph: Graph, node: Node, inputs: list, env: dict | None = None) ->
     ws = {role: graph.weights.get(w) for role, w in node.weights.items()}
     attrs = dict(node.attrs, _env=env, _out_shapes=shapes)
     return get_op(node.op).reference(attrs, inputs, ws)
+
+
+def permute_dims(graph: Graph, node: Node) -> tuple:
+    """The dims a `permute` or `transpose` node takes its output axes from, as a permutation."""
+    rank = len(graph.tensors[node.inputs[0]].shape)
+    if node.op == "permute":
+        return tuple(d % rank for d in node.attrs["dims"])
+    dims = list(range(rank))
+    a, b = node.attrs["dim0"] % rank, node.attrs["dim1"] % rank
+    dims[a], dims[b] = dims[b], dims[a]
+    return tuple(dims)
 
 
 def summary(*parts) -> str:

@@ -18,14 +18,14 @@ import sys
 
 from SCons.Script import Default, Dir, Exit, GetOption
 
+from ait_build.build.lock import hold_build_lock
+from ait_build.build.progress import Progress
+from ait_build.build.scons import Options, base_env, target_env, toolchain_value
 from ait_build.errors import AitError
+from ait_build.pipeline import load_target
 
 
 def setup(arguments: dict) -> None:
-    from ait_build.build.lock import hold_build_lock
-    from ait_build.build.scons import Options, base_env, target_env, toolchain_value
-    from ait_build.build.progress import Progress
-    from ait_build.spec.target import load_target
     root = Dir("#").abspath
     try:
         with open(arguments["listing"], encoding="utf-8") as fh:

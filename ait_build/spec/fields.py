@@ -21,6 +21,17 @@ def expect_list(value, loc: Location, what: str) -> YList:
     return value
 
 
+def string_list(mapping: YMap, key: str, what: str) -> tuple:
+    """mapping[key] as a tuple of strings (() when absent), each checked."""
+    if key not in mapping:
+        return ()
+    items = expect_list(mapping[key], where(mapping, key), f"{what}.{key}")
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise SpecError(f"{what}.{key} must be a list of strings", items.where(i))
+    return tuple(items)
+
+
 def check_keys(mapping: YMap, allowed, what: str, required=()) -> None:
     """Unknown keys get a did-you-mean; missing required keys point at the mapping."""
     for key in mapping:

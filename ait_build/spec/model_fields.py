@@ -59,10 +59,22 @@ def open_weights(doc: YMap, spec_path: str, override: str | None, specs: dict,
         _regular_file(path, value, loc)
         return _checked_file(path, value, specs, dtypes, loc)
     spec = expect_map(value, loc, "weights")
-    check_keys(spec, ("random",), "weights", required=("random",))
-    rnd = expect_map(spec["random"], where(spec, "random"), "weights.random")
-    check_keys(rnd, ("seed",), "weights.random")
-    return WeightStore(None, get(rnd, "seed", int, "weights.random", default=0), specs)
+    check_keys(spec, ("random", "file"), "weights")
+    if not spec:
+        raise SpecError("weights needs 'random', 'file' or both", loc)
+    seed = None
+    if "random" in spec:
+        rnd = expect_map(spec["random"], where(spec, "random"), "weights.random")
+        check_keys(rnd, ("seed",), "weights.random")
+        seed = get(rnd, "seed", int, "weights.random", default=0)
+    if "file" not in spec:
+        return WeightStore(None, seed, specs)
+    # with `random` too, the file holds some weights (an imported model's constants) and the
+    # others are drawn
+    shown = get(spec, "file", str, "weights")
+    path = os.path.join(os.path.dirname(spec_path), shown)
+    _regular_file(path, shown, where(spec, "file"))
+    return _checked_file(path, shown, specs, dtypes, where(spec, "file"), seed)
 
 
 def _regular_file(path: str, shown: str, loc: Location | None) -> None:
@@ -75,8 +87,8 @@ def _regular_file(path: str, shown: str, loc: Location | None) -> None:
 
 
 def _checked_file(path: str, shown: str, specs: dict, dtypes: dict,
-                  loc: Location | None) -> WeightStore:
-    store = WeightStore(path, None, specs)
+                  loc: Location | None, seed: int | None = None) -> WeightStore:
+    store = WeightStore(path, seed, specs)
     try:
         problems = store.check_file(dtypes)
     except Exception as exc:  # safetensors raises several types for a corrupt file

@@ -67,6 +67,15 @@ def type_name(value) -> str:
     return type(value).__name__
 
 
+def plain(value):
+    """YMap/YList (at any depth) as plain dicts and lists: for JSON, yaml.safe_dump, kwargs."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
 def ylist(items, loc: Location) -> YList:
     """A YList whose items all point at `loc` (for a scalar written where a list is allowed)."""
     out = YList(items)

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from ait_build.passes import fuse_attention
@@ -138,3 +139,82 @@ def test_nan_guard_stays_when_the_mask_can_be_infinite():
     and the fused kernel would not."""
     after, summary = check_pass(build(_onnx_sdpa(True, finite=False)), fuse_attention.run)
     assert summary == "" and "softmax" in ops(after)
+
+
+def swin_windows(shifted: bool, gathered: bool = False) -> str:
+    """torchvision's Swin window attention as the importer writes it (2x2 windows of 4x4 tokens,
+    2 heads of 8): scores permuted to [q, k, batch, heads], the relative position bias added
+    there, and (shifted) the batch split into images x windows for the per-window mask."""
+    mask = """
+        - {name: split_b, op: reshape, shape: [16, 16, batch, 4, 2]}
+        - {name: window_mask, op: parameter, shape: [16, 16, 1, 4, 1]}
+        - {name: masked, op: add, inputs: [split_b, window_mask]}
+        - {name: merged, op: reshape, shape: [16, 16, -1, 2]}""" if shifted else ""
+    # torchvision's relative position bias: a gather from a table (constant folding leaves it)
+    relpos = """- {name: table, op: parameter, shape: [31, 2]}
+        - {name: index, op: parameter, shape: [256], dtype: int64}
+        - {name: rows, op: gather, inputs: [table, index], axis: 0}
+        - {name: relpos, op: reshape, shape: [16, 16, 1, 2]}""" if gathered else \
+        "- {name: relpos, op: parameter, shape: [16, 16, 1, 2]}"
+    return f"""
+        - {{name: part, op: reshape, inputs: [x], shape: [batch, 2, 4, 2, 4, 16]}}
+        - {{name: wins, op: permute, dims: [0, 1, 3, 2, 4, 5]}}
+        - {{name: tokens, op: reshape, shape: [-1, 16, 16]}}
+        - {{name: qkv, op: linear, out_features: 48}}
+        - {{name: split, op: reshape, shape: [0, 16, 3, 2, 8]}}
+        - {{name: q_sel, op: slice, inputs: [split], axis: 2, start: 0, end: 1}}
+        - {{name: q_h, op: reshape, shape: [0, 16, 2, 8]}}
+        - {{name: k_sel, op: slice, inputs: [split], axis: 2, start: 1, end: 2}}
+        - {{name: k_h, op: reshape, shape: [0, 16, 2, 8]}}
+        - {{name: v_sel, op: slice, inputs: [split], axis: 2, start: 2, end: 3}}
+        - {{name: v_h, op: reshape, shape: [0, 16, 2, 8]}}
+        - {{name: q_s, op: mul, inputs: [q_h], scalar: 0.35}}
+        - {{name: qp, op: permute, dims: [0, 2, 1, 3]}}
+        - {{name: kp, op: permute, inputs: [k_h], dims: [0, 2, 3, 1]}}
+        - {{name: qk, op: matmul, inputs: [qp, kp]}}
+        - {{name: sc, op: permute, dims: [2, 3, 0, 1]}}
+        {relpos}
+        - {{name: biased, op: add, inputs: [sc, relpos]}}{mask}
+        - {{name: probs, op: softmax, axis: 1}}
+        - {{name: pb, op: permute, dims: [2, 3, 0, 1]}}
+        - {{name: vp, op: permute, inputs: [v_h], dims: [0, 2, 1, 3]}}
+        - {{name: ctx, op: matmul, inputs: [pb, vp]}}
+        - {{name: back, op: permute, dims: [0, 2, 1, 3]}}
+        - {{name: out, op: reshape, shape: [batch, 2, 2, 4, 4, 16]}}
+        """
+
+
+@pytest.mark.parametrize("shifted, gathered", [(False, False), (True, False), (True, True)])
+def test_swin_window_attention_becomes_one_packed_attention(shifted, gathered):
+    g = model(swin_windows(shifted, gathered), "{x: {shape: [batch, 8, 8, 16]}}", "[out]")
+    if gathered:
+        index = next(n for n in g.nodes if n.name == "index")
+        g.weights.set(index.weights["value"], np.arange(256) * 7 % 31)
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 3})
+    assert summary == "1 attention patterns fused"
+    assert ops(after) == ["reshape", "permute", "reshape", "linear", "parameter",
+                          "multi_head_attention", "reshape"]
+    attn, bias = node_of(after, "multi_head_attention"), node_of(after, "parameter")
+    assert attn.inputs == ["qkv", bias.output] and attn.attrs["packed"]
+    assert attn.attrs["scale"] == pytest.approx(0.35) and attn.outputs != ["out"]
+    # the relative position bias and the mask, summed at build time in [windows, heads, q, k]
+    assert [d.value for d in bias.attrs["shape"]] == ([4, 2, 16, 16] if shifted else [1, 2, 16, 16])
+    assert attn.attrs.get("bias_period", 0) == (4 if shifted else 0)
+
+
+def test_packed_slices_with_a_bias_defined_after_them():
+    """ONNX's Swin: canonical scores, q/k/v sliced from the packed qkv, the bias a weight defined
+    after the slices; the attention goes where the pattern ends, after everything it reads."""
+    text = swin_windows(False).replace("""
+        - {name: sc, op: permute, dims: [2, 3, 0, 1]}
+        - {name: relpos, op: parameter, shape: [16, 16, 1, 2]}
+        - {name: biased, op: add, inputs: [sc, relpos]}
+        - {name: probs, op: softmax, axis: 1}
+        - {name: pb, op: permute, dims: [2, 3, 0, 1]}""", """
+        - {name: relpos, op: parameter, shape: [1, 2, 16, 16]}
+        - {name: biased, op: add, inputs: [qk, relpos]}
+        - {name: pb, op: softmax, axis: -1}""")
+    g = model(text, "{x: {shape: [batch, 8, 8, 16]}}", "[out]")
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2})
+    attn = node_of(after, "multi_head_attention")
+    assert summary == "1 attention patterns fused" and attn.inputs == ["qkv", "relpos:0"]

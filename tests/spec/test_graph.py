@@ -139,6 +139,25 @@ def test_weights_argument_replaces_the_spec_field(write, tmp_path):
         load_model(path, weights=str(tmp_path / "missing.safetensors"))
 
 
+def test_a_file_of_some_weights_beside_random_ones(write, tmp_path):
+    """`{random: {seed}, file}`: what the file holds comes from it (checked), the rest is drawn;
+    `{file}` alone is the file, every weight in it."""
+    save_safetensors({"fc.bias": np.arange(4, dtype=np.float32)}, str(tmp_path / "some.safetensors"))
+    graph = "  - {name: fc, op: linear, out_features: 4}"
+    g = load_model(_model(write, graph, "[fc]",
+                          extra="weights: {random: {seed: 3}, file: some.safetensors}"))
+    assert g.weights.get("fc.bias").tolist() == [0, 1, 2, 3]
+    drawn = load_model(_model(write, graph, "[fc]", extra="weights: {random: {seed: 3}}",
+                              name="r.yaml")).weights.get("fc.weight")
+    assert np.array_equal(g.weights.get("fc.weight"), drawn)
+    with pytest.raises(SpecError, match="missing tensor 'fc.weight'"):
+        load_model(_model(write, graph, "[fc]", extra="weights: {file: some.safetensors}"))
+    save_safetensors({"fc.bias": np.zeros(5, np.float32)}, str(tmp_path / "some.safetensors"))
+    with pytest.raises(SpecError, match="'fc.bias' has shape"):
+        load_model(_model(write, graph, "[fc]",
+                          extra="weights: {random: {seed: 3}, file: some.safetensors}"))
+
+
 def test_random_weights_are_seeded(write):
     path = _model(write, "  - {name: fc, op: linear, out_features: 4}", "[fc]", extra="weights: {random: {seed: 3}}")
     a, b = load_model(path).weights.get("fc.weight"), load_model(path).weights.get("fc.weight")

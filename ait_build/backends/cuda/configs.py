@@ -117,16 +117,36 @@ FIXED_CHANNELS = (
 SM90_CONV_CHANNELS = 64
 
 
-def gemm_candidates(dtype: str, hopper: bool, min_align: int) -> tuple:
+# GEMMs over few channels (the 1x1 convs of mobile CNNs: N or K of 16 to 320, M = batch x pixels,
+# millions of rows): tiles 32 columns wide waste less of a 16-96 column problem than the 64- and
+# 128-wide ones, and with a short K loop more, smaller blocks keep more loads in flight
+NARROW_CHANNELS = 320
+SM80_NARROW = (
+    sm80((128, 32, 64), (32, 32, 64), 4),
+    sm80((256, 32, 32), (64, 32, 32), 4),
+    sm80((64, 64, 64), (32, 32, 64), 5),
+)
+SM90_NARROW = (
+    sm90_gemm("pingpong", (64, 32, 64), (1, 1)),
+    sm90_gemm("cooperative", (128, 32, 64), (1, 1)),
+    sm90_gemm("cooperative", (256, 64, 64), (1, 1)),
+)
+
+
+def gemm_candidates(dtype: str, hopper: bool, min_align: int, channels: int = 0) -> tuple:
     """(candidates, ladder) of a GEMM of `dtype` whose operands allow `min_align`-element
-    accesses, on a target whose GEMM family is Hopper's (`hopper`) or not."""
+    accesses, on a target whose GEMM family is Hopper's (`hopper`) or not; `channels`, the
+    smaller of N and K when both are static (else 0), adds the narrow tiles for few channels."""
     if dtype == "float32":
         return (SM80_FLOAT32,), (SM80_FLOAT32,)
     ladder = (SM80_LARGE, SM80_SMALL)
     more = SM80_MORE
+    narrow = 0 < channels <= NARROW_CHANNELS
+    if narrow:
+        more = more + SM80_NARROW
     if hopper and min_align >= SM90_ALIGN:
         ladder = (SM90_LARGE,) + ladder
-        more = more + SM90_MORE
+        more = more + SM90_MORE + (SM90_NARROW if narrow else ())
     return ladder + more, ladder
 
 

@@ -67,7 +67,7 @@ def candidates(lw, op: str, dtype: str, min_align: int, channels: int) -> tuple:
     loaded: backends.check_target)."""
     hopper = FAMILIES[lw.plan.target.kernel(op, DEFAULT_FAMILY)]
     if op == "gemm":
-        return gemm_candidates(dtype, hopper, min_align)
+        return gemm_candidates(dtype, hopper, min_align, channels)
     return conv_candidates(dtype, hopper, min_align, channels)
 
 

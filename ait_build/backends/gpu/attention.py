@@ -24,8 +24,10 @@ MAX_HEAD_DIM = 256
 
 def attention_lowering(tensor_cores: Callable | None = None) -> Callable:
     """The lowering a backend puts in its LOWER table. `tensor_cores(lw, ops, context)` (optional)
-    returns (template, label, scratch bytes) of the backend's faster kernel for the call, having
-    added that kernel's context, or None where only the GPU layer's kernel can take it."""
+    returns (template, label, scratch bytes, bias) of the backend's faster kernel for the call,
+    having added that kernel's context, or None where only the GPU layer's kernel can take it;
+    `bias`, when not None, is the (pointer, [b, h, q, k] strides) the kernel reads the bias from
+    instead of the bias tensor (a copy of a weight laid out for it)."""
     return partial(lower_attention, tensor_cores)
 
 
@@ -46,11 +48,16 @@ def lower_attention(tensor_cores, lw) -> None:
     params += [("float", "scale")] + [("int64_t", f"bs{i}") for i in range(4)]
     context = dict(has_bias=bias is not None, causal=bool(attrs["causal"]), head_dim=hd,
                    ctype=lw.ctype(out))
+    if attrs.get("bias_period"):  # batch b reads bias[b % period]
+        context.update(bias_period=attrs["bias_period"])
     chosen = tensor_cores(lw, ops, context) if tensor_cores else None
-    template, label, scratch = chosen or (lw.template("attention"), "attention", 0)
+    template, label, scratch, laid_out = chosen or (lw.template("attention"), "attention", 0, None)
+    bias_var = lw.src(bias) if bias is not None else None
+    if laid_out is not None:
+        bias_var, bias_strides = laid_out
     kernel = make_kernel(label + ("_causal" if attrs["causal"] else ""), node.op, template,
                          context, params)
-    args = [lw.dst(out), qv, kv, vv] + ([lw.src(bias)] if bias is not None else [])
+    args = [lw.dst(out), qv, kv, vv] + ([bias_var] if bias is not None else [])
     args += [cexpr(v) for v in (b, sq, sk, heads, *ld)]
     args += [float_literal(attention_scale(attrs))] + [cexpr(s) for s in bias_strides]
     # two GEMMs per (batch, head): q k^T and p v, each 2 * Sq * Sk * head_dim

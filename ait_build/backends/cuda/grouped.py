@@ -1,0 +1,121 @@
+"""Grouped convolutions on tensor cores (ResNeXt, RegNet: 8 to 128 channels per group).
+
+CUTLASS's grouped implicit-GEMM convs give every block whole output-channel tiles of one group
+(kSingleGroup: a group of 8 or 16 channels wastes most of a 64-wide tile) or multiply the zeros
+between groups (kMultipleGroup), and they take no broadcast epilogue. Our own kernel
+(templates/cuda/conv2d_grouped.cu.j2) issues only the block-diagonal products: a block copies the
+input halo of a spatial tile and the filters of a few consecutive groups into shared memory once
+and runs mma.sync over them, with the dense convs' epilogue act(acc + bias + residual). Each
+call is a tunable (codegen/tuning.py): its configurations (rows per block, groups per block) are
+all in one small kernel source, and `ait-build profile` measures them like CUTLASS's.
+
+Depthwise convs (one channel per group) and groups of other widths keep the GPU layer's direct
+kernel; float32 models too (their tensor-core math is 3xTF32, which this kernel does not do).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from ait_build.backends.gpu import gemm
+from ait_build.codegen.cexpr import cexpr
+from ait_build.codegen.kernel import make_kernel
+from ait_build.codegen.op_geometry import conv_geometry
+from ait_build.codegen.tuning import Config, Tunable
+from ait_build.ir.dims import Dim
+
+DTYPES = ("float16", "bfloat16")
+CHANNEL_VECTOR = 8  # channels per 16-byte vector: the kernel moves whole vectors
+MAX_GROUP_WIDTH = 128  # output channels per group: one group's accumulators per warp row tile
+# a block's filters stay in shared memory for the whole call (with the halo and the staged
+# output, within the 227 KiB of a Hopper block or the 163 KiB of an A100 one)
+MAX_FILTER_BYTES = 96 << 10
+# (row tiles of 16 pixels per warp, output channels per block); accumulators per thread are
+# rows / 32 * channels / 2 (at most 128)
+SHAPES = ((2, 64), (1, 64), (4, 64), (2, 128), (1, 128))
+LADDER = 2  # the first two: 128 or 64 pixels per block, 64 channels
+
+
+def config(rows_per_warp: int, groups: int, og: int) -> Config:
+    rows, cols = 4 * 16 * rows_per_warp, groups * og
+    return Config(f"grouped_{rows}x{cols}", "grouped", (("gpc", groups), ("mt", rows_per_warp)),
+                  (rows, cols))
+
+
+def candidates(og: int) -> tuple:
+    """(candidates, ladder): for each shape, as many whole groups as fit its channels (at least
+    one), the duplicates of narrow shapes on wide groups dropped."""
+    seen = {}
+    for mt, cols in SHAPES:
+        c = config(mt, max(1, cols // og), og)
+        if c.tile[1] * mt <= 256:  # accumulators: 2 * mt * cols / 8 per thread
+            seen.setdefault(c.name, c)
+    found = tuple(seen.values())
+    return found, found[:LADDER]
+
+
+def takes(dtype: str, groups: int, cv: int, ov: int, win: dict) -> bool:
+    """Whether the tensor-core kernel runs this conv (16-bit, whole channel vectors per group,
+    not depthwise, filters that fit in shared memory)."""
+    if dtype not in DTYPES or groups == 1 or cv % groups or ov % groups:
+        return False
+    cg, og = cv // groups, ov // groups
+    if cg % CHANNEL_VECTOR or og % CHANNEL_VECTOR or og > MAX_GROUP_WIDTH:
+        return False
+    return og * win["kh"] * win["kw"] * cg * 2 <= MAX_FILTER_BYTES
+
+
+def lower_conv2d(engine, lw) -> None:
+    """The cuda backend's conv2d lowering: grouped convs the tensor-core kernel takes run it; the
+    rest is the GPU layer's (backends/gpu/gemm.py)."""
+    node = lw.node
+    dims, groups, win, sizes, size_params = conv_geometry(lw)
+    n, h, w, c, ho, wo, o = dims
+    dtype = lw.dtype(node.output)
+    if not (all(Dim.of(d).is_static for d in (c, o)) and takes(dtype, groups, c.value, o.value, win)):
+        gemm.lower_conv2d(engine, lw)
+        return
+    cg, og = c.value // groups, o.value // groups
+    kh, kw = win["kh"], win["kw"]
+    out, ctype = node.output, lw.ctype(node.output)
+    epi = gemm.Epilogue(lw, 1, bool(node.attrs["bias"]))
+    # KRSC per output channel: [O][KH][KW][C/G], each group's filters contiguous
+    wt = lw.weight("weight", lambda a: a.transpose(0, 2, 3, 1), "krsc", (o.value, kh, kw, cg),
+                   dtype=dtype)
+    params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {ctype}*", "w"),
+              (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
+    params += [("int", "G")] + [("int", p) for p in gemm.WINDOW]
+    window = [win[p.lower()] for p in gemm.WINDOW]
+    args = [lw.dst(out), lw.src(node.inputs[0]), wt] + epi.args(lw) + sizes + [str(groups)]
+    args += [str(v) for v in window]
+    context = dict(ctype=ctype, cg=cg, og=og, act_fn=epi.fn,
+                   **{k: win[k] for k in ("kh", "kw", "sh", "sw", "dh", "dw")})
+    label = gemm.label_of("conv2d_grouped", epi)
+    template = lw.template("conv2d_grouped")
+
+    def make(configs, ladder):
+        shapes = [dict(c.context) for c in configs]
+        return make_kernel(label, "conv2d", template, dict(
+            context, configs=tuple(f"{s['mt']}, {s['gpc']}" for s in shapes),
+            groups_per_block=tuple(s["gpc"] for s in shapes), ladder=tuple(ladder)),
+            params + [("int", "config")])
+    found, ladder = candidates(og)
+    scalars = list(zip(("N", "H", "W", "C", "HO", "WO", "O"), dims)) + [("G", groups)]
+    scalars += list(zip(gemm.WINDOW, window))
+    problem = tuple((k.lower(), gemm._static(v)) for k, v in scalars if k not in ("N", "G"))
+    family = (f"conv2d_grouped {dtype} act={epi.act_text} cg={cg} og={og} k={kh}x{kw} "
+              f"s={win['sh']}x{win['sw']} d={win['dh']}x{win['dw']}")
+    # kind 'conv2d': the profiling driver's conv buffers (its filter buffer, O*KH*KW*C elements,
+    # holds the grouped filters' O*KH*KW*C/G)
+    tunable = Tunable(kind="conv2d", family=family, problem=problem, extent=Dim.of(n),
+                      scalars=tuple(scalars),
+                      operands=(("bias", epi.bias is not None), ("res", epi.residual is not None)),
+                      candidates=found, ladder=ladder)
+    group = make(ladder, tuple(range(len(ladder)))).name
+    flops = n * ho * wo * o * (cg * kh * kw * 2)
+    lw.tuned_call(tunable, make, args, group, flops=flops)
+    epi.finish(lw, out)
+
+
+def lowering(engine):
+    return partial(lower_conv2d, engine)

@@ -1,0 +1,137 @@
+"""Attention masks as the kernels want them: the causal part as the kernel's causal mode, the
+always-true parts gone, the rest as small a bias as it can be.
+
+An attention bias written as `where(mask, 0, -inf)` (PyTorch's scaled_dot_product_attention with a
+boolean mask; -inf or any fill at or below -1e4, whose exponential is 0 in float32 beside scores
+of a sane size) is rewritten when the mask is an and of terms of which some are, for every size
+of the dims (mask_values.py):
+
+- always true (DistilBERT's `q >= 0`, GPT-2's packed-sequence test on an arange): dropped;
+- the causal mask `kv <= q` over the scores' last two axes, on square scores: dropped, and the
+  attention becomes `causal: true` (the kernels skip the masked key tiles);
+
+the other terms (a padding mask from an input) stay and-ed in a new `where`, whose shape is only
+what they broadcast to: DistilBERT's [batch, 1, seq, seq] bias becomes [batch, 1, 1, seq]. With
+no term left the attention has no bias. Attention that masks its scores with `where(mask,
+scores, fill)` (the older GPT-2 code) is fused by fuse_attention into this form first.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ait_build.ir.graph import Graph, Node
+from ait_build.passes.mask_values import CAUSAL, TRUE, Const, MaskValues
+from ait_build.passes.rewrite import (Uses, free_name, infer, new_value, node_names, position,
+                                      remove_nodes, summary)
+
+MASKED = -1e4  # a fill at or below this masks a score (exp underflows to 0 in float32)
+
+
+def fill(uses: Uses, t: str):
+    """The value of a `constant` node making `t`, else None."""
+    node = uses.made_by(t, "constant")
+    return float(node.attrs["value"]) if node is not None else None
+
+
+def masked_bias(uses: Uses, bias: str):
+    """(where node, mask) when `bias` is where(mask, 0, fill <= MASKED), else None."""
+    node = uses.made_by(bias, "where")
+    if node is None or fill(uses, node.inputs[1]) != 0:
+        return None
+    masked = fill(uses, node.inputs[2])
+    if masked is None or not (masked <= MASKED or math.isinf(masked) and masked < 0):
+        return None
+    return node, node.inputs[0]
+
+
+def and_terms(uses: Uses, mask: str) -> list:
+    """The tensors `mask` is the logical and of (itself when it is no and)."""
+    node = uses.made_by(mask, "logical_and")
+    if node is None:
+        return [mask]
+    return [t for x in node.inputs for t in and_terms(uses, x)]
+
+
+class Rewriter:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.uses = Uses(graph)
+        self.values = MaskValues(graph, self.uses)
+        self.names = node_names(graph)
+        self.made: dict = {}  # (kept terms, fills) -> the new bias, shared by every attention
+        self.dropped: list = []  # the old `where`s, removed when nothing reads them any more
+        self.causal = self.smaller = self.removed = 0
+
+    def rewrite(self, attn: Node) -> None:
+        n_qkv = 1 if attn.attrs["packed"] else 3
+        if len(attn.inputs) <= n_qkv:
+            return
+        found = masked_bias(self.uses, attn.inputs[n_qkv])
+        if found is None:
+            return
+        where, mask = found
+        shape = self.graph.tensors[attn.inputs[0]].shape
+        square = attn.attrs["packed"] or self.graph.tensors[attn.inputs[1]].shape[1] == shape[1]
+        terms = and_terms(self.uses, mask)
+        values = [self.values.of(t) for t in terms]
+        if Const(False) in values:
+            return  # everything masked: leave it as written
+        causal = square and CAUSAL in values
+        keep = [t for t, v in zip(terms, values) if v != TRUE and not (causal and v == CAUSAL)]
+        if len(keep) == len(terms):
+            return
+        attn.attrs["causal"] = attn.attrs["causal"] or causal
+        self.causal += causal
+        self.dropped.append(where)
+        if not keep:
+            attn.inputs = attn.inputs[:n_qkv]
+            self.removed += 1
+            return
+        attn.inputs = attn.inputs[:n_qkv] + [self.bias(attn, where, keep)]
+        self.smaller += 1
+
+    def bias(self, attn: Node, where: Node, keep: list) -> str:
+        """where(and of `keep`, 0, fill), made once per set of terms, just before `attn`."""
+        key = (tuple(keep), fill(self.uses, where.inputs[2]))  # each layer has its own fills
+        if key in self.made:
+            return self.made[key]
+        mask = keep[0]
+        for term in keep[1:]:
+            mask = self.add(attn, "logical_and", [mask, term], where.name + ".mask")
+        made = self.add(attn, "where", [mask] + where.inputs[1:], where.name + ".kept")
+        self.made[key] = made
+        return made
+
+    def add(self, before: Node, op: str, inputs: list, name: str) -> str:
+        name = free_name(self.names, name)
+        self.names.add(name)
+        node = Node(name, op, inputs, [], {}, {}, before.loc)
+        (ttype,) = infer(self.graph, node)
+        node.outputs = [new_value(self.graph, name, ttype, before)]
+        self.graph.nodes.insert(position(self.graph, before), node)
+        return node.output
+
+    def remove_dead(self) -> None:
+        """The dropped `where`s and whatever only they read, back to the graph's inputs."""
+        dead, todo = [], list(self.dropped)
+        while todo:
+            uses = Uses(self.graph)
+            todo = [n for n in todo if not any(uses.of(t) or t in uses.outputs for t in n.outputs)
+                    and all(n is not d for d in dead)]
+            if not todo:
+                break
+            dead += todo
+            producers = [uses.made_by(t) for n in todo for t in n.inputs]
+            remove_nodes(self.graph, todo)
+            todo = [p for p in producers if p is not None]
+
+
+def run(graph: Graph, target) -> str:
+    rewriter = Rewriter(graph)
+    for attn in [n for n in graph.nodes if n.op == "multi_head_attention"]:
+        rewriter.rewrite(attn)
+    rewriter.remove_dead()
+    return summary((rewriter.causal, "attention masks run as causal"),
+                   (rewriter.smaller, "attention biases made smaller"),
+                   (rewriter.removed, "always-true attention masks dropped"))

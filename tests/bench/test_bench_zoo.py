@@ -1,0 +1,124 @@
+"""The public benchmark's harness (ait_build/bench/zoo*.py) without a GPU: the models and cases
+it runs, the specs it writes (random weights beside the import's constants, which bench loads
+into the PyTorch module too) and the table it prints from `ait-build bench` reports."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+from ait_build.bench import zoo, zoo_specs, zoo_table
+from ait_build.cli.main import main
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_the_zoo_is_the_issues_list_at_its_batches():
+    assert [m.name for m in zoo_specs.ZOO] == [
+        "mobilenet_v3_large", "efficientnet_v2_s", "convnext_small", "regnet_x_3_2gf",
+        "resnext101_32x8d", "swin_s", "densenet121", "shufflenet_v2_x1_0", "roberta_base",
+        "gpt2_medium", "t5_base_encoder"]
+    large = {m.name: m.batches for m in zoo_specs.ZOO}
+    assert large["resnext101_32x8d"] == (1, 128) and large["swin_s"] == (1, 64)
+    assert large["gpt2_medium"] == (1, 16) and large["roberta_base"] == (1, 32)
+    assert zoo_specs.import_args(zoo_specs.BY_NAME["gpt2_medium"]) == [
+        "import", "torch", "ait_build.bench.zoo_models:gpt2_medium", "--dtype", "float16", "-o",
+        os.path.join("build", "zoo", "gpt2_medium.yaml"), "--input", "input_ids:batch,seq:int64",
+        "--dim", "batch=1:16:1", "--dim", "seq=1:1024:128"]
+
+
+def test_cases_per_seq_and_the_options_that_pick_them():
+    gpt2, cnn = zoo_specs.BY_NAME["gpt2_medium"], zoo_specs.BY_NAME["convnext_small"]
+    assert zoo.bench_cases(gpt2, None, None) == [([1, 16], 128), ([1, 16], 1024)]
+    assert zoo.bench_cases(gpt2, [4], (256,)) == [([4], 256)]
+    assert zoo.bench_cases(cnn, None, None) == [([1, 128], None)]
+    args = lambda *a: zoo.parser().parse_args(list(a))  # noqa: E731
+    quick = zoo.select(args("--quick"))
+    assert [(m.name, s) for m, s in quick] == [("mobilenet_v3_large", None),
+                                               ("gpt2_medium", (128,)),
+                                               ("efficientnet_v2_s", None),
+                                               ("convnext_small", None)]
+    assert [(m.name, s) for m, s in zoo.select(args("--models", "t5_base_encoder,swin_s"))] == [
+        ("t5_base_encoder", None), ("swin_s", None)]
+    picked = zoo.select(args("--models", "swin_s,gpt2_medium,t5_base_encoder", "--seq", "256"))
+    assert [s for _, s in picked] == [None, (256,), None]  # --seq: where there is a seq dim
+    with pytest.raises(SystemExit, match="unknown zoo model resnet9"):
+        zoo.select(args("--models", "resnet9"))
+
+
+def side(ms, **extra):
+    return dict({"median_ms": ms}, **extra)
+
+
+def test_the_table_puts_ours_beside_the_best_pytorch_mode():
+    cuda = {"model": "swin_s", "results": [
+        {"dims": {"batch": 1}, "ait_build": side(1.2), "torch_eager": side(4.0),
+         "torch_eager_cuda_graph": side(1.5), "torch_compile": side(1.0, mode="reduce-overhead"),
+         "rel_l2_vs_float32": {"ait_build": 6.3e-4, "torch_eager": 7.1e-4}},
+        {"dims": {"batch": 64}, "ait_build": side(20.0), "torch_eager": side(30.0),
+         "torch_eager_cuda_graph": {"skipped": "RuntimeError: x"},
+         "torch_compile": {"skipped": "--compile-mode none"}}]}
+    cpu = {"model": "shufflenet_v2_x1_0", "results": [
+        {"dims": {"batch": 1}, "ait_build": side(30.0),
+         "torch": side(60.0, max_abs_diff=1e-3, rel_l2=4e-4)}]}
+    rows = zoo_table.summary_rows([cuda, cpu, {"rc": "timeout"}])
+    assert [(r["model"], r["best"], r["ours_over_best"]) for r in rows] == [
+        ("swin_s", "compile", 1.2), ("swin_s", "eager", 20.0 / 30.0),
+        ("shufflenet_v2_x1_0", "eager", 0.5)]
+    assert rows[0]["rel_l2_ours"] == 6.3e-4 and rows[0]["rel_l2_torch_fp16"] == 7.1e-4
+    assert rows[2]["rel_l2_ours"] == 4e-4 and rows[2]["rel_l2_torch_fp16"] is None
+    lines = zoo_table.markdown(rows, no_compile=False).splitlines()
+    assert lines[0].startswith("| model | dims | ait-build ms | eager ms | eager+graph ms | "
+                               "compile ms | best | ours/best | rel L2 ours |")
+    assert lines[2] == ("| swin_s | batch=1 | 1.200 | 4.000 | 1.500 | 1.000 | compile | **1.20** "
+                        "| 6.3e-04 | 7.1e-04 |")
+    assert lines[3].startswith("| swin_s | batch=64 | 20.000 | 30.000 | - | - | eager | **0.67**")
+    assert "compile ms (--no-compile)" in zoo_table.markdown(rows, no_compile=True)
+    assert "| skipped |" in zoo_table.markdown(rows, no_compile=True)
+
+
+@pytest.mark.torch
+@pytest.mark.skipif(importlib.util.find_spec("torchvision") is None, reason="needs torchvision")
+def test_random_weights_with_constants_reach_the_source_module(tmp_path, monkeypatch):
+    """A zoo spec: random weights, the import's constants (a Swin's index tables and shift
+    masks) in a small file. bench's module gets the same values: it computes what the spec's
+    reference executor computes."""
+    import torch
+    from ait_build.bench.source_twin import comparison_twin
+    from ait_build.ops.reference import random_inputs, run_reference
+    from ait_build.spec.model import load_model
+    from safetensors.numpy import load_file
+    monkeypatch.syspath_prepend(REPO)  # tests.importers.zoo:small_swin
+    monkeypatch.chdir(tmp_path)
+    model = zoo_specs.ZooModel("swin", "tests.importers.zoo:small_swin", ("x:batch,3,32,32",),
+                         ("batch=1:2:1",), (1, 2))
+    assert not zoo_specs.imported_already(model)
+    assert main(zoo_specs.import_args(model)) == 0
+    zoo_specs.randomize_weights(zoo_specs.spec_path(model), model)
+    assert sorted(os.listdir("build/zoo")) == ["swin.constants.safetensors", "swin.yaml"]
+    assert zoo_specs.imported_already(model)  # a second run keeps it
+    spec = zoo_specs.spec_path(model)
+    with open(spec) as fh:
+        assert "weights: {random: {seed: 0}, file: swin.constants.safetensors}\n" in fh.read()
+    constants = load_file("build/zoo/swin.constants.safetensors")
+    assert any("relative_position_index" in k for k in constants)
+    assert all(k not in constants for k in ("head.weight", "features.0.0.weight"))
+    graph = load_model(spec)
+    twin = comparison_twin(spec, graph, "swin")
+    assert twin.note == ""  # the constants file is the one the source names
+    inputs = random_inputs(graph, seed=3)
+    want = run_reference(graph, inputs)[graph.outputs[0]]
+    # as the cuda bench uses it: a float32 copy beside the module converted to another dtype
+    reference = copy.deepcopy(twin.module)
+    converted = twin.module.double()
+    args = twin.to_args(inputs)
+    with torch.no_grad():
+        (got,) = reference(*args)
+        (got64,) = converted(*[a.double() for a in args])
+    assert got.dtype == torch.float32 and got64.dtype == torch.float64
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got64.numpy(), want, rtol=1e-4, atol=1e-4)
