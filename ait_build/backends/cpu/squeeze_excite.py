@@ -4,9 +4,7 @@ per-channel gate from a feature map: global_avg_pool -> 1x1 conv (activation) ->
 kernels, two of them GEMMs of one row per image through the BLAS, each a pool job of its own.
 Here the pool's and the first conv's lowerings emit nothing and the second conv's emits one
 kernel (templates/cpu/squeeze_excite.cpp.j2): the means (global_avg_pool's loop, reading the map
-where it lies), then both products with their biases and activations, image by image. (Summing
-the means inside the conv that writes the map, while its pieces are in cache, measured no faster
-overall: docs/benchmarks.md.)
+where it lies), then both products with their biases and activations, image by image.
 
 The multiply by the gate, where only a 1x1 conv reads its product (the block's projection) and
 the map has more pixels than the conv has outputs, is folded into that conv: the multiply emits
