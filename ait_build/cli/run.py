@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from ait_build.cli.args import add_input_arguments, check_output_path, dims_of
+from ait_build.cli.args import add_input_arguments, check_output_path, dims_of, nonnegative_int
 from ait_build.errors import AitError
 from ait_build.ir.resources import project_root
 from ait_build.ir.weights import save_safetensors
@@ -20,7 +20,8 @@ from ait_build.spec.model import load_model
 DESCRIPTION = ("Run a built model and print each output's statistics; --check compares them with "
                "the NumPy reference executor (exit 1 past the tolerance).")
 EXAMPLES = ["ait-build run build/cpu/mlp --random-input --check",
-            "ait-build run build/cpu/tiny_bert --random-input --dim seq=32 -o out.safetensors"]
+            "ait-build run build/cpu/tiny_bert --random-input --dim seq=32 -o out.safetensors",
+            "ait-build run build/h200/mlp --random-input --device 1"]
 
 
 def add_arguments(p) -> None:
@@ -30,13 +31,15 @@ def add_arguments(p) -> None:
     p.add_argument("--spec", help="the model's spec for --check (default: specs/<model>.yaml of "
                    "the project)")
     p.add_argument("-o", "--output", metavar="FILE", help="write outputs to a safetensors file")
+    p.add_argument("--device", type=nonnegative_int, metavar="N", help="the GPU a cuda or rocm "
+                   "build runs on (default: the current device, normally 0)")
 
 
 def run(args) -> int:
     dims = dims_of(args.dim, args.batch)
     if args.output:
         check_output_path(args.output)  # before the work, not after it
-    with Model(args.build_dir) as model:
+    with Model(args.build_dir, device=args.device) as model:
         spec = find_spec(model.manifest, args.spec)
         graph = None
         if spec and (args.check or args.random_input):
