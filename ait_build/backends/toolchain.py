@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ait_build.backends import get_backend
 from ait_build.errors import AitError
+from ait_build.files.read import read_bytes
 
 # what to install when a compiler is missing, by compiler name
 INSTALL_HINTS = {
@@ -142,8 +143,7 @@ def host_compiler(flags) -> str:
 def header_version(path: str, prefix: str) -> str:
     """'MAJOR.MINOR.PATCH' from `#define <prefix>_MAJOR 4`-style lines of a header."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
+        text = read_bytes(path).decode("utf-8", "replace")
     except OSError:
         return "unknown"
     parts = [re.search(rf"#define\s+{prefix}_{part}\s+(\d+)", text) for part in ("MAJOR", "MINOR", "PATCH")]

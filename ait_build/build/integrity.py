@@ -42,6 +42,8 @@ def _drifted(target) -> bool:
     if target.get_state() == SCons.Node.executed or not target.exists():
         return False  # built in this run, or missing (SCons rebuilds a missing file anyway)
     path = target.get_abspath()
+    if path not in _DRIFTED and not os.path.isfile(path):
+        _DRIFTED[path] = True  # a FIFO or a device where an output was: hashing it would block
     if path not in _DRIFTED:
         stored = getattr(target.get_stored_info().ninfo, "csig", None)
         # hashed from the file itself: SCons' get_csig may reuse the recorded value of old files

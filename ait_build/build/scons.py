@@ -28,6 +28,7 @@ from ait_build.backends import get_backend
 from ait_build.build.lock import hold_build_lock
 from ait_build.codegen.render import template_path, templates_dir
 from ait_build.errors import AitError, did_you_mean
+from ait_build.files.read import sha256_file
 from ait_build.build.commands import literal
 from ait_build.build.progress import Progress
 from ait_build.build.spec_list import split_paths
@@ -371,8 +372,7 @@ def file_digest(path: str) -> str:
     """Hash of a file's bytes ('none' when there is none): the kernel profile is read by
     generation, and creating, editing or deleting it must regenerate."""
     try:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()[:16]
+        return sha256_file(path)[:16]
     except (OSError, TypeError):
         return "none"
 

@@ -131,8 +131,13 @@ def cmd_reference(args) -> int:
 
 def load_arrays(path) -> dict:
     from safetensors.numpy import load_file
-    if not os.path.isfile(path):  # a FIFO or a device would block or never end
-        raise AitError(f"{path}: not a regular file" if os.path.exists(path) else f"{path}: not found")
+    from ait_build.files.read import check_regular
+    try:
+        check_regular(path)  # a FIFO or a device would block or never end
+    except FileNotFoundError:
+        raise AitError(f"{path}: not found") from None
+    except OSError as exc:
+        raise AitError(f"{path}: {exc.strerror}") from None
     try:
         return load_file(path)
     except Exception as exc:

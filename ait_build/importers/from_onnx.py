@@ -16,6 +16,7 @@ import os
 import numpy as np
 
 from ait_build.errors import AitError
+from ait_build.files.read import check_regular
 from ait_build.importers.graph import ImportFailure, ImportGraph, Value
 from ait_build.importers.lower import Lower
 from ait_build.ir.dims import Dim, DimRange
@@ -307,8 +308,12 @@ def _path(node) -> str:
 def import_onnx(path: str, inputs: list, dims: list, name: str,
                 dtype: str = "float32") -> ImportGraph:
     import onnx
-    if not os.path.isfile(path):
-        raise AitError(f"no such ONNX file: {path}")
+    try:
+        check_regular(path)
+    except FileNotFoundError:
+        raise AitError(f"no such ONNX file: {path}") from None
+    except OSError as exc:
+        raise AitError(f"{path}: {exc.strerror}") from None
     try:
         model = onnx.load(path)
     except Exception as exc:

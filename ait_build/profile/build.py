@@ -19,6 +19,7 @@ import sys
 from SCons.Script import Default, Dir, Exit, GetOption
 
 from ait_build.errors import AitError
+from ait_build.files.read import read_text
 
 
 def setup(arguments: dict) -> None:
@@ -28,8 +29,7 @@ def setup(arguments: dict) -> None:
     from ait_build.spec.target import load_target
     root = Dir("#").abspath
     try:
-        with open(arguments["listing"], encoding="utf-8") as fh:
-            listing = json.load(fh)
+        listing = json.loads(read_text(arguments["listing"]))
         target = load_target(listing["target"])
         cache = arguments.get("cache", os.environ.get("AIT_BUILD_CACHE", ""))
         opts = Options(root=root, targets=[target.name], specs=[], cache=cache,

@@ -16,6 +16,7 @@ import time
 
 from ait_build.codegen.emit import write_if_changed
 from ait_build.errors import AitError
+from ait_build.files.read import read_bytes
 
 
 def parse_values(text: str, what: str) -> list:
@@ -100,8 +101,7 @@ def check_built(harnesses: list) -> None:
     """--measure-only: each program must exist and come from the sources rendered now."""
     for h in harnesses:
         try:
-            with open(os.path.join(h.folder, DIGEST), encoding="ascii") as fh:
-                built = fh.read().strip()
+            built = read_bytes(os.path.join(h.folder, DIGEST)).decode("ascii", "replace").strip()
         except OSError:
             built = ""
         if built != h.digest or not os.path.isfile(os.path.join(h.folder, h.program)):

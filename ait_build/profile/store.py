@@ -7,12 +7,13 @@ or another batch adds entries and replaces only the ones measured again."""
 from __future__ import annotations
 
 import json
+import math
 import os
 
 from ait_build.codegen.tuning import ENTRY_FIELDS, Entry, Profile
 from ait_build.errors import SpecError
 from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
-from ait_build.spec.yamlfile import load_yaml, where
+from ait_build.spec.yamlfile import load_yaml, plain, where
 
 HEADER = """\
 # Kernel configurations for target {target}, measured by `ait-build profile` (docs/profile.md).
@@ -25,8 +26,14 @@ HEADER = """\
 
 def read_profile(path: str) -> Profile:
     """The profile in `path` (an empty one when there is no such file)."""
-    if not path or not os.path.isfile(path):
+    if not path or not os.path.exists(path):
         return Profile(path)
+    _, found = _profile_doc(path)
+    return Profile(path, {k: tuple(v[e] for e in sorted(v)) for k, v in found.items()})
+
+
+def _profile_doc(path: str):
+    """The profile file's document, checked as a build reads it (located errors)."""
     doc = check_header(load_yaml(path), path, "Profile")
     check_keys(doc, ("apiVersion", "kind", "target", "measured_on", "entries"), "a profile")
     items = expect_list(doc.get("entries", []), where(doc, "entries"), "entries") \
@@ -36,16 +43,26 @@ def read_profile(path: str) -> Profile:
         what = f"entries[{i}]"
         raw = expect_map(raw, items.where(i), what)
         check_keys(raw, ENTRY_FIELDS, what, required=("family", "problem", "extent", "config"))
-        extent = get(raw, "extent", int, what)
-        if extent < 1:
-            raise SpecError(f"{what}.extent must be positive, got {extent}", raw.where("extent"))
+        extent = _positive(raw, "extent", int, what)
         for key in ("us", "heuristic_us"):
-            get(raw, key, float, what)
-        get(raw, "candidates", int, what)
-        entry = Entry(extent, get(raw, "config", str, what))
+            _positive(raw, key, float, what)
+        _positive(raw, "candidates", int, what)
+        entry = Entry(extent, get(raw, "config", str, what), items.where(i))
         key = (get(raw, "family", str, what), get(raw, "problem", str, what))
+        if extent in found.get(key, {}):
+            raise SpecError(f"{what} repeats the entry of {key[0]} {key[1]} at extent {extent} "
+                            f"(line {found[key][extent].where.line})", items.where(i))
         found.setdefault(key, {})[extent] = entry
-    return Profile(path, {k: tuple(v[e] for e in sorted(v)) for k, v in found.items()})
+    return doc, found
+
+
+def _positive(raw, key: str, kind, what: str):
+    """A field that, when present, holds a finite positive number (a time, a count, an extent):
+    a negative or NaN time would otherwise win every comparison."""
+    value = get(raw, key, kind, what)
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise SpecError(f"{what}.{key} must be a positive number, got {value!r}", raw.where(key))
+    return value
 
 
 def profile_path(target) -> str:
@@ -76,13 +93,11 @@ def load_profile(target) -> Profile:
 def read_entries(path: str) -> tuple:
     """((family, problem, extent) -> entry dict, measured_on) of the file, validated like a
     build reads it; ({}, '') when there is none."""
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         return {}, ""
-    read_profile(path)  # located errors for a broken file
-    import yaml
-    with open(path, encoding="utf-8") as fh:
-        doc = yaml.safe_load(fh) or {}
-    entries = {(e["family"], e["problem"], e["extent"]): dict(e) for e in doc.get("entries") or []}
+    doc, _ = _profile_doc(path)  # located errors for a broken file
+    doc = plain(doc)
+    entries = {(e["family"], e["problem"], e["extent"]): e for e in doc.get("entries") or []}
     return entries, str(doc.get("measured_on") or "")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -18,9 +19,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MLP = os.path.join(ROOT, "specs", "mlp.yaml")
 
 
-def _cli(*args, cwd=ROOT):
+def _cli(*args, cwd=ROOT, timeout=120):
     return subprocess.run([sys.executable, "-m", "ait_build", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=ROOT))
+                          text=True, timeout=timeout, env=dict(os.environ, PYTHONPATH=ROOT))
 
 
 def _one_line(proc, rc: int, words: str) -> None:
@@ -128,6 +129,24 @@ def test_a_fifo_is_refused_not_read(toy_dir, tmp_path, args):
     fifo = str(tmp_path / "pipe.safetensors")
     os.mkfifo(fifo)
     _one_line(_cli(*[a.format(toy=toy_dir, fifo=fifo) for a in args]), 1, "not a regular file")
+
+
+@pytest.mark.parametrize("name, words", [
+    ("libtoy.so", "not a regular file (a FIFO)"),
+    ("libtoy.so.sha256", "libtoy.so.sha256 is missing or unreadable"),
+    ("manifest.json", "not a regular file (a FIFO)"),
+    ("weights.safetensors", "is not a regular file"),
+])
+def test_a_build_folder_file_that_is_a_fifo_is_refused_not_read(toy_dir, tmp_path, name, words):
+    """A build folder whose library, digest or manifest was replaced by a FIFO: `ait-build run`
+    (and Model()) open every file non-blocking and refuse it (they used to wait forever)."""
+    folder = tmp_path / "toy"
+    shutil.copytree(toy_dir, folder)
+    os.remove(folder / name)
+    os.mkfifo(folder / name)
+    proc = _cli("run", str(folder), "--random-input", timeout=60)
+    assert proc.returncode == 1 and words in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_reference_writes_every_intermediate(tmp_path):
