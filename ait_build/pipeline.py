@@ -3,21 +3,40 @@
     load_model (spec/)  ->  optimize (passes/)  ->  plan_model (codegen/ on the target's Backend,
     with the target's profile)  ->  emission / write_library (codegen/emit.py)
 
-Each stage stays a plain function of its inputs and imports none of the others; this module and
-its callers (SCons, the command line, the tests) are what know the order.
+Each stage stays a plain function of its inputs and imports none of the later ones; this module
+and its callers (SCons, the command line, the tests) are what know the order. Target files load
+here too (find_target, load_target): spec/ checks them against the backend table it is handed.
 """
 
 from __future__ import annotations
 
-from ait_build.backends import get_backend
+from ait_build.backends import BACKENDS, get_backend, toolchain_for
 from ait_build.codegen.emit import Emission, emission, write_library
 from ait_build.codegen.plan import ModelPlan, plan_model
+from ait_build.codegen.tuning import Profile
 from ait_build.errors import AitError
 from ait_build.passes import optimize as run_passes
-from ait_build.profile.store import load_profile
+from ait_build.spec import target as target_file
+from ait_build.spec.check import check_spec
 from ait_build.spec.model import load_model
-from ait_build.spec.target import find_target
-from ait_build.backends.toolchain import toolchain_for
+from ait_build.spec.profile import load_profile, profile_path
+from ait_build.spec.target import Target
+
+
+def load_target(path: str) -> Target:
+    """The target file at `path`, checked against its backend (tests/bad_specs: target_*)."""
+    return target_file.load_target(path, BACKENDS)
+
+
+def find_target(name_or_path: str, directory: str | None = None) -> Target:
+    """A target by path, or by name: the project's targets/<name>.yaml (`directory`), else the
+    stock one; checked against its backend."""
+    return target_file.find_target(name_or_path, BACKENDS, directory)
+
+
+def check_file(path: str) -> str:
+    """`ait-build check` of one file (a model, target or blocks file): a one-line summary."""
+    return check_spec(path, BACKENDS)
 
 
 def resolve_target(target):
@@ -38,7 +57,7 @@ def plan_graph(graph, target, tune: bool = True) -> ModelPlan:
     `ait-build profile` (codegen/tuning.py)."""
     check_dtype(graph, target)
     return plan_model(graph, target, get_backend(target.backend),
-                      load_profile(target) if tune else None)
+                      Profile(profile_path(target), load_profile(target)) if tune else None)
 
 
 def build_plan(spec_path: str, target, weights: str | None = None,

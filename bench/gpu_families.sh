@@ -13,7 +13,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
 nvidia-smi -L; nproc
-SPECS=$(python3 tests/cuda/cuda_op_groups.py families),$(python3 bench/gpu_families.py --write-specs) || exit 1
+SPECS=$(python3 tests/backends/cuda/cuda_op_groups.py families),$(python3 bench/gpu_families.py --write-specs) || exit 1
 start=$(date +%s)
 timeout "${BUILD_S:-200}" python3 -m SCons -Q -k -j"$(nproc)" target=h200 spec="$SPECS" \
   cache=build/cache > "$OUT/build.log" 2>&1
@@ -21,7 +21,7 @@ echo "build rc=$? in $(( $(date +%s) - start ))s"
 grep -n -A12 -m 20 "error" "$OUT/build.log" | head -60
 start=$(date +%s)
 AIT_PREBUILT=1 AIT_GPU_REPORT=$OUT/errors.jsonl timeout "${TEST_S:-90}" python3 -m pytest -m gpu \
-  tests/cuda -q -p no:cacheprovider -rf -k "(families or depthwise or pools_and_scales or \
+  tests/backends/cuda -q -p no:cacheprovider -rf -k "(families or depthwise or pools_and_scales or \
 squeeze_excitation or epilogue_activations) and not a100" 2>&1 | tee "$OUT/pytest.log" | tail -30
 echo "tests in $(( $(date +%s) - start ))s"
 start=$(date +%s)

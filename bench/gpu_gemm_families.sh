@@ -15,7 +15,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
 nvidia-smi -L; nproc
 TEST_GROUPS="grouped_conv attention_masks window_attention"
-TESTS=$(cd tests/cuda && python3 -c "
+TESTS=$(cd tests/backends/cuda && python3 -c "
 from cuda_op_groups import op_spec
 print(','.join(op_spec(g + d) for g in '$TEST_GROUPS'.split() for d in ('', '_bfloat16')))") || exit 1
 BENCH=$(python3 bench/gpu_gemm_families.py --write-specs) || exit 1
@@ -30,7 +30,7 @@ echo "bench build rc=$? in $(( $(date +%s) - start ))s"
 grep -n -A12 -m 20 "error" "$OUT/build.log" "$OUT/build_bench.log" | head -60
 start=$(date +%s)
 AIT_PREBUILT=1 AIT_GPU_REPORT=$OUT/errors.jsonl timeout "${TEST_S:-60}" python3 -m pytest -m gpu \
-  tests/cuda/test_gpu_numerics.py -q -p no:cacheprovider -rf \
+  tests/backends/cuda/test_gpu_numerics.py -q -p no:cacheprovider -rf \
   -k "grouped_conv or attention_masks or window_attention" 2>&1 | tee "$OUT/pytest.log" | tail -30
 echo "tests in $(( $(date +%s) - start ))s"
 start=$(date +%s)

@@ -2,7 +2,7 @@
 on the GPU: the same module the importer read (bench/import_models.py regenerates it from its
 seed), the same random inputs; relative L2 and max error over max |output| per case, with
 PyTorch's own float16 beside ours. Writes a JSON list and exits 1 when a case is over the GPU
-tests' bounds (tests/cuda/test_gpu_vs_torch.py: relative L2 1e-2, max 2e-2)."""
+tests' bounds (tests/backends/cuda/test_gpu_vs_torch.py: relative L2 1e-2, max 2e-2)."""
 
 from __future__ import annotations
 

@@ -16,6 +16,14 @@ def frozen(mapping: Mapping) -> Mapping:
 
 
 @dataclass(frozen=True)
+class Archs:
+    """The `arch` values a kernel family runs on: a test, and how an error names them."""
+
+    text: str  # e.g. "sm_80 or newer"
+    accepts: Callable  # (arch) -> bool; arch already passed the backend's arch_flags
+
+
+@dataclass(frozen=True)
 class Backend:
     name: str  # what targets name in `backend:`
     # code generation
@@ -26,6 +34,9 @@ class Backend:
     ctypes: Mapping  # dtype -> C++ storage type of tensors (and weights) in the library
     io_ctypes: Mapping  # dtype -> C++ type of the caller's input/output buffers
     sizeof: Mapping  # C++ storage type -> bytes
+    compute_dtype: str  # what float kernels compute in (the manifest's compute_dtype)
+    weight_storage: Mapping  # float dtype -> the dtype its weights are stored in, where a
+    # lowering does not ask for another
     lower_inputs: Callable  # (ModelPlan) -> None: the model's inputs as values (conversions)
     lower_outputs: Callable  # (ModelPlan) -> None: outputs not written in place
     # the build
@@ -33,8 +44,11 @@ class Backend:
     arch_flags: Callable  # (arch) -> compiler flags selecting it; raises AitError for an unknown arch
     compile_job_memory: int  # peak compiler memory per parallel compile job, bytes
     arch_options: tuple = ()  # compiler options that choose an architecture (only `arch:` may)
-    # targets
+    # targets (checked when one loads)
     kernel_families: Mapping = field(default_factory=dict)  # op -> families `kernels:` may name
+    kernel_archs: Mapping = field(default_factory=dict)  # family -> Archs it runs on (absent: any)
+    needs_arch: bool = False  # a target must name its `arch` (a GPU architecture)
+    accumulate: tuple = ("float32",)  # what `precision.accumulate` may name (float16 models' GEMMs)
     # the runtime: 'host' (the caller's buffers are host memory) or the device API whose
     # pointers the library takes ('cuda', 'hip')
     device: str = "host"

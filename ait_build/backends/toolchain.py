@@ -15,7 +15,6 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from ait_build.backends import get_backend
 from ait_build.errors import AitError
 from ait_build.files.read import read_bytes
 
@@ -165,14 +164,3 @@ def compiler_machine(cxx: str) -> str:
     except OSError:
         return ""
     return out.stdout.strip()
-
-
-def toolchain_for(target, check: bool = True) -> Toolchain:
-    """The command lines for `target` (a spec.target.Target), as its backend makes them. `check`
-    verifies the compiler exists first, raising one AitError that says what to install."""
-    if check:
-        require_compiler(target.cxx, target.name)
-    toolchain = get_backend(target.backend).toolchain(target)
-    if check:
-        require_min_version(target, toolchain.env)
-    return toolchain

@@ -1,6 +1,8 @@
-"""`ait-build bench`: a built model's latency beside PyTorch and ONNX Runtime.
+"""`ait-build bench` (its arguments: cli/bench.py): a built model's latency beside PyTorch and
+ONNX Runtime.
 
-    run.py          the command, the cpu timing loop and the table
+    run.py          a bench run: the build, the cpu timing loop, the report and its table
+    competitors.py  the sides (our library, PyTorch, ONNX Runtime) and the Context they share
     sides.py        the cpu sides in processes of their own, taking turns
     cuda.py         cuda builds: CUDA events, eager, CUDA graph and torch.compile
     models.py       the zoo specs' PyTorch twins

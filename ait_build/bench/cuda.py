@@ -20,6 +20,9 @@ import sys
 import time
 
 from ait_build.errors import AitError
+from ait_build.runtime import Model
+from ait_build.runtime.inputs import make_inputs
+from ait_build.runtime.model import numpy_to_torch
 
 # torch.compile modes; "none" leaves torch.compile out (it takes tens of seconds per case);
 # "auto": reduce-overhead at batch 1 (its CUDA graphs are PyTorch's best there), default above
@@ -131,8 +134,6 @@ def float32_outputs(torch, reference, names, args) -> dict:
 
 def time_ours(torch, build_dir: str, inputs: dict, graphs: bool, warmup: int, runs: int) -> tuple:
     """(summary, outputs of the first call) of our library, its CUDA graphs on or off."""
-    from ait_build.runtime import Model
-    from ait_build.runtime.model import numpy_to_torch
     before = os.environ.get("AIT_CUDA_GRAPHS")
     os.environ["AIT_CUDA_GRAPHS"] = "1" if graphs else "0"  # read by create()
     try:
@@ -238,13 +239,12 @@ def run_bench(ctx, manifest, target: str, batches: list, vs: list, runs: int | N
               warmup: int | None, dims: dict, compile_mode: str = "default",
               on_case=None) -> dict:
     """The report for every batch; on_case(report) after each case (to save finished cases)."""
-    from ait_build.cli.build import make_inputs
     torch = check(vs)
     runs = DEFAULT_RUNS if runs is None else runs
     warmup = DEFAULT_WARMUP if warmup is None else warmup
     dtype_name = manifest.raw.get("dtype", "float16")
     report = {"spec": os.path.relpath(ctx.spec), "model": manifest.name, "target": target,
-              "backend": "cuda", "dtype": dtype_name, "device": torch.cuda.get_device_name(),
+              "backend": manifest.backend, "dtype": dtype_name, "device": torch.cuda.get_device_name(),
               "torch": torch.__version__, "platform": platform.platform(),
               "python": sys.version.split()[0], "clock": CLOCK, "runs": runs,
               "warmup": warmup, "vs": vs,

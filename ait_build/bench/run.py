@@ -12,19 +12,28 @@ otherwise.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
-import warnings
 
 import numpy as np
+import yaml
 
+from ait_build.backends import get_backend
+from ait_build.bench import cuda as bench_cuda, sides as bench_sides
+from ait_build.bench.competitors import COMPETITORS, Context, SIDES
+from ait_build.build.invoke import build, resolve_spec, spec_name
+from ait_build.codegen.emit import write_if_changed
 from ait_build.errors import AitError
+from ait_build.ir.resources import project_root
+from ait_build.pipeline import find_target
+from ait_build.runtime import load_manifest
+from ait_build.runtime.inputs import make_inputs
+from ait_build.runtime.manifest import libraries_text
+from ait_build.spec.yamlfile import load_yaml, plain
 
 
 class CpuClock:
@@ -47,7 +56,7 @@ class CpuClock:
         return times
 
 
-CLOCKS = {"cpu": CpuClock}
+CLOCKS = {"host": CpuClock}  # by the device a build's tensors live on (cuda: bench/cuda.py)
 CPU_RUNS, CPU_WARMUP = 20, 3
 
 
@@ -72,145 +81,10 @@ def rel_l2(ours: dict, theirs: dict) -> float:
     return float(np.sqrt(num / den)) if den else float(np.sqrt(num))
 
 
-# -- the competitors ------------------------------------------------------------------------------
-def _missing(*packages) -> str:
-    for package in packages:
-        if importlib.util.find_spec(package) is None:
-            return f"skipped: {package} not installed"
-    return ""
-
-
-def prepare_torch(ctx, inputs) -> dict:
-    """PyTorch eager on the spec's source module or twin: {'call', 'outputs', ...} or
-    {'skipped': why}."""
-    skip = _missing("torch")
-    if skip:
-        return {"skipped": skip}
-    import torch
-    from ait_build.bench.source_twin import NoComparison
-    try:
-        twin = ctx.twin()
-        args = twin.to_args(inputs)
-
-        def call():
-            with torch.inference_mode():
-                return twin.module(*args)
-
-        outputs = {n: t.float().numpy() for n, t in zip(twin.outputs, call())}
-    except NoComparison as exc:
-        return {"skipped": str(exc)}
-    return _noted({"call": call, "outputs": outputs, "threads": torch.get_num_threads(),
-                   "version": torch.__version__}, twin.note)
-
-
-def prepare_onnxruntime(ctx, inputs) -> dict:
-    """ONNX Runtime on the spec's ONNX source file, or on its PyTorch source module or twin
-    exported with torch.onnx.export (static shapes)."""
-    skip = _missing("onnxruntime", "onnx")
-    if skip:
-        return {"skipped": skip}
-    import onnxruntime as ort
-    from ait_build.bench.source_twin import NoComparison, onnx_feed, onnx_model, source_layouts
-    try:
-        from_file = onnx_model(ctx.spec, ctx.graph, ctx.twin_name)
-        if from_file is not None:
-            model, note = from_file
-            session = ort.InferenceSession(model.SerializeToString(),
-                                           providers=["CPUExecutionProvider"])
-            feed = onnx_feed(session, inputs, ctx.graph, source_layouts(ctx.spec))
-            names = list(ctx.graph.outputs)
-        else:
-            skip = _missing("torch")
-            if skip:
-                return {"skipped": skip}
-            session, feed, names, note = _exported_session(ctx, inputs)
-    except NoComparison as exc:
-        return {"skipped": str(exc)}
-    if isinstance(session, dict):  # the export failed
-        return session
-    call = lambda: session.run(None, feed)
-    return _noted({"call": call, "outputs": dict(zip(names, call())), "version": ort.__version__},
-                  note)
-
-
-def _exported_session(ctx, inputs) -> tuple:
-    """(session, feed, output names, note) of the twin exported with torch.onnx.export, or
-    ({'skipped': why}, ...) when the export fails."""
-    import onnxruntime as ort
-    import torch
-    twin = ctx.twin()
-    args = twin.to_args(inputs)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "model.onnx")
-        try:
-            with warnings.catch_warnings():  # tracer warnings about the twins' Python control flow
-                warnings.simplefilter("ignore")
-                torch.onnx.export(twin.module, args, path, input_names=list(twin.input_names),
-                                  output_names=list(twin.outputs), dynamo=False)
-        except Exception as exc:  # the exporter's failures are many and version-specific
-            why = f"skipped: torch.onnx.export failed ({type(exc).__name__}: {exc})"
-            return {"skipped": why}, None, None, ""
-        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    feed = {i.name: a.numpy() for i, a in zip(session.get_inputs(), args)}
-    return session, feed, list(twin.outputs), twin.note
-
-
-def _noted(side: dict, note: str) -> dict:
-    if note:
-        side["note"] = note
-    return side
-
-
-def prepare_ours(ctx, inputs) -> dict:
-    model = ctx.model()
-    call = lambda: model.run(inputs)
-    return {"call": call, "outputs": call()}
-
-
-COMPETITORS = {"torch": prepare_torch, "onnxruntime": prepare_onnxruntime}
-SIDES = dict(ait_build=prepare_ours, **COMPETITORS)
-
-
-class Context:
-    """What the sides share for one spec: its graph, the built model and the PyTorch twin, each
-    made on first use (a side process loads only what it needs)."""
-
-    def __init__(self, spec: str, twin_name: str, build_dir: str, graph=None):
-        self.spec, self.twin_name, self.build_dir = spec, twin_name, build_dir
-        self._graph, self._model, self._twin = graph, None, None
-
-    @property
-    def graph(self):
-        if self._graph is None:
-            from ait_build.spec.model import load_model
-            self._graph = load_model(self.spec)
-        return self._graph
-
-    def model(self):
-        if self._model is None:
-            from ait_build.runtime import Model
-            self._model = Model(self.build_dir)
-        return self._model
-
-    def close(self) -> None:
-        if self._model is not None:
-            self._model.close()
-
-    def twin(self):
-        """The PyTorch module to compare with (source_twin.py); NoComparison says why not."""
-        if self._twin is None:
-            from ait_build.bench.source_twin import comparison_twin
-            self._twin = comparison_twin(self.spec, self.graph, self.twin_name)
-        return self._twin
-
-
 # -- the command ----------------------------------------------------------------------------------
 def dtype_variant(spec: str, dtype: str, root: str) -> str:
     """A copy of `spec` computing in `dtype` (named <name>_<dtype>), under build/specs/ with its
     includes and weights file made absolute: GPU specs are float16, cpu comparisons float32."""
-    import yaml
-    from ait_build.cli.build import spec_name
-    from ait_build.spec.yamlfile import load_yaml, plain
     name = spec_name(spec)  # checked: it names the file written below
     doc = plain(load_yaml(spec))  # what yaml.safe_dump writes
     if doc.get("dtype", "float32") == dtype:
@@ -231,7 +105,6 @@ def dtype_variant(spec: str, dtype: str, root: str) -> str:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     text = f"# {os.path.relpath(spec, root)} with dtype {dtype}, written by ait-build bench\n" + \
         yaml.safe_dump(doc, sort_keys=False)
-    from ait_build.codegen.emit import write_if_changed
     write_if_changed(path, text.encode())  # an unchanged variant keeps the build up to date
     return path
 
@@ -250,11 +123,6 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
               in_process: bool = False, compile_mode: str = "default", on_case=None) -> dict:
     """The report; runs/warmup None: the backend's defaults. A cuda build is timed by
     bench_cuda.run_bench (compile_mode, and on_case(report) after each case)."""
-    from ait_build.bench import cuda as bench_cuda, sides as bench_sides
-    from ait_build.backends import get_backend
-    from ait_build.cli.build import build, make_inputs, project_root, resolve_spec, spec_name
-    from ait_build.runtime import load_manifest
-    from ait_build.spec.target import find_target
     unknown = [v for v in vs if v not in COMPETITORS]
     if unknown:
         raise AitError(f"unknown --vs {', '.join(unknown)}; choose from {', '.join(COMPETITORS)}")
@@ -273,7 +141,7 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
         return dict(report, build_dir=build_dir, spec=os.path.relpath(spec))
     runs = CPU_RUNS if runs is None else runs
     warmup = CPU_WARMUP if warmup is None else warmup
-    clock = CLOCKS.get(manifest.backend)
+    clock = CLOCKS.get(manifest.device)
     if clock is None:
         raise AitError(f"bench has no clock for backend '{manifest.backend}' yet")
     clock = clock()
@@ -331,34 +199,12 @@ def table(report: dict, vs: list) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
     load = report["machine"].get("loadavg_before", (0.0,))[0]
-    from ait_build.runtime.manifest import libraries_text
     libraries = libraries_text(report.get("libraries", {}))  # the cpu BLAS: whichever is installed
     title = (f"{report['model']} on {report['target']}" + (f" with {libraries}" if libraries else "")
              + f" ({report['machine']['cpus']} cpus, load {load:.1f}), median of {report['runs']} "
              f"runs after {report['warmup']} warm-up ({report['clock']})")
     return "\n".join([title, line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
                      + [line(r) for r in rows] + list(notes))
-
-
-def cmd_bench(args) -> int:
-    from ait_build.cli.args import dims_of
-    batches = args.batch
-    vs = [v.strip() for v in (args.vs or "").split(",") if v.strip()]
-    report = run_bench(args.spec, args.target, batches, vs, args.runs, args.warmup,
-                       dims_of(args.dim), args.jobs, args.dtype, args.in_process,
-                       args.compile_mode, on_case=lambda r: write_json(r, args.json))
-    from ait_build.bench import cuda as bench_cuda
-    if report.get("clock") == bench_cuda.CLOCK:  # timed on a CUDA device: its own table
-        print(bench_cuda.table(report))
-    else:
-        print(table(report, vs))
-    if args.steps:
-        from ait_build.bench import steps as bench_steps
-        bench_steps.add_to(report, args.target)
-    if args.json:
-        write_json(report, args.json)
-        print(f"wrote {args.json}", file=sys.stderr)
-    return 0
 
 
 def write_json(report: dict, path: str | None) -> None:
@@ -369,51 +215,3 @@ def write_json(report: dict, path: str | None) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(report, fh, indent=2, sort_keys=True)
-
-
-def register(sub) -> None:
-    from ait_build.cli.args import dim_value, nonnegative_int, positive_int, positive_int_list
-    from ait_build.bench.cuda import (COMPILE_MODES, DEFAULT_RUNS, DEFAULT_WARMUP, LARGE_ROWS,
-                                      LARGE_RUNS, LARGE_WARMUP)
-    from ait_build.cli.main import add_command
-    p = add_command(
-        sub, "bench", "time a model beside PyTorch and ONNX Runtime",
-        "Time a built model beside PyTorch (and ONNX Runtime on cpu): the model an imported "
-        "spec's `source:` names, or a zoo spec's twin, with the spec's weights. On cpu: "
-        "perf_counter, each side in its own process, the sides taking turns of a few calls. "
-        "On a cuda target (a100, h100, h200): CUDA "
-        "events in one process, our library with and without its CUDA graphs against PyTorch "
-        "eager, eager captured in a CUDA graph and torch.compile (--vs torch); a case with more "
-        f"than {LARGE_ROWS} rows (the product of its dims, batch x seq) runs at most "
-        f"{LARGE_RUNS} timed calls after at most {LARGE_WARMUP} untimed ones.",
-        ["ait-build bench resnet50 --target cpu --dtype float32 --vs torch,onnxruntime",
-         "ait-build bench specs/cnn.yaml --vs torch,onnxruntime   # imported: vs its source",
-         "ait-build bench bert_base --target h200 --batch 1,128 --vs torch --json bert.json"])
-    p.add_argument("spec", help="spec file, or a model name under specs/, e.g. mlp")
-    p.add_argument("--target", default="cpu", help="a name from `ait-build targets` (default: "
-                   "cpu), e.g. --target h200")
-    p.add_argument("--batch", default=[1], type=positive_int_list,
-                   help="comma-separated batch sizes (default: 1), e.g. --batch 1,32")
-    p.add_argument("--dim", action="append", type=dim_value, metavar="NAME=VALUE",
-                   help="other dims (default: opt), e.g. --dim seq=128")
-    p.add_argument("--vs", default="", help="comma list from: " + ", ".join(COMPETITORS)
-                   + " (cuda targets: torch), e.g. --vs torch")
-    p.add_argument("--dtype", choices=["float32", "float16", "bfloat16"],
-                   help="build a copy of the spec with this dtype (e.g. float32 on cpu)")
-    p.add_argument("--runs", type=positive_int, help=f"timed runs per case (default: {CPU_RUNS} on cpu, "
-                   f"{DEFAULT_RUNS} on cuda, at most {LARGE_RUNS} for large cuda cases)")
-    p.add_argument("--warmup", type=nonnegative_int, help=f"untimed runs first (default: {CPU_WARMUP} on "
-                   f"cpu, {DEFAULT_WARMUP} on cuda, at most {LARGE_WARMUP} for large cuda cases)")
-    p.add_argument("--compile-mode", default="default", choices=COMPILE_MODES,
-                   help="cuda: torch.compile's mode (default: default; none leaves it out)")
-    p.add_argument("--in-process", action="store_true",
-                   help="cpu: time every side in this process, taking turns (default: a process "
-                   "each; cuda always times in one process)")
-    p.add_argument("-j", "--jobs", type=positive_int, help="parallel compile jobs when building, "
-                   "e.g. -j 2")
-    p.add_argument("--steps", action="store_true",
-                   help="then time each kernel call of every case and print where the time goes, "
-                   "per graph node (with TFLOP/s and GB/s)")
-    p.add_argument("--json", metavar="FILE", help="write the results to this file")
-    p.set_defaults(func=cmd_bench)
-

@@ -16,6 +16,7 @@ plain loop would.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -25,7 +26,10 @@ import time
 
 import numpy as np
 
+from ait_build.bench.competitors import SIDES, Context
 from ait_build.errors import AitError
+from ait_build.ir.weights import save_safetensors
+from ait_build.runtime.inputs import load_arrays
 
 TURN_RUNS = 3
 SETTLE_S = 0.1
@@ -83,7 +87,6 @@ class SideProcess:
 
     def finish(self) -> dict:
         """The side's result (its metadata, and its outputs unless skipped); ends the child."""
-        from ait_build.cli.main import load_arrays
         self.ask({"done": True})
         self.close()
         with open(os.path.join(self.folder, f"{self.side}.json"), encoding="utf-8") as fh:
@@ -125,7 +128,6 @@ def take_turns(sides: dict, warmup: int, runs: int, settle: float = SETTLE_S) ->
 def time_sides_in_processes(ctx, sides: list, inputs: dict, warmup: int, runs: int) -> dict:
     """side -> {'times', 'outputs', ...} or {'skipped'}: each side in its own process, taking
     turns (the module docstring)."""
-    from ait_build.ir.weights import save_safetensors
     with tempfile.TemporaryDirectory() as tmp:
         save_safetensors(inputs, os.path.join(tmp, "inputs.safetensors"))
         handles = {}
@@ -150,10 +152,6 @@ def serve(argv=None) -> int:
     """The child: `python -m ait_build.bench.sides --side NAME ...` answers the parent's
     messages (SideProcess) until it says done, then writes NAME.json and NAME.safetensors (the
     side's outputs) into --dir."""
-    import argparse
-    from ait_build.bench.run import SIDES, Context
-    from ait_build.cli.main import load_arrays
-    from ait_build.ir.weights import save_safetensors
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     p = argparse.ArgumentParser()

@@ -149,11 +149,11 @@ def onnx_model(spec: str, graph, name: str):
                            "from it; import it again to compare")
     import onnx
     from onnx import numpy_helper
-    from ait_build.importers.from_onnx import _spec_name  # how the import named each weight
+    from ait_build.importers.from_onnx import onnx_tensor_name  # how the import named each weight
     model = onnx.load(path)
     weights = set(graph.weight_names())
     for i, init in enumerate(model.graph.initializer):
-        name = init.name if init.name in weights else _spec_name(init.name)
+        name = init.name if init.name in weights else onnx_tensor_name(init.name)
         if name in weights:
             dtype = numpy_helper.to_array(init).dtype
             value = np.asarray(graph.weights.get(name)).astype(dtype)

@@ -4,7 +4,14 @@ take them as torch tensors on the device (PyTorch is needed there, as for --vs t
 
 from __future__ import annotations
 
+import os
+
 from ait_build.bench import step_report
+from ait_build.bench.competitors import Context
+from ait_build.ir.resources import project_root
+from ait_build.pipeline import build_plan, find_target
+from ait_build.runtime.inputs import make_inputs
+from ait_build.runtime.manifest import bind_dims
 
 STEP_RUNS = 10  # timed runs per case: the table shows each step's median
 
@@ -12,10 +19,6 @@ STEP_RUNS = 10  # timed runs per case: the table shows each step's median
 def add_to(report: dict, target_name: str, runs: int = STEP_RUNS) -> None:
     """Times the steps of every case of a bench report (its `build_dir`), prints each case's
     table and keeps the rows under the case's `steps`."""
-    import os
-    from ait_build.bench.run import Context
-    from ait_build.cli.build import make_inputs, project_root
-    from ait_build.spec.target import find_target
     target = find_target(target_name, os.path.join(project_root(), "targets"))
     ctx = Context(report["spec"], report["model"], report["build_dir"])
     try:
@@ -33,8 +36,6 @@ def add_to(report: dict, target_name: str, runs: int = STEP_RUNS) -> None:
 def node_rows(spec: str, model, target, inputs: dict, case: dict, runs: int = STEP_RUNS) -> list:
     """step_report.rows for one case of a built `model` of `spec`: `target` is the resolved
     Target it was built for, `inputs` NumPy arrays, `case` the dims given."""
-    from ait_build.pipeline import build_plan
-    from ait_build.runtime.manifest import bind_dims
     manifest = model.manifest
     env = bind_dims(manifest, {k: v.shape for k, v in inputs.items()}, case)
     plan = build_plan(spec, target)

@@ -7,6 +7,8 @@ import computed (docs/benchmarks.md, "Public models").
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 
 from ait_build.ir.weights import FLOAT_STORAGE
@@ -89,11 +91,11 @@ def imported_already(model: ZooModel) -> bool:
 
 
 def import_one(name: str) -> int:
-    """In a process of its own: import a zoo model, then give it random weights."""
-    from ait_build.cli.main import main
+    """In a process of its own: import a zoo model (`ait-build import`, the command line as a
+    program: bench sits below it), then give it random weights."""
     model = BY_NAME[name]
     os.makedirs(ZOO_DIR, exist_ok=True)
-    code = main(import_args(model))
+    code = subprocess.run([sys.executable, "-m", "ait_build", *import_args(model)]).returncode
     if code == 0:
         randomize_weights(spec_path(model), model)
     return code

@@ -8,6 +8,7 @@ import os
 import stat
 import sys
 
+from ait_build.errors import AitError
 from ait_build.files.read import NotRegularFile
 
 _HELD: list = []  # the open lock file, kept for the life of the process
@@ -28,7 +29,6 @@ def hold_build_lock(build_dir: str) -> None:
         os.set_blocking(fd, True)
         fh = os.fdopen(fd, "a+", encoding="ascii")
     except OSError as exc:
-        from ait_build.errors import AitError
         raise AitError(f"cannot write {path}: {exc.strerror}") from None
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -23,15 +23,19 @@ import SCons.Scanner
 from SCons.Script import Builder, Default, Dir, Environment, Exit, GetOption, Help, SetOption
 from SCons.Script import Alias, Variables
 
+import ait_build
+from ait_build.backends import get_backend, toolchain_for
 from ait_build.build import commands, integrity
-from ait_build.backends import get_backend
-from ait_build.build.lock import hold_build_lock
-from ait_build.codegen.render import template_path, templates_dir
-from ait_build.errors import AitError, did_you_mean
-from ait_build.files.read import sha256_file
 from ait_build.build.commands import literal
+from ait_build.build.lock import hold_build_lock
 from ait_build.build.progress import Progress
 from ait_build.build.spec_list import split_paths
+from ait_build.codegen.render import template_path, templates_dir
+from ait_build.errors import AitError, SpecError, did_you_mean
+from ait_build.files.read import sha256_file
+from ait_build.pipeline import emit, find_target, plan_outputs
+from ait_build.spec.target import known_targets
+from ait_build.spec.yamlfile import load_yaml
 
 VARIABLES = (
     ("target", "target name(s) from targets/*.yaml, comma separated", "cpu"),
@@ -42,11 +46,9 @@ VARIABLES = (
     ("cache_readonly", "1: read the cache but never write to it (CI on pull requests)", "0"),
     ("verbose", "1: print full command lines instead of one line per step", "0"),
 )
-# Modules whose code does not shape the generated sources (they are not hashed into generation):
-# folders and files of ait_build/ (of profile/, store.py reads the profile a build uses)
-NOT_CODEGEN = ("runtime", "cli", "bench", "profile/build.py", "profile/cli.py",
-               "profile/harness.py", "profile/jobs.py", "profile/measure.py", "profile/report.py",
-               "profile/sconstruct.py")
+# Folders and files of ait_build/ whose code does not shape the generated sources (they are not
+# hashed into generation)
+NOT_CODEGEN = ("runtime", "cli", "bench", "profile")
 JINJA_REF = re.compile(r"{%-?\s*(?:include|import|from|extends)\s+['\"]([^'\"]+)['\"]")
 
 
@@ -65,7 +67,6 @@ def setup(arguments: dict) -> None:
     root = Dir("#").abspath
     try:
         opts = parse_options(dict(arguments), root)
-        from ait_build.spec.target import find_target
         if GetOption("help"):
             return  # the variables, targets and models are all `scons -h` shows
         targets = {t: find_target(t, os.path.join(root, "targets")) for t in opts.targets}
@@ -99,7 +100,6 @@ def known_models(root: str) -> list:
 def parse_options(args: dict, root: str) -> Options:
     """Validated variables; an unknown variable, target or model raises AitError listing the valid
     ones (SCons would otherwise ignore a typo such as `traget=a100`)."""
-    from ait_build.spec.target import known_targets
     names = [v[0] for v in VARIABLES]
     targets_known = known_targets(os.path.join(root, "targets"))
     models_known = known_models(root)
@@ -222,7 +222,6 @@ def _jobs_given() -> bool:
 def target_env(env, target, root: str):
     """A clone with the target's toolchain (toolchain.py), whose command lines the compile and
     link steps run; the include and library folders are there for SCons' scanners."""
-    from ait_build.backends.toolchain import toolchain_for
     tc = toolchain_for(target)  # raises AitError naming what to install
     return env.Clone(AIT_TOOLCHAIN=tc, AIT_ROOT=root, ENV=tc.environ(env["ENV"]),
                      CPPPATH=[env.fs.Dir(d) for d in tc.include_dirs],
@@ -239,7 +238,6 @@ def plan(spec: str, target):
     """Emission planned for (spec, target), computed once per SCons run."""
     key = (spec, target.digest())
     if key not in _PLANS:
-        from ait_build.pipeline import plan_outputs
         _PLANS[key] = plan_outputs(spec, target)
     return _PLANS[key]
 
@@ -306,7 +304,6 @@ def generate_emitter(target, source, env):
 
 
 def generate_action(target, source, env):
-    from ait_build.pipeline import emit
     out = os.path.dirname(target[0].abspath)
     planned = plan(env["AIT_SPEC"], env["AIT_TARGET"])
     try:
@@ -350,8 +347,6 @@ def scan_sources(node, env, path):
 
 def spec_references(path: str) -> list:
     """Files a spec or block file reads: `include:` entries and a `weights:` file, by path."""
-    from ait_build.errors import SpecError
-    from ait_build.spec.yamlfile import load_yaml
     try:
         doc = load_yaml(path)  # bounded: size, nodes and depth are checked as it parses
     except SpecError:
@@ -380,7 +375,6 @@ def file_digest(path: str) -> str:
 def package_digest() -> str:
     """Hash of the ait_build sources that shape generated code (a Value node of generation), so a
     new compiler pass regenerates sources; runtime and CLI modules are left out."""
-    import ait_build
     pkg = os.path.dirname(os.path.abspath(ait_build.__file__))
     h = hashlib.sha256(getattr(ait_build, "__version__", "").encode())
     for dirpath, dirnames, filenames in os.walk(pkg):

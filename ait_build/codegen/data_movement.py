@@ -10,7 +10,7 @@ from ait_build.codegen.elementwise import Operand, elementwise, literal
 from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.render import c_string
 from ait_build.ir.dims import Dim
-from ait_build.ops.registry import norm_axis
+from ait_build.ops.opdef import norm_axis
 from ait_build.ops.shape import slice_range, split_sizes
 
 

@@ -14,6 +14,10 @@ import numpy as np
 from ait_build.codegen.cexpr import broadcast_strides, cexpr, collapse, contiguous_strides
 from ait_build.codegen.kernel import make_kernel
 from ait_build.errors import AitError
+from ait_build.ops.elementwise import clamp_bounds
+from ait_build.ops.fused import step_attrs
+from ait_build.ops.opdef import TType
+from ait_build.ops.registry import get_op
 
 # the C++ type an expression computes in: float32 for every float dtype
 COMPUTE_CTYPE = {"float32": "float", "float16": "float", "bfloat16": "float", "int32": "int32_t",
@@ -117,7 +121,6 @@ def cast_expr(v: str, src: str, dst: str) -> str:
 
 def clamp_expr(op: str, attrs: dict, arg: str, dtype: str) -> str:
     """min(max(x, low), high) through the NaN-keeping ait::maximum/minimum."""
-    from ait_build.ops.elementwise import clamp_bounds
     low, high = clamp_bounds(op, attrs)
     if low is not None:
         arg = f"ait::maximum({arg}, {literal(low, dtype)})"
@@ -184,8 +187,6 @@ def lower_simple(lw) -> None:
 
 def lower_fused(lw) -> None:
     """A fused_elementwise program: one local per step inside the inner loop."""
-    from ait_build.ops.fused import step_attrs
-    from ait_build.ops.registry import TType, get_op
     node = lw.node
     ins = [operand(lw, t) for t in node.inputs]
     known = {f"x{i}": (f"v{i}", TType(lw.shape(t), lw.dtype(t))) for i, t in enumerate(node.inputs)}
@@ -194,7 +195,7 @@ def lower_fused(lw) -> None:
         row = get_op(op)
         attrs = step_attrs(row, pairs)
         arg_types = [known[a][1] for a in args]
-        (out_type,) = row.infer(attrs, arg_types)
+        (out_type,) = row.infer_types(attrs, arg_types, lw.plan.graph.dtype)
         expr = op_expr(op, attrs, [known[a][0] for a in args], [t.dtype for t in arg_types],
                        out_type.dtype)
         stmts.append(f"const {COMPUTE_CTYPE[out_type.dtype]} t{j} = {expr};")

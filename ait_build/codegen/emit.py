@@ -154,7 +154,7 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, compiler: dic
         "backend": plan.target.backend,
         "device": plan.backend.device,
         "dtype": plan.graph.dtype,
-        "compute_dtype": "float32",
+        "compute_dtype": plan.backend.compute_dtype,
         "dims": [{"name": d.name, "min": d.min, "max": d.max, "opt": d.opt} for d in plan.dims],
         "inputs": _io(plan, plan.graph.inputs),
         "outputs": _io(plan, plan.graph.outputs),

@@ -1,17 +1,21 @@
 """Kernels and steps: what the planner hands to the renderer.
 
 A kernel is one generated C++ function: a template and the flat context it is rendered with.
-Its identity is a hash of exactly that (plus its parameter list), so two nodes share a kernel
+Its identity is a hash of exactly that (plus its parameter list): of the template's content and
+of everything it extends, includes or imports, not of its path, so two nodes share a kernel
 precisely when their code would be byte-identical, and the name (`conv2d_relu_1a2b3c4d`) doubles
 as file name and cache key. A step is one call of a kernel with C++ argument expressions.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import json
 from dataclasses import dataclass
+
+from ait_build.codegen.render import template_deps, template_path
 
 CONTEXT_TYPES = (str, int, float, bool)
 
@@ -56,13 +60,25 @@ def _check_context(context: dict) -> None:
             raise TypeError(f"kernel context '{key}' must be flat, got {value!r}")
 
 
+@functools.lru_cache(maxsize=None)
+def template_digest(template: str) -> str:
+    """sha256 of the contents of the template and of every template it extends, includes or
+    imports (template_deps), each file's digest in sorted order: what its output depends on besides
+    the context, whatever the files are called."""
+    files = []
+    for dep in template_deps(template):
+        with open(template_path(dep), "rb") as fh:
+            files.append(hashlib.sha256(fh.read()).hexdigest())
+    return hashlib.sha256(" ".join(sorted(files)).encode()).hexdigest()
+
+
 def make_kernel(label: str, op: str, template: str, context: dict, params: list,
                 parts: tuple = ()) -> Kernel:
     """`params` are (ctype, name) pairs; the name is derived from everything that shapes the code
     (`parts` are named in the context of the kernel that calls them)."""
     _check_context(context)
     param_text = ", ".join(f"{ctype} {name}" for ctype, name in params)
-    identity = json.dumps({"template": template, "op": op, "context": context,
+    identity = json.dumps({"template": template_digest(template), "op": op, "context": context,
                            "params": param_text},
                           sort_keys=True)
     digest = hashlib.sha256(identity.encode()).hexdigest()[:8]

@@ -19,7 +19,9 @@ from ait_build.codegen.storage import Layout, Value, align
 from ait_build.codegen.tuning import TunedCall, check_candidates, finalize
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
+from ait_build.ir.dtypes import NUMPY
 from ait_build.ir.graph import Graph
+from ait_build.ops.registry import all_ops
 
 # ops whose kernels read each element (or row) before writing it, so the memory plan may put
 # their output on top of a same-sized input (besides every elementwise op)
@@ -64,7 +66,7 @@ class ModelPlan:
 
     @property
     def ctypes(self) -> dict:
-        """dtype -> the backend's storage type (cpu: float32 for every float; cuda: the dtype's)."""
+        """dtype -> the backend's storage type (Backend.ctypes)."""
         return self.backend.ctypes
 
     @property
@@ -202,10 +204,10 @@ class Lowerer:
     def weight(self, role: str, transform: Callable | None = None, tag: str = "",
                shape: tuple | None = None, dtype: str | None = None) -> str:
         """Pointer to the node's weight `role`, re-laid out by `transform` (named by `tag`), stored
-        as `dtype` (default: float32 for every float, as the cpu computes)."""
+        as `dtype` (default: the backend's weight_storage for the tensor's dtype)."""
         name = self.node.weights[role]
         tensor = self.plan.graph.tensors[name]
-        default = "float32" if tensor.dtype in ("float16", "bfloat16") else tensor.dtype
+        default = self.plan.backend.weight_storage.get(tensor.dtype, tensor.dtype)
         dtype = dtype or default
         if dtype != default:  # another storage type is another weight
             tag = f"{tag}.{dtype}" if tag else dtype
@@ -265,7 +267,6 @@ def in_place_aliases(graph: Graph) -> tuple:
 
 
 def _is_elementwise(op: str) -> bool:
-    from ait_build.ops.registry import all_ops
     row = all_ops().get(op)
     return bool(row and row.elementwise)
 
@@ -294,7 +295,6 @@ def plan_model(graph: Graph, target, backend, profile=None) -> ModelPlan:
 
 def weight_arrays(plan: ModelPlan) -> dict:
     """key -> contiguous array, in the layout and dtype the kernels read."""
-    from ait_build.ir.dtypes import NUMPY
     out = {}
     for key, slot in sorted(plan.weights.items()):
         arr = np.ascontiguousarray(slot.make(plan.graph.weights), dtype=NUMPY[slot.dtype])

@@ -1,7 +1,8 @@
 """The Jinja2 environment every source is rendered with: templates are files under templates/
-(ait-build's own: resources.data_dir), undefined names are errors, and contexts are flat.
-`template_deps` lists the files a render reads (the template and everything it extends or
-includes), for SCons dependencies."""
+(ait-build's own: resources.data_dir), undefined names are errors, and contexts are flat. A file
+without the .j2 suffix (the plain C++ headers under templates/<backend>/include/) is no template:
+it is copied as it is. `template_deps` lists the files a render reads (the template and
+everything it extends or includes), for SCons dependencies."""
 
 from __future__ import annotations
 
@@ -66,13 +67,22 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def is_template(name: str) -> bool:
+    return name.endswith(".j2")
+
+
 def render(template: str, context: dict) -> str:
+    if not is_template(template):
+        with open(template_path(f"templates/{template}"), encoding="utf-8") as fh:
+            return fh.read()
     return environment().get_template(template).render(**context)
 
 
 @functools.lru_cache(maxsize=None)
 def template_deps(template: str) -> tuple:
     """The template and every template it extends or includes, as 'templates/...' paths."""
+    if not is_template(template):
+        return (f"templates/{template}",)
     env = environment()
     seen, todo = [], [template]
     while todo:

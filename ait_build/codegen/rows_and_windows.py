@@ -9,7 +9,7 @@ from ait_build.codegen.cexpr import cexpr, elements
 from ait_build.codegen.kernel import io_params, make_kernel
 from ait_build.codegen.op_geometry import window_attrs
 from ait_build.ir.dims import Dim
-from ait_build.ops.registry import norm_axis
+from ait_build.ops.opdef import norm_axis
 
 
 def lower_softmax(lw) -> None:

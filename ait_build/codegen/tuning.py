@@ -7,7 +7,7 @@ the call as a `Tunable`: a readable *family* (what shapes the kernel's code), th
 (GEMM rows, conv batch), every candidate configuration and the heuristic's ladder. It records
 the call with `Lowerer.tuned_call`, which plans it with the ladder alone (what a build without a
 profile runs). `finalize` then takes the target's profile (`profile_cache`, written by
-`ait-build profile`, read by profile/store.py): per (family, problem) the best configuration
+`ait-build profile`, read by spec/profile.py): per (family, problem) the best configuration
 measured at several extents.
 Calls that share a kernel get one kernel holding the union of their configurations, and each
 call passes `config`: a C++ expression that picks, for the run-time extent, the configuration
@@ -27,7 +27,6 @@ from ait_build.codegen.cexpr import cexpr
 from ait_build.errors import AitError, did_you_mean
 from ait_build.ir.dims import Dim
 
-ENTRY_FIELDS = ("family", "problem", "extent", "config", "us", "heuristic_us", "candidates")
 # A call without an entry borrows the choice of the closest profiled problem of its family whose
 # every size is within this factor (and whose zero sizes match): a model edit such as 1000 ->
 # 1008 classes keeps its kernels (and the build compiles nothing new for them) instead of
@@ -86,16 +85,9 @@ class TunedCall:
 
 
 # -- the profile file -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Entry:
-    extent: int
-    config: str
-    where: object = field(default=None, compare=False)  # its place in the file (a Location)
-
-
 class Profile:
-    """A target's profile (profiles/<target>.yaml, read by profile/store.py): (family, problem)
-    -> entries sorted by extent."""
+    """A target's profile (profiles/<target>.yaml, read by spec/profile.py): (family, problem)
+    -> entries (each with an `extent` and a `config` name) sorted by extent."""
 
     def __init__(self, path: str = "", entries: dict | None = None):
         self.path = path

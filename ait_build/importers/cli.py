@@ -1,4 +1,5 @@
-"""`ait-build import torch MODULE:FACTORY ...` and `ait-build import onnx MODEL.onnx ...`."""
+"""`ait-build import torch MODULE:FACTORY ...` and `ait-build import onnx MODEL.onnx ...` (a row of
+cli/commands.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,14 @@ from ait_build.errors import AitError
 from ait_build.spec.names import MODEL_NAME
 
 DTYPES = ("float32", "float16", "bfloat16")
+DESCRIPTION = ("Translate a PyTorch module (through torch.export) or an ONNX file into a model spec "
+               "and a safetensors file with the source's weight names. Repeated structure becomes "
+               "blocks with repeat; dims named in --input become the spec's dims. When some "
+               "operations have no translation, every one of them is listed with its place in the "
+               "source and nothing is written.")
+EXAMPLES = ["ait-build import torch torchvision.models:resnet50 --input x:batch,3,224,224 "
+            "-o specs/resnet50.yaml",
+            "ait-build import onnx model.onnx --dim batch=1:32 -o specs/model.yaml"]
 
 
 def _common(p) -> None:
@@ -31,18 +40,7 @@ def _common(p) -> None:
                    help="write every node out, without folding repeated structure into blocks")
 
 
-def register(sub) -> None:
-    from ait_build.cli.main import add_command
-    p = add_command(
-        sub, "import", "write a spec and its weights from a PyTorch or ONNX model",
-        "Translate a PyTorch module (through torch.export) or an ONNX file into a model spec "
-        "and a safetensors file with the source's weight names. Repeated structure becomes "
-        "blocks with repeat; dims named in --input become the spec's dims. When some "
-        "operations have no translation, every one of them is listed with its place in the "
-        "source and nothing is written.",
-        ["ait-build import torch torchvision.models:resnet50 --input x:batch,3,224,224 "
-         "-o specs/resnet50.yaml",
-         "ait-build import onnx model.onnx --dim batch=1:32 -o specs/model.yaml"])
+def add_arguments(p) -> None:
     sources = p.add_subparsers(dest="source", required=True, metavar="SOURCE",
                                help="torch (a PyTorch module from a factory) or onnx (a file)")
     t = sources.add_parser("torch", help="a torch.nn.Module from a factory function",
@@ -54,7 +52,6 @@ def register(sub) -> None:
     t.add_argument("--args", metavar="JSON", help="keyword arguments of the factory as a JSON "
                    "object, e.g. '{\"num_classes\": 10}'")
     _common(t)
-    t.set_defaults(func=cmd_import_torch)
     o = sources.add_parser("onnx", help="an ONNX model file",
                            description="Import an ONNX model; initializers become weights under "
                            "their own names. --input NAME:SHAPE names the dims of an input "
@@ -62,7 +59,10 @@ def register(sub) -> None:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     o.add_argument("model", metavar="MODEL.onnx", help="the ONNX file")
     _common(o)
-    o.set_defaults(func=cmd_import_onnx)
+
+
+def run(args) -> int:
+    return {"torch": cmd_import_torch, "onnx": cmd_import_onnx}[args.source](args)
 
 
 def _name(args) -> str:

@@ -165,7 +165,7 @@ class OnnxTranslator:
                 value = self.constant(out.name, value)
             value = self.lower.plain(value)
             if value.ref in inputs or value.ref in self.g.outputs or ":" in value.ref:
-                name = _spec_name(out.name)
+                name = onnx_tensor_name(out.name)
                 value = self.lower.emit("identity", [value], name=name, hint=name)
             self.g.outputs.append(value.ref)
 
@@ -196,7 +196,7 @@ class OnnxTranslator:
         if array is None:
             raise AitError(f"'{name}' holds sizes that depend on the inputs "
                            f"({', '.join(str(d) for d in value)}) and is read as a tensor")
-        key = _spec_name(name)
+        key = onnx_tensor_name(name)
         if key in self.params:
             return self.params[key]
         wname = self.g.add_weight(key, np.ascontiguousarray(array))
@@ -236,7 +236,7 @@ class OnnxTranslator:
         value = self.get(node, index)
         if not isinstance(value, np.ndarray):
             return None
-        name = _spec_name(node.input[index])
+        name = onnx_tensor_name(node.input[index])
         if name in self.g.weights and self.g.weights[name] is value:
             return name
         return self.g.add_weight(name, value)
@@ -281,7 +281,7 @@ def owner(weight: str) -> str:
     return weight[:-len(".weight")] if weight.endswith(".weight") else weight
 
 
-def _spec_name(name: str) -> str:
+def onnx_tensor_name(name: str) -> str:
     """An ONNX name as a tensor/weight name: '/layer1/conv/Conv_output_0' -> 'layer1.conv.Conv'."""
     import re
     text = name.strip("/").replace("/", ".").replace("::", ".")

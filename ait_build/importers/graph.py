@@ -19,7 +19,8 @@ import numpy as np
 from ait_build.errors import AitError, OpError
 from ait_build.ir.dims import Dim, shape_str
 from ait_build.ir.dtypes import FLOAT_DTYPES, NUMPY, from_numpy
-from ait_build.ops.registry import TType, get_op
+from ait_build.ops.opdef import TType
+from ait_build.ops.registry import get_op
 
 NHWC = (0, 2, 3, 1)  # ours = source.permute(NHWC) for a 4-d NCHW source
 NAME_OK = re.compile(r"[^A-Za-z0-9_.\-]")
@@ -195,14 +196,13 @@ class ImportGraph:
         for a in row.attrs:
             if a.name in node.attrs:
                 attrs[a.name] = _attr_value(a.kind, node.attrs[a.name])
-        attrs["_dtype"] = self.dtype
         return attrs
 
     def _infer(self, node: Node, inputs: list) -> list:
         row = get_op(node.op)
         attrs = self._attrs(row, node)
         try:
-            return row.infer(attrs, [TType(v.shape, v.dtype) for v in inputs])
+            return row.infer_types(attrs, [TType(v.shape, v.dtype) for v in inputs], self.dtype)
         except OpError as exc:
             raise AitError(f"{node.where}: {node.op} '{node.name}': {exc}") from None
 

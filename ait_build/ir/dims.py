@@ -144,10 +144,6 @@ def shape_str(shape) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def static_shape(shape) -> bool:
-    return all(d.is_static for d in shape)
-
-
 def numel(shape) -> Dim:
     total = Dim.of(1)
     for d in shape:

@@ -4,7 +4,7 @@ else on top), the offset rule of Pisarchyk & Lee (2020) that AITemplate also use
 
 One implementation for the optimizer's plan (passes/plan_memory.py) and the workspace size the
 generated library reports (codegen/storage.py); the library repeats it in C++ at run time
-(ait::place in templates/common/ait_runtime.h.j2) for the dims of each call.
+(ait::place in templates/common/include/ait_runtime.h) for the dims of each call.
 """
 
 from __future__ import annotations

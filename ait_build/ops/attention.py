@@ -14,8 +14,8 @@ import numpy as np
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim, shape_str
 from ait_build.ops.norm import softmax
-from ait_build.ops.registry import (Attr, OpDef, TType, broadcasts_to, register, require_float,
-                                    require_static, same_float_dtype)
+from ait_build.ops.opdef import (Attr, OpDef, TType, broadcasts_to, register, require_float,
+                                 require_static, same_float_dtype)
 
 
 def _split_inputs(attrs, inputs):

@@ -9,11 +9,7 @@ import numpy as np
 from ait_build.errors import OpError
 from ait_build.ir.dims import shape_str
 from ait_build.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, NUMPY
-from ait_build.ops.registry import Attr, OpDef, TType, norm_axis, register
-
-
-def _out_dtype(attrs) -> str:
-    return attrs["dtype"] or attrs["_dtype"]
+from ait_build.ops.opdef import Attr, OpDef, TType, norm_axis, register
 
 
 def _check_shape(shape) -> None:
@@ -36,9 +32,9 @@ def _check_number(value, dtype: str, what: str) -> None:
         raise OpError(f"{what} {value} is outside the range of {dtype}")
 
 
-def _constant_infer(attrs, inputs):
+def _constant_infer(attrs, inputs, model_dtype):
     _check_shape(attrs["shape"])
-    dtype = _out_dtype(attrs)
+    dtype = attrs["dtype"] or model_dtype
     _check_number(attrs["value"], dtype, "value")
     return [TType(tuple(attrs["shape"]), dtype)]
 
@@ -58,7 +54,7 @@ register(OpDef(
            Attr("value", "float", doc="the fill (a number; 0 or 1 for bool)"),
            Attr("dtype", "dtype", None, ALL_DTYPES, doc="default: the model dtype")),
     notes="torch.full(shape, value, dtype=dtype).",
-    infer=_constant_infer, reference=_constant_reference))
+    infer=_constant_infer, model_dtype=True, reference=_constant_reference))
 
 
 def _iota_infer(attrs, inputs):

@@ -10,8 +10,8 @@ from numpy.lib.stride_tricks import as_strided
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim
 from ait_build.ops.epilogue import EPILOGUE_ATTRS, apply_epilogue, check_residual
-from ait_build.ops.registry import (Attr, OpDef, ParamSpec, TType, pair, register, require_float,
-                                    require_positive, require_rank, require_static)
+from ait_build.ops.opdef import (Attr, OpDef, ParamSpec, TType, pair, register, require_float,
+                                 require_positive, require_rank, require_static)
 
 
 

@@ -13,8 +13,8 @@ import numpy as np
 
 from ait_build.errors import OpError
 from ait_build.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, NUMPY
-from ait_build.ops.registry import (Attr, OpDef, TType, broadcast_shapes, register, require_float,
-                                    same_float_dtype)
+from ait_build.ops.opdef import (Attr, OpDef, TType, broadcast_shapes, register, require_float,
+                                 same_float_dtype)
 
 _erfc = np.frompyfunc(math.erfc, 1, 1)
 

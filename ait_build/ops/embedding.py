@@ -8,8 +8,7 @@ import numpy as np
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim, shape_str
 from ait_build.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES
-from ait_build.ops.registry import (Attr, OpDef, ParamSpec, TType, norm_axis, register,
-                                    require_positive)
+from ait_build.ops.opdef import Attr, OpDef, ParamSpec, TType, norm_axis, register, require_positive
 
 
 def _require_indices(t: TType, what: str):
@@ -17,10 +16,10 @@ def _require_indices(t: TType, what: str):
         raise OpError(f"{what} indices must be int32 or int64, got {t.dtype}")
 
 
-def _embedding_infer(attrs, inputs):
+def _embedding_infer(attrs, inputs, model_dtype):
     _require_indices(inputs[0], "embedding")
     require_positive(attrs, "num_embeddings", "embedding_dim")
-    return [TType(tuple(inputs[0].shape) + (Dim.of(attrs["embedding_dim"]),), attrs["_dtype"])]
+    return [TType(tuple(inputs[0].shape) + (Dim.of(attrs["embedding_dim"]),), model_dtype)]
 
 
 register(OpDef(
@@ -29,7 +28,7 @@ register(OpDef(
     inputs=("indices",),
     attrs=(Attr("num_embeddings", "int", doc="rows of the table"),
            Attr("embedding_dim", "int", doc="the output's last dim")),
-    infer=_embedding_infer,
+    infer=_embedding_infer, model_dtype=True,
     weight_shapes=(("weight", "[num_embeddings, embedding_dim]"),),
     notes="torch.nn.functional.embedding without padding_idx/max_norm; indices outside "
           "[0, num_embeddings) are an error at run time.",
@@ -68,10 +67,10 @@ register(OpDef(
     reference=lambda attrs, xs, ws: [_take(xs[0], xs[1], attrs["axis"])]))
 
 
-def _parameter_infer(attrs, inputs):
+def _parameter_infer(attrs, inputs, model_dtype):
     if not all(d.is_static and d.value >= 1 for d in attrs["shape"]):
         raise OpError(f"parameter shape must be static sizes >= 1, got {shape_str(attrs['shape'])}")
-    return [TType(tuple(attrs["shape"]), attrs.get("dtype") or attrs["_dtype"])]
+    return [TType(tuple(attrs["shape"]), attrs.get("dtype") or model_dtype)]
 
 
 def _parameter_params(attrs, inputs):
@@ -89,7 +88,7 @@ register(OpDef(
                            doc="the fill under `weights: {random: ...}` (ints and bools: zeros)"),
                       Attr("dtype", "dtype", None, ALL_DTYPES,
                            doc="default: the model dtype; an int type for index tables")),
-    infer=_parameter_infer,
+    infer=_parameter_infer, model_dtype=True,
     weight_shapes=(("value", "`shape`"),),
     notes="nn.Parameter or a buffer: the weight is stored under the node's own name, or under "
           "NAME with `weights: {value: NAME}` (ViT's class_token); `/NAME` skips the block prefix.",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ait_build.errors import OpError
 from ait_build.ir.dims import shape_str
 from ait_build.ops.elementwise import ACTIVATIONS, clamp
-from ait_build.ops.registry import Attr, broadcasts_to
+from ait_build.ops.opdef import Attr, broadcasts_to
 
 EPILOGUE_ACTIVATIONS = tuple(ACTIVATIONS) + ("hardtanh",)
 EPILOGUE_ATTRS = (

@@ -14,7 +14,7 @@ The attribute is set by the pass, not parsed from YAML, so it is not declared in
 from __future__ import annotations
 
 from ait_build.errors import OpError
-from ait_build.ops.registry import OpDef, get_op, register
+from ait_build.ops.opdef import OPS, OpDef, register
 
 
 def step_attrs(op: OpDef, pairs) -> dict:
@@ -31,7 +31,7 @@ def _walk(program, inputs, apply):
     values = {f"x{i}": v for i, v in enumerate(inputs)}
     out = None
     for j, (name, args, pairs) in enumerate(program):
-        row = get_op(name)
+        row = OPS[name]  # every row is registered by the time a program runs (registry.py)
         if not row.elementwise or row.internal:
             raise OpError(f"fused_elementwise step {j}: '{name}' is not a plain elementwise op")
         try:
@@ -42,8 +42,9 @@ def _walk(program, inputs, apply):
     return out
 
 
-def _infer(attrs, inputs):
-    return [_walk(attrs["program"], inputs, lambda row, a, xs: row.infer(a, xs)[0])]
+def _infer(attrs, inputs, model_dtype):
+    return [_walk(attrs["program"], inputs,
+                  lambda row, a, xs: row.infer_types(a, xs, model_dtype)[0])]
 
 
 def _reference(attrs, xs, ws):
@@ -53,4 +54,4 @@ def _reference(attrs, xs, ws):
 register(OpDef(
     name="fused_elementwise", category="elementwise", internal=True, elementwise=True,
     doc="a chain or small DAG of elementwise ops run as one kernel (attr `program`)",
-    inputs=("*xs",), infer=_infer, reference=_reference))
+    inputs=("*xs",), infer=_infer, model_dtype=True, reference=_reference))

@@ -8,9 +8,8 @@ import numpy as np
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim, shape_str
 from ait_build.ops.epilogue import EPILOGUE_ATTRS, apply_epilogue, check_residual
-from ait_build.ops.registry import (Attr, OpDef, ParamSpec, TType, broadcast_shapes, register,
-                                    require_float, require_positive, require_static,
-                                    same_float_dtype)
+from ait_build.ops.opdef import (Attr, OpDef, ParamSpec, TType, broadcast_shapes, register,
+                                 require_float, require_positive, require_static, same_float_dtype)
 
 
 def _linear_infer(attrs, inputs):

@@ -7,8 +7,7 @@ import numpy as np
 
 from ait_build.errors import OpError
 from ait_build.ir.dtypes import FLOAT_DTYPES, NUMPY
-from ait_build.ops.registry import (Attr, OpDef, TType, broadcast_shapes, register,
-                                    same_float_dtype)
+from ait_build.ops.opdef import Attr, OpDef, TType, broadcast_shapes, register, same_float_dtype
 
 # name -> (NumPy function, C++ operator, PyTorch name)
 COMPARISONS = {"equal": (np.equal, "==", "eq"), "not_equal": (np.not_equal, "!=", "ne"),

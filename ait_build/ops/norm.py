@@ -7,8 +7,8 @@ import numpy as np
 
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim, shape_str
-from ait_build.ops.registry import (Attr, OpDef, ParamSpec, TType, norm_axis, register,
-                                    require_float, require_static, same_float_dtype)
+from ait_build.ops.opdef import (Attr, OpDef, ParamSpec, TType, norm_axis, register, require_float,
+                                 require_static, same_float_dtype)
 
 
 def _bn_infer(attrs, inputs):

@@ -11,7 +11,7 @@ import numpy as np
 
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim, numel, shape_str
-from ait_build.ops.registry import Attr, OpDef, TType, norm_axis, register, same_float_dtype
+from ait_build.ops.opdef import Attr, OpDef, TType, norm_axis, register, same_float_dtype
 
 
 def _contiguous(x):

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ait_build.ir.graph import Graph, verify
+from ait_build.passes import (attention_masks, eliminate_dead_code, fold_batchnorm, fold_constants,
+                              fuse_attention, fuse_elementwise, fuse_epilogue, fuse_layernorm,
+                              pad_channels, plan_memory)
 
 
 @dataclass(frozen=True)
@@ -19,9 +22,6 @@ class Pass:
 
 
 def _pipeline() -> list:
-    from ait_build.passes import (attention_masks, eliminate_dead_code, fold_batchnorm,
-                                  fold_constants, fuse_attention, fuse_elementwise, fuse_epilogue,
-                                  fuse_layernorm, pad_channels, plan_memory)
     steps = (  # (module, what it does); a pass is named after its module
         (eliminate_dead_code, "drop no-op nodes and nodes that reach no output"),
         (fold_constants, "compute weight-only subgraphs at build time"),

@@ -30,7 +30,7 @@ from ait_build.ir.dims import Dim
 from ait_build.ir.graph import Graph, Node
 from ait_build.passes.rewrite import (Uses, add_weight, free_name, infer, new_value, node_names,
                                       permute_dims, position, remove_nodes, summary)
-from ait_build.ops.registry import TType
+from ait_build.ops.opdef import TType
 from ait_build.passes import score_layouts
 from ait_build.passes.attention_masks import MASKED
 

@@ -23,7 +23,7 @@ import math
 from ait_build.errors import OpError
 from ait_build.ir.graph import Graph, Node
 from ait_build.ops.elementwise import clamp_bounds
-from ait_build.ops.registry import broadcast_shapes
+from ait_build.ops.opdef import broadcast_shapes
 from ait_build.passes.eliminate_dead_code import remove_dead
 from ait_build.passes.rewrite import Uses, add_weight, position, summary, vector_len
 

@@ -1,8 +1,8 @@
 """Kernel signatures: a key per node built from what its generated code would depend on (op,
 attributes, input/output/weight dtypes and shapes, symbolic dims by name), never from its name.
-`ait-build graph` and passes/report.py count distinct keys at any stage, to show what each pass
-buys: ResNet-50's 16 bottlenecks need far fewer than 53 conv kernels, and every BERT layer has the
-first layer's signatures.
+`ait-build graph` and bench/passes_report.py count distinct keys at any stage, to show what each
+pass buys: ResNet-50's 16 bottlenecks need far fewer than 53 conv kernels, and every BERT layer
+has the first layer's signatures.
 
 This is a report, not a pass: code generation deduplicates kernels by their rendered identity
 (codegen/kernel.py), which merges at least as much, since sizes are run-time arguments.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ait_build.ir.graph import Graph, Node
-from ait_build.ops.registry import TType
+from ait_build.ops.opdef import TType
 from ait_build.passes.rewrite import add_weight, free_name, insert_before, node_names, new_value, summary
 
 # op -> axis of its weight that holds the input channels

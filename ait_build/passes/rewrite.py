@@ -7,7 +7,8 @@ import numpy as np
 
 from ait_build.ir.dims import Dim
 from ait_build.ir.graph import VALUE, WEIGHT, Graph, Node, Tensor
-from ait_build.ops.registry import TType, get_op
+from ait_build.ops.opdef import TType
+from ait_build.ops.registry import get_op
 
 
 class Uses:
@@ -91,7 +92,7 @@ def infer(graph: Graph, node: Node) -> list:
     """The op row's output types for `node` as it stands now."""
     op = get_op(node.op)
     ins = [TType(graph.tensors[t].shape, graph.tensors[t].dtype) for t in node.inputs]
-    return op.infer(dict(node.attrs, _dtype=graph.dtype), ins)
+    return op.infer_types(node.attrs, ins, graph.dtype)
 
 
 def new_value(graph: Graph, name: str, ttype: TType, like: Node) -> str:

@@ -18,15 +18,15 @@ import sys
 
 from SCons.Script import Default, Dir, Exit, GetOption
 
+from ait_build.build.lock import hold_build_lock
+from ait_build.build.progress import Progress
+from ait_build.build.scons import Options, base_env, target_env, toolchain_value
 from ait_build.errors import AitError
 from ait_build.files.read import read_text
+from ait_build.pipeline import load_target
 
 
 def setup(arguments: dict) -> None:
-    from ait_build.build.lock import hold_build_lock
-    from ait_build.build.scons import Options, base_env, target_env, toolchain_value
-    from ait_build.build.progress import Progress
-    from ait_build.spec.target import load_target
     root = Dir("#").abspath
     try:
         listing = json.loads(read_text(arguments["listing"]))

@@ -19,7 +19,7 @@ import threading
 import numpy as np
 
 from ait_build.ir.dtypes import NUMPY, from_numpy
-from ait_build.runtime import identity
+from ait_build.runtime import cuda, identity
 from ait_build.runtime.manifest import (Manifest, ModelError, bind_dims, load_manifest,
                                         output_shapes, weights_path)
 
@@ -203,7 +203,6 @@ class Model:
 
     def _run_cuda_arrays(self, inputs: dict, dims: dict | None, given: dict | None) -> dict:
         """The cuda path without PyTorch: ait_build.runtime.cuda's ctypes CUDA runtime."""
-        from ait_build.runtime import cuda
         self._check_names(inputs)
         rt = cuda.runtime()
         arrays = {t.name: self._device_input(t, inputs[t.name], rt) for t in self.manifest.inputs}
@@ -244,7 +243,6 @@ class Model:
     def _device_input(self, spec, value, rt, what: str = "input"):
         """A NumPy array copied to the device, or another library's device array read in place
         (a DeviceArray or ForeignArray: .ptr and .shape)."""
-        from ait_build.runtime import cuda
         if isinstance(value, np.ndarray):
             self._check_dtype(spec, value.dtype, what)
             return rt.to_device(value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ait_build.errors import Location, SpecError, did_you_mean, shown
 from ait_build.ir.dims import Dim
 from ait_build.ir.dtypes import ALL_DTYPES
-from ait_build.ops.registry import REQUIRED, OpDef
+from ait_build.ops.opdef import REQUIRED, OpDef
 from ait_build.spec.fields import type_name
 from ait_build.spec.yamlfile import YList
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from ait_build.errors import SpecError
+from ait_build.ops.registry import all_ops
+from ait_build.spec.blocks import load_blocks
+from ait_build.spec.model import load_model, op_for_entry
+from ait_build.spec.target import load_target
 from ait_build.spec.yamlfile import YMap, load_yaml, where
 
 
@@ -12,19 +16,17 @@ def spec_kind(path: str) -> str:
     return kind if kind in ("Model", "Target", "Blocks") else "Model"
 
 
-def check_spec(path: str) -> str:
-    """Load the file as its kind declares; returns a one-line summary or raises SpecError."""
+def check_spec(path: str, backends) -> str:
+    """Load the file as its kind declares (a target checked against `backends`, name ->
+    Backend); returns a one-line summary or raises SpecError."""
     kind = spec_kind(path)
     if kind == "Target":
-        from ait_build.spec.target import load_target
-        target = load_target(path)
+        target = load_target(path, backends)
         return f"ok (target: {' '.join(filter(None, (target.backend, target.arch)))})"
     if kind == "Blocks":
-        from ait_build.spec.blocks import load_blocks
         library = load_blocks(path)
         lint_blocks(library)
         return f"ok (blocks: {', '.join(sorted(library.blocks)) or 'none'})"
-    from ait_build.spec.model import load_model
     graph = load_model(path)
     return f"ok ({len(graph.nodes)} nodes, {len(graph.weight_names())} weights)"
 
@@ -32,8 +34,6 @@ def check_spec(path: str) -> str:
 def lint_blocks(library) -> None:
     """What can be checked in a block before it has arguments: entries are op nodes or block
     uses, and literal op and block names exist with known attributes."""
-    from ait_build.ops.registry import all_ops
-    from ait_build.spec.model import op_for_entry
     ops = {k: v for k, v in all_ops().items() if not v.internal}
     for block in library.blocks.values():
         for i, entry in enumerate(block.graph):

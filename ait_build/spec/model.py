@@ -8,7 +8,8 @@ from ait_build.errors import Location, OpError, SpecError, did_you_mean, shown
 from ait_build.ir.dims import Dim, bounds, numel, shape_str
 from ait_build.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES
 from ait_build.ir.graph import INPUT, WEIGHT, Graph, Node, Tensor, verify
-from ait_build.ops.registry import TType, all_ops
+from ait_build.ops.opdef import TType
+from ait_build.ops.registry import all_ops
 from ait_build.spec.attrs import parse_attrs
 from ait_build.spec.blocks import BlockLibrary
 from ait_build.spec.expand import MAX_NODES, BlockExpander, Scope
@@ -247,10 +248,9 @@ class ModelBuilder(BlockExpander):
         raw = {k: self._sub(v, scope, entry.where(k)) for k, v in entry.items() if k not in NODE_FIELDS}
         attrs = parse_attrs(op, raw, {k: entry.where(k) for k in raw}, self.dims, loc, full)
         in_types = [TType(self.tensors[t].shape, self.tensors[t].dtype) for t in inputs]
-        ctx = dict(attrs, _dtype=self.dtype)
         try:
-            out_types = op.infer(ctx, in_types)
-            params = op.params(ctx, in_types) if op.params else {}
+            out_types = op.infer_types(attrs, in_types, self.dtype)
+            params = op.params(attrs, in_types) if op.params else {}
         except OpError as exc:
             raise SpecError(f"{op_name} '{full}': {exc}", _blame(entry, raw, str(exc), loc)) from None
         weights = self._node_weights(entry, scope, full, op_name, params, loc)

@@ -13,7 +13,8 @@ import yaml
 
 from ait_build.errors import Location
 from ait_build.ir.dims import Dim, DimRange, shape_str
-from ait_build.ops.registry import REQUIRED, TType, all_ops
+from ait_build.ops.opdef import REQUIRED, TType
+from ait_build.ops.registry import all_ops
 from ait_build.spec.attrs import parse_attrs
 
 CATEGORIES = ("elementwise", "logic", "conv", "pool", "gemm", "norm", "attention", "shape",
@@ -127,11 +128,10 @@ def run_example(name: str):
     attrs = parse_attrs(op, raw, {}, EXAMPLE_DIMS, Location("docs/ops.md"), node.get("name", name))
     types = example_types(inputs)
     ins = [types[i] for i in node.get("inputs", [])]
-    ctx = dict(attrs, _dtype="float32")
-    outs = op.infer(ctx, ins)
+    outs = op.infer_types(attrs, ins, "float32")
     node_name = node.get("name", name)
     renamed = node.get("weights", {})
-    params = op.params(ctx, ins) if op.params else {}
+    params = op.params(attrs, ins) if op.params else {}
     weights = {role: (renamed.get(role, f"{node_name}.{role}"), shape_str(p.shape))
                for role, p in params.items()}
     return node, ins, outs, weights

@@ -1,5 +1,10 @@
 """Target spec -> a frozen `Target`. The target file is the single source of truth for the
-hardware: code asks its capabilities, never the architecture name."""
+hardware: code asks its capabilities, never the architecture name.
+
+What only a backend knows (its arch names, the kernel families `kernels:` may name and the arch
+each runs on, the flags only `arch` may set, what `precision.accumulate` may be) comes from the
+backend table the caller passes (`backends`: name -> backends.base.Backend; pipeline.py's
+find_target passes the package's), so this module imports no backend."""
 
 from __future__ import annotations
 
@@ -9,14 +14,12 @@ import json
 import os
 from dataclasses import dataclass
 
-from ait_build.backends import backend_names, get_backend
 from ait_build.errors import AitError, SpecError, did_you_mean
 from ait_build.ir.dtypes import ALL_DTYPES
 from ait_build.ir.resources import data_dir, project_targets
 from ait_build.spec.fields import check_header, check_keys, expect_map, get, string_list
 from ait_build.spec.yamlfile import load_yaml, where
 
-BACKENDS = ("cpu", "cuda", "rocm")  # what `backend:` may name (backends.backend_names(): built)
 TARGET_FIELDS = ("apiVersion", "kind", "name", "description", "backend", "arch", "compiler",
                  "device", "kernels", "capabilities", "precision", "profile_cache", "sources")
 COMPILER_FIELDS = ("cxx", "flags", "link_flags", "min_version")
@@ -26,12 +29,10 @@ CAPABILITY_FIELDS = ("dtypes", "fused_epilogue", "fused_attention", "fused_layer
                      "channel_alignment", "cuda_graphs")
 CAPABILITY_DEFAULTS = {"dtypes": ("float32",), "fused_epilogue": True, "fused_attention": True,
                        "fused_layernorm": True, "channel_alignment": 1, "cuda_graphs": False}
-# precision.accumulate: what the tensor-core GEMMs and convs of float16 models accumulate in.
-# float16 is an opt-in of the cuda backend (its CUTLASS kernels); bfloat16 models keep float32
-# (tensor cores have no bfloat16 accumulate) and float32 models their 3xTF32.
+# precision.accumulate: what the tensor-core GEMMs and convs of float16 models accumulate in,
+# one of the backend's `accumulate` (float16: an opt-in); bfloat16 models keep float32 (tensor
+# cores have no bfloat16 accumulate) and float32 models their 3xTF32.
 PRECISION_FIELDS = ("accumulate",)
-ACCUMULATE = ("float32", "float16")
-ACCUMULATE_BACKENDS = {"float16": ("cuda",)}
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,8 @@ class Target:
         return hashlib.sha256(json.dumps(data, sort_keys=True, default=list).encode()).hexdigest()[:16]
 
 
-def _precision(doc, backend: str) -> tuple:
-    """precision: {accumulate: float32 | float16} -> sorted (key, value) pairs."""
+def _precision(doc, backend: str, backends) -> tuple:
+    """precision: {accumulate: one of the backend's} -> sorted (key, value) pairs."""
     values = {"accumulate": "float32"}
     if "precision" not in doc:
         return tuple(sorted(values.items()))
@@ -81,24 +82,25 @@ def _precision(doc, backend: str) -> tuple:
     check_keys(raw, PRECISION_FIELDS, "precision")
     if "accumulate" in raw:
         value = get(raw, "accumulate", str, "precision")
-        if value not in ACCUMULATE:
-            raise SpecError(f"precision.accumulate must be one of {', '.join(ACCUMULATE)}, got "
-                            f"'{value}'" + did_you_mean(value, ACCUMULATE), raw.where("accumulate"))
-        backends = ACCUMULATE_BACKENDS.get(value, BACKENDS)
-        if backend not in backends:
+        if value not in backends[backend].accumulate:
+            known = list(dict.fromkeys(a for name in sorted(backends)
+                                       for a in backends[name].accumulate))
+            if value not in known:
+                raise SpecError(f"precision.accumulate must be one of {', '.join(known)}, got "
+                                f"'{value}'" + did_you_mean(value, known), raw.where("accumulate"))
+            implementing = [name for name in sorted(backends) if value in backends[name].accumulate]
             raise SpecError(f"precision.accumulate '{value}' is implemented by the "
-                            f"{', '.join(backends)} backend only, not {backend}",
+                            f"{', '.join(implementing)} backend only, not {backend}",
                             raw.where("accumulate"))
         values["accumulate"] = value
     return tuple(sorted(values.items()))
 
 
-def _check_for_backend(doc, backend: str, arch: str, compiler, flags: tuple, kernels) -> None:
-    """What only the backend knows: whether it takes `arch`, which flags would choose the
-    architecture behind `arch`'s back, and the kernel families `kernels:` may name."""
-    if backend not in backend_names():
-        return  # a backend named in BACKENDS whose code is not written: planning says so
-    b = get_backend(backend)
+def _check_for_backend(doc, b, arch: str, compiler, flags: tuple, kernels) -> None:
+    """What only the backend `b` knows: whether it takes `arch`, which flags would choose the
+    architecture behind `arch`'s back, the kernel families `kernels:` may name and the arch each
+    runs on."""
+    backend = b.name
     try:
         b.arch_flags(arch)
     except AitError as exc:
@@ -118,18 +120,24 @@ def _check_for_backend(doc, backend: str, arch: str, compiler, flags: tuple, ker
             raise SpecError(f"kernels.{op}: the {backend} backend has no kernel family '{family}'"
                             + did_you_mean(family, choices) + f"; one of {', '.join(choices)}",
                             kernels.where(op))
+        archs = b.kernel_archs.get(family)
+        if archs is not None and not archs.accepts(arch):
+            raise SpecError(f"kernels.{op}: '{family}' runs on arch {archs.text}; this target's "
+                            f"arch is {arch}", kernels.where(op))
 
 
-def load_target(path: str) -> Target:
+def load_target(path: str, backends) -> Target:
+    """The target file at `path`, checked against its backend in `backends` (name -> Backend)."""
     doc = check_header(load_yaml(path), path, "Target")
     check_keys(doc, TARGET_FIELDS, "a target spec", required=("name", "backend", "compiler"))
     name = get(doc, "name", str, "the target")
     backend = get(doc, "backend", str, "the target")
-    if backend not in BACKENDS:
-        raise SpecError(f"unknown backend '{backend}'" + did_you_mean(backend, BACKENDS)
-                        + f"; one of {', '.join(BACKENDS)}", where(doc, "backend"))
+    if backend not in backends:
+        names = sorted(backends)
+        raise SpecError(f"unknown backend '{backend}'" + did_you_mean(backend, names)
+                        + f"; one of {', '.join(names)}", where(doc, "backend"))
     arch = get(doc, "arch", str, "the target", default="")
-    if backend != "cpu" and not arch:
+    if backends[backend].needs_arch and not arch:
         raise SpecError(f"a {backend} target needs 'arch' (e.g. sm_90a, gfx90a)", doc.loc)
     compiler = expect_map(doc["compiler"], where(doc, "compiler"), "compiler")
     check_keys(compiler, COMPILER_FIELDS, "compiler", required=("cxx",))
@@ -161,9 +169,9 @@ def load_target(path: str) -> Target:
                                     f"{caps[key]}", raw.where(key))
             else:
                 caps[key] = get(raw, key, bool, "capabilities")
-    precision = _precision(doc, backend)
+    precision = _precision(doc, backend, backends)
     flags = string_list(compiler, "flags", "compiler")
-    _check_for_backend(doc, backend, arch, compiler, flags, kernels)
+    _check_for_backend(doc, backends[backend], arch, compiler, flags, kernels)
     string_list(doc, "sources", "target")
     return Target(
         name=name, backend=backend, arch=arch, cxx=get(compiler, "cxx", str, "compiler"),
@@ -200,15 +208,15 @@ def known_targets(directory: str | None = None) -> list:
     return list(target_files(directory))
 
 
-def find_target(name_or_path: str, directory: str | None = None) -> Target:
+def find_target(name_or_path: str, backends, directory: str | None = None) -> Target:
     """A target by path, or by name: the project's targets/<name>.yaml (`directory`), else the
-    stock one."""
+    stock one; checked against `backends` as load_target does."""
     if name_or_path.endswith((".yaml", ".yml")) or os.sep in name_or_path:
-        return load_target(name_or_path)
+        return load_target(name_or_path, backends)
     files = target_files(directory)
     if name_or_path not in files:
         names = list(files)
         raise SpecError(f"unknown target '{name_or_path}'" + did_you_mean(name_or_path, names)
                         + f"; known targets: {', '.join(names) or 'none'} (ait-build's own and "
                         f"the files in {directory or project_targets()})")
-    return load_target(files[name_or_path][0])
+    return load_target(files[name_or_path][0], backends)

@@ -33,8 +33,7 @@ class Result:
 PLAN_SCRIPT = """
 import dataclasses, json, os, sys
 root, spec = sys.argv[1], sys.argv[2]
-from ait_build.pipeline import plan_outputs
-from ait_build.spec.target import find_target
+from ait_build.pipeline import find_target, plan_outputs
 emission = plan_outputs(spec, find_target("cpu", os.path.join(root, "targets")))
 print(json.dumps(dict(dataclasses.asdict(emission), compiled_sources=emission.compiled_sources)))
 """
@@ -80,8 +79,10 @@ class Project:
 
     def plan(self, model: str = MODEL) -> SimpleNamespace:
         """The Emission of a spec as this project's package plans it (in a subprocess)."""
+        # run in the project: `python -c` puts the working directory first on sys.path, and the
+        # repository's own package there would shadow this project's copy (and its templates)
         proc = subprocess.run([sys.executable, "-c", PLAN_SCRIPT, self.root,
-                               self.path("specs", f"{model}.yaml")],
+                               self.path("specs", f"{model}.yaml")], cwd=self.root,
                               env=dict(os.environ, PYTHONPATH=self.root), capture_output=True,
                               text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr

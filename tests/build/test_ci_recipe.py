@@ -14,7 +14,7 @@ import shutil
 import pytest
 import yaml
 
-from ait_build.cli.project import init_project
+from ait_build.cli.init import init_project
 from installed import REPO, build_wheel, make_venv, run, user_env
 
 pytestmark = pytest.mark.nvcc  # compiles CUTLASS kernels for two GPUs: minutes on 2 cores

@@ -141,7 +141,7 @@ def test_bench_steps_times_every_node(project, tmp_path, monkeypatch, capsys):
     with open(report) as fh:
         (case,) = json.load(fh)["results"]
     from ait_build.pipeline import build_plan
-    from ait_build.spec.target import find_target
+    from ait_build.pipeline import find_target
     graph = build_plan(os.path.join(project.root, "specs", "mlp.yaml"), find_target("cpu")).graph
     assert [r["node"] for r in case["steps"]] == [n.name for n in graph.nodes]  # gelu fused
     for row in case["steps"]:

@@ -99,14 +99,14 @@ def test_accepted_names_and_any_path_build_and_load(project, model, dim, input_n
 @given(model=anything, dim=anything, input_name=anything, node=anything)
 def test_check_accepts_exactly_the_names_every_layer_carries(tmp_path, model, dim, input_name, node):
     from ait_build.errors import SpecError
-    from ait_build.spec.check import check_spec
+    from ait_build.pipeline import check_file
     spec = tmp_path / "fuzz.yaml"
     spec.write_text(_spec(model, dim, input_name, node), encoding="utf-8")
     valid = (MODEL_NAME.fullmatch(model) and TENSOR_NAME.fullmatch(input_name)
              and TENSOR_NAME.fullmatch(node) and IDENTIFIER.fullmatch(dim)
              and not keyword.iskeyword(dim) and input_name != node)
     try:
-        check_spec(str(spec))
+        check_file(str(spec))
     except SpecError as exc:
         assert not valid, str(exc)
         assert re.fullmatch(rf"{re.escape(str(spec))}:\d+:\d+: error: [^\n]+", str(exc)), str(exc)

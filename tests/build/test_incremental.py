@@ -71,6 +71,11 @@ def _edit_template(path: str) -> None:
         fh.write(text)
 
 
+def _renamed(before, after) -> set:
+    """Kernel sources of `after` that `before` had under another name (or not at all)."""
+    return set(after.kernel_sources) - set(before.kernel_sources)
+
+
 def test_template_edit_rebuilds_only_kernels_rendered_from_it(fresh):
     emission = fresh.plan()
     users: dict = {}
@@ -83,10 +88,17 @@ def test_template_edit_rebuilds_only_kernels_rendered_from_it(fresh):
                              and t not in emission.template_deps[emission.model_source]),
                             key=lambda ts: (len(ts[1]), ts[0]))
     _edit_template(fresh.path(template))
+    after = fresh.plan()
+    # a kernel's name hashes its templates' content: the kernels rendered from the edited one
+    # get new names (and files), the others keep theirs
+    assert set(emission.kernel_sources) - set(after.kernel_sources) == sources
+    renamed = _renamed(emission, after)
+    assert len(renamed) == len(sources)
     result = fresh.scons("target=cpu")
     assert result.steps("generating")
-    # and the one-line build id source: the manifest records every kernel's hash
-    assert result.steps("compiling") == _basenames(sources) | {os.path.basename(emission.id_source)}
+    # with model.cpp, which calls them by name, and the one-line build id source
+    assert result.steps("compiling") == _basenames(renamed) | {
+        os.path.basename(emission.model_source), os.path.basename(emission.id_source)}
 
 
 def test_template_reached_through_include_is_a_dependency(fresh):
@@ -104,7 +116,12 @@ def test_template_reached_through_include_is_a_dependency(fresh):
         fh.write("{# edited by a test #}")  # no newline: the rendered bytes stay the same
     result = fresh.scons("target=cpu", "--debug=explain")
     assert result.steps("generating")
-    assert not result.steps("compiling")  # a comment renders to the same bytes
+    # a comment renders to the same bytes; only the kernels whose names hash the edited
+    # template's content compile again, renamed, and with them model.cpp and the build id
+    renamed = _renamed(emission, fresh.plan())
+    assert result.steps("compiling") == (_basenames(renamed) | {
+        os.path.basename(emission.model_source), os.path.basename(emission.id_source)}
+        if renamed else set())
 
 
 def test_ait_build_change_regenerates(fresh):

@@ -8,9 +8,8 @@ import filecmp
 import json
 import os
 
-from ait_build.pipeline import emit
-from ait_build.spec.target import find_target
 from ait_build.backends.toolchain import compiler_version
+from ait_build.pipeline import emit, find_target
 from buildproj import MODEL, NVCC_VERSION, REPO, fake_compiler, make_project
 
 HIPCC_VERSION = """HIP version: 5.2.21153-0

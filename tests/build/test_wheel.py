@@ -90,10 +90,10 @@ def test_build_from_a_folder_without_sconstruct(venv, tmp_path):
 def test_the_stock_profiles_come_with_the_wheel(venv, tmp_path):
     """profiles/h200.yaml travels as ait_build/_data/profiles/, where the stock h200 target's
     profile_cache points, and reads as a profile with entries."""
-    script = ("from ait_build.profile.store import load_profile, profile_path\n"
-              "from ait_build.spec.target import find_target\n"
+    script = ("from ait_build.spec.profile import load_profile, profile_path\n"
+              "from ait_build.pipeline import find_target\n"
               "t = find_target('h200')\n"
-              "print(profile_path(t), len(load_profile(t).entries))\n")
+              "print(profile_path(t), len(load_profile(t)))\n")
     path, entries = run(["python", "-c", script], cwd=str(tmp_path), env=venv).stdout.split()
     assert path.startswith(venv["VIRTUAL_ENV"]) and path.endswith("_data/profiles/h200.yaml")
     assert int(entries) > 10

@@ -3,7 +3,7 @@
     python tests/codegen/emit_snapshot.py write DIR [--targets cpu,a100,h200]
     python tests/codegen/emit_snapshot.py compare BEFORE AFTER
 
-`write` emits every spec in specs/ and the cuda op-group specs (tests/cuda/cuda_op_groups.py:
+`write` emits every spec in specs/ and the cuda op-group specs (tests/backends/cuda/cuda_op_groups.py:
 their float16 and bfloat16 variants included) for each target into DIR/<target>/<spec>/: every
 file emit() writes except weights.safetensors, which is recorded by its sha256 (the seed models'
 weights run to hundreds of MB). A spec a target cannot build records its error message instead.
@@ -32,7 +32,7 @@ WEIGHTS = "weights.safetensors"
 
 
 def all_specs() -> list:
-    sys.path.insert(0, os.path.join(ROOT, "tests", "cuda"))
+    sys.path.insert(0, os.path.join(ROOT, "tests", "backends", "cuda"))
     from cuda_op_groups import all_specs as cuda_specs
     specs = sorted(glob.glob(os.path.join(ROOT, "specs", "*.yaml")))
     return list(dict.fromkeys(specs + cuda_specs()))

@@ -1,4 +1,4 @@
-"""The runtime's host buffers (templates/common/ait_runtime.h.j2, ait::Buffer) on their own: a
+"""The runtime's host buffers (templates/common/include/ait_runtime.h, ait::Buffer) on their own: a
 small C++ program reserves a workspace-sized and a small buffer and reports their alignment and,
 on Linux, whether the kernel recorded the huge-page advice for the big one (the `hg` flag of its
 mapping in /proc/self/smaps). Whether huge pages are then granted depends on the machine."""
@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from ait_build.codegen.render import render
-from ait_build.spec.target import find_target
+from ait_build.codegen.render import templates_dir
+from ait_build.pipeline import find_target
 
 PROGRAM = r"""
 #include <cstdint>
@@ -49,11 +49,10 @@ int main() {
 @pytest.fixture(scope="module")
 def output(tmp_path_factory):
     d = tmp_path_factory.mktemp("buffer")
-    (d / "ait_common.h").write_text(render("common/ait_common.h.j2", {}))
-    (d / "ait_runtime.h").write_text(render("common/ait_runtime.h.j2", {}))
     (d / "main.cpp").write_text(PROGRAM)
     exe = str(d / "buffer_test")
-    subprocess.run([find_target("cpu").cxx, "-O2", "-std=c++17", "-pthread", "-I", str(d),
+    subprocess.run([find_target("cpu").cxx, "-O2", "-std=c++17", "-pthread", "-I",
+                    os.path.join(templates_dir(), "common", "include"),
                     str(d / "main.cpp"), "-o", exe], check=True)
     return subprocess.run([exe], check=True, capture_output=True, text=True).stdout.splitlines()
 

@@ -15,7 +15,7 @@ import pytest
 from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
-from .conftest import tolerance, write_spec
+from backends.cpu.helpers import tolerance, write_spec
 
 OK, ARGUMENT, SHAPE, WEIGHTS = 0, 1, 2, 3
 

@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from ait_build.pipeline import emit, plan_outputs
+from ait_build.backends import toolchain_for
 from ait_build.codegen.render import template_path
 from ait_build.errors import AitError
+from ait_build.pipeline import emit, find_target, plan_outputs
 from ait_build.spec.model import load_model
-from ait_build.spec.target import find_target
-from ait_build.backends.toolchain import toolchain_for
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPECS = os.path.join(PROJECT_ROOT, "specs")

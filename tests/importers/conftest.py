@@ -1,4 +1,5 @@
-"""The importer tests build with the codegen tests' helpers (compile once per kernel per session)."""
+"""The importer tests build with tests/conftest.py's fixtures (compile once per kernel per session)
+and import their factories as `tests.importers.zoo:NAME`."""
 
 import os
 import sys
@@ -6,10 +7,7 @@ import sys
 import pytest
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, TESTS)  # codegen.conftest
 sys.path.insert(0, os.path.dirname(TESTS))  # the factories: tests.importers.zoo:NAME
-
-from codegen.conftest import build_spec, cpu_target, object_cache  # noqa: E402,F401  (fixtures)
 
 
 @pytest.fixture(autouse=True)

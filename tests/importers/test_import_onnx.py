@@ -24,9 +24,8 @@ from ait_build.importers.from_onnx import import_onnx  # noqa: E402
 from ait_build.importers.options import parse_dim, parse_input  # noqa: E402
 from ait_build.importers.simplify import simplify  # noqa: E402
 from ait_build.importers.write import write_spec  # noqa: E402
-from ait_build.pipeline import build_plan  # noqa: E402
 from ait_build.ops.reference import run_reference  # noqa: E402
-from ait_build.spec.target import find_target  # noqa: E402
+from ait_build.pipeline import build_plan, find_target  # noqa: E402
 
 pytestmark = pytest.mark.torch
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -16,8 +16,7 @@ from ait_build.importers.from_torch import import_torch  # noqa: E402
 from ait_build.importers.options import dims_for, parse_dim, parse_input  # noqa: E402
 from ait_build.importers.simplify import simplify  # noqa: E402
 from ait_build.importers.write import write_spec  # noqa: E402
-from ait_build.pipeline import build_plan  # noqa: E402
-from ait_build.spec.target import find_target  # noqa: E402
+from ait_build.pipeline import build_plan, find_target  # noqa: E402
 
 pytestmark = pytest.mark.torch
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -14,10 +14,10 @@ pytest.importorskip("torchvision")
 from cases import rel_error  # noqa: E402
 from test_import_torch import import_case  # noqa: E402
 
+from ait_build.ops.reference import run_reference  # noqa: E402
 from ait_build.passes import optimize  # noqa: E402
 from ait_build.passes.fuse_epilogue import GEMMS  # noqa: E402
-from ait_build.ops.reference import run_reference  # noqa: E402
-from ait_build.spec.target import find_target  # noqa: E402
+from ait_build.pipeline import find_target  # noqa: E402
 
 pytestmark = pytest.mark.torch
 ACTIVATIONS = ("relu", "relu6", "hardtanh", "clamp", "hardswish", "silu", "sigmoid", "tanh",

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from ait_build.errors import OpError
 from ait_build.ir.dims import Dim
 from ait_build.ir.dtypes import ALL_DTYPES, NUMPY, is_float
-from ait_build.ops.registry import REQUIRED, ParamSpec, TType, all_ops
+from ait_build.ops.opdef import REQUIRED, ParamSpec, TType
+from ait_build.ops.registry import all_ops
 
 PUBLIC = sorted(name for name, op in all_ops().items() if not op.internal)
 ENV = {"batch": 3}
@@ -70,10 +71,9 @@ def random_array(rng, shape, dtype):
 @given(data=st.data())
 def test_infer_raises_only_op_errors_and_agrees_with_reference(name, data):
     op, attrs, inputs = data.draw(op_call(name))
-    ctx = dict(attrs, _dtype="float32")
     try:
-        outs = op.infer(ctx, inputs)
-        params = op.params(ctx, inputs) if op.params else {}
+        outs = op.infer_types(attrs, inputs, "float32")
+        params = op.params(attrs, inputs) if op.params else {}
     except OpError:
         return
     assert len(outs) == op.num_outputs(attrs)

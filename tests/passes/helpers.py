@@ -12,10 +12,10 @@ import numpy as np
 
 from ait_build.ir.dtypes import NUMPY, is_float
 from ait_build.ir.graph import Graph, verify
-from ait_build.passes.rewrite import run_node
 from ait_build.ops.reference import bind_dims, random_inputs, run_reference
+from ait_build.passes.rewrite import run_node
+from ait_build.pipeline import find_target
 from ait_build.spec.model import load_model
-from ait_build.spec.target import find_target
 
 HEADER = """\
 apiVersion: ait-build/v1

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from ait_build.errors import OpError
-from ait_build.ops.registry import TType, get_op
+from ait_build.ops.opdef import TType
+from ait_build.ops.registry import get_op
 from ait_build.ir.dims import Dim
 from ait_build.passes import fuse_elementwise
 
@@ -75,6 +76,6 @@ def test_fused_reference_and_errors():
     np.testing.assert_allclose(out, ref, rtol=1e-6)
     t = TType((Dim.of(8),), "float32")
     with pytest.raises(OpError, match="not defined yet"):
-        row.infer({"program": (("relu", ("t3",), ()),)}, [t])
+        row.infer_types({"program": (("relu", ("t3",), ()),)}, [t], "float32")
     with pytest.raises(OpError, match="not a plain elementwise op"):
-        row.infer({"program": (("softmax", ("x0",), ()),)}, [t])
+        row.infer_types({"program": (("softmax", ("x0",), ()),)}, [t], "float32")

@@ -13,12 +13,11 @@ import sys
 
 import pytest
 
-from ait_build.cli import build as build_cli
 from ait_build.cli.main import main
-from ait_build.pipeline import build_plan
-from ait_build.profile.cli import DIGEST, gather_jobs
+from ait_build.pipeline import build_plan, find_target
+from ait_build.profile import run as profile_run
 from ait_build.profile.harness import render_harness
-from ait_build.spec.target import find_target
+from ait_build.profile.run import DIGEST, gather_jobs
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAST = "sm90_coop_128x64x64_c1x1_streamk"
@@ -45,7 +44,7 @@ def project(tmp_path, monkeypatch):
     os.makedirs(tmp_path / "targets")
     shutil.copy(os.path.join(REPO, "targets", "h200.yaml"), tmp_path / "targets" / "h200.yaml")
     (tmp_path / "SConstruct").write_text("# test project\n")
-    monkeypatch.setattr(build_cli, "project_root", lambda start=None: str(tmp_path))
+    monkeypatch.setattr(profile_run, "project_root", lambda start=None: str(tmp_path))
     return tmp_path
 
 

@@ -12,15 +12,14 @@ import sys
 
 import pytest
 
-from ait_build.codegen.tuning import Config, Tunable
-from ait_build.profile.store import read_profile
+from ait_build.codegen.tuning import Config, Profile, Tunable
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
 from ait_build.profile.harness import Harness
 from ait_build.profile.jobs import Problem, dim_points
 from ait_build.profile.measure import Journal, measure, problem_line
 from ait_build.profile.report import choose
-from ait_build.profile.store import read_entries, write_profile
+from ait_build.spec.profile import read_entries, read_profile, write_profile
 
 CONFIGS = (Config("big", "sm80", ()), Config("small", "sm80", ()), Config("fast", "sm90", ()),
            Config("crashes", "sm90", ()), Config("wrong", "sm90", ()))
@@ -116,7 +115,7 @@ def test_winners_merge_into_the_profile_file(tmp_path):
     text = open(path).read()
     assert text.count("\n  - {family: ") == 5 and "measured_on: \"Fake GPU (4 SMs)\"" in text
     assert read_entries(path) == (entries, "Fake GPU (4 SMs)")  # what is written reads back
-    profile = read_profile(path)
+    profile = Profile(path, read_profile(path))
     (first,) = [p for p in problems() if p.extent == 4 and dict(p.tunable.problem)["n"] == 64]
     assert [(e, c.name) for e, c in profile.choices(first.tunable)] == [(4, "fast"), (32, "fast")]
 

@@ -11,8 +11,9 @@ import shutil
 import pytest
 
 from ait_build.errors import SpecError
+from ait_build.pipeline import build_plan, find_target
 from ait_build.profile.journal import Journal, Result
-from ait_build.profile.store import read_entries, read_profile
+from ait_build.spec.profile import read_entries, read_profile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GOOD = {"digest": "d1", "key": ["gemm float16 x", "n=64 k=64 l=1", 4],
@@ -95,8 +96,6 @@ def test_impossible_profile_entries_are_located_errors(tmp_path, fields, words):
 
 def test_an_entry_naming_a_configuration_its_family_lacks_is_reported(tmp_path):
     """The build says which entry it could not use, at its line, and what it uses instead."""
-    from ait_build.pipeline import build_plan
-    from ait_build.spec.target import find_target
     os.makedirs(tmp_path / "targets")
     shutil.copy(os.path.join(ROOT, "targets", "h200.yaml"), tmp_path / "targets")
     os.makedirs(tmp_path / "profiles")

@@ -94,7 +94,7 @@ def test_bench_names_no_file_before_the_spec_is_checked(tmp_path):
 
 
 def test_check_with_nan_in_both_is_agreement():
-    from ait_build.cli.build import compare
+    from ait_build.cli.run import compare
     import numpy as np
     ours = {"y": np.array([np.nan, 1.0, np.inf], np.float32)}
     assert compare(ours, {"y": np.array([np.nan, 1.0, np.inf], np.float32)}, "float32")[0].endswith(" ok")

@@ -2,7 +2,7 @@
 device and back, DLPack and __cuda_array_interface__ arrays read in place, DeviceArray outputs
 that DLPack consumers take without copies. No GPU here: the toy library (host code) stands in
 for a cuda build and a host-memory runtime for libcudart, so what is checked is everything but
-the CUDA calls themselves (tests/cuda/test_gpu_arrays.py runs them on a GPU)."""
+the CUDA calls themselves (tests/backends/cuda/test_gpu_arrays.py runs them on a GPU)."""
 
 from __future__ import annotations
 

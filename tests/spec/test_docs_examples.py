@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from ait_build.errors import SpecError
-from ait_build.spec.check import check_spec
+from ait_build.pipeline import check_file
 
 DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                    "docs", "spec.md")
@@ -47,10 +47,10 @@ def test_every_yaml_example_is_valid(tmp_path):
         path.write_text(block)
         if first.startswith("# expect-error:"):
             with pytest.raises(SpecError) as info:
-                check_spec(str(path))
+                check_file(str(path))
             assert first.split(":", 1)[1].strip() in info.value.message
         elif data.get("kind") != "Blocks":  # block files are checked through the models using them
-            assert check_spec(str(path)).startswith("ok")
+            assert check_file(str(path)).startswith("ok")
         checked += 1
     assert checked >= 7
 

@@ -7,7 +7,8 @@ import os
 import pytest
 
 from ait_build.errors import SpecError
-from ait_build.spec.target import find_target, known_targets, load_target, stock_targets_dir
+from ait_build.pipeline import find_target, load_target
+from ait_build.spec.target import known_targets, stock_targets_dir
 
 EXPECTED = {"cpu": ("cpu", ""), "cpu_mkl": ("cpu", ""), "cpu_openblas": ("cpu", ""), "a100": ("cuda", "sm_80"), "h100": ("cuda", "sm_90a"),
             "h200": ("cuda", "sm_90a"), "mi250": ("rocm", "gfx90a")}
@@ -75,3 +76,34 @@ def test_float16_accumulation_is_for_float16_models_only(write):
     assert opted.digest() != plain.digest()
     spelled_out = load_target(write("v.yaml", body + "precision: {accumulate: float32}\n", kind="Target"))
     assert spelled_out.digest() == plain.digest()
+
+
+@pytest.mark.parametrize("backend, arch, kernels, fits", [
+    ("cuda", "sm_90a", "{gemm: cutlass_sm80, attention: fmha_sm80}", True),  # Ampere's run on Hopper
+    ("cuda", "sm_89", "{conv2d: cutlass_sm80}", True),
+    ("cuda", "sm_90", "{gemm: cutlass_sm90}", False),  # wgmma and TMA: sm_90a code only
+    ("cuda", "sm_80", "{attention: fmha_sm90}", False),
+    ("cuda", "sm_75", "{gemm: cutlass_sm80}", False),
+    ("rocm", "gfx942", "{gemm: rocm_mfma}", True),
+    ("rocm", "gfx90a:xnack-", "{conv2d: rocm_mfma}", True),
+    ("rocm", "gfx1100", "{gemm: rocm_mfma}", False),  # RDNA: no MFMA
+    ("rocm", "gfx1100", "{attention: gpu_fused}", True),
+])
+def test_a_kernel_family_runs_on_the_archs_its_backend_says(write, backend, arch, kernels, fits):
+    path = write("t.yaml", f"name: t\nbackend: {backend}\narch: '{arch}'\ncompiler: {{cxx: c}}\n"
+                           f"kernels: {kernels}\n", kind="Target")
+    if fits:
+        assert load_target(path).arch == arch
+    else:
+        with pytest.raises(SpecError, match=rf"runs on arch .*; this target's arch is {arch}"):
+            load_target(path)
+
+
+def test_the_checks_ask_the_backend_table_they_are_given(write):
+    """spec/ imports no backend: a table that names other backends changes what loads."""
+    from ait_build.backends import BACKENDS
+    from ait_build.spec import target as target_file
+    path = write("t.yaml", "name: t\nbackend: cpu\ncompiler: {cxx: g++}\n", kind="Target")
+    assert target_file.load_target(path, BACKENDS).backend == "cpu"
+    with pytest.raises(SpecError, match="unknown backend 'cpu'; one of cuda"):
+        target_file.load_target(path, {"cuda": BACKENDS["cuda"]})

@@ -25,13 +25,13 @@ TEMPLATES = {
     "pool2d": "cpu/pool2d.cpp.j2",
     "global_avg_pool": "cpu/global_avg_pool.cpp.j2",
 }
-SUPPORT_FILES = {  # generated path -> template
-    "src/ait_common.h": "common/ait_common.h.j2",
-    "src/ait_runtime.h": "common/ait_runtime.h.j2",
-    "src/ait_cpu.h": "cpu/ait_cpu.h.j2",
-    "src/ait_pool.h": "cpu/ait_pool.h.j2",
-    "src/ait_packed.h": "cpu/ait_packed.h.j2",
-    "src/ait_panel.h": "cpu/ait_panel.h.j2",
+SUPPORT_FILES = {  # generated path -> its file under templates/ (plain C++, copied as it is)
+    "src/ait_common.h": "common/include/ait_common.h",
+    "src/ait_runtime.h": "common/include/ait_runtime.h",
+    "src/ait_cpu.h": "cpu/include/ait_cpu.h",
+    "src/ait_pool.h": "cpu/include/ait_pool.h",
+    "src/ait_packed.h": "cpu/include/ait_packed.h",
+    "src/ait_panel.h": "cpu/include/ait_panel.h",
 }
 # storage types: floats are computed and stored as float32 inside the library
 CTYPE = {"float32": "float", "float16": "float", "bfloat16": "float", "int32": "int32_t",
@@ -40,6 +40,8 @@ CTYPE = {"float32": "float", "float16": "float", "bfloat16": "float", "int32": "
 IO_CTYPE = {"float32": "float", "float16": "uint16_t", "bfloat16": "uint16_t", "int32": "int32_t",
             "int64": "int64_t", "bool": "uint8_t"}
 SIZEOF = {"float": 4, "int32_t": 4, "int64_t": 8, "uint8_t": 1, "uint16_t": 2}
+# weights too are float32, as the kernels compute
+WEIGHT_STORAGE = {"float16": "float32", "bfloat16": "float32"}
 
 LOWER = {
     **shared.ELEMENTWISE,  # elementwise ops, fused programs, batch_norm (backends/shared.py)
@@ -67,6 +69,8 @@ BACKEND = Backend(
     ctypes=frozen(CTYPE),
     io_ctypes=frozen(IO_CTYPE),
     sizeof=frozen(SIZEOF),
+    compute_dtype="float32",
+    weight_storage=frozen(WEIGHT_STORAGE),
     lower_inputs=edges.lower_inputs,
     lower_outputs=edges.lower_outputs,
     toolchain=cpu_toolchain,

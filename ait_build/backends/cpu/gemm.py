@@ -7,11 +7,11 @@ per-column vector is added by a separate elementwise pass over the output instea
 from __future__ import annotations
 
 from ait_build.backends.cpu import winograd
+from ait_build.codegen import epilogue
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
-from ait_build.codegen.elementwise import Operand, act_fn, elementwise, float_literal
+from ait_build.codegen.elementwise import act_fn, float_literal
 from ait_build.codegen.kernel import make_kernel
-from ait_build.codegen.op_geometry import (attention_operands, conv_geometry, matmul_geometry,
-                                           residual_mode)
+from ait_build.codegen.op_geometry import attention_operands, conv_geometry, matmul_geometry
 from ait_build.ir.dims import Dim
 from ait_build.ops.attention import attention_scale
 
@@ -35,25 +35,13 @@ def direct_conv(win: dict, groups: int, c: int, o: int) -> bool:
             win["kh"] * win["kw"] * c <= DIRECT_MAX_TAPS and o % 16 == 0 and win["dw"] == 1)
 
 
-class Epilogue:
-    """The epilogue a GEMM-shaped node carries, split into what its kernel applies and what (an
-    odd residual) a following elementwise pass applies."""
+class Epilogue(epilogue.Epilogue):
+    """The node's epilogue (codegen/epilogue.py) as the cpu kernels take it: a bias, and a
+    residual of the output's shape or a per-column one (`res_mode`)."""
 
     def __init__(self, lw, data_inputs: int, has_bias: bool):
-        node = lw.node
-        self.act = node.attrs.get("activation", "none")
-        self.residual = node.inputs[data_inputs] if len(node.inputs) > data_inputs else None
-        self.mode = "none"
-        self.later = None
-        if self.residual is not None:
-            mode = residual_mode(lw.shape(node.output), lw.shape(self.residual))
-            if mode is None:
-                self.later = self.residual
-            else:
-                self.mode = mode
+        super().__init__(lw, data_inputs, fused_modes=("full", "row"))
         self.has_bias = has_bias
-        self.kernel_act = "none" if self.later else self.act
-        self.attrs = node.attrs  # hardtanh's bounds
 
     def context(self) -> dict:
         return dict(has_bias=self.has_bias, res_mode=self.mode,
@@ -67,14 +55,6 @@ class Epilogue:
     def args(self, lw, bias_var: str | None) -> list:
         out = [bias_var] if self.has_bias else []
         return out + ([lw.src(self.residual)] if self.mode != "none" else [])
-
-    def finish(self, lw, out: str) -> None:
-        """Adds an odd-shaped residual (and the activation) in place over the output."""
-        if self.later is None:
-            return
-        dst = Operand(lw.dst(out), "float", lw.shape(out))
-        res = Operand(lw.src(self.later), "float", lw.shape(self.later))
-        elementwise(lw, "residual", dst, [dst, res], f"{act_fn(self.act, self.attrs)}((v0 + v1))")
 
 
 def gemm_call(lw, label, epi, out, a_var, w_var, bias_var, m, n, k, batch, a_bs, b_bs,

@@ -8,33 +8,21 @@ dtype, and run() enqueues on the caller's stream.
 from __future__ import annotations
 
 from ait_build.backends import gpu
+from ait_build.backends.base import Archs
 from ait_build.backends.cuda import cutlass, fmha, grouped
-from ait_build.backends.cuda.toolchain import ARCH_OPTIONS, arch_flags, cuda_toolchain
+from ait_build.backends.cuda.toolchain import (ARCH_OPTIONS, arch_flags, arch_number,
+                                              cuda_toolchain)
 
-# kernel kind -> template: the GPU layer's kernels as cuda renders them (each a one-line stub
-# extending templates/gpu/<kind>.cu.j2: a kernel's name hashes its template's path, so the stubs
-# keep cuda's kernel names), and the dispatches of the CUTLASS GEMMs and convs
-TEMPLATES = {
-    "elementwise": "cuda/elementwise.cu.j2",
-    "copy": "cuda/copy.cu.j2",
-    "gather": "cuda/gather.cu.j2",
-    "softmax": "cuda/softmax.cu.j2",
-    "pool2d": "cuda/pool2d.cu.j2",
-    "global_avg_pool": "cuda/global_avg_pool.cu.j2",
-    "layer_norm": "cuda/layer_norm.cu.j2",
-    "pad_channels": "cuda/pad_channels.cu.j2",
-    "attention": "cuda/attention.cu.j2",
-    "gemm_simple": "cuda/gemm_simple.cu.j2",
-    "conv2d_direct": "cuda/conv2d_direct.cu.j2",
-    "depthwise_conv2d": "gpu/depthwise_conv2d.cu.j2",  # newer kinds: the GPU layer's own file
-    "channel_scale": "gpu/channel_scale.cu.j2",
-    "gemm": "cuda/gemm.cu.j2",
-    "conv2d": "cuda/conv2d.cu.j2",
-    "conv2d_grouped": "cuda/conv2d_grouped.cu.j2",
-}
-SUPPORT_FILES = {  # generated path -> template
-    "src/ait_common.h": "common/ait_common.h.j2",
-    "src/ait_runtime.h": "common/ait_runtime.h.j2",
+# kernel kind -> template: the GPU layer's kernels as they are (the kernel header comes from
+# render_globals), and its GEMM/conv dispatches over the CUTLASS parts (cutlass.py)
+TEMPLATES = {kind: f"gpu/{kind}.cu.j2" for kind in (
+    "elementwise", "copy", "gather", "softmax", "pool2d", "global_avg_pool", "layer_norm",
+    "pad_channels", "attention", "gemm_simple", "conv2d_direct", "depthwise_conv2d",
+    "channel_scale", "gemm", "conv2d")}
+TEMPLATES["conv2d_grouped"] = "cuda/conv2d_grouped.cu.j2"  # tensor-core grouped convs (grouped.py)
+SUPPORT_FILES = {  # generated path -> template (.j2) or plain header, copied as it is
+    "src/ait_common.h": "common/include/ait_common.h",
+    "src/ait_runtime.h": "common/include/ait_runtime.h",
     "src/ait_cuda.h": "cuda/ait_cuda.h.j2",
     "src/ait_cuda_runtime.h": "cuda/ait_cuda_runtime.h.j2",
 }
@@ -42,6 +30,13 @@ SUPPORT_FILES = {  # generated path -> template
 CTYPE = {"float32": "float", "float16": "__half", "bfloat16": "__nv_bfloat16",
          "int32": "int32_t", "int64": "int64_t", "bool": "uint8_t"}
 SIZEOF = {"float": 4, "__half": 2, "__nv_bfloat16": 2, "int32_t": 4, "int64_t": 8, "uint8_t": 1}
+
+# the 2.x-style kernels (mma.sync) need Ampere's tensor cores and run on newer GPUs; the Hopper
+# ones (wgmma, TMA) exist in sm_90a code only
+SM80_OR_NEWER = Archs("sm_80 or newer", lambda arch: arch_number(arch) >= 80)
+SM90A = Archs("sm_90a only", lambda arch: arch == "sm_90a")
+KERNEL_ARCHS = {"cutlass_sm80": SM80_OR_NEWER, "cutlass_sm90": SM90A,
+                "fmha_sm80": SM80_OR_NEWER, "fmha_sm90": SM90A}
 
 BACKEND = gpu.backend(
     name="cuda",
@@ -59,6 +54,8 @@ BACKEND = gpu.backend(
     arch_options=ARCH_OPTIONS,
     kernel_families={"gemm": tuple(cutlass.FAMILIES), "conv2d": tuple(cutlass.FAMILIES),
                      "attention": tuple(fmha.FAMILIES)},
+    kernel_archs=KERNEL_ARCHS,
+    accumulate=("float32", "float16"),  # CUTLASS's tensor-core GEMMs and convs
     device="cuda",
     render_globals={"kernel_header": "ait_cuda.h"},  # gpu/kernel.cu.j2 includes it
     profile_driver="cuda/profile.cu.j2",

@@ -23,6 +23,11 @@ ARCH_OPTIONS = ("-gencode", "--generate-code", "-arch", "--gpu-architecture", "-
                 "--gpu-code")
 
 
+def arch_number(arch: str) -> int:
+    """sm_90a -> 90 (an arch arch_flags takes)."""
+    return int(ARCH.fullmatch(arch).group(1))
+
+
 def arch_flags(arch: str) -> tuple:
     """nvcc's -gencode for `arch`: sm_80 -> SASS for sm_80 plus compute_80 PTX, which newer GPUs
     compile at load time (an a100 library runs on Hopper); sm_90a -> SASS only: code using the

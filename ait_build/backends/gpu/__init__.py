@@ -36,10 +36,17 @@ def lowerings(engine, tensor_core_attention=None) -> dict:
     }
 
 
+# weights a lowering does not type (layer norm's, batch norm's folded scales) are float32, as
+# the kernels compute; GEMM operands and biases ask for the model's dtype
+WEIGHT_STORAGE = {"float16": "float32", "bfloat16": "float32"}
+
+
 def backend(*, ctypes: dict, **fields) -> Backend:
     """A GPU backend: tensors in the model's dtype on the device, inputs and outputs too (the
-    edges convert nothing: edges.py), run() timed per step with device events. `fields`: the
-    rest of the Backend (its tables are frozen here)."""
+    edges convert nothing: edges.py), float32 compute, an `arch` every target names, run() timed
+    per step with device events. `fields`: the rest of the Backend (its tables are frozen
+    here)."""
     tables = {k: frozen(v) if isinstance(v, dict) else v for k, v in fields.items()}
-    return Backend(ctypes=frozen(ctypes), io_ctypes=frozen(ctypes), lower_inputs=edges.lower_inputs,
-                   lower_outputs=edges.lower_outputs, step_timing=True, **tables)
+    return Backend(ctypes=frozen(ctypes), io_ctypes=frozen(ctypes), compute_dtype="float32",
+                   weight_storage=frozen(WEIGHT_STORAGE), lower_inputs=edges.lower_inputs,
+                   lower_outputs=edges.lower_outputs, needs_arch=True, step_timing=True, **tables)

@@ -21,12 +21,11 @@ from functools import partial
 from typing import Callable, Mapping
 
 from ait_build.backends.gpu import depthwise
-from ait_build.codegen import data_movement
+from ait_build.codegen import data_movement, epilogue
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
-from ait_build.codegen.elementwise import (Operand, act_fn, elementwise, float_literal,
-                                           hardtanh_struct)
+from ait_build.codegen.elementwise import act_fn, float_literal, hardtanh_struct
 from ait_build.codegen.kernel import make_kernel
-from ait_build.codegen.op_geometry import conv_geometry, matmul_geometry, residual_mode
+from ait_build.codegen.op_geometry import conv_geometry, matmul_geometry
 from ait_build.codegen.tuning import Tunable
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
@@ -122,25 +121,16 @@ def tuned(engine: MatrixEngine, lw, op: str, label: str, context: dict, params: 
     lw.tuned_call(Tunable(**fields), make, args, group, flops=flops * 2)
 
 
-class Epilogue:
-    """A node's epilogue: what its kernel fuses (bias, a same-shaped residual, the activation)
-    and what a following elementwise pass adds (a residual of another shape)."""
+class Epilogue(epilogue.Epilogue):
+    """The node's epilogue (codegen/epilogue.py) as the GPU kernels take it: a bias vector and a
+    residual of the output's shape; a per-column residual is the bias when there is none."""
 
     def __init__(self, lw, data_inputs: int, has_bias: bool):
         node = lw.node
-        self.act = node.attrs.get("activation", "none")
-        residual = node.inputs[data_inputs] if len(node.inputs) > data_inputs else None
-        self.residual = self.row = self.later = None
         self.bias = lw.weight("bias", dtype=lw.dtype(node.output)) if has_bias else None
-        if residual is not None:
-            mode = residual_mode(lw.shape(node.output), lw.shape(residual))
-            if mode == "full":
-                self.residual = residual
-            elif mode == "row" and self.bias is None:  # a per-column residual is a bias
-                self.bias = lw.src(residual)
-            else:
-                self.later = residual
-        self.kernel_act = "none" if self.later else self.act
+        super().__init__(lw, data_inputs, fused_modes=("full",) if has_bias else ("full", "row"))
+        if self.mode == "row":  # a per-column residual is a bias
+            self.bias, self.residual, self.mode = lw.src(self.residual), None, "none"
         self.functor = act_functor(self.kernel_act, node.attrs)  # for CUTLASS-style epilogues
         self.fn = act_fn(self.kernel_act, node.attrs)  # for our own kernels
         self.act_text = self.kernel_act  # what profiles key on, hardtanh's bounds included
@@ -149,15 +139,6 @@ class Epilogue:
 
     def args(self, lw) -> list:
         return [self.bias or "nullptr", lw.src(self.residual) if self.residual else "nullptr"]
-
-    def finish(self, lw, out: str) -> None:
-        if self.later is None:
-            return
-        ctype = lw.ctype(out)
-        dst = Operand(lw.dst(out), ctype, lw.shape(out))
-        res = Operand(lw.src(self.later), lw.ctype(self.later), lw.shape(self.later))
-        act = act_fn(self.act, lw.node.attrs)
-        elementwise(lw, "residual", dst, [dst, res], f"{act}((v0 + v1))")
 
 
 def label_of(op: str, epi: Epilogue) -> str:

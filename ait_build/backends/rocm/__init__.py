@@ -13,6 +13,7 @@ says what is verified how).
 from __future__ import annotations
 
 from ait_build.backends import gpu
+from ait_build.backends.base import Archs
 from ait_build.backends.rocm import mfma
 from ait_build.backends.rocm.toolchain import ARCH_OPTIONS, arch_flags, rocm_toolchain
 
@@ -22,16 +23,24 @@ TEMPLATES = {kind: f"gpu/{kind}.cu.j2" for kind in (
     "elementwise", "copy", "gather", "softmax", "pool2d", "global_avg_pool", "layer_norm",
     "pad_channels", "attention", "gemm_simple", "conv2d_direct", "depthwise_conv2d",
     "channel_scale", "gemm", "conv2d")}
-SUPPORT_FILES = {  # generated path -> template
-    "src/ait_common.h": "common/ait_common.h.j2",
-    "src/ait_runtime.h": "common/ait_runtime.h.j2",
-    "src/hip_names.h": "gpu/hip_names.h.j2",
+SUPPORT_FILES = {  # generated path -> template (.j2) or plain header, copied as it is
+    "src/ait_common.h": "common/include/ait_common.h",
+    "src/ait_runtime.h": "common/include/ait_runtime.h",
+    # the CUDA runtime names the GPU layer's templates write, as HIP spells them; the kernel and
+    # runtime headers include it first (tests/codegen/test_backends.py checks that it maps every
+    # name templates/gpu/ uses; AIT_CUDA_TRY and ait::cuda_fail keep their names: the layer's own)
+    "src/hip_names.h": "gpu/include/hip_names.h",
     "src/ait_rocm.h": "rocm/ait_rocm.h.j2",
     "src/ait_rocm_runtime.h": "rocm/ait_rocm_runtime.h.j2",
 }
 CTYPE = {"float32": "float", "float16": "__half", "int32": "int32_t", "int64": "int64_t",
          "bool": "uint8_t"}
 SIZEOF = {"float": 4, "__half": 2, "int32_t": 4, "int64_t": 8, "uint8_t": 1}
+
+# the CDNA GPUs: matrix cores with the MFMA instructions mfma.py issues, 64-lane wavefronts
+CDNA = ("gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950")
+ON_CDNA = Archs(", ".join(CDNA[:-1]) + f" or {CDNA[-1]} (CDNA)",
+                lambda arch: arch.split(":")[0] in CDNA)  # gfx90a:xnack- is a gfx90a
 
 BACKEND = gpu.backend(
     name="rocm",
@@ -46,6 +55,7 @@ BACKEND = gpu.backend(
     compile_job_memory=1 << 30,  # hipcc peaks at about 160 MB on a kernel or model.cpp (measured)
     arch_options=ARCH_OPTIONS,
     kernel_families={"gemm": mfma.FAMILIES, "conv2d": mfma.FAMILIES, "attention": ("gpu_fused",)},
+    kernel_archs={family: ON_CDNA for family in mfma.FAMILIES},
     device="hip",
     render_globals={"kernel_header": "ait_rocm.h"},  # gpu/kernel.cu.j2 includes it
 )

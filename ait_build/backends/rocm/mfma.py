@@ -9,7 +9,7 @@ loaders are the only difference between a GEMM (rocm/gemm_mfma.cu.j2) and an imp
 (rocm/conv2d_mfma.cu.j2); the mainloop and epilogue are rocm/_mfma.j2.
 
 Where each lane's operands and results sit in an MFMA tile is the ISA's layout. The kernels index
-with the C expressions of `LAYOUT` (rendered into _mfma.j2), and tests/rocm/test_mfma_layout.py
+with the C expressions of `LAYOUT` (rendered into _mfma.j2), and tests/backends/rocm/test_mfma_layout.py
 runs the same expressions in a NumPy emulation of the whole block tile against the layout AMD
 documents, checked against A @ B: no AMD GPU is available to this project, so that emulation,
 and the hipcc tests' check that the code objects hold v_mfma instructions, are what verifies them.

@@ -1,0 +1,75 @@
+"""Building one spec for one target from Python: SCons in a subprocess, in the project around the
+working directory (what `ait-build build`, `bench` and `profile` call)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from ait_build.build.spec_list import join_paths
+from ait_build.errors import AitError, ReportedError
+from ait_build.ir.resources import PACKAGE_DIR, project_root
+from ait_build.spec.model import load_model
+from ait_build.spec.names import check_model_name
+from ait_build.spec.yamlfile import load_yaml, where
+
+# the SConstruct `ait-build init` writes; a folder without one builds through it
+PROJECT_SCONSTRUCT = os.path.join(PACKAGE_DIR, "project_files", "SConstruct")
+
+
+def spec_name(spec: str) -> str:
+    """A spec's model name (its build folder), read without building the graph but with the
+    spec loader's limits, and checked by the rules for model names."""
+    doc = load_yaml(spec)
+    if not isinstance(doc.get("name"), str):
+        return load_model(spec).name  # reports the spec's own error, with its location
+    check_model_name(doc["name"], where(doc, "name"))
+    return doc["name"]
+
+
+def resolve_spec(spec: str, root: str | None = None) -> str:
+    """The absolute path of a spec given as a path or as a model name under specs/."""
+    if not spec.endswith((".yaml", ".yml")) and os.sep not in spec:
+        spec = os.path.join(root or project_root(), "specs", spec + ".yaml")
+    if not os.path.isfile(spec):
+        raise AitError(f"spec file '{spec}' not found")
+    return os.path.abspath(spec)
+
+
+def build(spec: str, target: str, jobs: int | None = None, cache: str | None = None,
+          cache_readonly: bool = False, verbose: bool = False, root: str | None = None,
+          quiet: bool = False) -> str:
+    """Builds one spec (a path, or a model name under specs/) for one target; returns the build
+    folder. SCons prints its progress; a failed build raises AitError."""
+    root = root or project_root()
+    spec = resolve_spec(spec, root)
+    name = load_model(spec).name  # the spec's own error, as `check` reports it, before SCons
+    cmd = [sys.executable, "-m", "SCons", "-Q", "-C", root, f"target={target}",
+           f"spec={join_paths([spec])}"]
+    if not os.path.isfile(os.path.join(root, "SConstruct")):
+        cmd[4:4] = ["-f", PROJECT_SCONSTRUCT]  # SCons' top folder stays `root`: its build/
+    if jobs:
+        cmd.append(f"-j{jobs}")
+    if cache is not None:
+        cmd.append(f"cache={cache}")
+    if cache_readonly:
+        cmd.append("cache_readonly=1")
+    if verbose:
+        cmd.append("verbose=1")
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL if quiet else None,
+                          stderr=subprocess.PIPE, text=True)
+    if proc.returncode:
+        raise ReportedError(relayed_error(proc.stderr, proc.returncode))
+    if proc.stderr:
+        sys.stderr.write(proc.stderr)
+    return os.path.join(root, "build", target, name)
+
+
+def relayed_error(stderr: str, returncode: int) -> str:
+    """SCons' error output as the CLI prints errors: located errors as they are, `scons: error:`
+    lines as `error:`, and an `error:` line when nothing said what failed."""
+    text = stderr.strip().replace("scons: error: ", "error: ")
+    if "error:" not in text:
+        text = (text + "\n" if text else "") + f"error: the build failed (scons exited with {returncode})"
+    return text

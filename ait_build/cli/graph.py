@@ -1,0 +1,66 @@
+"""`ait-build graph`: a model's graph as written, or as the passes leave it for a target."""
+
+from __future__ import annotations
+
+import sys
+
+from ait_build.cli import graph_view
+from ait_build.cli.args import write_output
+from ait_build.errors import AitError
+from ait_build.passes import optimize, pass_names
+from ait_build.pipeline import find_target, summarize
+from ait_build.spec.model import load_model
+
+DESCRIPTION = "Print a model's graph as written, or as the passes leave it for a target."
+EXAMPLES = ["ait-build graph specs/resnet50.yaml --target cpu",
+            "ait-build graph specs/bert_base.yaml --target h200 --stage fuse_attention "
+            "--format json",
+            "ait-build graph specs/mlp.yaml --format svg -o mlp.svg"]
+
+
+def add_arguments(p) -> None:
+    p.add_argument("spec", help="model spec file, e.g. specs/mlp.yaml")
+    p.add_argument("--target", help="optimize for this target (a name from `ait-build targets` "
+                   "or a path), e.g. --target cpu")
+    p.add_argument("--stage", help="stop after this pass ('none' = before any pass), e.g. "
+                   "--stage fuse_epilogue")
+    p.add_argument("--format", default="text", choices=["text", "json", "dot", "svg", "png"],
+                   help="output format (default: text; svg/png need Graphviz and -o)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to this file instead of stdout")
+
+
+def run(args) -> int:
+    graph = load_model(args.spec)
+    extra = {}
+    if args.target:
+        target = find_target(args.target)
+        if args.stage and args.stage not in pass_names() + ["none"]:
+            raise AitError(f"unknown stage '{args.stage}'; stages: none, " + ", ".join(pass_names()))
+        graph, report = optimize(graph, target, stop_after=args.stage)
+        extra = _plan_summary(graph, target, report, args.format)
+    elif args.stage:
+        raise AitError("--stage needs --target (passes depend on the target)")
+    if args.format == "text":
+        out = graph_view.to_text(graph, extra).encode()
+    elif args.format == "json":
+        out = graph_view.to_json(graph, extra).encode()
+    elif args.format == "dot":
+        out = graph_view.to_dot(graph).encode()
+    else:
+        out = graph_view.render_image(graph_view.to_dot(graph), args.format)
+    if args.output:
+        write_output(args.output, out)
+        print(f"wrote {args.output}", file=sys.stderr)
+    elif args.format in ("svg", "png") and sys.stdout.isatty():
+        raise AitError(f"--format {args.format} writes binary data; give -o FILE")
+    else:
+        sys.stdout.buffer.write(out)
+    return 0
+
+
+def _plan_summary(graph, target, report, fmt) -> dict:
+    """Passes applied plus, when the planner exists, unique kernels and workspace bytes."""
+    extra = {"passes": [{"name": n, "changed": s} for n, s in report]} if fmt == "json" else \
+        {"passes": "; ".join(f"{n}: {s}" for n, s in report if s) or "none changed the graph"}
+    extra.update(summarize(graph, target))
+    return extra

@@ -1,0 +1,70 @@
+"""`ait-build init`: a new project, with the files a user's repository needs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from ait_build.errors import AitError
+from ait_build.ir.resources import PACKAGE_DIR, data_dir
+
+DESCRIPTION = ("Write the files a repository needs to build models with ait-build: a thin "
+               "SConstruct, specs/ with one example, targets/ for your own target files, a "
+               ".gitignore for build/ and a GitHub Actions workflow "
+               "(.github/workflows/ait-build.yml). Existing files are kept.")
+EXAMPLES = ["ait-build init demo && cd demo && scons target=cpu", "ait-build init   # here"]
+
+PROJECT_FILES = os.path.join(PACKAGE_DIR, "project_files")
+EXAMPLE_SPEC = "mlp.yaml"
+# what init writes: path in the new project -> where its bytes come from
+INIT_FILES = {
+    "SConstruct": ("project_files", "SConstruct"),
+    ".gitignore": ("project_files", "gitignore"),
+    os.path.join("specs", EXAMPLE_SPEC): ("specs", EXAMPLE_SPEC),
+    os.path.join("targets", "README.md"): ("project_files", "targets-README.md"),
+    os.path.join(".github", "workflows", "ait-build.yml"): ("project_files", "ait-build.yml"),
+}
+
+NEXT_STEPS = """
+next, in {where}:
+  scons target=cpu                                      # build every spec in specs/ for cpu
+  ait-build run build/cpu/{model} --random-input --check     # run it, compare with the reference
+  scons target=h200                                     # where nvcc and nvidia-cutlass are installed
+  ait-build targets                                     # the targets, stock and your own
+"""
+
+
+def init_source(origin: str, name: str) -> str:
+    return os.path.join(PROJECT_FILES if origin == "project_files" else data_dir(origin), name)
+
+
+def init_project(directory: str) -> list:
+    """Writes the files of a new project into `directory` (made if missing); files that exist
+    are kept as they are. Returns (path, 'wrote' | 'kept') pairs."""
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise AitError(f"'{directory}' exists and is not a folder")
+    done = []
+    for rel, (origin, name) in INIT_FILES.items():
+        path = os.path.join(directory, rel)
+        if os.path.exists(path):
+            done.append((rel, "kept"))
+            continue
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            shutil.copyfile(init_source(origin, name), path)
+        except OSError as exc:
+            raise AitError(f"cannot write {path}: {exc.strerror}") from None
+        done.append((rel, "wrote"))
+    return done
+
+
+def run(args) -> int:
+    for rel, what in init_project(args.dir):
+        print(f"{what} {os.path.join(args.dir, rel)}" + (" (exists)" if what == "kept" else ""))
+    print(NEXT_STEPS.format(where=args.dir, model=os.path.splitext(EXAMPLE_SPEC)[0]).rstrip())
+    return 0
+
+
+def add_arguments(p) -> None:
+    p.add_argument("dir", nargs="?", default=".", help="the project folder (default: the working "
+                   "directory; made if missing), e.g. demo")

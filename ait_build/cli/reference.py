@@ -1,0 +1,60 @@
+"""`ait-build reference`: a spec run by the NumPy reference executor."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ait_build.cli.args import add_input_arguments, check_output_path, dims_of
+from ait_build.errors import AitError
+from ait_build.ir.weights import save_safetensors
+from ait_build.ops.reference import ProgressLine, random_inputs, run_reference
+from ait_build.runtime.inputs import load_arrays
+from ait_build.spec.model import load_model
+
+DESCRIPTION = ("Run a spec with the NumPy reference executor (the oracle every backend is checked "
+               "against) and print each output's statistics.")
+EXAMPLES = ["ait-build reference specs/mlp.yaml --random-input --batch 4",
+            "ait-build reference specs/tiny_bert.yaml --inputs in.safetensors -o out.safetensors",
+            "ait-build reference specs/tiny_cnn.yaml --random-input --intermediates "
+            "all.safetensors"]
+
+
+def add_arguments(p) -> None:
+    p.add_argument("spec", help="model spec file, e.g. specs/mlp.yaml")
+    add_input_arguments(p)
+    p.add_argument("--weights", metavar="FILE", help="a safetensors file replacing the spec's "
+                   "weights")
+    p.add_argument("-o", "--output", metavar="FILE", help="write outputs to a safetensors file")
+    p.add_argument("--intermediates", metavar="FILE", help="write every tensor the graph "
+                   "computes (inputs too), named as in `ait-build graph`, to a safetensors file: "
+                   "compare them with the source model's while porting")
+
+
+def run(args) -> int:
+    graph = load_model(args.spec, args.weights)
+    dims = dims_of(args.dim, args.batch)
+    for path in (args.output, args.intermediates):
+        if path:
+            check_output_path(path)  # before the work, not after it
+    if args.inputs:
+        inputs = load_arrays(args.inputs)
+    elif args.random_input:
+        inputs = random_inputs(graph, dims, seed=args.seed)
+    else:
+        raise AitError("give --random-input or --inputs FILE.safetensors")
+    values = run_reference(graph, inputs, keep_all=bool(args.intermediates),
+                           progress=ProgressLine())
+    outputs = {name: values[name] for name in graph.outputs}
+    for name, arr in outputs.items():
+        flat = arr.astype(np.float64).ravel()
+        print(f"{name}: {arr.dtype}{list(arr.shape)} mean={flat.mean():.6g} std={flat.std():.6g} "
+              f"first={np.array2string(flat[:4], precision=5)}")
+    if args.output:
+        save_safetensors(outputs, args.output)
+        print(f"wrote {args.output}", file=sys.stderr)
+    if args.intermediates:
+        save_safetensors(values, args.intermediates)
+        print(f"wrote {len(values)} tensors to {args.intermediates}", file=sys.stderr)
+    return 0

@@ -1,0 +1,43 @@
+"""Inputs for a built model: random ones at its dims (from the spec's graph when there is one, so
+integer inputs stay inside the tables they index), or the arrays of a safetensors file."""
+
+from __future__ import annotations
+
+
+import numpy as np
+from safetensors.numpy import load_file
+
+from ait_build.errors import AitError
+from ait_build.files.read import check_regular
+from ait_build.ir.dtypes import NUMPY
+from ait_build.ops.reference import dim_values, random_inputs
+from ait_build.runtime.manifest import evaluate
+
+
+def make_inputs(manifest, graph, dims: dict, seed: int) -> dict:
+    """Random inputs at each dim's opt (overridden by `dims`); from the spec's graph when there is
+    one, so integer inputs stay inside the tables they index."""
+    env = dim_values({d.name: d for d in manifest.dims}, dims)
+    if graph is not None:
+        arrays = random_inputs(graph, env, seed=seed)
+        return {t.name: arrays[t.name].astype(NUMPY[t.dtype]) for t in manifest.inputs}
+    rng = np.random.default_rng(seed)
+    out = {}
+    for t in manifest.inputs:
+        shape = tuple(evaluate(d, env) for d in t.shape)
+        dtype = NUMPY[t.dtype]
+        out[t.name] = (rng.standard_normal(shape) if dtype.kind == "f" else rng.integers(0, 2, shape)).astype(dtype)
+    return out
+
+
+def load_arrays(path) -> dict:
+    try:
+        check_regular(path)  # a FIFO or a device would block or never end
+    except FileNotFoundError:
+        raise AitError(f"{path}: not found") from None
+    except OSError as exc:
+        raise AitError(f"{path}: {exc.strerror}") from None
+    try:
+        return load_file(path)
+    except Exception as exc:
+        raise AitError(f"{path}: cannot read safetensors file: {exc}") from None

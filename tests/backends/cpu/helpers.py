@@ -1,0 +1,145 @@
+"""Building and running specs on the cpu backend in tests: emit a spec, compile it with the
+toolchain's command lines (plain subprocesses, both cores), load the library with ctypes and run
+it (tests/conftest.py's fixtures build_spec, cpu_target and object_cache use these).
+
+Objects are cached for the session by the hash of everything that goes into them (source,
+support headers, command), so a kernel shared by several test models compiles once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import yaml
+
+from ait_build.ir.dtypes import NUMPY
+
+JOBS = max(2, os.cpu_count() or 2)
+_OBJECTS: dict = {}  # content hash -> cached object path
+
+
+def _compile(tc, out_dir: str, rel: str, emission, cache_dir) -> str:
+    src = os.path.join(out_dir, rel)
+    digest = hashlib.sha256(" ".join(tc.compile_command("x", "y")).encode())
+    headers = emission.support_headers + ([emission.header] if rel in (emission.model_source,
+                                                                      emission.id_source) else [])
+    for path in [rel] + headers:
+        with open(os.path.join(out_dir, path), "rb") as fh:
+            digest.update(fh.read())
+    key = digest.hexdigest()
+    if key in _OBJECTS:
+        return _OBJECTS[key]
+    obj = os.path.join(str(cache_dir), key + ".o")
+    proc = subprocess.run(tc.compile_command(src, obj, prefix_map=out_dir), capture_output=True,
+                          text=True)
+    if proc.returncode:
+        raise AssertionError(f"compiling {rel} failed:\n{proc.stderr[-6000:]}")
+    _OBJECTS[key] = obj
+    return obj
+
+
+def build_library(tc, out_dir: str, emission, cache_dir) -> str:
+    sources = emission.compiled_sources
+    with ThreadPoolExecutor(JOBS) as pool:
+        objects = list(pool.map(lambda rel: _compile(tc, out_dir, rel, emission, cache_dir),
+                                sources))
+    lib = os.path.join(out_dir, f"lib{emission.name}.so")
+    proc = subprocess.run(tc.link_command(objects, lib), capture_output=True, text=True)
+    if proc.returncode:
+        raise AssertionError(f"linking {lib} failed:\n{proc.stderr[-4000:]}")
+    return lib
+
+
+class CModel:
+    """The generated C API through ctypes, with the manifest's inputs, outputs and dims."""
+
+    def __init__(self, out_dir: str, emission, lib_path: str, weights: str | None = None):
+        import json
+        with open(os.path.join(out_dir, "manifest.json")) as fh:
+            self.manifest = json.load(fh)
+        self.lib = ctypes.CDLL(lib_path)
+        c = "ait_" + emission.name.replace("-", "_")
+        self.create, self.run_fn = self.lib[c + "_create"], self.lib[c + "_run"]
+        self.destroy, self.last_error = self.lib[c + "_destroy"], self.lib[c + "_last_error"]
+        self.create.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+        self.run_fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                ctypes.c_void_p]
+        self.destroy.argtypes = [ctypes.c_void_p]
+        self.last_error.restype = ctypes.c_char_p
+        self.weights = weights or os.path.join(out_dir, "weights.safetensors")
+        self.handle = ctypes.c_void_p()
+        rc = self.create(self.weights.encode(), ctypes.byref(self.handle))
+        assert rc == 0, self.error()
+
+    def error(self) -> str:
+        return self.last_error().decode()
+
+    def close(self):
+        if self.handle:
+            self.destroy(self.handle)
+            self.handle = ctypes.c_void_p()
+
+    def shapes(self, entries, env):
+        return [tuple(d if isinstance(d, int) else _eval(d, env) for d in e["shape"])
+                for e in entries]
+
+    def run(self, inputs: dict, dims: dict | None = None) -> dict:
+        env = dict(dims or {})
+        for e in self.manifest["inputs"]:  # input dims named plainly bind themselves
+            for d, size in zip(e["shape"], inputs[e["name"]].shape):
+                if isinstance(d, str) and d.isidentifier():
+                    env.setdefault(d, size)
+        arrays = [np.ascontiguousarray(inputs[e["name"]], dtype=NUMPY[e["dtype"]])
+                  for e in self.manifest["inputs"]]
+        outs = [np.full(s, np.nan if e["dtype"].startswith(("float", "bfloat")) else 0,
+                        dtype=NUMPY[e["dtype"]])
+                for e, s in zip(self.manifest["outputs"],
+                                self.shapes(self.manifest["outputs"], env))]
+        dim_vals = (ctypes.c_int64 * max(1, len(self.manifest["dims"])))(
+            *[env[d["name"]] for d in self.manifest["dims"]])
+        ins = (ctypes.c_void_p * len(arrays))(*[a.ctypes.data for a in arrays])
+        outp = (ctypes.c_void_p * len(outs))(*[a.ctypes.data for a in outs])
+        rc = self.run_fn(self.handle, dim_vals, ins, outp, None)
+        assert rc == 0, self.error()
+        return {e["name"]: a for e, a in zip(self.manifest["outputs"], outs)}
+
+
+def _eval(expr: str, env: dict) -> int:
+    return int(eval(expr, {"__builtins__": {}}, dict(env)))  # dim expressions: + and * over names
+
+
+def write_spec(directory, name: str, inputs: dict, graph: list, outputs: list, dims=None,
+               dtype: str = "float32") -> str:
+    doc = {"apiVersion": "ait-build/v1", "kind": "Model", "name": name, "dtype": dtype,
+           "dims": dims or {}, "inputs": inputs, "weights": {"random": {"seed": 0}},
+           "graph": graph, "outputs": outputs}
+    if not doc["dims"]:
+        del doc["dims"]
+    path = os.path.join(str(directory), f"{name}.yaml")
+    with open(path, "w") as fh:
+        yaml.safe_dump(doc, fh, sort_keys=False)
+    return path
+
+
+def tolerance(ref: np.ndarray, dtype: str = "float32") -> dict:
+    """rtol 1e-4 for float32; atol scaled to the output's magnitude, because a kernel's rounding
+    error in a sum of many products is relative to the terms, not to a result that cancels to
+    near zero. float16/bfloat16 outputs are rounded once more at the edge."""
+    finite = ref[np.isfinite(ref)] if ref.dtype.kind == "f" else ref  # an inf or NaN matches
+    scale = float(np.max(np.abs(finite))) if finite.size else 1.0  # exactly, not via atol
+    rtol = {"float32": 1e-4, "float16": 2e-3, "bfloat16": 1.6e-2}.get(dtype, 0)
+    return {"rtol": rtol, "atol": max(scale, 1.0) * rtol * 0.2 if rtol else 0}
+
+
+def cpu_flags() -> set:
+    """The CPU's feature flags as /proc/cpuinfo lists them (empty where there is none)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            return set(next((line for line in fh if line.startswith("flags")), "").split())
+    except OSError:
+        return set()

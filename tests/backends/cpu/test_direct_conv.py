@@ -1,0 +1,95 @@
+"""The cpu backend's direct conv path for few input channels (templates/cpu/_conv2d_direct.j2):
+which convs take it, and that built models match the reference on both of the kernel's copies
+(the AVX-512 copy runs the direct path; the base copy of an AVX2 target keeps im2col). The shapes
+cover tails of fewer than 6 output pixels, channel panels of 64 + 16 and of 48, strides,
+asymmetric windows and padding, vertical dilation, a per-column residual and a residual the
+memory plan puts on the output (the kernel accumulates onto it), and images of a few rows."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from ait_build.backends.cpu.gemm import direct_conv
+from ait_build.spec.model import load_model
+
+from .helpers import write_spec
+from .test_wide import check_copy
+
+B = {"batch": {"min": 1, "max": 4, "opt": 2}}
+
+
+def n(name, op, inputs, **attrs):
+    return {"name": name, "op": op, "inputs": inputs, **attrs}
+
+
+CONVS = dict(
+    dims=B,
+    inputs={"img": {"shape": ["batch", 23, 19, 3]}, "gray": {"shape": ["batch", 9, 13, 1]},
+            "rgba": {"shape": ["batch", 11, 10, 4]}, "res": {"shape": ["batch", 11, 10, 16]},
+            "col": {"shape": [48]}, "short": {"shape": ["batch", 3, 20, 2]}},
+    graph=[n("stem", "conv2d", ["img"], out_channels=80, kernel=7, stride=2, padding=3,
+             activation="relu"),
+           # images of 3 rows: a participant's rows run through several images that read the
+           # same row numbers, which its ring of input rows must not mix up
+           n("short_conv", "conv2d", ["short"], out_channels=32, kernel=3, padding=1),
+           n("gray_res", "conv2d", ["gray", "col"], out_channels=48, kernel=[3, 5],
+             padding=[1, 2], activation="relu"),
+           n("dilated", "conv2d", ["rgba"], out_channels=32, kernel=3, dilation=[2, 1],
+             stride=[1, 2], padding=[2, 0], bias=False),
+           # relu -> conv + the relu's output -> relu -> pool: the add fuses into the conv, whose
+           # output the memory plan puts on the residual (not a model output: that one would be
+           # the caller's buffer)
+           n("pre", "relu", ["res"]),
+           n("block", "conv2d", ["rgba"], out_channels=16, kernel=3, padding=1),
+           n("sum", "add", ["block", "pre"]), n("block_out", "relu", ["sum"]),
+           n("pool", "global_avg_pool", ["block_out"]),
+           # not direct: too many channels, output channels not whole vectors, 1x1
+           n("wide_in", "conv2d", ["res"], out_channels=16, kernel=3, padding=1),
+           n("odd_out", "conv2d", ["img"], out_channels=24, kernel=3),
+           n("pointwise", "conv2d", ["img"], out_channels=32, kernel=1)],
+    outputs=["stem", "short_conv", "gray_res", "dilated", "pool", "wide_in", "odd_out", "pointwise"])
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, build_spec):
+    spec = write_spec(tmp_path_factory.mktemp("direct"), "direct_convs", **CONVS)
+    model, out_dir, _ = build_spec(spec, name="direct")
+    return out_dir, model.lib._name, load_model(spec)
+
+
+def test_rule():
+    win = dict(kh=7, kw=7, dh=1, dw=1)
+    assert direct_conv(win, 1, 3, 64)  # ResNet-50's stem
+    assert not direct_conv(win, 1, 8, 64)  # enough channels for im2col's runs
+    assert not direct_conv(win, 1, 3, 40)  # 40 output channels: not whole 16-float vectors
+    assert not direct_conv(dict(win, dw=2), 1, 3, 64)  # a pixel's taps not one run
+    assert not direct_conv(win, 3, 3, 48)  # grouped
+    assert not direct_conv(dict(win, kh=1, kw=1), 1, 3, 64)  # 1x1: the input is the GEMM's A
+    assert not direct_conv(dict(win, kh=16, kw=16), 1, 3, 768)  # ViT's patches: 768 taps
+
+
+def test_kernels_picked(built):
+    with open(os.path.join(built[0], "manifest.json")) as fh:
+        steps = {s["node"]: s["kernel"] for s in json.load(fh)["steps"] if s.get("node")}
+    direct = {node for node, kernel in steps.items() if kernel.startswith("conv2d_direct")}
+    assert direct == {"stem", "short_conv", "gray_res", "dilated", "block"}
+
+
+@pytest.mark.parametrize("copy", ["avx512", "base"])
+def test_both_copies_match_reference(built, tmp_path, copy):
+    check_copy(built, tmp_path, copy)
+
+
+def test_other_convs_share_kernels_across_channel_counts():
+    """Only the direct path has its channel counts in its code: ResNet-50's 1x1 convs, of
+    64-2048 channels, all run one kernel per epilogue."""
+    from ait_build.pipeline import build_plan
+    from ait_build.pipeline import find_target
+    plan = build_plan(os.path.join(os.path.dirname(__file__), "..", "..", "..", "specs",
+                                   "resnet50.yaml"), find_target("cpu"))
+    pointwise = {step.kernel.name for step in plan.steps
+                 if step.kernel.label == "conv2d_1x1_bias_relu"}
+    assert len(pointwise) == 1, pointwise

@@ -1,0 +1,49 @@
+"""The cpu library's plain C++ headers (templates/common/include, templates/cpu/include), which a
+build copies into its src/ as they are: each compiles on its own, warning-free, and a C++ program
+(cxx/test_headers.cpp) checks what they do: float16/bfloat16 rounding, errors and host memory,
+buffers, workspace placement, the weights reader and the workspace pool, the thread pool and row
+splitting, the vector math, our GEMM's panels and the cache of weight copies."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from ait_build.backends.cpu.toolchain import find_openblas
+from ait_build.codegen.render import templates_dir
+from ait_build.pipeline import find_target
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INCLUDES = [os.path.join(templates_dir(), folder, "include") for folder in ("common", "cpu")]
+HEADERS = sorted(f"{folder}/{name}" for folder in ("common", "cpu")
+                 for name in os.listdir(os.path.join(templates_dir(), folder, "include")))
+
+
+def compile_command(*args) -> list:
+    """The compiler and what the cpu toolchain gives every source: C++17, threads, `omp simd`,
+    the BLAS's header and names (ait_cpu.h declares its calls); warnings are errors."""
+    blas = find_openblas()
+    includes = [flag for folder in INCLUDES + [blas.include_dir] for flag in ("-I", folder)]
+    return [find_target("cpu").cxx, "-std=c++17", "-pthread", "-fopenmp-simd", "-Wall", "-Wextra",
+            "-Werror", *[f"-D{define}" for define in blas.defines], *includes, *args]
+
+
+@pytest.mark.parametrize("header", HEADERS)
+def test_header_compiles_on_its_own(header):
+    """Each header includes what it uses: a source whose only line includes it compiles."""
+    name = os.path.basename(header)
+    proc = subprocess.run(compile_command("-fsyntax-only", "-x", "c++", "-"),
+                          input=f'#include "{name}"\n', capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def test_headers_do_what_they_say(tmp_path):
+    exe = str(tmp_path / "test_headers")
+    build = subprocess.run(compile_command("-O1", os.path.join(HERE, "cxx", "test_headers.cpp"),
+                                           "-o", exe), capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-4000:]
+    run = subprocess.run([exe, str(tmp_path)], capture_output=True, text=True, timeout=60,
+                         env={k: v for k, v in os.environ.items() if k != "AIT_NUM_THREADS"})
+    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stdout + run.stderr

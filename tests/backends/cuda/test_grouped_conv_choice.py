@@ -1,0 +1,96 @@
+"""Which grouped convs run the tensor-core grouped kernel (backends/cuda/grouped.py) in a cuda
+build (no compiler, no GPU): 16-bit convs whose groups are whole 16-byte channel vectors; depthwise
+convs, float32 models and groups of 4 channels keep the direct kernel. The GPU numerics are the
+`grouped_conv` groups of test_gpu_numerics."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+import yaml
+
+from ait_build.backends.cuda import grouped
+from ait_build.pipeline import build_plan, emit, find_target
+from ait_build.profile.jobs import collect, dim_points
+
+from cuda_op_groups import op_spec
+
+
+def kernel_sources(spec: str, target: str, out) -> dict:
+    emission = emit(spec, find_target(target), str(out))
+    return {os.path.basename(k): open(os.path.join(str(out), k)).read()
+            for k in emission.kernel_sources}
+
+
+def spec_with(tmp_path, dtype: str, *convs) -> str:
+    doc = {"apiVersion": "ait-build/v1", "kind": "Model", "name": "convs", "dtype": dtype,
+           "dims": {"batch": {"min": 1, "max": 4, "opt": 2}},
+           "inputs": {"x": {"shape": ["batch", 8, 8, 64]}}, "weights": {"random": {"seed": 0}},
+           "graph": [dict(name=f"c{i}", op="conv2d", inputs=["x"], kernel=3, padding=1, **c)
+                     for i, c in enumerate(convs)],
+           "outputs": [f"c{i}" for i in range(len(convs))]}
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "convs.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+@pytest.mark.parametrize("target", ["h200", "a100"])
+def test_grouped_convs_run_on_tensor_cores(tmp_path, target):
+    srcs = kernel_sources(op_spec("grouped_conv"), target, tmp_path)
+    assert not [k for k in srcs if k.startswith("conv2d_direct")]
+    kernels = [k for k in srcs if k.startswith("conv2d_grouped")]
+    assert len(kernels) == 9  # one per conv: their widths, windows or activations differ
+    widths = sorted(re.search(r"constexpr int CG = (\d+), OG = (\d+);", srcs[k]).groups()
+                    for k in kernels)
+    assert ("8", "16") in widths and ("24", "24") in widths and ("64", "64") in widths
+    for k in kernels:
+        assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in srcs[k]
+        assert "kLadder[] = { 0, 1 };" in srcs[k]  # no profile entry: the heuristic's two
+    w8 = next(k for k in kernels if "CG = 8, OG = 8;" in srcs[k])
+    assert "plan<2, 8>, plan<1, 8>" in srcs[w8] and "ait::relu(y[k])" in srcs[w8]
+
+
+def test_bfloat16_grouped_convs_use_bfloat16_mma(tmp_path):
+    srcs = kernel_sources(op_spec("grouped_conv_bfloat16"), "h200", tmp_path)
+    kernels = [k for k in srcs if k.startswith("conv2d_grouped")]
+    assert kernels and all("m16n8k16.row.col.f32.bf16.bf16.f32" in srcs[k] for k in kernels)
+
+
+def test_depthwise_float32_and_narrow_groups_stay_direct(tmp_path):
+    convs = ({"out_channels": 64, "groups": 64}, {"out_channels": 64, "groups": 16},
+             {"out_channels": 64, "groups": 4})
+    srcs = kernel_sources(spec_with(tmp_path / "h", "float16", *convs), "h200", tmp_path / "h")
+    # depthwise and 4 channels per group: direct; 16 per group: the grouped kernel
+    assert len([k for k in srcs if k.startswith(("conv2d_direct", "depthwise_conv2d"))]) == 2
+    assert len([k for k in srcs if k.startswith("conv2d_grouped")]) == 1
+    srcs = kernel_sources(spec_with(tmp_path / "f", "float32", convs[2]), "h200", tmp_path / "f")
+    assert not [k for k in srcs if k.startswith("conv2d_grouped")]
+
+
+def test_grouped_convs_are_profiled_per_family(tmp_path):
+    plan = build_plan(op_spec("grouped_conv"), find_target("h200"), tune=False)
+    jobs, notes = collect(plan, dim_points(plan.graph.dims, {"batch": [1, 8]}))
+    assert not notes
+    families = {j.family for j in jobs}
+    assert "conv2d_grouped float16 act=relu cg=8 og=8 k=3x3 s=1x1 d=1x1" in families
+    assert "conv2d_grouped float16 act=silu cg=16 og=16 k=3x3 s=2x2 d=1x1" in families
+    job = next(j for j in jobs if "cg=8 og=8" in j.family)
+    assert [c.name for c in job.candidates] == [
+        "grouped_128x64", "grouped_64x64", "grouped_256x64", "grouped_128x128", "grouped_64x128"]
+    assert sorted(p.extent for p in job.problems) == [1, 8]
+    values = dict(job.problems[0].values)
+    assert values["G"] == 16 and values["C"] == 128 and values["KH"] == 3
+
+
+def test_candidates_keep_whole_groups_and_bounded_accumulators():
+    found, ladder = grouped.candidates(64)
+    assert [c.name for c in found] == ["grouped_128x64", "grouped_64x64", "grouped_256x64",
+                                       "grouped_128x128", "grouped_64x128"]
+    assert ladder == found[:2]
+    found, _ = grouped.candidates(24)  # two groups of 24 per block, or five
+    assert [c.tile[1] for c in found] == [48, 48, 48, 120, 120]
+    found, _ = grouped.candidates(128)  # one group: 128 columns, at most 128 rows
+    assert [c.name for c in found] == ["grouped_128x128", "grouped_64x128"]

@@ -1,0 +1,60 @@
+"""`ait-build init` and `ait-build targets` in-process, and the packaging they rely on: every
+package folder is in the wheel's list, init's SConstruct is the checkout's."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+
+from ait_build.cli.init import INIT_FILES
+from ait_build.cli.main import main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_every_package_folder_is_listed_for_the_wheel():
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+        listed = set(tomllib.load(fh)["tool"]["setuptools"]["packages"])
+    on_disk = {os.path.relpath(d, ROOT).replace(os.sep, ".")
+               for d, _, files in os.walk(os.path.join(ROOT, "ait_build"))
+               if "__pycache__" not in d and any(f.endswith(".py") for f in files)}
+    assert on_disk <= listed, sorted(on_disk - listed)
+
+
+def test_init_writes_the_checkouts_sconstruct():
+    with open(os.path.join(ROOT, "SConstruct")) as a, \
+            open(os.path.join(ROOT, "ait_build", "project_files", "SConstruct")) as b:
+        assert a.read() == b.read()
+
+
+def test_init_keeps_existing_files(tmp_path, capsys):
+    assert main(["init", str(tmp_path / "p")]) == 0
+    assert set(INIT_FILES) == {os.path.relpath(os.path.join(d, f), tmp_path / "p")
+                               for d, _, fs in os.walk(tmp_path / "p") for f in fs}
+    (tmp_path / "p" / "specs" / "mlp.yaml").write_text("# mine\n")
+    capsys.readouterr()
+    assert main(["init", str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    assert f"kept {tmp_path / 'p' / 'specs' / 'mlp.yaml'} (exists)" in out
+    assert (tmp_path / "p" / "specs" / "mlp.yaml").read_text() == "# mine\n"
+    (tmp_path / "f").write_text("")
+    assert main(["init", str(tmp_path / "f")]) == 1
+    assert "exists and is not a folder" in capsys.readouterr().err
+
+
+def test_targets_show_and_copy(tmp_path, capsys, monkeypatch):
+    main(["init", str(tmp_path / "p")])
+    monkeypatch.chdir(tmp_path / "p" / "specs")  # the project around the working directory
+    capsys.readouterr()
+    assert main(["targets", "--show", "h200"]) == 0
+    assert "name: h200" in capsys.readouterr().out
+    assert main(["targets", "--copy", "h20"]) == 1
+    assert "unknown target 'h20' (did you mean 'h200'?)" in capsys.readouterr().err
+    assert main(["targets", "--copy", "a100"]) == 0
+    assert (tmp_path / "p" / "targets" / "a100.yaml").is_file()
+    assert main(["targets", "--copy", "a100"]) == 1
+    assert "exists; edit it there" in capsys.readouterr().err
+    assert main(["targets"]) == 0
+    rows = {line.split()[0]: line.split()[3] for line in capsys.readouterr().out.splitlines()[1:8]}
+    assert rows == {"a100": "project", "cpu": "stock", "cpu_mkl": "stock", "cpu_openblas": "stock",
+                    "h100": "stock", "h200": "stock", "mi250": "stock"}
