@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-import shutil
 
 from ait_build.errors import AitError
+from ait_build.files.output import create_new, link_problem
+from ait_build.files.read import read_bytes
 from ait_build.ir.resources import PACKAGE_DIR, data_dir
 
 DESCRIPTION = ("Write the files a repository needs to build models with ait-build: a thin "
@@ -40,20 +41,25 @@ def init_source(origin: str, name: str) -> str:
 
 def init_project(directory: str) -> list:
     """Writes the files of a new project into `directory` (made if missing); files that exist
-    are kept as they are. Returns (path, 'wrote' | 'kept') pairs."""
+    are kept as they are. A link where a file would go (a dangling one would be followed out of
+    the project) or a folder leading outside it refuses the whole init, before anything is
+    written. Returns (path, 'wrote' | 'kept') pairs."""
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise AitError(f"'{directory}' exists and is not a folder")
-    done = []
-    for rel, (origin, name) in INIT_FILES.items():
+    todo = []
+    for rel in INIT_FILES:
         path = os.path.join(directory, rel)
+        if not os.path.exists(path):  # a file, or a link to one, is kept: nothing is written
+            problem = link_problem(path, directory)
+            if problem:
+                raise AitError(f"{problem}; ait-build init wrote nothing")
+        todo.append((rel, path))
+    done = []
+    for rel, path in todo:
         if os.path.exists(path):
             done.append((rel, "kept"))
             continue
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            shutil.copyfile(init_source(origin, name), path)
-        except OSError as exc:
-            raise AitError(f"cannot write {path}: {exc.strerror}") from None
+        create_new(path, read_bytes(init_source(*INIT_FILES[rel])), directory)
         done.append((rel, "wrote"))
     return done
 

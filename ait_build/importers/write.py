@@ -8,10 +8,11 @@ then are both moved into place.
 from __future__ import annotations
 
 import os
-import tempfile
 
 import yaml
 
+from ait_build.errors import AitError
+from ait_build.files.output import Staged, check_output
 from ait_build.importers.blocks import BlockPlan, fold_blocks
 from ait_build.importers.graph import ImportGraph
 from ait_build.ir.weights import save_safetensors
@@ -74,29 +75,48 @@ def spec_text(g: ImportGraph, weights_file: str, description: str, plan: BlockPl
     return "\n".join(lines) + "\n"
 
 
+def weights_beside(spec: str) -> str:
+    return os.path.splitext(spec)[0] + ".safetensors"
+
+
+def check_outputs(spec: str, inputs=()) -> None:
+    """Before the import: `spec` (-o) names a .yaml file, and neither it nor the weights file
+    beside it is an input, a device, a folder or a file the import must not replace: an
+    existing spec must be a model spec, an existing weights file the one that spec names (a
+    re-import). A checkpoint that happens to sit where the weights would go is the user's."""
+    from ait_build.spec.yamlfile import load_yaml
+    if not spec.endswith((".yaml", ".yml")):
+        raise AitError(f"-o {spec}: give the spec file to write (.yaml); its weights go beside "
+                       "it, as the same name with .safetensors")
+    weights = weights_beside(spec)
+    for path in (spec, weights):
+        check_output(path, inputs, devices=False, make_folder=True)
+    named = None
+    if os.path.exists(spec):
+        try:
+            doc = load_yaml(spec)
+        except AitError:
+            doc = {}
+        if doc.get("kind") != "Model":
+            raise AitError(f"{spec} exists and is not a model spec; remove it or give another -o")
+        named = doc.get("weights")
+        named = named.get("file") if isinstance(named, dict) else named
+    if os.path.exists(weights) and named != os.path.basename(weights):
+        raise AitError(f"{weights} exists and is not the weights file of {spec}: the import "
+                       "would replace it; move it or give another -o")
+
+
 def write_spec(g: ImportGraph, path: str, description: str, fold: bool = True) -> tuple:
     """Writes PATH and PATH's .safetensors; returns (spec path, weights path, Graph)."""
     from ait_build.spec.model import load_model
     path = os.path.abspath(path)
-    folder = os.path.dirname(path)
-    if not os.path.isdir(folder):
-        os.makedirs(folder, exist_ok=True)
-    stem = os.path.splitext(os.path.basename(path))[0]
-    weights_path = os.path.join(folder, stem + ".safetensors")
+    weights_path = weights_beside(path)
     plan = fold_blocks(g) if fold else BlockPlan.flat(g)
-    fd_w, tmp_w = tempfile.mkstemp(dir=folder, prefix=f".{stem}.", suffix=".safetensors")
-    fd_s, tmp_s = tempfile.mkstemp(dir=folder, prefix=f".{stem}.", suffix=".yaml")
-    os.close(fd_w)
-    os.close(fd_s)
-    try:
-        save_safetensors(g.weights, tmp_w)
-        with open(tmp_s, "w") as fh:
+    with Staged(weights_path) as weights, Staged(path) as spec:
+        save_safetensors(g.weights, weights.tmp)
+        with open(spec.tmp, "w", encoding="utf-8") as fh:
             fh.write(spec_text(g, os.path.basename(weights_path), description, plan))
-        load_model(tmp_s, weights=tmp_w)  # raises, and nothing is kept, if it does not load
-        os.replace(tmp_w, weights_path)
-        os.replace(tmp_s, path)
-    finally:
-        for tmp in (tmp_w, tmp_s):
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        load_model(spec.tmp, weights=weights.tmp)  # raises, and nothing is kept, if it fails
+        weights.commit()
+        spec.commit()
     return path, weights_path, load_model(path)

@@ -14,6 +14,7 @@ from ait_build.backends import get_backend
 from ait_build.build.invoke import resolve_spec
 from ait_build.codegen.emit import write_if_changed
 from ait_build.errors import AitError
+from ait_build.files.output import check_output
 from ait_build.files.read import read_bytes
 from ait_build.ir.resources import project_root
 from ait_build.pipeline import build_plan, find_target
@@ -114,6 +115,8 @@ def check_built(harnesses: list) -> None:
 def run_profile(args) -> int:
     """The whole command, on its parsed arguments (cli/profile.py)."""
     root = project_root()
+    if args.output:  # before the work, not after it
+        check_output(args.output, inputs=args.spec, make_folder=True)
     target = find_target(args.target, os.path.join(root, "targets"))
     if not get_backend(target.backend).profile_driver:
         raise AitError(f"target '{target.name}' has the {target.backend} backend, whose kernels "

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from ait_build.errors import SpecError
+from ait_build.files.output import write_output
 from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
 from ait_build.spec.yamlfile import load_yaml, plain, where
 
@@ -101,8 +102,8 @@ def load_profile(target) -> dict:
 
 def read_entries(path: str) -> tuple:
     """((family, problem, extent) -> entry dict, measured_on) of the file, validated like a
-    build reads it; ({}, '') when there is none."""
-    if not os.path.exists(path):
+    build reads it; ({}, '') when there is none (or it is a device: `-o /dev/null`)."""
+    if not os.path.isfile(path):
         return {}, ""
     doc, _ = _profile_doc(path)  # located errors for a broken file
     doc = plain(doc)
@@ -115,7 +116,8 @@ def _scalar(value) -> str:
 
 
 def write_profile(path: str, target: str, measured_on: str, entries: dict) -> None:
-    """Writes the merged entries (atomically: an interrupted write leaves the old file)."""
+    """Writes the merged entries (atomically: an interrupted write leaves the old file; a
+    device such as /dev/null is written in place)."""
     lines = [HEADER.format(target=target), "apiVersion: ait-build/v1", "kind: Profile",
              f"target: {target}", f"measured_on: {json.dumps(measured_on)}", "entries:"]
     for key in sorted(entries):
@@ -124,8 +126,4 @@ def write_profile(path: str, target: str, measured_on: str, entries: dict) -> No
         lines.append(f"  - {{{fields}}}")
     if not entries:
         lines[-1] = "entries: []"
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
-    os.replace(tmp, path)
+    write_output(path, ("\n".join(lines) + "\n").encode())

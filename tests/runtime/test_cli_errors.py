@@ -60,6 +60,7 @@ def test_malformed_arguments_are_usage_errors(toy_dir, args, words):
     (["reference", MLP, "--random-input", "-o", "{tmp}"], "is a directory"),
     (["run", "{toy}", "--random-input", "--check", "--spec", MLP], "does not describe the model built as 'toy'"),
     (["run", "{toy}", "--inputs", "{tmp}"], "not a regular file"),
+    (["run", "{toy}", "--random-input", "-o", "{toy}/weights.safetensors"], "is the input"),
     (["graph", MLP, "-o", "/proc/ait-build/graph.txt"], "cannot write /proc/ait-build/graph.txt"),
 ])
 def test_user_errors_are_one_line_before_the_work(toy_dir, tmp_path, args, words):
