@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import SCons.Node.FS
 import SCons.Scanner
+import SCons.SConsign
 from SCons.Script import Builder, Default, Dir, Environment, Exit, GetOption, Help, SetOption
 from SCons.Script import Alias, Variables
 
@@ -133,9 +134,11 @@ def parse_options(args: dict, root: str) -> Options:
     if not targets or not specs:
         raise AitError("nothing to build: give target= and model= (see scons -h)")
     cache = get("cache") if "cache" in args else os.environ.get("AIT_BUILD_CACHE", "")
-    readonly = _flag(get("cache_readonly"), "cache_readonly")
+    # SCons' own --cache-readonly too: SCons sets its flag only after the SConstruct has made
+    # the cache, which must not take a lock in a read-only folder
+    readonly = _flag(get("cache_readonly"), "cache_readonly") or bool(GetOption("cache_readonly"))
     if cache:
-        _check_cache_dir(cache, "cache=" if "cache" in args else "AIT_BUILD_CACHE")
+        _check_cache_dir(cache, "cache=" if "cache" in args else "AIT_BUILD_CACHE", readonly)
     return Options(root=root, targets=targets, specs=specs, cache=cache,
                    cache_readonly=readonly, verbose=_flag(get("verbose"), "verbose"))
 
@@ -144,10 +147,13 @@ def _split(text: str) -> list:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _check_cache_dir(path: str, given: str) -> None:
-    """A cache folder that exists as a folder or can be made (SCons would fail with a traceback)."""
+def _check_cache_dir(path: str, given: str, readonly: bool) -> None:
+    """A cache folder that exists as a folder or can be made (SCons would fail with a traceback);
+    a read-only cache is never made (a missing one has nothing to read)."""
     if os.path.exists(path) and not os.path.isdir(path):
         raise AitError(f"{given} '{path}' is not a directory")
+    if readonly:
+        return
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as exc:
@@ -170,15 +176,14 @@ def base_env(opts: Options, backends: set):
     env = Environment(tools=[], ENV={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
     env.Decider(integrity.decide)
     os.makedirs(os.path.join(opts.root, "build"), exist_ok=True)
-    env.SConsignFile(literal(os.path.join(opts.root, "build", ".sconsign")))
+    signature_file(os.path.join(opts.root, "build", ".sconsign"))
     if not _jobs_given():
         jobs, why = default_jobs(backends, os.cpu_count() or 1, available_memory())
         SetOption("num_jobs", jobs)
         if why:
             print(f"ait-build: {why}")
     if opts.cache:
-        env.CacheDir(literal(os.path.abspath(opts.cache)), integrity.ReadOnlyVerifiedCache
-                     if opts.cache_readonly else integrity.VerifiedCache)
+        integrity.use_cache(env, os.path.abspath(opts.cache), opts.cache_readonly)
     env["AIT_VERBOSE"] = opts.verbose
     commands.add_builders(env)
     integrity.add_builders(env)
@@ -186,6 +191,13 @@ def base_env(opts: Options, backends: set):
         action=env.Action(generate_action, generate_message), emitter=generate_emitter,
         source_scanner=SCons.Scanner.ScannerBase(scan_sources, name="ait-sources", recursive=True))})
     return env
+
+
+def signature_file(path: str) -> None:
+    """SCons' signature database at `path`. Not through env.SConsignFile, which substitutes the
+    path (and makes its folder through a substituted Mkdir): no escape keeps a `$(` in a
+    project's path through SCons' substitution, which drops `$(` and `$)` from command text."""
+    SCons.SConsign.File(os.path.normpath(path))
 
 
 def default_jobs(backends: set, cpus: int, available: int | None) -> tuple:
