@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-
 from ait_build.cli.args import add_input_arguments, dims_of
+from ait_build.cli.run import describe
 from ait_build.errors import AitError
 from ait_build.files.output import check_output, write_output
 from ait_build.ir.weights import safetensors_bytes
@@ -49,9 +48,7 @@ def run(args) -> int:
                            progress=ProgressLine())
     outputs = {name: values[name] for name in graph.outputs}
     for name, arr in outputs.items():
-        flat = arr.astype(np.float64).ravel()
-        print(f"{name}: {arr.dtype}{list(arr.shape)} mean={flat.mean():.6g} std={flat.std():.6g} "
-              f"first={np.array2string(flat[:4], precision=5)}")
+        print(describe(name, arr))
     if args.output:
         write_output(args.output, safetensors_bytes(outputs))
         print(f"wrote {args.output}", file=sys.stderr)

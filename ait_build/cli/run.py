@@ -91,7 +91,8 @@ def find_spec(manifest, given: str | None) -> str | None:
 
 def describe(name: str, arr: np.ndarray) -> str:
     flat = arr.astype(np.float64).ravel()
-    stats = f"mean={flat.mean():.6g} std={flat.std():.6g}" if flat.size else "empty"
+    with np.errstate(all="ignore"):  # inf and -inf average to nan, without a warning
+        stats = f"mean={flat.mean():.6g} std={flat.std():.6g}" if flat.size else "empty"
     return f"{name}: {arr.dtype}{list(arr.shape)} {stats} first={np.array2string(flat[:4], precision=5)}"
 
 

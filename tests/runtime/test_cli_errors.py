@@ -163,3 +163,20 @@ def test_reference_writes_every_intermediate(tmp_path):
     np.testing.assert_allclose(values["softmax"].sum(axis=-1), 1.0, rtol=1e-6)
     _one_line(_cli("reference", MLP, "--random-input", "--intermediates", str(tmp_path)), 1,
               "is a directory")
+
+
+def test_nan_and_infinite_inputs_give_no_numpy_warnings(tmp_path):
+    """`reference` (and `run --check`, which runs the same executor) with NaN and infinite
+    inputs: they propagate as values, without RuntimeWarnings from NumPy on stderr."""
+    from safetensors.numpy import save_file
+    x = np.ones((2, 32), np.float32)
+    x[0, 0], x[1, 1], x[1, 2] = np.inf, np.nan, -np.inf
+    save_file({"x": x}, str(tmp_path / "x.safetensors"))
+    proc = _cli("reference", MLP, "--inputs", str(tmp_path / "x.safetensors"))
+    assert proc.returncode == 0 and "softmax: float32[2, 16] mean=nan" in proc.stdout, proc.stderr
+    assert "Warning" not in proc.stderr, proc.stderr
+    from ait_build.cli.run import describe
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "mean=nan" in describe("y", np.array([np.inf, -np.inf], np.float32))
