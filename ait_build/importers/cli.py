@@ -81,7 +81,8 @@ def _finish(graph, args, description: str, source) -> int:
     from ait_build.importers.source import record_source
     from ait_build.importers.write import write_spec
     simplify(graph)
-    spec, weights, built = write_spec(graph, args.output, description, fold=not args.flat)
+    spec, weights, built = write_spec(graph, args.output, description, fold=not args.flat,
+                                      source=getattr(args, "model", None) or args.factory)
     record_source(spec, source(args, graph, spec))
     print(f"wrote {spec} ({len(built.nodes)} nodes) and {weights} ({len(graph.weights)} tensors)",
           file=sys.stderr)

@@ -11,11 +11,17 @@ import os
 
 import yaml
 
-from ait_build.errors import AitError
+from ait_build.errors import AitError, SpecError
 from ait_build.files.output import Staged, check_output
 from ait_build.importers.blocks import BlockPlan, fold_blocks
 from ait_build.importers.graph import ImportGraph
 from ait_build.ir.weights import save_safetensors
+
+
+def scalar(text) -> str:
+    """A name or text as a YAML scalar that reads back as the same string (`0`, `true`, `a #b`
+    quoted)."""
+    return yaml.safe_dump(text, width=10**9).strip().removesuffix("...").strip()
 
 
 def entry_text(entry: dict) -> str:
@@ -50,20 +56,19 @@ def node_entry(node, prev: str | None, prefix: str = "", rename=None) -> dict:
 
 
 def spec_text(g: ImportGraph, weights_file: str, description: str, plan: BlockPlan) -> str:
-    lines = ["apiVersion: ait-build/v1", "kind: Model", f"name: {g.name}"]
-    lines.append("description: " + yaml.safe_dump(description, width=10**9).strip()
-                 .removesuffix("...").strip())
+    lines = ["apiVersion: ait-build/v1", "kind: Model", f"name: {scalar(g.name)}"]
+    lines.append("description: " + scalar(description))
     lines.append(f"dtype: {g.dtype}")
     if g.dims:
         lines.append("dims:")
         for name, (lo, hi, opt) in g.dims.items():
-            lines.append(f"  {name}: {{min: {lo}, max: {hi}, opt: {opt}}}")
+            lines.append(f"  {scalar(name)}: {{min: {lo}, max: {hi}, opt: {opt}}}")
     lines.append("inputs:")
     for name, value in g.inputs:
-        shape = ", ".join(str(d) for d in value.shape)
+        shape = ", ".join(str(d) if d.is_static else scalar(str(d)) for d in value.shape)
         dtype = "" if value.dtype == g.dtype else f", dtype: {value.dtype}"
-        lines.append(f"  {name}: {{shape: [{shape}]{dtype}}}")
-    lines.append(f"weights: {weights_file}")
+        lines.append(f"  {scalar(name)}: {{shape: [{shape}]{dtype}}}")
+    lines.append(f"weights: {scalar(weights_file)}")
     if plan.blocks:
         lines.append("blocks:")
         for block in plan.blocks:
@@ -71,8 +76,23 @@ def spec_text(g: ImportGraph, weights_file: str, description: str, plan: BlockPl
     lines.append("graph:")
     for entry in plan.entries:
         lines.append("  - " + entry_text(entry))
-    lines.append("outputs: [" + ", ".join(plan.outputs) + "]")
+    lines.append("outputs: " + entry_text(list(plan.outputs)))
     return "\n".join(lines) + "\n"
+
+
+def not_loading(exc: SpecError, text: str, source: str) -> str:
+    """The error of a spec the import made that does not load, about the source (the spec, a
+    temporary file, is gone): the message and the line of the spec it is about, which holds the
+    source's name for the tensor, node or size."""
+    lines = text.splitlines()
+    line = exc.loc.line if exc.loc is not None else 0
+    where = f" (in the spec's line `{shown_line(lines[line - 1])}`)" if 0 < line <= len(lines) else ""
+    return f"{source}: the spec made from it would not load: {exc.message}{where}"
+
+
+def shown_line(line: str, limit: int = 120) -> str:
+    line = line.strip()
+    return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
 def weights_beside(spec: str) -> str:
@@ -106,17 +126,23 @@ def check_outputs(spec: str, inputs=()) -> None:
                        "would replace it; move it or give another -o")
 
 
-def write_spec(g: ImportGraph, path: str, description: str, fold: bool = True) -> tuple:
-    """Writes PATH and PATH's .safetensors; returns (spec path, weights path, Graph)."""
+def write_spec(g: ImportGraph, path: str, description: str, fold: bool = True,
+               source: str = "") -> tuple:
+    """Writes PATH and PATH's .safetensors; returns (spec path, weights path, Graph). `source`
+    (the ONNX file, the factory) is what an error about the spec made from it names."""
     from ait_build.spec.model import load_model
     path = os.path.abspath(path)
     weights_path = weights_beside(path)
     plan = fold_blocks(g) if fold else BlockPlan.flat(g)
+    text = spec_text(g, os.path.basename(weights_path), description, plan)
     with Staged(weights_path) as weights, Staged(path) as spec:
         save_safetensors(g.weights, weights.tmp)
         with open(spec.tmp, "w", encoding="utf-8") as fh:
-            fh.write(spec_text(g, os.path.basename(weights_path), description, plan))
-        load_model(spec.tmp, weights=weights.tmp)  # raises, and nothing is kept, if it fails
+            fh.write(text)
+        try:  # nothing is kept if it does not load
+            load_model(spec.tmp, weights=weights.tmp)
+        except SpecError as exc:
+            raise AitError(not_loading(exc, text, source or path)) from None
         weights.commit()
         spec.commit()
     return path, weights_path, load_model(path)
