@@ -6,7 +6,8 @@ a checkout under a folder holding `$`, or a target flag such as `-Wl,-rpath,$ORI
 evaluated, split or emptied. These actions build the command from the Toolchain (the same lines
 the codegen tests use) and hand it to the compiler as a list, so every byte arrives as written.
 The build signature is the command without its machine-specific paths (include and library
-folders, prefix maps), so checkouts in different folders share cache entries.
+folders, prefix maps) and without a compiler launcher (launcher.py), so checkouts in different
+folders, with or without the launcher, share cache entries.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def compile_command(target, source, env) -> tuple:
     argv = tc.compile_command(src, obj, prefix_map=env["AIT_ROOT"])
     seed = [] if tc.host_prefix else [f"-frandom-seed={obj}"]  # reproducible objects (g++)
     signature = [tc.cxx, *tc.flags, *(f"-D{d}" for d in tc.defines), *seed, "-c", src, "-o", obj]
-    return argv + seed, signature
+    launcher = env.get("AIT_LAUNCHER")  # not in the signature: it changes no object
+    return (launcher.argv() if launcher else []) + argv + seed, signature
 
 
 def link_command(target, source, env) -> tuple:

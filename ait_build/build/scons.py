@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import json
 import os
 import re
 import sys
@@ -26,8 +27,9 @@ from SCons.Script import Alias, Variables
 
 import ait_build
 from ait_build.backends import get_backend, toolchain_for
-from ait_build.build import commands, integrity
+from ait_build.build import commands, integrity, runtime_files
 from ait_build.build.commands import literal
+from ait_build.build.launcher import Launcher, find_launcher
 from ait_build.build.lock import hold_build_lock
 from ait_build.build.progress import Progress
 from ait_build.build.spec_list import split_paths
@@ -45,6 +47,8 @@ VARIABLES = (
              "model=)", ""),
     ("cache", "CacheDir for compiled objects (default: $AIT_BUILD_CACHE; '' for none)", ""),
     ("cache_readonly", "1: read the cache but never write to it (CI on pull requests)", "0"),
+    ("launcher", "compiler launcher each compile runs through: sccache (default: none; never "
+                 "picked up by itself)", ""),
     ("verbose", "1: print full command lines instead of one line per step", "0"),
 )
 # Folders and files of ait_build/ whose code does not shape the generated sources (they are not
@@ -61,6 +65,7 @@ class Options:
     cache: str
     cache_readonly: bool
     verbose: bool
+    launcher: Launcher | None = None
 
 
 def setup(arguments: dict) -> None:
@@ -140,7 +145,8 @@ def parse_options(args: dict, root: str) -> Options:
     if cache:
         _check_cache_dir(cache, "cache=" if "cache" in args else "AIT_BUILD_CACHE", readonly)
     return Options(root=root, targets=targets, specs=specs, cache=cache,
-                   cache_readonly=readonly, verbose=_flag(get("verbose"), "verbose"))
+                   cache_readonly=readonly, verbose=_flag(get("verbose"), "verbose"),
+                   launcher=find_launcher(get("launcher")))
 
 
 def _split(text: str) -> list:
@@ -173,7 +179,11 @@ def base_env(opts: Options, backends: set):
     """The environment every target's clones share; `backends` (of the selected targets) size
     the default number of parallel jobs."""
     # The user's PATH reaches compilers such as nvcc; the target file still names the compiler.
+    # A launcher also gets the variables that say where its cache is.
     env = Environment(tools=[], ENV={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    if opts.launcher:
+        env["ENV"] = opts.launcher.environ(env["ENV"])
+    env["AIT_LAUNCHER"] = opts.launcher
     env.Decider(integrity.decide)
     os.makedirs(os.path.join(opts.root, "build"), exist_ok=True)
     signature_file(os.path.join(opts.root, "build", ".sconsign"))
@@ -187,6 +197,7 @@ def base_env(opts: Options, backends: set):
     env["AIT_VERBOSE"] = opts.verbose
     commands.add_builders(env)
     integrity.add_builders(env)
+    runtime_files.add_builders(env)
     env.Append(BUILDERS={"AitGenerate": Builder(
         action=env.Action(generate_action, generate_message), emitter=generate_emitter,
         source_scanner=SCons.Scanner.ScannerBase(scan_sources, name="ait-sources", recursive=True))})
@@ -283,7 +294,8 @@ def model_rules(env, spec: str, tname: str, target, root: str, claimed: dict) ->
                             source=library)
     # a new compiler or library version rebuilds (and misses the cache): the manifest says so
     genv.Depends(list(generated) + objects + list(library), toolchain_value(genv))
-    nodes = list(generated) + list(library) + list(digest)
+    carried = runtime_files.carry_rules(genv, out, os.path.join(root, "build", tname, ".runtime"))
+    nodes = list(generated) + list(library) + list(digest) + carried
     Alias(literal(emission.name), nodes)
     Alias(literal(label), nodes)
     return nodes, [generated[0]] + objects + [library[0]]
@@ -292,7 +304,6 @@ def model_rules(env, spec: str, tname: str, target, root: str, claimed: dict) ->
 def toolchain_value(env):
     """A Value node of what the manifest records of the environment's toolchain: compiler and
     host compiler versions, library versions (the flags are in the command lines already)."""
-    import json
     versions = env["AIT_TOOLCHAIN"].manifest()
     versions.pop("flags")
     return env.Value(f"toolchain {json.dumps(versions, sort_keys=True)}")
@@ -312,6 +323,8 @@ def generate_emitter(target, source, env):
     values = [env.Value(f"target {env['AIT_TARGET'].name} {env['AIT_TARGET'].digest()}"),
               env.Value(f"ait_build sources {package_digest()}"),
               env.Value(f"profile {file_digest(emission.profile)}")]
+    if env["AIT_LAUNCHER"]:  # the manifest names it; a build without one keeps its signature
+        values.append(env.Value(f"launcher {json.dumps(env['AIT_LAUNCHER'].manifest())}"))
     return targets, list(source) + extra + values
 
 
@@ -319,7 +332,9 @@ def generate_action(target, source, env):
     out = os.path.dirname(target[0].abspath)
     planned = plan(env["AIT_SPEC"], env["AIT_TARGET"])
     try:
-        done = emit(env["AIT_SPEC"], env["AIT_TARGET"], out)
+        launcher = env["AIT_LAUNCHER"]
+        done = emit(env["AIT_SPEC"], env["AIT_TARGET"], out,
+                    launcher=launcher.manifest() if launcher else None)
     except AitError as exc:
         sys.stderr.write(f"{exc}\n")
         return 1

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from ait_build import __version__
+from ait_build.backends.toolchain import NVCC_WHEELS
 from ait_build.errors import AitError
 from ait_build.files.output import create_new, link_problem
 from ait_build.files.read import read_bytes
@@ -11,8 +13,9 @@ from ait_build.ir.resources import PACKAGE_DIR, data_dir
 
 DESCRIPTION = ("Write the files a repository needs to build models with ait-build: a thin "
                "SConstruct, specs/ with one example, targets/ for your own target files, a "
-               ".gitignore for build/ and a GitHub Actions workflow "
-               "(.github/workflows/ait-build.yml). Existing files are kept.")
+               ".gitignore for build/, a GitHub Actions workflow (.github/workflows/ait-build.yml) "
+               "and the requirements file it installs from (ci/requirements.txt, pinned to this "
+               "ait-build). Existing files are kept.")
 EXAMPLES = ["ait-build init demo && cd demo && scons target=cpu", "ait-build init   # here"]
 
 PROJECT_FILES = os.path.join(PACKAGE_DIR, "project_files")
@@ -24,15 +27,23 @@ INIT_FILES = {
     os.path.join("specs", EXAMPLE_SPEC): ("specs", EXAMPLE_SPEC),
     os.path.join("targets", "README.md"): ("project_files", "targets-README.md"),
     os.path.join(".github", "workflows", "ait-build.yml"): ("project_files", "ait-build.yml"),
+    os.path.join("ci", "requirements.txt"): ("project_files", "ci-requirements.txt"),
 }
+# files whose {fields} init fills in (init_fields): the versions CI installs
+FILLED = {os.path.join("ci", "requirements.txt")}
 
 NEXT_STEPS = """
 next, in {where}:
   scons target=cpu                                      # build every spec in specs/ for cpu
   ait-build run build/cpu/{model} --random-input --check     # run it, compare with the reference
-  scons target=h200                                     # where nvcc and nvidia-cutlass are installed
+  ait-build install-cutlass && scons target=h200        # where nvcc is installed
   ait-build targets                                     # the targets, stock and your own
 """
+
+
+def init_fields() -> dict:
+    """What the filled files name: this ait-build's version and the pinned nvcc wheels."""
+    return {"version": __version__, "nvcc_wheels": "\n".join(NVCC_WHEELS)}
 
 
 def init_source(origin: str, name: str) -> str:
@@ -59,7 +70,10 @@ def init_project(directory: str) -> list:
         if os.path.exists(path):
             done.append((rel, "kept"))
             continue
-        create_new(path, read_bytes(init_source(*INIT_FILES[rel])), directory)
+        data = read_bytes(init_source(*INIT_FILES[rel]))
+        if rel in FILLED:
+            data = data.decode("utf-8").format(**init_fields()).encode("utf-8")
+        create_new(path, data, directory)
         done.append((rel, "wrote"))
     return done
 

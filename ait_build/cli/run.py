@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from ait_build.cli.args import add_input_arguments, dims_of
+from ait_build.cli.args import add_input_arguments, dims_of, nonnegative_int
 from ait_build.errors import AitError
 from ait_build.files.output import check_output, write_output
 from ait_build.ir.resources import project_root
@@ -21,7 +21,8 @@ from ait_build.spec.model import load_model
 DESCRIPTION = ("Run a built model and print each output's statistics; --check compares them with "
                "the NumPy reference executor (exit 1 past the tolerance).")
 EXAMPLES = ["ait-build run build/cpu/mlp --random-input --check",
-            "ait-build run build/cpu/tiny_bert --random-input --dim seq=32 -o out.safetensors"]
+            "ait-build run build/cpu/tiny_bert --random-input --dim seq=32 -o out.safetensors",
+            "ait-build run build/h200/mlp --random-input --device 1"]
 
 
 def add_arguments(p) -> None:
@@ -31,13 +32,15 @@ def add_arguments(p) -> None:
     p.add_argument("--spec", help="the model's spec for --check (default: specs/<model>.yaml of "
                    "the project)")
     p.add_argument("-o", "--output", metavar="FILE", help="write outputs to a safetensors file")
+    p.add_argument("--device", type=nonnegative_int, metavar="N", help="the GPU a cuda or rocm "
+                   "build runs on (default: the current device, normally 0)")
 
 
 def run(args) -> int:
     dims = dims_of(args.dim, args.batch)
     if args.output:  # before the work, not after it; the build folder's files are inputs too
         check_output(args.output, [args.inputs, args.spec, *_files_in(args.build_dir)])
-    with Model(args.build_dir) as model:
+    with Model(args.build_dir, device=args.device) as model:
         spec = find_spec(model.manifest, args.spec)
         graph = None
         if spec and (args.check or args.random_input):

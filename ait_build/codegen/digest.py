@@ -32,9 +32,15 @@ def read_digest(path: str) -> str | None:
     return word if len(word) == 64 and all(c in "0123456789abcdef" for c in word) else None
 
 
+# manifest fields the build_id does not cover: itself, and the compiler launcher, which the same
+# outputs are built with or without (build/launcher.py)
+OUTSIDE_BUILD_ID = ("build_id", "launcher")
+
+
 def json_sha256(record: dict) -> str:
     """Hex digest of a JSON record in canonical form (sorted keys, no spaces): a manifest's
-    build_id is this over every other field, so an edit to any of them shows."""
-    fields = {k: v for k, v in record.items() if k != "build_id"}
+    build_id is this over every other field (but OUTSIDE_BUILD_ID), so an edit to any of them
+    shows."""
+    fields = {k: v for k, v in record.items() if k not in OUTSIDE_BUILD_ID}
     return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":"),
                                      ensure_ascii=True).encode()).hexdigest()

@@ -174,12 +174,13 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, compiler: dic
 
 
 def _tuning(plan: ModelPlan) -> dict:
-    """Where the GEMM/conv configurations came from: the profile file (relative to the target
-    file's project), how many calls it covered and how many borrowed a nearby problem's choice."""
+    """Where the GEMM/conv configurations came from: the profile file (relative to its project),
+    how many calls it covered and how many borrowed a nearby problem's choice."""
     report = plan.tuning
     if report is None or not report.calls:
         return {"calls": 0}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(plan.target.source)))
+    root = report.profile_root or os.path.dirname(os.path.dirname(os.path.abspath(
+        plan.target.source)))
     profile = os.path.relpath(report.profile, root) if report.profile else ""
     return {"profile": profile, "calls": report.calls, "profiled": report.profiled,
             "nearby": report.nearby}
@@ -215,9 +216,11 @@ def write_if_changed(path: str, data: bytes) -> bool:
     return True
 
 
-def write_library(plan: ModelPlan, out_dir: str, compiler: dict) -> Emission:
+def write_library(plan: ModelPlan, out_dir: str, compiler: dict,
+                  launcher: dict | None = None) -> Emission:
     """Renders every file of the model library into out_dir (only changed files are written);
-    `compiler` is what manifest.json records of the toolchain."""
+    `compiler` is what manifest.json records of the toolchain, `launcher` of the compiler
+    launcher (none: no field), which the build_id leaves out as it changes no output."""
     planned = emission(plan)
     wl = weights_layout(plan)
     try:
@@ -228,6 +231,8 @@ def write_library(plan: ModelPlan, out_dir: str, compiler: dict) -> Emission:
     record = manifest(plan, sources, blob, compiler)
     record["build_id"] = json_sha256(record)  # what the library returns from build_id()
     sources.update(render_model(plan, wl, record["build_id"]))
+    if launcher:
+        record["launcher"] = launcher
     data = {path: text.encode() for path, text in sources.items()}
     data[WEIGHTS] = blob
     data[MANIFEST] = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()

@@ -89,9 +89,12 @@ class Profile:
     """A target's profile (profiles/<target>.yaml, read by spec/profile.py): (family, problem)
     -> entries (each with an `extent` and a `config` name) sorted by extent."""
 
-    def __init__(self, path: str = "", entries: dict | None = None):
+    def __init__(self, path: str = "", entries: dict | None = None, root: str = "",
+                 writes_to: str = ""):
         self.path = path
         self.entries = entries or {}
+        self.root = root  # the folder the manifest names `path` relative to (its project's)
+        self.writes_to = writes_to  # the project's profile, which `ait-build profile` writes
 
     def choices(self, tunable: Tunable) -> tuple:
         """(extent, Config) buckets for the call, or () when the profile has no usable entry."""
@@ -173,6 +176,8 @@ def selector(extent: Dim, buckets: list) -> str:
 class TuningReport:
     profile: str = ""
     calls: int = 0
+    profile_root: str = ""  # Profile.root
+    writes_to: str = ""  # where `ait-build profile` would write the missing entries
     profiled: int = 0
     nearby: int = 0  # of the calls without an entry, those borrowing a nearby problem's choice
     warnings: list = field(default_factory=list)  # entries naming configurations not there
@@ -193,8 +198,9 @@ class TuningReport:
         heuristic = self.unprofiled - self.nearby
         how = [f"{_uses(self.nearby)} the choice profiled for a nearby problem"] if self.nearby else []
         how += [f"{_uses(heuristic)} the heuristic"] if heuristic else []
+        into = f" into {os.path.relpath(self.writes_to)}" if self.writes_to else ""
         return (f"{self.unprofiled} of {self.calls} GEMM/conv calls have no entry in {where}: "
-                f"{' and '.join(how)} (`ait-build profile` measures them)")
+                f"{' and '.join(how)} (`ait-build profile` measures them{into})")
 
 
 def _uses(count: int) -> str:
@@ -204,7 +210,8 @@ def _uses(count: int) -> str:
 def finalize(plan, profile: Profile) -> TuningReport:
     """Gives every group of tuned steps one kernel with the union of the configurations its
     calls use, and each step its `config` argument."""
-    report = TuningReport(profile=profile.path)
+    report = TuningReport(profile=profile.path, profile_root=profile.root,
+                          writes_to=profile.writes_to)
     groups: dict = {}
     for i, step in enumerate(plan.steps):
         if step.tuning is not None:

@@ -22,7 +22,7 @@ from ait_build.profile.harness import render_harness
 from ait_build.profile.jobs import collect, dim_points
 from ait_build.profile.measure import Journal, measure
 from ait_build.profile.report import choose, summary_lines
-from ait_build.spec.profile import profile_path, read_entries, write_profile
+from ait_build.spec.profile import adopt_stock_profile, read_entries, write_profile
 
 
 def parse_values(text: str, what: str) -> list:
@@ -143,7 +143,7 @@ def run_profile(args) -> int:
          f"{sum(len(h.candidates) for h in harnesses)} configurations")
     if args.compile_only:
         return 0
-    path = args.output or profile_path(target)
+    path = args.output or adopt_stock_profile(target, root, echo)
     journal_path = os.path.join(out, "journal.jsonl")
     if args.fresh and os.path.exists(journal_path):
         os.remove(journal_path)

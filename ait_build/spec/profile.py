@@ -12,8 +12,11 @@ import os
 from dataclasses import dataclass, field
 
 from ait_build.errors import SpecError
-from ait_build.files.output import write_output
+from ait_build.files.output import create_new, write_output
+from ait_build.files.read import read_bytes
+from ait_build.ir.resources import project_root
 from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
+from ait_build.spec.target import stock_targets_dir
 from ait_build.spec.yamlfile import load_yaml, plain, where
 
 ENTRY_FIELDS = ("family", "problem", "extent", "config", "us", "heuristic_us", "candidates")
@@ -75,20 +78,66 @@ def _positive(raw, key: str, kind, what: str):
     return value
 
 
-def profile_path(target) -> str:
-    """The target's profile_cache, relative to the folder that holds its targets/ folder."""
+def target_root(target) -> str:
+    """The folder that holds the target file's targets/ folder (a project, or ait-build's data)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(target.source))) if target.source else ""
+
+
+def own_profile_path(target) -> str:
+    """The target's profile_cache, relative to the folder that holds its targets/ folder: for a
+    stock target, the profile that comes with ait-build."""
     path = target.profile_cache
     if not path or os.path.isabs(path):
         return path
-    root = os.path.dirname(os.path.dirname(os.path.abspath(target.source))) if target.source else ""
-    return os.path.join(root, path)
+    return os.path.join(target_root(target), path)
+
+
+def is_stock(target) -> bool:
+    return bool(target.source) and os.path.samefile(os.path.dirname(os.path.abspath(
+        target.source)), stock_targets_dir())
+
+
+def project_profile_path(target, start: str | None = None) -> str:
+    """The profile `ait-build profile` writes: for a stock target its profile_cache under the
+    project around `start` (the working directory), since measurements belong to the user's
+    repository and the installed package's copy is lost on reinstall; for a project's own
+    target, its own profile_cache."""
+    path = target.profile_cache
+    if not path or os.path.isabs(path) or not is_stock(target):
+        return own_profile_path(target)
+    return os.path.join(project_root(start), path)
+
+
+def profile_path(target, start: str | None = None) -> str:
+    """The profile a build reads: the project's where it has one, else the target's own."""
+    mine = project_profile_path(target, start)
+    return mine if mine and os.path.isfile(mine) else own_profile_path(target)
+
+
+def profile_root(target, path: str) -> str:
+    """The folder a manifest names the profile `path` relative to: the project's for the
+    project's file, the target's for its own."""
+    return target_root(target) if path == own_profile_path(target) else project_root()
+
+
+def adopt_stock_profile(target, start: str | None = None, echo=print) -> str:
+    """The project's profile file (project_profile_path), first copied from the stock one where
+    the project has none, so that measuring one spec keeps the stock entries of the others;
+    says so. Returns its path."""
+    mine, stock = project_profile_path(target, start), own_profile_path(target)
+    if mine and mine != stock and not os.path.exists(mine) and os.path.isfile(stock):
+        create_new(mine, read_bytes(stock), project_root(start))  # never through a link
+        echo(f"copied the stock profile of '{target.name}' into the project as "
+             f"{os.path.relpath(mine, project_root(start))}: `ait-build profile` writes there and "
+             "builds read it first; commit it")
+    return mine
 
 
 _LOADED: dict = {}
 
 
 def load_profile(target) -> dict:
-    """read_profile of the target's profile_cache, parsed once per file version."""
+    """read_profile of the target's profile (profile_path), parsed once per file version."""
     path = profile_path(target)
     try:
         stamp = os.stat(path).st_mtime_ns if path else None
