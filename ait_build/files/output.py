@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
@@ -104,22 +105,28 @@ class Staged:
 def write_output(path: str, data: bytes, devices: bool = True) -> None:
     """Writes `data` to `path`: atomically for a regular file, in place for a device or FIFO
     (see the module)."""
+    with output_file(path, devices) as fh:
+        fh.write(data)
+
+
+@contextlib.contextmanager
+def output_file(path: str, devices: bool = True):
+    """`path` open for writing in binary, for a writer that streams (an archive): as
+    write_output writes, the file in place only when the block ends without an error."""
+    real = os.path.realpath(path)
     try:
-        if _special(os.path.realpath(path)):
+        if _special(real):
             if not devices:
                 raise AitError(f"{path}: not a regular file; give a file name")
-            _write_bytes(os.path.realpath(path), data)
+            with open(real, "wb") as fh:
+                yield fh
             return
         with Staged(path) as staged:
-            _write_bytes(staged.tmp, data)
+            with open(staged.tmp, "wb") as fh:
+                yield fh
             staged.commit()
     except OSError as exc:
         raise AitError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _write_bytes(path: str, data: bytes) -> None:
-    with open(path, "wb") as fh:
-        fh.write(data)
 
 
 def _inside(path: str, root: str) -> bool:
