@@ -45,7 +45,9 @@ def lower_view(lw) -> None:
         copy_whole(lw, node.output, node.inputs[0])
 
 
-def lower_permute(lw) -> None:
+def permute_strides(lw) -> tuple:
+    """A permute's (or transpose's) output shape and, per output axis, the input's and the
+    output's strides."""
     node = lw.node
     x, out = node.inputs[0], node.output
     rank = len(lw.shape(x))
@@ -57,8 +59,14 @@ def lower_permute(lw) -> None:
         dims = [norm_axis(d, rank) for d in node.attrs["dims"]]
     src = contiguous_strides(lw.shape(x))
     out_shape = lw.shape(out)
-    copy(lw, lw.dst(out), lw.src(x), lw.ctype(out), out_shape, [src[d] for d in dims],
-         contiguous_strides(out_shape), "permute")
+    return out_shape, [src[d] for d in dims], contiguous_strides(out_shape)
+
+
+def lower_permute(lw) -> None:
+    node = lw.node
+    out_shape, in_strides, out_strides = permute_strides(lw)
+    copy(lw, lw.dst(node.output), lw.src(node.inputs[0]), lw.ctype(node.output), out_shape,
+         in_strides, out_strides, "permute")
 
 
 def lower_expand(lw) -> None:
