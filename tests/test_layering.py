@@ -16,6 +16,7 @@ PKG = os.path.join(ROOT, "ait_build")
 # Each stage with why it sits where it does; a module may import its own stage and earlier ones.
 STAGES = (
     ("errors", "the errors every stage raises"),
+    ("files", "every file read and written through one place: regular files only, no links out"),
     ("ir", "the graph, dims and dtypes, and what every stage shares: weights, placement, data"),
     ("ops", "one row per op on ir's types: inference, weights, the NumPy reference"),
     ("spec", "YAML files (models, targets, profiles) read into ir's Graph, attrs checked by ops"),

@@ -16,6 +16,7 @@ import subprocess
 from dataclasses import dataclass
 
 from ait_build.errors import AitError
+from ait_build.files.read import read_bytes
 
 # nvcc from NVIDIA's pip wheels, the CUDA 13.0 every cuda build has been checked with (docs/ci.md;
 # `ait-build init` pins the same in the project's ci/requirements.txt): all five, since
@@ -151,8 +152,7 @@ def host_compiler(flags) -> str:
 def header_version(path: str, prefix: str) -> str:
     """'MAJOR.MINOR.PATCH' from `#define <prefix>_MAJOR 4`-style lines of a header."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
+        text = read_bytes(path).decode("utf-8", "replace")
     except OSError:
         return "unknown"
     parts = [re.search(rf"#define\s+{prefix}_{part}\s+(\d+)", text) for part in ("MAJOR", "MINOR", "PATCH")]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import SCons.Node.FS
 import SCons.Scanner
+import SCons.SConsign
 from SCons.Script import Builder, Default, Dir, Environment, Exit, GetOption, Help, SetOption
 from SCons.Script import Alias, Variables
 
@@ -34,6 +35,7 @@ from ait_build.build.progress import Progress
 from ait_build.build.spec_list import split_paths
 from ait_build.codegen.render import template_path, templates_dir
 from ait_build.errors import AitError, SpecError, did_you_mean
+from ait_build.files.read import sha256_file
 from ait_build.pipeline import emit, find_target, plan_outputs
 from ait_build.spec.target import known_targets
 from ait_build.spec.yamlfile import load_yaml
@@ -137,9 +139,11 @@ def parse_options(args: dict, root: str) -> Options:
     if not targets or not specs:
         raise AitError("nothing to build: give target= and model= (see scons -h)")
     cache = get("cache") if "cache" in args else os.environ.get("AIT_BUILD_CACHE", "")
-    readonly = _flag(get("cache_readonly"), "cache_readonly")
+    # SCons' own --cache-readonly too: SCons sets its flag only after the SConstruct has made
+    # the cache, which must not take a lock in a read-only folder
+    readonly = _flag(get("cache_readonly"), "cache_readonly") or bool(GetOption("cache_readonly"))
     if cache:
-        _check_cache_dir(cache, "cache=" if "cache" in args else "AIT_BUILD_CACHE")
+        _check_cache_dir(cache, "cache=" if "cache" in args else "AIT_BUILD_CACHE", readonly)
     return Options(root=root, targets=targets, specs=specs, cache=cache,
                    cache_readonly=readonly, verbose=_flag(get("verbose"), "verbose"),
                    launcher=find_launcher(get("launcher")))
@@ -149,10 +153,13 @@ def _split(text: str) -> list:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _check_cache_dir(path: str, given: str) -> None:
-    """A cache folder that exists as a folder or can be made (SCons would fail with a traceback)."""
+def _check_cache_dir(path: str, given: str, readonly: bool) -> None:
+    """A cache folder that exists as a folder or can be made (SCons would fail with a traceback);
+    a read-only cache is never made (a missing one has nothing to read)."""
     if os.path.exists(path) and not os.path.isdir(path):
         raise AitError(f"{given} '{path}' is not a directory")
+    if readonly:
+        return
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as exc:
@@ -179,15 +186,14 @@ def base_env(opts: Options, backends: set):
     env["AIT_LAUNCHER"] = opts.launcher
     env.Decider(integrity.decide)
     os.makedirs(os.path.join(opts.root, "build"), exist_ok=True)
-    env.SConsignFile(literal(os.path.join(opts.root, "build", ".sconsign")))
+    signature_file(os.path.join(opts.root, "build", ".sconsign"))
     if not _jobs_given():
         jobs, why = default_jobs(backends, os.cpu_count() or 1, available_memory())
         SetOption("num_jobs", jobs)
         if why:
             print(f"ait-build: {why}")
     if opts.cache:
-        env.CacheDir(literal(os.path.abspath(opts.cache)), integrity.ReadOnlyVerifiedCache
-                     if opts.cache_readonly else integrity.VerifiedCache)
+        integrity.use_cache(env, os.path.abspath(opts.cache), opts.cache_readonly)
     env["AIT_VERBOSE"] = opts.verbose
     commands.add_builders(env)
     integrity.add_builders(env)
@@ -196,6 +202,13 @@ def base_env(opts: Options, backends: set):
         action=env.Action(generate_action, generate_message), emitter=generate_emitter,
         source_scanner=SCons.Scanner.ScannerBase(scan_sources, name="ait-sources", recursive=True))})
     return env
+
+
+def signature_file(path: str) -> None:
+    """SCons' signature database at `path`. Not through env.SConsignFile, which substitutes the
+    path (and makes its folder through a substituted Mkdir): no escape keeps a `$(` in a
+    project's path through SCons' substitution, which drops `$(` and `$)` from command text."""
+    SCons.SConsign.File(os.path.normpath(path))
 
 
 def default_jobs(backends: set, cpus: int, available: int | None) -> tuple:
@@ -381,8 +394,7 @@ def file_digest(path: str) -> str:
     """Hash of a file's bytes ('none' when there is none): the kernel profile is read by
     generation, and creating, editing or deleting it must regenerate."""
     try:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()[:16]
+        return sha256_file(path)[:16]
     except (OSError, TypeError):
         return "none"
 

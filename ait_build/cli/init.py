@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 
 from ait_build import __version__
 from ait_build.backends.toolchain import NVCC_WHEELS
 from ait_build.errors import AitError
+from ait_build.files.output import create_new, link_problem
+from ait_build.files.read import read_bytes
 from ait_build.ir.resources import PACKAGE_DIR, data_dir
 
 DESCRIPTION = ("Write the files a repository needs to build models with ait-build: a thin "
@@ -51,26 +52,28 @@ def init_source(origin: str, name: str) -> str:
 
 def init_project(directory: str) -> list:
     """Writes the files of a new project into `directory` (made if missing); files that exist
-    are kept as they are. Returns (path, 'wrote' | 'kept') pairs."""
+    are kept as they are. A link where a file would go (a dangling one would be followed out of
+    the project) or a folder leading outside it refuses the whole init, before anything is
+    written. Returns (path, 'wrote' | 'kept') pairs."""
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise AitError(f"'{directory}' exists and is not a folder")
-    done = []
-    for rel, (origin, name) in INIT_FILES.items():
+    todo = []
+    for rel in INIT_FILES:
         path = os.path.join(directory, rel)
+        if not os.path.exists(path):  # a file, or a link to one, is kept: nothing is written
+            problem = link_problem(path, directory)
+            if problem:
+                raise AitError(f"{problem}; ait-build init wrote nothing")
+        todo.append((rel, path))
+    done = []
+    for rel, path in todo:
         if os.path.exists(path):
             done.append((rel, "kept"))
             continue
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            if rel in FILLED:
-                with open(init_source(origin, name), encoding="utf-8") as fh:
-                    text = fh.read().format(**init_fields())
-                with open(path, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-            else:
-                shutil.copyfile(init_source(origin, name), path)
-        except OSError as exc:
-            raise AitError(f"cannot write {path}: {exc.strerror}") from None
+        data = read_bytes(init_source(*INIT_FILES[rel]))
+        if rel in FILLED:
+            data = data.decode("utf-8").format(**init_fields()).encode("utf-8")
+        create_new(path, data, directory)
         done.append((rel, "wrote"))
     return done
 

@@ -30,6 +30,7 @@ from ait_build.codegen.plan import ModelPlan, weight_arrays
 from ait_build.codegen.render import c_comment, render, template_deps
 from ait_build.codegen.digest import json_sha256
 from ait_build.errors import AitError
+from ait_build.files.read import read_bytes, sha256_file
 
 MODEL_SOURCE = "src/model.cpp"
 ID_SOURCE = "src/build_id.cpp"
@@ -189,8 +190,7 @@ def target_file(target) -> dict:
     """The target file a build read: its name and the sha256 of its bytes (no folder: it differs
     between machines); the resolved target's digest as well."""
     try:
-        with open(target.source, "rb") as fh:
-            sha = hashlib.sha256(fh.read()).hexdigest()
+        sha = sha256_file(target.source)
     except (OSError, TypeError):
         sha = "unknown"  # a Target made in code, not read from a file
     return {"name": os.path.basename(str(target.source)), "sha256": sha, "digest": target.digest()}
@@ -199,10 +199,8 @@ def target_file(target) -> dict:
 def write_if_changed(path: str, data: bytes) -> bool:
     """Writes `data` unless the file already holds exactly it. True when written."""
     try:
-        if os.path.getsize(path) == len(data):
-            with open(path, "rb") as fh:
-                if fh.read() == data:
-                    return False
+        if os.path.getsize(path) == len(data) and read_bytes(path) == data:
+            return False
     except OSError:
         pass
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ait_build.codegen.cexpr import cexpr
-from ait_build.errors import AitError
+from ait_build.errors import AitError, did_you_mean
 from ait_build.ir.dims import Dim
 
 # A call without an entry borrows the choice of the closest profiled problem of its family whose
@@ -100,6 +100,17 @@ class Profile:
         """(extent, Config) buckets for the call, or () when the profile has no usable entry."""
         return _usable(self.entries.get(tunable.key, ()), tunable)
 
+    def unknown_configs(self, tunable: Tunable) -> list:
+        """Warnings for the call's entries that name a configuration its family does not have
+        for it (an edited file, or one from another ait-build version): the call runs the
+        heuristic, and the build says so with the entry's place."""
+        names = {c.name for c in tunable.candidates}
+        return [f"{e.where or self.path}: warning: the entry for {tunable.family} "
+                f"{tunable.problem_text} (extent {e.extent}) names configuration '{e.config}', "
+                f"which this family does not have for it{did_you_mean(e.config, names)}; the call "
+                "uses another choice" for e in self.entries.get(tunable.key, ())
+                if e.config not in names]
+
     def nearby_choices(self, tunable: Tunable) -> tuple:
         """The buckets of the closest profiled problem of the call's family within NEARBY_RATIO
         in every size (see there), or ()."""
@@ -169,15 +180,20 @@ class TuningReport:
     writes_to: str = ""  # where `ait-build profile` would write the missing entries
     profiled: int = 0
     nearby: int = 0  # of the calls without an entry, those borrowing a nearby problem's choice
+    warnings: list = field(default_factory=list)  # entries naming configurations not there
 
     @property
     def unprofiled(self) -> int:
         return self.calls - self.profiled
 
     def summary(self) -> str:
-        """One line for the build log, or '' when every tunable call has its profile."""
+        """One line for the build log (after a line per warning), or '' when every tunable call
+        has its profile."""
         if not self.unprofiled:
             return ""
+        return "\n".join(self.warnings + [self._coverage()])
+
+    def _coverage(self) -> str:
         where = os.path.relpath(self.profile) if self.profile else "no profile_cache"
         heuristic = self.unprofiled - self.nearby
         how = [f"{_uses(self.nearby)} the choice profiled for a nearby problem"] if self.nearby else []
@@ -213,6 +229,8 @@ def finalize(plan, profile: Profile) -> TuningReport:
         index = {c.name: i for i, c in enumerate(configs)}
         kernel = calls[0].make(tuple(configs), tuple(range(len(ladder))))
         for i, call, ch, is_exact in zip(indices, calls, chosen, exact):
+            report.warnings += [w for w in profile.unknown_configs(call.tunable)
+                                if w not in report.warnings]
             step = plan.steps[i]
             report.calls += 1
             report.profiled += is_exact

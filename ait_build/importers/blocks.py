@@ -65,9 +65,9 @@ class Block:
         if self.params:
             out.append("    params: {" + ", ".join(f"{k}: {{type: {v}}}"
                                                   for k, v in self.params.items()) + "}")
-        out.append("    inputs: [" + ", ".join(self.inputs) + "]")
+        out.append("    inputs: " + entry_text(list(self.inputs)))
         if self.outputs:
-            out.append("    outputs: [" + ", ".join(self.outputs) + "]")
+            out.append("    outputs: " + entry_text(list(self.outputs)))
         out.append("    graph:")
         out += ["      - " + entry_text(e) for e in self.entries]
         return out

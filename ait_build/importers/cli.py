@@ -8,6 +8,7 @@ import os
 import sys
 
 from ait_build.errors import AitError
+from ait_build.importers.write import check_outputs
 from ait_build.spec.names import MODEL_NAME
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -62,6 +63,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    check_outputs(args.output, [getattr(args, "model", None)])  # before the import, not after
     return {"torch": cmd_import_torch, "onnx": cmd_import_onnx}[args.source](args)
 
 
@@ -86,7 +88,8 @@ def _finish(graph, args, description: str, source) -> int:
     simplify(graph)
     _say("writing the spec" if args.flat else
          "folding repeated structure into blocks and writing the spec")
-    spec, weights, built = write_spec(graph, args.output, description, fold=not args.flat)
+    spec, weights, built = write_spec(graph, args.output, description, fold=not args.flat,
+                                      source=getattr(args, "model", None) or args.factory)
     record_source(spec, source(args, graph, spec))
     print(f"wrote {spec} ({len(built.nodes)} nodes) and {weights} ({len(graph.weights)} tensors)",
           file=sys.stderr)

@@ -12,18 +12,24 @@ list of Dims, so a Reshape or Expand that reads it gets sizes the spec can write
 from __future__ import annotations
 
 import ast
-import os
 import re
 
 import numpy as np
 
-from ait_build.errors import AitError
-from ait_build.importers.graph import ImportFailure, ImportGraph, Value
+from ait_build.errors import AitError, SpecError
+from ait_build.files.read import check_regular
+from ait_build.importers.graph import ImportFailure, ImportGraph, Value, capped
 from ait_build.importers.lower import Lower
+from ait_build.importers.onnx_check import check_model
 from ait_build.importers.onnx_ops import HANDLERS
 from ait_build.importers.onnx_values import ONNX_DTYPES, Sizes, as_array, attributes, is_known
 from ait_build.importers.options import DEFAULT_MAX
 from ait_build.ir.dims import DimRange
+from ait_build.spec.model import MAX_WEIGHT_ELEMENTS
+from ait_build.spec.names import TENSOR_NAME
+
+SIZE_INPUT_ELEMENTS = 64  # inputs up to this size reach shape inference with their values
+
 
 class OnnxTranslator:
     def __init__(self, model, inputs: list, dims: list, graph: ImportGraph):
@@ -101,7 +107,10 @@ class OnnxTranslator:
             if dtype is None:
                 raise AitError(f"input '{inp.name}': element type {ttype.elem_type} is not "
                                "supported")
-            given = self.given_inputs.get(inp.name)
+            # tf2onnx's `input_1:0` or a name longer than a spec's: named as weights are
+            name = inp.name if TENSOR_NAME.fullmatch(inp.name) else \
+                self.g.fresh(onnx_tensor_name(inp.name))
+            given = self.given_inputs.get(inp.name) or self.given_inputs.get(name)
             if given is not None:
                 shape = list(given.shape)
                 if len(shape) != len(ttype.shape.dim):
@@ -125,7 +134,7 @@ class OnnxTranslator:
             if given is not None:
                 src_dtype = given.dtype
             self.values[inp.name] = self.g.add_input(
-                inp.name, tuple(shape), self.g.dtype if src_dtype == "float32" else src_dtype)
+                name, tuple(shape), self.g.dtype if src_dtype == "float32" else src_dtype)
         unknown = sorted(set(self.given_dims) - set(self.g.dims))
         if unknown:
             raise AitError(f"--dim {unknown[0]}: no input of the model uses a dim of that name")
@@ -238,25 +247,58 @@ NUMPY_FOLDS = {"GatherElements": _fold_gather_elements}
 
 def evaluate(node, arrays: list, opset: int) -> list:
     """One node through onnx.reference (the ONNX package's own semantics), or NumPy for the
-    operators of NUMPY_FOLDS."""
-    if node.op_type in NUMPY_FOLDS:
-        return NUMPY_FOLDS[node.op_type](node, arrays)
-    from onnx import helper
+    operators of NUMPY_FOLDS, after ONNX's shape inference says its results fit a weight: a
+    ConstantOfShape, Expand, Tile or Range asking for 2^40 elements would otherwise be allocated
+    (and filled) here."""
     from onnx.reference import ReferenceEvaluator
     names = [f"in{i}" if a is not None else "" for i, a in enumerate(arrays)]
     feeds = {n: a for n, a in zip(names, arrays) if n}
+    too_big = _oversized_result(node, names, feeds, opset)
+    if too_big:
+        raise AitError(f"folding a constant {node.op_type}: {too_big}")
+    if node.op_type in NUMPY_FOLDS:
+        return NUMPY_FOLDS[node.op_type](node, arrays)
+    try:
+        return ReferenceEvaluator(_one_node(node, names, feeds, opset)).run(None, feeds)
+    except Exception as exc:
+        raise AitError(f"folding a constant {node.op_type}: {exc}") from None
+
+
+def _one_node(node, names: list, feeds: dict, opset: int, values: tuple = ()):
+    """A model of `node` alone, reading `feeds` as inputs (those named in `values` as
+    initializers, so shape inference sees their values)."""
+    from onnx import helper, numpy_helper
     inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-              for n, a in feeds.items()]
+              for n, a in feeds.items() if n not in values]
+    initializers = [numpy_helper.from_array(np.asarray(feeds[n]), n) for n in values]
     outs = [f"out{i}" for i in range(len(node.output))]
     one = helper.make_node(node.op_type, names, outs, domain=node.domain)
     one.attribute.extend(node.attribute)
     graph = helper.make_graph([one], "fold", inputs,
-                              [helper.make_empty_tensor_value_info(o) for o in outs])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+                              [helper.make_empty_tensor_value_info(o) for o in outs], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _oversized_result(node, names: list, feeds: dict, opset: int) -> str:
+    """Why a result of the node would be larger than a weight may be, or ''. The values of small
+    inputs (shapes, repeats, limits) are what sizes come from; shape inference reads them."""
+    import onnx
+    small = tuple(n for n, a in feeds.items() if np.asarray(a).size <= SIZE_INPUT_ELEMENTS)
     try:
-        return ReferenceEvaluator(model).run(None, feeds)
-    except Exception as exc:
-        raise AitError(f"folding a constant {node.op_type}: {exc}") from None
+        model = onnx.shape_inference.infer_shapes(_one_node(node, names, feeds, opset, small),
+                                                  data_prop=True)
+    except Exception:
+        return ""  # shape inference does not know this form: the evaluator says what is wrong
+    for out in model.graph.output:
+        dims = out.type.tensor_type.shape.dim
+        if all(d.HasField("dim_value") for d in dims):
+            elements = 1
+            for d in dims:
+                elements *= d.dim_value
+            if elements > MAX_WEIGHT_ELEMENTS:
+                return (f"its result would hold {elements} elements "
+                        f"({[d.dim_value for d in dims]}); a weight may hold 2^32")
+    return ""
 
 
 def onnx_tensor_name(name: str) -> str:
@@ -264,7 +306,7 @@ def onnx_tensor_name(name: str) -> str:
     text = name.strip("/").replace("/", ".").replace("::", ".")
     text = re.sub(r"_output_0$", "", text)
     text = re.sub(r"[^A-Za-z0-9_.\-]", "_", text).strip(".")
-    return text or "value"
+    return capped(text or "value")
 
 
 def _path(node) -> str:
@@ -286,12 +328,24 @@ def import_onnx(path: str, inputs: list, dims: list, name: str,
     """`say` takes the import's progress lines (default: none)."""
     import onnx
     say = say or (lambda text: None)
-    if not os.path.isfile(path):
-        raise AitError(f"no such ONNX file: {path}")
+    try:
+        check_regular(path)
+    except FileNotFoundError:
+        raise AitError(f"no such ONNX file: {path}") from None
+    except OSError as exc:
+        raise AitError(f"{path}: {exc.strerror}") from None
     say(f"reading {path}")
     try:
         model = onnx.load(path)
     except Exception as exc:
         raise AitError(f"cannot read {path} as ONNX: {exc}") from None
+    check_model(model, path)
     say(f"translating {len(model.graph.node)} ONNX nodes")
-    return OnnxTranslator(model, inputs, dims, ImportGraph(name, dtype)).run()
+    try:
+        return OnnxTranslator(model, inputs, dims, ImportGraph(name, dtype)).run()
+    except ImportFailure as exc:
+        raise ImportFailure(f"{path}: {exc}") from None
+    except SpecError:
+        raise  # located in a file of its own
+    except AitError as exc:  # the file is what the message is about
+        raise AitError(f"{path}: {exc}") from None

@@ -14,6 +14,8 @@ from ait_build.backends import get_backend
 from ait_build.build.invoke import resolve_spec
 from ait_build.codegen.emit import write_if_changed
 from ait_build.errors import AitError
+from ait_build.files.output import check_output
+from ait_build.files.read import read_bytes
 from ait_build.ir.resources import project_root
 from ait_build.pipeline import build_plan, find_target
 from ait_build.profile.harness import render_harness
@@ -102,8 +104,7 @@ def check_built(harnesses: list) -> None:
     """--measure-only: each program must exist and come from the sources rendered now."""
     for h in harnesses:
         try:
-            with open(os.path.join(h.folder, DIGEST), encoding="ascii") as fh:
-                built = fh.read().strip()
+            built = read_bytes(os.path.join(h.folder, DIGEST)).decode("ascii", "replace").strip()
         except OSError:
             built = ""
         if built != h.digest or not os.path.isfile(os.path.join(h.folder, h.program)):
@@ -114,6 +115,8 @@ def check_built(harnesses: list) -> None:
 def run_profile(args) -> int:
     """The whole command, on its parsed arguments (cli/profile.py)."""
     root = project_root()
+    if args.output:  # before the work, not after it
+        check_output(args.output, inputs=args.spec, make_folder=True)
     target = find_target(args.target, os.path.join(root, "targets"))
     if not get_backend(target.backend).profile_driver:
         raise AitError(f"target '{target.name}' has the {target.backend} backend, whose kernels "

@@ -125,6 +125,9 @@ class Model:
         enqueued on torch's current stream; outputs are torch tensors); `outputs` may hand it
         contiguous device arrays to write into, so that repeated calls reuse one set of
         pointers (and replay one CUDA graph)."""
+        self._check_mapping(inputs, "inputs")
+        if outputs is not None:
+            self._check_mapping(outputs, "outputs=")
         torch_given = any(_is_torch(v) for v in list(inputs.values()) + list((outputs or {}).values()))
         if self.manifest.device == "cuda":
             if torch_given:
@@ -272,7 +275,7 @@ class Model:
         else:
             raise ModelError(f"{what} '{spec.name}' must be a NumPy array or a device array "
                              "(DLPack, __cuda_array_interface__ or a torch CUDA tensor) of "
-                             f"{spec.dtype}, got {type(value).__name__}")
+                             f"{spec.dtype}, got {described(value)}")
         if found.device[0] not in (cuda.DL_CUDA, cuda.DL_CUDA_MANAGED):
             raise ModelError(f"{what} '{spec.name}' is in host memory (DLPack device type "
                              f"{found.device[0]}); pass a NumPy array or a CUDA device array")
@@ -301,10 +304,12 @@ class Model:
             raise ModelError(f"{what} '{spec.name}' is {got}; the model expects {spec.dtype} "
                              f"(convert with .astype(...); ait-build does not cast silently)")
 
+    def _check_mapping(self, value, what: str) -> None:
+        if not isinstance(value, dict):
+            raise ModelError(f"{self.name}.run takes {what} as a dict of name -> array, got "
+                             f"{described(value)}")
+
     def _check_names(self, inputs: dict) -> None:
-        if not isinstance(inputs, dict):
-            raise ModelError(f"{self.name}.run takes a dict of input name -> array, got "
-                             f"{type(inputs).__name__}")
         expected = [t.name for t in self.manifest.inputs]
         missing = [n for n in expected if n not in inputs]
         extra = sorted(set(inputs) - set(expected))
@@ -320,7 +325,7 @@ class Model:
             value = inputs[spec.name]
             if not isinstance(value, np.ndarray):
                 raise ModelError(f"input '{spec.name}' must be a NumPy array of {spec.dtype}, got "
-                                 f"{type(value).__name__}")
+                                 f"{described(value)}")
             self._check_dtype(spec, value.dtype)
             arrays[spec.name] = np.ascontiguousarray(value)
         return arrays
@@ -368,6 +373,18 @@ class Model:
     def __repr__(self) -> str:
         ins = ", ".join(f"{t.name}: {t.dtype}{t.shape_text()}" for t in self.manifest.inputs)
         return f"Model({self.name!r} for {self.manifest.target}; {ins})"
+
+
+def described(value) -> str:
+    """What a value the caller passed is, for a message: 'None', 'a list', 'a numpy.float32
+    scalar' (a NumPy scalar is not an array, though its type name reads like a dtype)."""
+    if value is None:
+        return "None"
+    kind = type(value)
+    if isinstance(value, np.generic):
+        return f"a numpy.{kind.__name__} scalar (wrap it with np.asarray)"
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    return ("an " if name[0] in "aeiou" else "a ") + name
 
 
 def _is_torch(value) -> bool:

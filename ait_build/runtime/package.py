@@ -21,6 +21,7 @@ import tarfile
 from ait_build.build.runtime_files import place
 from ait_build.codegen.digest import digest_line, sha256_file
 from ait_build.errors import AitError
+from ait_build.files.output import check_output, output_file
 from ait_build.runtime.identity import check_library_file, check_weights_file
 from ait_build.runtime.manifest import load_manifest, weights_path
 
@@ -68,7 +69,8 @@ def make_package(build_dir: str, output: str) -> str:
     size = sum(os.path.getsize(path) for _, path in files)
     if output.endswith(ARCHIVE_SUFFIXES):
         _write_archive(files, sums, name, output)
-        what = f"{output} ({os.path.getsize(output) / 1e6:.1f} MB; {size / 1e6:.1f} MB unpacked)"
+        packed = os.path.getsize(output) if os.path.isfile(output) else 0  # a FIFO has none
+        what = f"{output} ({packed / 1e6:.1f} MB; {size / 1e6:.1f} MB unpacked)"
     else:
         _write_folder(files, sums, output)
         what = f"{output}/ ({size / 1e6:.1f} MB)"
@@ -88,28 +90,18 @@ def _write_folder(files: list, sums: bytes, folder: str) -> None:
 
 
 def _write_archive(files: list, sums: bytes, top: str, output: str) -> None:
-    folder = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(folder):
-        raise AitError(f"{output}: folder {folder} does not exist")
-    if os.path.isdir(output):
-        raise AitError(f"{output}: is a directory; give a file name")
-    tmp = f"{output}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0,
-                                                    filename="", compresslevel=6) as gz, \
-                tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            for rel, path in files:
-                executable = os.stat(path).st_mode & stat.S_IXUSR
-                with open(path, "rb") as fh:
-                    tar.addfile(_member(f"{top}/{rel}", os.path.getsize(path),
-                                        0o755 if executable else 0o644), fh)
-            tar.addfile(_member(f"{top}/SHA256SUMS", len(sums), 0o644), io.BytesIO(sums))
-        os.replace(tmp, output)
-    except OSError as exc:
-        raise AitError(f"cannot write {output}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """Through files/output.py: replaced atomically, or a FIFO or device (`-o /dev/null`)
+    written in place; never one of the files it packs."""
+    check_output(output, [path for _, path in files])
+    with output_file(output) as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="",
+                                                   compresslevel=6) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for rel, path in files:
+            executable = os.stat(path).st_mode & stat.S_IXUSR
+            with open(path, "rb") as fh:
+                tar.addfile(_member(f"{top}/{rel}", os.path.getsize(path),
+                                    0o755 if executable else 0o644), fh)
+        tar.addfile(_member(f"{top}/SHA256SUMS", len(sums), 0o644), io.BytesIO(sums))
 
 
 def _member(name: str, size: int, mode: int) -> tarfile.TarInfo:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
+import threading
 
 import numpy as np
 
@@ -57,3 +59,25 @@ def test_an_archive_is_reproducible_and_a_broken_build_is_refused(built, tmp_pat
     assert main(["package", str(tmp_path / "none")]) == 1
     assert "not a build folder" in capsys.readouterr().err
     assert default_output(os.path.join("build", "cpu", MODEL)) == f"{MODEL}-cpu.tar.gz"
+
+
+def test_an_archive_to_a_fifo_is_written_in_place_and_never_over_a_packed_file(built, tmp_path,
+                                                                               capsys):
+    """`-o /dev/null` as root replaced /dev/null with a regular file (a FIFO shows it safely);
+    an output that is one of the packed files (through a link) is refused."""
+    small = tmp_path / MODEL
+    shutil.copytree(built.out(), small, ignore=shutil.ignore_patterns("libmkl*", "libscipy*"))
+    fifo = tmp_path / "out.tar.gz"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    assert main(["package", str(small), "-o", str(fifo)]) == 0, capsys.readouterr().err
+    reader.join(30)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and got[0][:2] == b"\x1f\x8b"
+    os.symlink(small / "manifest.json", tmp_path / "link.tar.gz")
+    before = (small / "manifest.json").read_bytes()
+    capsys.readouterr()
+    assert main(["package", str(small), "-o", str(tmp_path / "link.tar.gz")]) == 1
+    assert "writing it would destroy it" in capsys.readouterr().err
+    assert (small / "manifest.json").read_bytes() == before
