@@ -158,3 +158,21 @@ def lower_gather(lw) -> None:
     gather(lw, node.output, lw.src(data), shape, lw.ctype(data), indices,
            norm_axis(node.attrs["axis"], len(shape)), negative=True)
 
+
+def lower_gather_elements(lw) -> None:
+    """data [outer, L, inner], indices and out [outer, K, inner]: the op's sizes agree outside
+    the axis, so three products describe both."""
+    node = lw.node
+    data, indices = node.inputs
+    shape, ishape = lw.shape(data), lw.shape(indices)
+    axis = norm_axis(node.attrs["axis"], len(shape))
+    ctype = lw.ctype(data)
+    params = [(f"{ctype}*", "out"), (f"const {ctype}*", "data"),
+              (f"const {lw.ctype(indices)}*", "idx"), ("int64_t", "outer"), ("int64_t", "L"),
+              ("int64_t", "K"), ("int64_t", "inner"), ("const char*", "what")]
+    kernel = make_kernel("gather_elements", node.op, lw.template("gather_elements"),
+                         dict(ctype=ctype), params)
+    lw.call(kernel, [lw.dst(node.output), lw.src(data), lw.src(indices),
+                     cexpr(elements(shape[:axis])), cexpr(shape[axis]), cexpr(ishape[axis]),
+                     cexpr(elements(shape[axis + 1:])), c_string(f"{node.op} '{node.name}'")])
+

@@ -19,7 +19,7 @@ import numpy as np
 
 from ait_build.errors import AitError, OpError
 from ait_build.ir.dims import Dim, shape_str
-from ait_build.ir.dtypes import FLOAT_DTYPES, NUMPY, from_numpy
+from ait_build.ir.dtypes import FLOAT_DTYPES, from_numpy
 from ait_build.ops.opdef import TType
 from ait_build.ops.registry import get_op
 
@@ -323,6 +323,3 @@ def shape_attr(target: tuple, source: tuple) -> list:
                        "product of dims")
     return out
 
-
-def np_dtype(dtype: str):
-    return np.float32 if dtype in FLOAT_DTYPES else NUMPY[dtype]

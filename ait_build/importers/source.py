@@ -15,7 +15,9 @@ import yaml
 from ait_build.files.output import Staged
 from ait_build.files.read import read_text
 from ait_build.importers.graph import ImportGraph, identity
+from ait_build.spec.model import load_model
 from ait_build.spec.source import file_digest, graph_digest
+from ait_build.spec.yamlfile import load_yaml
 
 SOURCE_KEY = "source:"
 
@@ -46,8 +48,6 @@ def _settings(args, graph: ImportGraph) -> dict:
 def record_source(spec_path: str, source: dict) -> None:
     """Writes `source` (with the digests of the spec's weights file, if it names one, and of its
     graph section) as the spec's last field, replacing one already there."""
-    from ait_build.spec.model import load_model
-    from ait_build.spec.yamlfile import load_yaml
     text = without_source(read_text(spec_path))
     doc = load_yaml(spec_path)
     source = {k: v for k, v in source.items() if k not in ("weights_sha256", "graph_sha256")}

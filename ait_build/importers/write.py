@@ -14,45 +14,17 @@ import yaml
 from ait_build.errors import AitError, SpecError
 from ait_build.files.output import Staged, check_output
 from ait_build.importers.blocks import BlockPlan, fold_blocks
+from ait_build.importers.entries import entry_text
 from ait_build.importers.graph import ImportGraph
 from ait_build.ir.weights import save_safetensors
+from ait_build.spec.model import load_model
+from ait_build.spec.yamlfile import load_yaml
 
 
 def scalar(text) -> str:
     """A name or text as a YAML scalar that reads back as the same string (`0`, `true`, `a #b`
     quoted)."""
     return yaml.safe_dump(text, width=10**9).strip().removesuffix("...").strip()
-
-
-def entry_text(entry: dict) -> str:
-    """One graph entry as a one-line YAML flow mapping, keys in the order given (YAML quotes
-    what a flow mapping cannot hold bare, such as `${i + 1}`)."""
-    return yaml.safe_dump(entry, default_flow_style=True, sort_keys=False, width=10**9).strip()
-
-
-def node_entry(node, prev: str | None, prefix: str = "", rename=None) -> dict:
-    """The spec entry of a node; `prefix` is stripped from its name and its inputs' names
-    inside a block, `rename` maps refs to what the entry must say."""
-    rename = rename or {}
-    name = node.name[len(prefix):] if prefix and node.name.startswith(prefix) else node.name
-    entry = {"name": name, "op": node.op}
-    inputs = [rename.get(r, r) for r in node.inputs]
-    if inputs and not (len(inputs) == 1 and inputs[0] == prev):
-        entry["inputs"] = inputs
-    if len(node.outputs) > 1:
-        pass  # referred to as name:0, name:1, ...
-    entry.update(node.attrs)
-    overrides = {}
-    for role, weight in node.weights.items():
-        if weight == f"{node.name}.{role}":
-            continue
-        if prefix and weight.startswith(prefix):
-            overrides[role] = weight[len(prefix):]
-        else:
-            overrides[role] = "/" + weight if prefix else weight
-    if overrides:
-        entry["weights"] = overrides
-    return entry
 
 
 def spec_text(g: ImportGraph, weights_file: str, description: str, plan: BlockPlan) -> str:
@@ -104,7 +76,6 @@ def check_outputs(spec: str, inputs=()) -> None:
     beside it is an input, a device, a folder or a file the import must not replace: an
     existing spec must be a model spec, an existing weights file the one that spec names (a
     re-import). A checkpoint that happens to sit where the weights would go is the user's."""
-    from ait_build.spec.yamlfile import load_yaml
     if not spec.endswith((".yaml", ".yml")):
         raise AitError(f"-o {spec}: give the spec file to write (.yaml); its weights go beside "
                        "it, as the same name with .safetensors")
@@ -130,7 +101,6 @@ def write_spec(g: ImportGraph, path: str, description: str, fold: bool = True,
                source: str = "") -> tuple:
     """Writes PATH and PATH's .safetensors; returns (spec path, weights path, Graph). `source`
     (the ONNX file, the factory) is what an error about the spec made from it names."""
-    from ait_build.spec.model import load_model
     path = os.path.abspath(path)
     weights_path = weights_beside(path)
     plan = fold_blocks(g) if fold else BlockPlan.flat(g)

@@ -23,9 +23,11 @@ TEMPLATES = {
     "elementwise": "cpu/elementwise.cpp.j2",
     "copy": "cpu/copy.cpp.j2",
     "gather": "cpu/gather.cpp.j2",
+    "gather_elements": "cpu/gather_elements.cpp.j2",
     "softmax": "cpu/softmax.cpp.j2",
     "pool2d": "cpu/pool2d.cpp.j2",
     "global_avg_pool": "cpu/global_avg_pool.cpp.j2",
+    "resize2d": "cpu/resize2d.cpp.j2",
 }
 SUPPORT_FILES = {  # generated path -> its file under templates/ (plain C++, copied as it is)
     "src/ait_common.h": "common/include/ait_common.h",

@@ -11,10 +11,14 @@ in one parallel SCons run:
 from __future__ import annotations
 
 import os
+import sys
 
 import yaml
 
 from cuda_helpers import ROOT, bf16_spec, fp16_spec, spec_path
+
+sys.path.insert(0, os.path.join(ROOT, "tests"))  # the op group the cpu tests build too
+from backends.family_ops import IMPORT_FAMILIES  # noqa: E402
 
 B = {"batch": {"min": 1, "max": 8, "opt": 3}}
 
@@ -405,6 +409,7 @@ GROUPS = {
                n("e_gate", "sigmoid", ["e_fc2"]),
                n("effnet", "mul", ["x", "e_gate"])],
         outputs=["mnv3", "effnet"]),
+    "import_families": IMPORT_FAMILIES,  # tests/backends/family_ops.py, also built for cpu
     "lookup": dict(
         inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
                 "ids32": {"shape": ["batch", 3], "dtype": "int32"},

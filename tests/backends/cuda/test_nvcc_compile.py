@@ -1,12 +1,13 @@
 """Compile-only check of the cuda backend: the generated sources of a GEMM model (mlp, float32:
 3xTF32 CUTLASS GEMMs), of a conv + attention model (tiny_vit in float16: CUTLASS conv and
 GEMMs, the fused attention, layer norms, copies), of the clamps, comparisons, masks, fills and
-rolls the importers need (cuda_op_groups' masks_and_clamps, float16) and of the bandwidth-bound
-families' own kernels (the depthwise and pools_and_scales groups: every tile, channel slice and
-vector width of their tests) compile with nvcc for a100 (sm_80 + compute_80 PTX) and h200
-(sm_90a), and link into a library that exports only the C API. Where no GPU is present,
-create() must fail with a message (CUDA errors become codes, never aborts). Only the selected
-cases are built (`-k depthwise` compiles no CUTLASS).
+rolls the importers need (cuda_op_groups' masks_and_clamps, float16), of the ops the importers'
+model families added (import_families: gather_elements, sin/cos/log/ceil/abs/sign, ceil_mode
+pools, resize2d) and of the bandwidth-bound families' own kernels (the depthwise and
+pools_and_scales groups: every tile, channel slice and vector width of their tests) compile with
+nvcc for a100 (sm_80 + compute_80 PTX) and h200 (sm_90a), and link into a library that exports
+only the C API. Where no GPU is present, create() must fail with a message (CUDA errors become
+codes, never aborts). Only the selected cases are built (`-k depthwise` compiles no CUTLASS).
 
 Each (model, target) is one translation unit including every kernel, so the CUTLASS headers are
 parsed four times instead of once per kernel; two compilers run at a time. One more kernel, a
@@ -30,8 +31,9 @@ from cuda_op_groups import GROUPS, op_spec
 
 pytestmark = pytest.mark.nvcc
 
-CASES = [(model, target) for model in ("mlp", "tiny_vit", "masks_and_clamps", "depthwise",
-                                        "pools_and_scales") for target in ("a100", "h200")]
+CASES = [(model, target) for model in ("mlp", "tiny_vit", "masks_and_clamps", "import_families",
+                                        "depthwise", "pools_and_scales")
+         for target in ("a100", "h200")]
 
 
 @pytest.fixture(scope="module")
