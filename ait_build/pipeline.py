@@ -19,7 +19,7 @@ from ait_build.passes import optimize as run_passes
 from ait_build.spec import target as target_file
 from ait_build.spec.check import check_spec
 from ait_build.spec.model import load_model
-from ait_build.spec.profile import load_profile, profile_path
+from ait_build.spec.profile import load_profile, profile_path, profile_root, project_profile_path
 from ait_build.spec.target import Target
 
 
@@ -57,7 +57,15 @@ def plan_graph(graph, target, tune: bool = True) -> ModelPlan:
     `ait-build profile` (codegen/tuning.py)."""
     check_dtype(graph, target)
     return plan_model(graph, target, get_backend(target.backend),
-                      Profile(profile_path(target), load_profile(target)) if tune else None)
+                      target_profile(target) if tune else None)
+
+
+def target_profile(target) -> Profile:
+    """The profile a build of `target` reads (the project's first), with where a manifest names
+    it from and where `ait-build profile` writes."""
+    path = profile_path(target)
+    return Profile(path, load_profile(target), profile_root(target, path),
+                   project_profile_path(target))
 
 
 def build_plan(spec_path: str, target, weights: str | None = None,
@@ -77,11 +85,12 @@ def plan_outputs(spec_path: str, target, weights: str | None = None,
 
 
 def emit(spec_path: str, target, out_dir: str, weights: str | None = None,
-         optimize: bool = True) -> Emission:
-    """Renders every file of the model library into out_dir (only changed files are written)."""
+         optimize: bool = True, launcher: dict | None = None) -> Emission:
+    """Renders every file of the model library into out_dir (only changed files are written);
+    `launcher`: the manifest's record of the compiler launcher the build runs through."""
     target = resolve_target(target)
     plan = build_plan(spec_path, target, weights, optimize)
-    return write_library(plan, out_dir, toolchain_for(target).manifest())
+    return write_library(plan, out_dir, toolchain_for(target).manifest(), launcher)
 
 
 def summarize(graph, target) -> dict:

@@ -48,7 +48,8 @@ def kernel_table(torch, fn, calls: int, top: int) -> dict:
 
 def profile_case(torch, name: str, target: str, dims: dict, calls: int, top: int) -> dict:
     from ait_build.bench.models import torch_twin
-    from ait_build.cli.build import build, make_inputs
+    from ait_build.build.invoke import build
+    from ait_build.runtime.inputs import make_inputs
     from ait_build.runtime import Model
     from ait_build.spec.model import load_model
     spec = os.path.join(ROOT, "specs", f"{name}.yaml")
@@ -61,7 +62,7 @@ def profile_case(torch, name: str, target: str, dims: dict, calls: int, top: int
         outs = {k: torch.empty_like(v) for k, v in model.run(tensors).items()}
         row["ait_build"] = kernel_table(torch, lambda: model.run(tensors, outputs=outs), calls, top)
         from ait_build.bench import steps as bench_steps, step_report
-        from ait_build.spec.target import find_target
+        from ait_build.pipeline import find_target
         row["nodes"] = bench_steps.node_rows(spec, model, find_target(target), inputs, dims,
                                              max(calls, 5))
         row["kinds"] = step_report.by_kind(row["nodes"])

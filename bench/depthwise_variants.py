@@ -1,8 +1,10 @@
-"""Other vector and strip widths of the depthwise kernel on the same convs (bench/gpu_families.py
---variants): each conv's planned kernel re-rendered with other (`vec`, `tw`) pairs, every one its
-own translation unit compiled with the target's nvcc line, linked with one C entry per variant
-into a library, and timed from PyTorch with CUDA events. What the planner's choice
-(backends/gpu/depthwise.py: vector_width, strip_width) would gain from another pair."""
+"""Other tiles of the depthwise kernel on the same convs (bench/gpu_families.py, unless
+--no-variants): each conv's planned kernel re-rendered with the best tile of the planner's own
+estimate (backends/gpu/depthwise.py: candidates) that differs from the planned one in the strip
+width, in the channel slice, and in the block's size (at least 1.5 times more or fewer threads),
+every one its own translation unit compiled with the target's nvcc line, linked with one C entry
+per variant into a library, and timed from PyTorch with CUDA events. Whether the estimate ranks
+the tiles as the GPU does."""
 
 from __future__ import annotations
 
@@ -10,28 +12,41 @@ import ctypes
 import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 
+from ait_build.backends.gpu.depthwise import candidates
 from ait_build.codegen.emit import render_kernel
 from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.render import render
 
-PAIRS = ((8, 0), (4, 0), (8, 4), (4, 4))  # (vec, tw); tw 0: the planned strip
 FAMILIES = ("efficientnet_b0", "convnext")  # MobileNetV3's convs have EfficientNet's shapes
+TILE_KEYS = ("slice", "vec", "px", "gw", "th", "gvec")
 
 
-def variants(kernel, dtype: str) -> list:
-    """The planned kernel and its re-renderings with the other (vec, tw) pairs that fit."""
+def alternatives(planned, ranked: list) -> list:
+    """The first tile of `ranked` (best first) with another strip width, another slice, and a
+    block at least 1.5 times larger or smaller than `planned`, without repeats."""
+    tests = (lambda t: t.px != planned.px, lambda t: t.slice != planned.slice,
+             lambda t: not 2 / 3 < t.threads / planned.threads < 1.5)
+    out = []
+    for test in tests:
+        tile = next((t for t in ranked if test(t) and t != planned and t not in out), None)
+        if tile is not None:
+            out.append(tile)
+    return out
+
+
+def variants(kernel, dtype: str, ho: int, wo: int) -> list:
+    """The planned kernel and its re-renderings with alternatives() of its tile."""
     ctx = dict(kernel.context)
-    size = 2 if dtype in ("float16", "bfloat16") else 4
-    out, seen = [kernel], {(ctx["vec"], ctx["tw"])}
-    for vec, tw in PAIRS:
-        tw = tw or ctx["tw"]
-        if (vec, tw) in seen or vec * size > 16 or ctx["channels"] % vec:
-            continue
-        seen.add((vec, tw))
-        out.append(make_kernel(f"{kernel.label}_v{vec}t{tw}", kernel.op, kernel.template,
-                               dict(ctx, vec=vec, tw=tw), [tuple(p.rsplit(" ", 1)) for p in
-                                                           kernel.params.split(", ")]))
+    itemsize = 2 if dtype in ("float16", "bfloat16") else 4
+    ranked = [t for _, t in candidates(itemsize, ctx["channels"], ho, wo, ctx)]
+    planned = next(t for t in ranked if all(getattr(t, k) == ctx[k] for k in TILE_KEYS))
+    out = [kernel]
+    for tile in alternatives(planned, ranked):
+        out.append(make_kernel(f"{kernel.label}_s{tile.slice}p{tile.px}g{tile.gw}t{tile.th}",
+                               kernel.op, kernel.template, dict(ctx, **asdict(tile)),
+                               [tuple(p.rsplit(" ", 1)) for p in kernel.params.split(", ")]))
     return out
 
 
@@ -81,13 +96,18 @@ def time_ms(fn, runs: int) -> float:
 
 
 def sweep(plan, info: dict, backend, toolchain, folder: str, batch: int, runs: int) -> list:
-    """Rows {node, vec, tw, planned, ms} for the depthwise nodes of `plan` of FAMILIES (`info`:
-    node -> (kind, model, input shape, kernel, stride))."""
+    """Rows {node, slice, px, gw, th, threads, planned, ms} for the depthwise nodes of `plan` of
+    FAMILIES (`info`: node -> (kind, model, input shape, kernel, stride))."""
     import torch
     steps = [s for s in plan.steps if s.node in info and info[s.node][1] in FAMILIES
              and s.kernel.label.startswith("depthwise")]
     dtype = plan.graph.dtype
-    per_node = [(s, variants(s.kernel, dtype)) for s in steps]
+
+    def out_size(step) -> int:
+        _, h, _, _ = info[step.node][2]
+        k, s = info[step.node][3], info[step.node][4]
+        return (h + 2 * (k // 2) - k) // s + 1
+    per_node = [(s, variants(s.kernel, dtype, out_size(s), out_size(s))) for s in steps]
     kernels = list({k.name: k for _, ks in per_node for k in ks}.values())
     lib = build(kernels, backend, toolchain, folder)
     index = {k.name: i for i, k in enumerate(kernels)}
@@ -114,6 +134,7 @@ def sweep(plan, info: dict, backend, toolchain, folder: str, batch: int, runs: i
                 if fn(*args):
                     raise RuntimeError(f"{kern.name} failed")
             ctx = dict(kern.context)
-            rows.append(dict(node=step.node, vec=ctx["vec"], tw=ctx["tw"],
+            rows.append(dict(node=step.node, **{k: ctx[k] for k in ("slice", "px", "gw", "th")},
+                             threads=ctx["slice"] // ctx["vec"] * ctx["gw"] * ctx["th"],
                              planned=kern is ks[0], ms=time_ms(call, runs)))
     return rows

@@ -145,7 +145,7 @@ def main() -> int:
         return 0
 
     import torch
-    from ait_build.spec.target import find_target
+    from ait_build.pipeline import find_target
 
     paths = write_specs(args.batch, args.dtype)
     if not args.no_build:

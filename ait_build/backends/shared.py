@@ -4,7 +4,7 @@ templates (Backend.templates, by kind). Backends spread these into their LOWER t
 
 from __future__ import annotations
 
-from ait_build.codegen import data_movement, elementwise, index_ops, rows_and_windows
+from ait_build.codegen import data_movement, elementwise, index_ops, resize, rows_and_windows
 
 # one expression per element (templates/<backend>/elementwise.*.j2)
 ELEMENTWISE = {
@@ -12,7 +12,7 @@ ELEMENTWISE = {
         "relu", "silu", "sigmoid", "tanh", "hardswish", "gelu", "add", "sub", "mul", "div",
         "cast", "sqrt", "exp", "erf", "clamp", "relu6", "hardtanh", "minimum", "maximum",
         "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
-        "logical_or", "logical_not", "where")},
+        "logical_or", "logical_not", "where", "sin", "cos", "log", "ceil", "abs", "sign")},
     "fused_elementwise": elementwise.lower_fused,
     "batch_norm": elementwise.lower_batch_norm,
 }
@@ -30,6 +30,7 @@ DATA_MOVEMENT = {
     "split": data_movement.lower_split,
     "pad": data_movement.lower_pad,
     "gather": data_movement.lower_gather,
+    "gather_elements": data_movement.lower_gather_elements,
     "roll": index_ops.lower_roll,
 }
 
@@ -45,4 +46,5 @@ ROWS_AND_WINDOWS = {
     "max_pool2d": rows_and_windows.lower_pool,
     "avg_pool2d": rows_and_windows.lower_pool,
     "global_avg_pool": rows_and_windows.lower_global_avg_pool,
+    "resize2d": resize.lower_resize,
 }

@@ -16,13 +16,21 @@ import subprocess
 from dataclasses import dataclass
 
 from ait_build.errors import AitError
+from ait_build.files.read import read_bytes
+
+# nvcc from NVIDIA's pip wheels, the CUDA 13.0 every cuda build has been checked with (docs/ci.md;
+# `ait-build init` pins the same in the project's ci/requirements.txt): all five, since
+# nvidia-cuda-nvcc alone would pull the newest nvvm and headers
+NVCC_WHEELS = ("nvidia-cuda-nvcc==13.0.88", "nvidia-nvvm==13.0.88", "nvidia-cuda-crt==13.0.88",
+               "nvidia-cuda-runtime==13.0.96", "nvidia-cuda-cccl==13.0.85")
 
 # what to install when a compiler is missing, by compiler name
 INSTALL_HINTS = {
     "g++": "install GCC's C++ compiler (Debian/Ubuntu: apt-get install g++)",
     "c++": "install a C++ compiler (Debian/Ubuntu: apt-get install g++)",
     "clang++": "install clang (Debian/Ubuntu: apt-get install clang)",
-    "nvcc": "install the CUDA toolkit (nvcc) and put it on PATH",
+    "nvcc": (f"pip install {' '.join(NVCC_WHEELS)}, then put site-packages/nvidia/cu13/bin on "
+             "PATH (docs/ci.md), or install the CUDA toolkit and put its nvcc on PATH"),
     "hipcc": "install ROCm's hipcc (Debian/Ubuntu: apt-get install hipcc libamdhip64-dev)",
 }
 
@@ -41,6 +49,9 @@ class Toolchain:
     libraries: tuple = ()  # (name, version) of the header/link libraries built against
     object_suffix: str = ".os"  # of compiled objects (nvcc links only objects named .o)
     env: tuple = ()  # (name, value) the compiler needs in its environment (hipcc: HIP_PLATFORM)
+    # (path, name) of files a built library carries in its folder: the shared libraries its
+    # `$ORIGIN` rpath finds at run time, their licences (build/runtime_files.py places them)
+    runtime_files: tuple = ()
 
     def compile_command(self, source: str, obj: str, include_dirs=(), prefix_map: str = "",
                         seed: str = "") -> list:
@@ -148,8 +159,7 @@ def host_compiler(flags) -> str:
 def header_version(path: str, prefix: str) -> str:
     """'MAJOR.MINOR.PATCH' from `#define <prefix>_MAJOR 4`-style lines of a header."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
+        text = read_bytes(path).decode("utf-8", "replace")
     except OSError:
         return "unknown"
     parts = [re.search(rf"#define\s+{prefix}_{part}\s+(\d+)", text) for part in ("MAJOR", "MINOR", "PATCH")]

@@ -28,6 +28,7 @@ from ait_build.bench.competitors import COMPETITORS, Context, SIDES
 from ait_build.build.invoke import build, resolve_spec, spec_name
 from ait_build.codegen.emit import write_if_changed
 from ait_build.errors import AitError
+from ait_build.files.output import write_output
 from ait_build.ir.resources import project_root
 from ait_build.pipeline import find_target
 from ait_build.runtime import load_manifest
@@ -212,6 +213,4 @@ def write_json(report: dict, path: str | None) -> None:
     finished cases)."""
     if not path:
         return
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(report, fh, indent=2, sort_keys=True)
+    write_output(path, json.dumps(report, indent=2, sort_keys=True).encode())

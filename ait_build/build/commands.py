@@ -6,8 +6,9 @@ a checkout under a folder holding `$`, or a target flag such as `-Wl,-rpath,$ORI
 evaluated, split or emptied. These actions build the command from the Toolchain (the same lines
 the codegen tests use) and hand it to the compiler as a list, so every byte arrives as written.
 The build signature is the command without its machine-specific paths (include and library
-folders, prefix maps) and, for a compile, without the source and object paths, so checkouts in
-different folders, and models in one checkout, share cache entries (cache.py).
+folders, prefix maps), without a compiler launcher (launcher.py) and, for a compile, without the
+source and object paths, so checkouts in different folders, builds with or without the
+launcher, and models in one checkout share cache entries (cache.py).
 """
 
 from __future__ import annotations
@@ -72,7 +73,9 @@ def compile_command(target, source, env) -> tuple:
     argv = tc.compile_command(_rel(source[0]), _rel(target[0]), prefix_map=env["AIT_ROOT"],
                               seed=source_digest(source[0].get_abspath()))
     signature = tc.compile_command("SOURCE", "OBJECT", seed="SOURCE-SHA256")
-    return argv, _without(signature, {f"-I{d}" for d in tc.include_dirs})
+    launcher = env.get("AIT_LAUNCHER")  # not in the signature: it changes no object
+    return ((launcher.argv() if launcher else []) + argv,
+            _without(signature, {f"-I{d}" for d in tc.include_dirs}))
 
 
 def source_digest(path: str) -> str:

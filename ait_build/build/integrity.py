@@ -14,6 +14,7 @@ corrupt CacheDir entry would otherwise count as up to date until build/ is delet
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -25,6 +26,7 @@ import SCons.Node.FS
 
 from ait_build.build.cache import content_signature
 from ait_build.codegen.digest import digest_line, read_digest, record_digest, sha256_file
+from ait_build.files.read import read_bytes
 
 
 def decide(dependency, target, prev_ni, repo_node=None) -> bool:
@@ -43,6 +45,8 @@ def _drifted(target) -> bool:
     if target.get_state() == SCons.Node.executed or not target.exists():
         return False  # built in this run, or missing (SCons rebuilds a missing file anyway)
     path = target.get_abspath()
+    if path not in _DRIFTED and not os.path.isfile(path):
+        _DRIFTED[path] = True  # a FIFO or a device where an output was: hashing it would block
     if path not in _DRIFTED:
         stored = getattr(target.get_stored_info().ninfo, "csig", None)
         # hashed from the file itself: SCons' get_csig may reuse the recorded value of old files
@@ -50,8 +54,21 @@ def _drifted(target) -> bool:
     return _DRIFTED[path]
 
 
+def use_cache(env, folder: str, readonly: bool) -> None:
+    """The build's CacheDir at `folder` (absolute). SCons substitutes `$` in the path
+    env.CacheDir() is given, and no escape keeps a `$(` through that, so the folder reaches the
+    cache class as an attribute; SCons sees a placeholder."""
+    base = ReadOnlyVerifiedCache if readonly else VerifiedCache
+    env.CacheDir("ait-build-cache", type(base.__name__, (base,), {"folder": folder}))
+
+
 class VerifiedCache(SCons.CacheDir.CacheDir):
     """A CacheDir whose entries carry the SHA-256 of the bytes the build pushed."""
+
+    folder: str | None = None  # set by use_cache
+
+    def __init__(self, path):
+        super().__init__(self.folder if path is not None and self.folder else path)
 
     def cachepath(self, node) -> tuple:
         """(folder, entry) as SCons places them, by the signature without the path for a
@@ -95,6 +112,23 @@ class ReadOnlyVerifiedCache(VerifiedCache):
 
     def is_readonly(self) -> bool:
         return True
+
+    def _readconfig(self, path: str) -> None:
+        """The cache's config, read without SCons' lock (and without making the folder or the
+        config when they are missing): the lock is a file created beside the config, which a
+        read-only mount refuses, and a reader that never writes has nothing to guard."""
+        try:
+            config = json.loads(read_bytes(os.path.join(path, "config"), 1 << 16))
+        except FileNotFoundError:
+            config = {"prefix_len": SCons.CacheDir.CACHE_PREFIX_LEN}  # an empty cache: all misses
+        except (OSError, ValueError) as exc:
+            config = None
+            sys.stderr.write(f"ait-build: cannot read the cache's config in {path} "
+                             f"({getattr(exc, 'strerror', None) or exc}); building without it\n")
+        if not isinstance(config, dict) or not isinstance(config.get("prefix_len"), int):
+            self.path = None  # disabled: is_enabled() is False
+            return
+        self.config = config
 
 
 def _entry_matches(entry: str) -> bool:

@@ -39,9 +39,10 @@ def resolve_spec(spec: str, root: str | None = None) -> str:
 
 def build(spec: str, target: str, jobs: int | None = None, cache: str | None = None,
           cache_readonly: bool = False, verbose: bool = False, root: str | None = None,
-          quiet: bool = False) -> str:
+          quiet: bool = False, launcher: str = "") -> str:
     """Builds one spec (a path, or a model name under specs/) for one target; returns the build
-    folder. SCons prints its progress; a failed build raises AitError."""
+    folder. SCons prints its progress; a failed build raises AitError. `launcher`: a compiler
+    launcher by name (build/launcher.py), '' for none."""
     root = root or project_root()
     spec = resolve_spec(spec, root)
     name = load_model(spec).name  # the spec's own error, as `check` reports it, before SCons
@@ -57,6 +58,8 @@ def build(spec: str, target: str, jobs: int | None = None, cache: str | None = N
         cmd.append("cache_readonly=1")
     if verbose:
         cmd.append("verbose=1")
+    if launcher:
+        cmd.append(f"launcher={launcher}")
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL if quiet else None,
                           stderr=subprocess.PIPE, text=True)
     if proc.returncode:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import sys
 
 from ait_build.errors import AitError
+from ait_build.files.read import NotRegularFile
 
 _HELD: list = []  # the open lock file, kept for the life of the process
 
@@ -20,7 +22,12 @@ def hold_build_lock(build_dir: str) -> None:
     path = os.path.join(build_dir, ".lock")
     try:
         os.makedirs(build_dir, exist_ok=True)
-        fh = open(path, "a+", encoding="ascii")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO: reads would block (files/read.py)
+            os.close(fd)
+            raise NotRegularFile(0, "not a regular file", path)
+        os.set_blocking(fd, True)
+        fh = os.fdopen(fd, "a+", encoding="ascii")
     except OSError as exc:
         raise AitError(f"cannot write {path}: {exc.strerror}") from None
     try:

@@ -1,10 +1,12 @@
 """Progress lines of a build: `[k/n] compiling x.cu (h200/mlp)`, and the time of slow steps.
 
-k counts the steps run so far. n counts the steps not known to be up to date: SCons decides that
-a step is up to date only when it reaches it (a generated source may come out unchanged), so n
-starts as every step of the selected models and shrinks as SCons skips steps; the last line of a
-build reads [n/n] and an incremental build never "ends" early. A step that takes SLOW_S seconds
-or more says how long it took when it ends (a CUTLASS kernel compiles for minutes).
+n is every step of the selected models, fixed for the whole build. k is the step's place among
+them: the steps numbered before it, those SCons found up to date and skipped, and this one.
+SCons finds a step up to date only when it reaches it (a generated source may come out
+unchanged), so k jumps over the steps it skips; the last step of a build reads [n/n]. An
+incremental build that recompiles one kernel prints [1/7] generating, [5/7] compiling, [7/7]
+linking. A step that takes SLOW_S seconds or more says how long it took when it ends (a CUTLASS
+kernel compiles for minutes).
 """
 
 from __future__ import annotations
@@ -35,17 +37,20 @@ class Progress:
         env.AddPostAction(node, StepEnd(self))
 
     def total(self) -> int:
-        left = sum(1 for node in self.steps if node.get_state() != SCons.Node.up_to_date)
-        return max(left, self.done)
+        return max(len(self.steps), self.done + self.skipped())
+
+    def skipped(self) -> int:
+        """Steps SCons reached and found up to date (they print nothing)."""
+        return sum(1 for node in self.steps if node.get_state() == SCons.Node.up_to_date)
 
     def __call__(self, text, target, source, env):
         # A step with several targets (the generation) may print one cache retrieval per file,
-        # all under the step's number.
+        # all under the step's number. k: the steps numbered before, those skipped, this one.
         key = id(target[0].get_executor()) if target else None
         with self.lock:
             if key is None or key not in self.seen:
                 self.done += 1
-                self.seen[key] = (self.done, time.monotonic(), text)
+                self.seen[key] = (self.done + self.skipped(), time.monotonic(), text)
             self._print(f"[{self.seen[key][0]}/{self.total()}] {text}")
 
     def step_ended(self, target, source, env):

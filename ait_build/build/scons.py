@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import json
 import os
 import re
 import sys
@@ -20,19 +21,22 @@ from dataclasses import dataclass
 
 import SCons.Node.FS
 import SCons.Scanner
+import SCons.SConsign
 from SCons.Script import Builder, Default, Dir, Environment, Exit, GetOption, Help, SetOption
 from SCons.Script import Alias, Variables
 
 import ait_build
 from ait_build.backends import get_backend, toolchain_for
-from ait_build.build import commands, integrity
+from ait_build.build import commands, integrity, runtime_files
 from ait_build.build.cache import cache_folder
 from ait_build.build.commands import literal
+from ait_build.build.launcher import Launcher, find_launcher
 from ait_build.build.lock import hold_build_lock
 from ait_build.build.progress import Progress
 from ait_build.build.spec_list import split_paths
 from ait_build.codegen.render import template_path, templates_dir
 from ait_build.errors import AitError, SpecError, did_you_mean
+from ait_build.files.read import sha256_file
 from ait_build.pipeline import emit, find_target, plan_outputs
 from ait_build.spec.target import known_targets
 from ait_build.spec.yamlfile import load_yaml
@@ -45,6 +49,8 @@ VARIABLES = (
     ("cache", "CacheDir shared by models and checkouts (default: $AIT_BUILD_CACHE, else "
               "build/cache; off for none)", ""),
     ("cache_readonly", "1: read the cache but never write to it (CI on pull requests)", "0"),
+    ("launcher", "compiler launcher each compile runs through: sccache (default: none; never "
+                 "picked up by itself)", ""),
     ("verbose", "1: print full command lines instead of one line per step", "0"),
 )
 # Folders and files of ait_build/ whose code does not shape the generated sources (they are not
@@ -61,6 +67,7 @@ class Options:
     cache: str
     cache_readonly: bool
     verbose: bool
+    launcher: Launcher | None = None
 
 
 def setup(arguments: dict) -> None:
@@ -134,21 +141,27 @@ def parse_options(args: dict, root: str) -> Options:
     if not targets or not specs:
         raise AitError("nothing to build: give target= and model= (see scons -h)")
     cache, given = cache_folder(args, root)
-    readonly = _flag(get("cache_readonly"), "cache_readonly")
+    # SCons' own --cache-readonly too: SCons sets its flag only after the SConstruct has made
+    # the cache, which must not take a lock in a read-only folder
+    readonly = _flag(get("cache_readonly"), "cache_readonly") or bool(GetOption("cache_readonly"))
     if cache:
-        _check_cache_dir(cache, given)
+        _check_cache_dir(cache, given, readonly)
     return Options(root=root, targets=targets, specs=specs, cache=cache,
-                   cache_readonly=readonly, verbose=_flag(get("verbose"), "verbose"))
+                   cache_readonly=readonly, verbose=_flag(get("verbose"), "verbose"),
+                   launcher=find_launcher(get("launcher")))
 
 
 def _split(text: str) -> list:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _check_cache_dir(path: str, given: str) -> None:
-    """A cache folder that exists as a folder or can be made (SCons would fail with a traceback)."""
+def _check_cache_dir(path: str, given: str, readonly: bool) -> None:
+    """A cache folder that exists as a folder or can be made (SCons would fail with a traceback);
+    a read-only cache is never made (a missing one has nothing to read)."""
     if os.path.exists(path) and not os.path.isdir(path):
         raise AitError(f"{given} '{path}' is not a directory")
+    if readonly:
+        return
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as exc:
@@ -168,25 +181,36 @@ def base_env(opts: Options, backends: set):
     """The environment every target's clones share; `backends` (of the selected targets) size
     the default number of parallel jobs."""
     # The user's PATH reaches compilers such as nvcc; the target file still names the compiler.
+    # A launcher also gets the variables that say where its cache is.
     env = Environment(tools=[], ENV={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    if opts.launcher:
+        env["ENV"] = opts.launcher.environ(env["ENV"])
+    env["AIT_LAUNCHER"] = opts.launcher
     env.Decider(integrity.decide)
     os.makedirs(os.path.join(opts.root, "build"), exist_ok=True)
-    env.SConsignFile(literal(os.path.join(opts.root, "build", ".sconsign")))
+    signature_file(os.path.join(opts.root, "build", ".sconsign"))
     if not _jobs_given():
         jobs, why = default_jobs(backends, os.cpu_count() or 1, available_memory())
         SetOption("num_jobs", jobs)
         if why:
             print(f"ait-build: {why}")
     if opts.cache:
-        env.CacheDir(literal(os.path.abspath(opts.cache)), integrity.ReadOnlyVerifiedCache
-                     if opts.cache_readonly else integrity.VerifiedCache)
+        integrity.use_cache(env, os.path.abspath(opts.cache), opts.cache_readonly)
     env["AIT_VERBOSE"] = opts.verbose
     commands.add_builders(env)
     integrity.add_builders(env)
+    runtime_files.add_builders(env)
     env.Append(BUILDERS={"AitGenerate": Builder(
         action=env.Action(generate_action, generate_message), emitter=generate_emitter,
         source_scanner=SCons.Scanner.ScannerBase(scan_sources, name="ait-sources", recursive=True))})
     return env
+
+
+def signature_file(path: str) -> None:
+    """SCons' signature database at `path`. Not through env.SConsignFile, which substitutes the
+    path (and makes its folder through a substituted Mkdir): no escape keeps a `$(` in a
+    project's path through SCons' substitution, which drops `$(` and `$)` from command text."""
+    SCons.SConsign.File(os.path.normpath(path))
 
 
 def default_jobs(backends: set, cpus: int, available: int | None) -> tuple:
@@ -276,7 +300,8 @@ def model_rules(env, spec: str, tname: str, target, root: str, claimed: dict) ->
                             source=library)
     # a new compiler or library version rebuilds (and misses the cache): the manifest says so
     genv.Depends(list(generated) + objects + list(library), toolchain_value(genv))
-    nodes = list(generated) + list(library) + list(digest)
+    carried = runtime_files.carry_rules(genv, out, os.path.join(root, "build", tname, ".runtime"))
+    nodes = list(generated) + list(library) + list(digest) + carried
     Alias(literal(emission.name), nodes)
     Alias(literal(label), nodes)
     return nodes, [generated[0]] + objects + [library[0]]
@@ -297,7 +322,6 @@ def _after_same_kernel(env, tname: str, src: str, obj) -> None:
 def toolchain_value(env):
     """A Value node of what the manifest records of the environment's toolchain: compiler and
     host compiler versions, library versions (the flags are in the command lines already)."""
-    import json
     versions = env["AIT_TOOLCHAIN"].manifest()
     versions.pop("flags")
     return env.Value(f"toolchain {json.dumps(versions, sort_keys=True)}")
@@ -317,6 +341,8 @@ def generate_emitter(target, source, env):
     values = [env.Value(f"target {env['AIT_TARGET'].name} {env['AIT_TARGET'].digest()}"),
               env.Value(f"ait_build sources {package_digest()}"),
               env.Value(f"profile {file_digest(emission.profile)}")]
+    if env["AIT_LAUNCHER"]:  # the manifest names it; a build without one keeps its signature
+        values.append(env.Value(f"launcher {json.dumps(env['AIT_LAUNCHER'].manifest())}"))
     return targets, list(source) + extra + values
 
 
@@ -324,7 +350,9 @@ def generate_action(target, source, env):
     out = os.path.dirname(target[0].abspath)
     planned = plan(env["AIT_SPEC"], env["AIT_TARGET"])
     try:
-        done = emit(env["AIT_SPEC"], env["AIT_TARGET"], out)
+        launcher = env["AIT_LAUNCHER"]
+        done = emit(env["AIT_SPEC"], env["AIT_TARGET"], out,
+                    launcher=launcher.manifest() if launcher else None)
     except AitError as exc:
         sys.stderr.write(f"{exc}\n")
         return 1
@@ -384,8 +412,7 @@ def file_digest(path: str) -> str:
     """Hash of a file's bytes ('none' when there is none): the kernel profile is read by
     generation, and creating, editing or deleting it must regenerate."""
     try:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()[:16]
+        return sha256_file(path)[:16]
     except (OSError, TypeError):
         return "none"
 

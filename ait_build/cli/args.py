@@ -5,7 +5,6 @@ output paths checked before the work that fills them."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from ait_build.errors import AitError
@@ -83,21 +82,3 @@ def add_input_arguments(p) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=0,
                    help="seed of the random inputs (default: 0)")
 
-
-def check_output_path(path: str) -> None:
-    """An output file that can be written, checked before the work that fills it."""
-    if os.path.isdir(path):
-        raise AitError(f"{path}: is a directory; give a file name")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise AitError(f"{path}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise AitError(f"{path}: not writable")
-
-
-def write_output(path: str, data: bytes) -> None:
-    try:
-        with open(path, "wb") as fh:
-            fh.write(data)
-    except OSError as exc:
-        raise AitError(f"cannot write {path}: {exc.strerror or exc}") from None

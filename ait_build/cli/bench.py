@@ -11,6 +11,7 @@ from ait_build.bench.cuda import (COMPILE_MODES, DEFAULT_RUNS, DEFAULT_WARMUP, L
                                   LARGE_RUNS, LARGE_WARMUP)
 from ait_build.bench.run import CPU_RUNS, CPU_WARMUP
 from ait_build.cli.args import dim_value, dims_of, nonnegative_int, positive_int, positive_int_list
+from ait_build.files.output import check_output
 
 DESCRIPTION = ("Time a built model beside PyTorch (and ONNX Runtime on cpu): the model an imported "
                "spec's `source:` names, or a zoo spec's twin, with the spec's weights. On cpu: "
@@ -56,6 +57,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    if args.json:  # before the bench, not after it
+        check_output(args.json, [args.spec], make_folder=True)
     batches = args.batch
     vs = [v.strip() for v in (args.vs or "").split(",") if v.strip()]
     report = bench_run.run_bench(args.spec, args.target, batches, vs, args.runs, args.warmup,

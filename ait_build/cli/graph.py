@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 from ait_build.cli import graph_view
-from ait_build.cli.args import write_output
 from ait_build.errors import AitError
+from ait_build.files.output import check_output, write_output
 from ait_build.passes import optimize, pass_names
 from ait_build.pipeline import find_target, summarize
 from ait_build.spec.model import load_model
@@ -30,6 +30,8 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    if args.output:  # before the work, not after it
+        check_output(args.output, [args.spec])
     graph = load_model(args.spec)
     extra = {}
     if args.target:

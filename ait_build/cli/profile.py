@@ -32,8 +32,9 @@ def add_arguments(p) -> None:
                    help="measure with harnesses an earlier --compile-only built (a GPU machine "
                    "without the compiler or the time to compile)")
     p.add_argument("--fresh", action="store_true", help="measure again what the journal holds")
-    p.add_argument("-o", "--output", help="profile file to merge into (default: the target's "
-                   "profile_cache)")
+    p.add_argument("-o", "--output", help="profile file to merge into (default: the project's "
+                   "profiles/<target>.yaml, the target's profile_cache, copied from the stock "
+                   "one where the project has none)")
 
 
 def run(args) -> int:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-
-from ait_build.cli.args import add_input_arguments, check_output_path, dims_of
+from ait_build.cli.args import add_input_arguments, dims_of
+from ait_build.cli.run import describe
 from ait_build.errors import AitError
-from ait_build.ir.weights import save_safetensors
+from ait_build.files.output import check_output, write_output
+from ait_build.ir.weights import safetensors_bytes
 from ait_build.ops.reference import ProgressLine, random_inputs, run_reference
 from ait_build.runtime.inputs import load_arrays
 from ait_build.spec.model import load_model
@@ -33,11 +33,11 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    for path in (args.output, args.intermediates):
+        if path:  # before the work, not after it
+            check_output(path, [args.spec, args.weights, args.inputs])
     graph = load_model(args.spec, args.weights)
     dims = dims_of(args.dim, args.batch)
-    for path in (args.output, args.intermediates):
-        if path:
-            check_output_path(path)  # before the work, not after it
     if args.inputs:
         inputs = load_arrays(args.inputs)
     elif args.random_input:
@@ -48,13 +48,11 @@ def run(args) -> int:
                            progress=ProgressLine())
     outputs = {name: values[name] for name in graph.outputs}
     for name, arr in outputs.items():
-        flat = arr.astype(np.float64).ravel()
-        print(f"{name}: {arr.dtype}{list(arr.shape)} mean={flat.mean():.6g} std={flat.std():.6g} "
-              f"first={np.array2string(flat[:4], precision=5)}")
+        print(describe(name, arr))
     if args.output:
-        save_safetensors(outputs, args.output)
+        write_output(args.output, safetensors_bytes(outputs))
         print(f"wrote {args.output}", file=sys.stderr)
     if args.intermediates:
-        save_safetensors(values, args.intermediates)
+        write_output(args.intermediates, safetensors_bytes(values))
         print(f"wrote {len(values)} tensors to {args.intermediates}", file=sys.stderr)
     return 0

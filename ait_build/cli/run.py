@@ -8,10 +8,11 @@ import sys
 
 import numpy as np
 
-from ait_build.cli.args import add_input_arguments, check_output_path, dims_of
+from ait_build.cli.args import add_input_arguments, dims_of, nonnegative_int
 from ait_build.errors import AitError
+from ait_build.files.output import check_output, write_output
 from ait_build.ir.resources import project_root
-from ait_build.ir.weights import save_safetensors
+from ait_build.ir.weights import safetensors_bytes
 from ait_build.ops.reference import ProgressLine, run_reference
 from ait_build.runtime import Model
 from ait_build.runtime.inputs import load_arrays, make_inputs
@@ -20,7 +21,8 @@ from ait_build.spec.model import load_model
 DESCRIPTION = ("Run a built model and print each output's statistics; --check compares them with "
                "the NumPy reference executor (exit 1 past the tolerance).")
 EXAMPLES = ["ait-build run build/cpu/mlp --random-input --check",
-            "ait-build run build/cpu/tiny_bert --random-input --dim seq=32 -o out.safetensors"]
+            "ait-build run build/cpu/tiny_bert --random-input --dim seq=32 -o out.safetensors",
+            "ait-build run build/h200/mlp --random-input --device 1"]
 
 
 def add_arguments(p) -> None:
@@ -30,13 +32,15 @@ def add_arguments(p) -> None:
     p.add_argument("--spec", help="the model's spec for --check (default: specs/<model>.yaml of "
                    "the project)")
     p.add_argument("-o", "--output", metavar="FILE", help="write outputs to a safetensors file")
+    p.add_argument("--device", type=nonnegative_int, metavar="N", help="the GPU a cuda or rocm "
+                   "build runs on (default: the current device, normally 0)")
 
 
 def run(args) -> int:
     dims = dims_of(args.dim, args.batch)
-    if args.output:
-        check_output_path(args.output)  # before the work, not after it
-    with Model(args.build_dir) as model:
+    if args.output:  # before the work, not after it; the build folder's files are inputs too
+        check_output(args.output, [args.inputs, args.spec, *_files_in(args.build_dir)])
+    with Model(args.build_dir, device=args.device) as model:
         spec = find_spec(model.manifest, args.spec)
         graph = None
         if spec and (args.check or args.random_input):
@@ -57,7 +61,7 @@ def run(args) -> int:
         for name, arr in outputs.items():
             print(describe(name, arr))
         if args.output:
-            save_safetensors(outputs, args.output)
+            write_output(args.output, safetensors_bytes(outputs))
             print(f"wrote {args.output}", file=sys.stderr)
         if not args.check:
             return 0
@@ -67,6 +71,14 @@ def run(args) -> int:
         lines = compare(outputs, reference, model.manifest.raw.get("dtype", "float32"))
         print("\n".join(lines))
         return 1 if any(line.endswith("MISMATCH") for line in lines) else 0
+
+
+
+def _files_in(folder: str) -> list:
+    try:
+        return [os.path.join(folder, name) for name in os.listdir(folder)]
+    except OSError:
+        return []  # Model() says what is wrong with the folder
 
 
 def find_spec(manifest, given: str | None) -> str | None:
@@ -82,7 +94,8 @@ def find_spec(manifest, given: str | None) -> str | None:
 
 def describe(name: str, arr: np.ndarray) -> str:
     flat = arr.astype(np.float64).ravel()
-    stats = f"mean={flat.mean():.6g} std={flat.std():.6g}" if flat.size else "empty"
+    with np.errstate(all="ignore"):  # inf and -inf average to nan, without a warning
+        stats = f"mean={flat.mean():.6g} std={flat.std():.6g}" if flat.size else "empty"
     return f"{name}: {arr.dtype}{list(arr.shape)} {stats} first={np.array2string(flat[:4], precision=5)}"
 
 

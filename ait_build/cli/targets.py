@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 
 from ait_build.errors import AitError
-from ait_build.ir.resources import project_targets
+from ait_build.files.output import create_new
+from ait_build.files.read import read_bytes, read_text
+from ait_build.ir.resources import project_root, project_targets
 from ait_build.pipeline import find_target, load_target
 from ait_build.spec.target import stock_targets_dir, target_files
 
@@ -30,10 +31,8 @@ def run(args) -> int:
     files = target_files()
     if args.copy:
         return copy_stock_target(args.copy)
-    if args.show:
-        find_target(args.show)  # an unknown name: the error lists the known ones
-        with open(files[args.show][0], encoding="utf-8") as fh:
-            sys.stdout.write(fh.read())
+    if args.show:  # a name or a path, as --target takes; an unknown name lists the known ones
+        sys.stdout.write(read_text(find_target(args.show).source))
         return 0
     rows = [("name", "backend", "arch", "from", "file")]
     for name, (path, origin) in files.items():
@@ -54,9 +53,8 @@ def copy_stock_target(name: str) -> int:
         find_target(name)  # a project-only or unknown name: the error lists the known ones
         raise AitError(f"'{name}' is not a stock target; --copy starts from a stock one")
     dest = os.path.join(project_targets(), name + ".yaml")
-    if os.path.exists(dest):
+    if os.path.lexists(dest):
         raise AitError(f"{dest} exists; edit it there")
-    os.makedirs(os.path.dirname(dest), exist_ok=True)
-    shutil.copyfile(source, dest)
+    create_new(dest, read_bytes(source), project_root())
     print(f"wrote {os.path.relpath(dest)}: it now overrides the stock '{name}'")
     return 0

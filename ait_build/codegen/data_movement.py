@@ -45,7 +45,9 @@ def lower_view(lw) -> None:
         copy_whole(lw, node.output, node.inputs[0])
 
 
-def lower_permute(lw) -> None:
+def permute_strides(lw) -> tuple:
+    """A permute's (or transpose's) output shape and, per output axis, the input's and the
+    output's strides."""
     node = lw.node
     x, out = node.inputs[0], node.output
     rank = len(lw.shape(x))
@@ -57,8 +59,14 @@ def lower_permute(lw) -> None:
         dims = [norm_axis(d, rank) for d in node.attrs["dims"]]
     src = contiguous_strides(lw.shape(x))
     out_shape = lw.shape(out)
-    copy(lw, lw.dst(out), lw.src(x), lw.ctype(out), out_shape, [src[d] for d in dims],
-         contiguous_strides(out_shape), "permute")
+    return out_shape, [src[d] for d in dims], contiguous_strides(out_shape)
+
+
+def lower_permute(lw) -> None:
+    node = lw.node
+    out_shape, in_strides, out_strides = permute_strides(lw)
+    copy(lw, lw.dst(node.output), lw.src(node.inputs[0]), lw.ctype(node.output), out_shape,
+         in_strides, out_strides, "permute")
 
 
 def lower_expand(lw) -> None:
@@ -149,4 +157,22 @@ def lower_gather(lw) -> None:
     shape = lw.shape(data)
     gather(lw, node.output, lw.src(data), shape, lw.ctype(data), indices,
            norm_axis(node.attrs["axis"], len(shape)), negative=True)
+
+
+def lower_gather_elements(lw) -> None:
+    """data [outer, L, inner], indices and out [outer, K, inner]: the op's sizes agree outside
+    the axis, so three products describe both."""
+    node = lw.node
+    data, indices = node.inputs
+    shape, ishape = lw.shape(data), lw.shape(indices)
+    axis = norm_axis(node.attrs["axis"], len(shape))
+    ctype = lw.ctype(data)
+    params = [(f"{ctype}*", "out"), (f"const {ctype}*", "data"),
+              (f"const {lw.ctype(indices)}*", "idx"), ("int64_t", "outer"), ("int64_t", "L"),
+              ("int64_t", "K"), ("int64_t", "inner"), ("const char*", "what")]
+    kernel = make_kernel("gather_elements", node.op, lw.template("gather_elements"),
+                         dict(ctype=ctype), params)
+    lw.call(kernel, [lw.dst(node.output), lw.src(data), lw.src(indices),
+                     cexpr(elements(shape[:axis])), cexpr(shape[axis]), cexpr(ishape[axis]),
+                     cexpr(elements(shape[axis + 1:])), c_string(f"{node.op} '{node.name}'")])
 

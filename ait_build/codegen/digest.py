@@ -6,21 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 
-CHUNK = 1 << 20
-
-
-def sha256_file(path: str) -> str:
-    """Hex digest of a regular file's bytes (a FIFO or a device raises OSError: reading one could
-    block forever or never end)."""
-    with open(path, "rb", buffering=0) as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        h = hashlib.sha256()
-        for chunk in iter(lambda: fh.read(CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
+from ait_build.files.read import read_bytes, sha256_file  # noqa: F401 (the digests' reader)
 
 
 def digest_line(digest: str, name: str) -> str:
@@ -38,17 +25,22 @@ def record_digest(path: str) -> str:
 def read_digest(path: str) -> str | None:
     """The hex digest a digest file records, or None when it is missing or malformed."""
     try:
-        with open(path, encoding="ascii") as fh:
-            text = fh.read(200)
+        text = read_bytes(path, 200)[:200].decode("ascii")
     except (OSError, UnicodeDecodeError):
         return None
     word = text.split()[0] if text.split() else ""
     return word if len(word) == 64 and all(c in "0123456789abcdef" for c in word) else None
 
 
+# manifest fields the build_id does not cover: itself, and the compiler launcher, which the same
+# outputs are built with or without (build/launcher.py)
+OUTSIDE_BUILD_ID = ("build_id", "launcher")
+
+
 def json_sha256(record: dict) -> str:
     """Hex digest of a JSON record in canonical form (sorted keys, no spaces): a manifest's
-    build_id is this over every other field, so an edit to any of them shows."""
-    fields = {k: v for k, v in record.items() if k != "build_id"}
+    build_id is this over every other field (but OUTSIDE_BUILD_ID), so an edit to any of them
+    shows."""
+    fields = {k: v for k, v in record.items() if k not in OUTSIDE_BUILD_ID}
     return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":"),
                                      ensure_ascii=True).encode()).hexdigest()

@@ -29,6 +29,7 @@ ACT = {"none": "ait::identity", "relu": "ait::relu", "gelu": "ait::gelu",
        "tanh": "ait::tanh", "hardswish": "ait::hardswish", "relu6": "ait::relu6",
        "hardsigmoid": "ait::hardsigmoid"}
 BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+C_MATH = {"sin": "sinf", "cos": "cosf", "log": "logf", "ceil": "ceilf"}
 COMPARE = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
            "greater_equal": ">="}
 LOGIC = {"logical_and": "&&", "logical_or": "||"}
@@ -139,6 +140,13 @@ def op_expr(op: str, attrs: dict, args: list, dtypes: list, out_dtype: str) -> s
         return args[0]
     if op in ("sqrt", "exp", "erf"):
         return f"ait::op_{op}({args[0]})"
+    if op in C_MATH:  # float functions both C++ and CUDA/HIP device code name alike
+        return f"{C_MATH[op]}({args[0]})"
+    if op in ("abs", "sign"):  # ints too; a NaN compares false and passes through
+        one = f"static_cast<{COMPUTE_CTYPE[dtypes[0]]}>(1)"
+        if op == "abs":
+            return f"({args[0]} < 0 ? -{args[0]} : {args[0]})"
+        return f"({args[0]} > 0 ? {one} : {args[0]} < 0 ? -{one} : {args[0]})"
     if op in ("clamp", "relu6", "hardtanh"):
         return clamp_expr(op, attrs, args[0], dtypes[0])
     if op in ("minimum", "maximum"):

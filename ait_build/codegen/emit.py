@@ -30,6 +30,7 @@ from ait_build.codegen.plan import ModelPlan, weight_arrays
 from ait_build.codegen.render import c_comment, render, template_deps
 from ait_build.codegen.digest import json_sha256
 from ait_build.errors import AitError
+from ait_build.files.read import read_bytes, sha256_file
 
 MODEL_SOURCE = "src/model.cpp"
 ID_SOURCE = "src/build_id.cpp"
@@ -173,12 +174,13 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, compiler: dic
 
 
 def _tuning(plan: ModelPlan) -> dict:
-    """Where the GEMM/conv configurations came from: the profile file (relative to the target
-    file's project), how many calls it covered and how many borrowed a nearby problem's choice."""
+    """Where the GEMM/conv configurations came from: the profile file (relative to its project),
+    how many calls it covered and how many borrowed a nearby problem's choice."""
     report = plan.tuning
     if report is None or not report.calls:
         return {"calls": 0}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(plan.target.source)))
+    root = report.profile_root or os.path.dirname(os.path.dirname(os.path.abspath(
+        plan.target.source)))
     profile = os.path.relpath(report.profile, root) if report.profile else ""
     return {"profile": profile, "calls": report.calls, "profiled": report.profiled,
             "nearby": report.nearby}
@@ -188,8 +190,7 @@ def target_file(target) -> dict:
     """The target file a build read: its name and the sha256 of its bytes (no folder: it differs
     between machines); the resolved target's digest as well."""
     try:
-        with open(target.source, "rb") as fh:
-            sha = hashlib.sha256(fh.read()).hexdigest()
+        sha = sha256_file(target.source)
     except (OSError, TypeError):
         sha = "unknown"  # a Target made in code, not read from a file
     return {"name": os.path.basename(str(target.source)), "sha256": sha, "digest": target.digest()}
@@ -198,10 +199,8 @@ def target_file(target) -> dict:
 def write_if_changed(path: str, data: bytes) -> bool:
     """Writes `data` unless the file already holds exactly it. True when written."""
     try:
-        if os.path.getsize(path) == len(data):
-            with open(path, "rb") as fh:
-                if fh.read() == data:
-                    return False
+        if os.path.getsize(path) == len(data) and read_bytes(path) == data:
+            return False
     except OSError:
         pass
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -217,9 +216,11 @@ def write_if_changed(path: str, data: bytes) -> bool:
     return True
 
 
-def write_library(plan: ModelPlan, out_dir: str, compiler: dict) -> Emission:
+def write_library(plan: ModelPlan, out_dir: str, compiler: dict,
+                  launcher: dict | None = None) -> Emission:
     """Renders every file of the model library into out_dir (only changed files are written);
-    `compiler` is what manifest.json records of the toolchain."""
+    `compiler` is what manifest.json records of the toolchain, `launcher` of the compiler
+    launcher (none: no field), which the build_id leaves out as it changes no output."""
     planned = emission(plan)
     wl = weights_layout(plan)
     try:
@@ -230,6 +231,8 @@ def write_library(plan: ModelPlan, out_dir: str, compiler: dict) -> Emission:
     record = manifest(plan, sources, blob, compiler)
     record["build_id"] = json_sha256(record)  # what the library returns from build_id()
     sources.update(render_model(plan, wl, record["build_id"]))
+    if launcher:
+        record["launcher"] = launcher
     data = {path: text.encode() for path, text in sources.items()}
     data[WEIGHTS] = blob
     data[MANIFEST] = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()

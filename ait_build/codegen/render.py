@@ -47,8 +47,9 @@ def cute_ints(text) -> str:
 
 
 # C++ math whose vector loops are long polynomials (exp, erf, tanh and the activations built on
-# them, but not the clamps hardsigmoid and hardtanh): `{% if expr is slow_math %}` in a template
-SLOW_MATH = re.compile(r"(?<![Hh]ard)(exp|erf|gelu|silu|sigmoid|tanh)")
+# them, but not the clamps hardsigmoid and hardtanh; sin, cos, log): `{% if expr is slow_math %}`
+# in a template
+SLOW_MATH = re.compile(r"(?<![Hh]ard)(exp|erf|gelu|silu|sigmoid|tanh)|sinf|cosf|logf")
 
 
 def slow_math(text) -> bool:

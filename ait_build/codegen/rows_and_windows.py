@@ -31,8 +31,11 @@ def lower_pool(lw) -> None:
     n, h, w, c = lw.shape(x)
     _, ho, wo, _ = lw.shape(out)
     kind = "max" if node.op == "max_pool2d" else "avg"
+    # a ceil_mode pool's larger HO/WO is all the kernel needs (windows skip what lies past the
+    # input); its partial windows divide by the cells they cover (the op has no padding then)
+    count_pad = node.attrs.get("count_include_pad", True) and not node.attrs.get("ceil_mode")
     context = dict(window_attrs(node.attrs), kind=kind, ctype=lw.ctype(out),
-                   count_include_pad=bool(node.attrs.get("count_include_pad", True)))
+                   count_include_pad=bool(count_pad))
     params = io_params(lw, out, "x") + [("int64_t", s) for s in ("N", "H", "W", "C", "HO", "WO")]
     kernel = make_kernel(f"{kind}_pool2d", node.op,
                          lw.template("pool2d"), context, params)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ait_build.codegen.cexpr import cexpr
-from ait_build.errors import AitError
+from ait_build.errors import AitError, did_you_mean
 from ait_build.ir.dims import Dim
 
 # A call without an entry borrows the choice of the closest profiled problem of its family whose
@@ -89,13 +89,27 @@ class Profile:
     """A target's profile (profiles/<target>.yaml, read by spec/profile.py): (family, problem)
     -> entries (each with an `extent` and a `config` name) sorted by extent."""
 
-    def __init__(self, path: str = "", entries: dict | None = None):
+    def __init__(self, path: str = "", entries: dict | None = None, root: str = "",
+                 writes_to: str = ""):
         self.path = path
         self.entries = entries or {}
+        self.root = root  # the folder the manifest names `path` relative to (its project's)
+        self.writes_to = writes_to  # the project's profile, which `ait-build profile` writes
 
     def choices(self, tunable: Tunable) -> tuple:
         """(extent, Config) buckets for the call, or () when the profile has no usable entry."""
         return _usable(self.entries.get(tunable.key, ()), tunable)
+
+    def unknown_configs(self, tunable: Tunable) -> list:
+        """Warnings for the call's entries that name a configuration its family does not have
+        for it (an edited file, or one from another ait-build version): the call runs the
+        heuristic, and the build says so with the entry's place."""
+        names = {c.name for c in tunable.candidates}
+        return [f"{e.where or self.path}: warning: the entry for {tunable.family} "
+                f"{tunable.problem_text} (extent {e.extent}) names configuration '{e.config}', "
+                f"which this family does not have for it{did_you_mean(e.config, names)}; the call "
+                "uses another choice" for e in self.entries.get(tunable.key, ())
+                if e.config not in names]
 
     def nearby_choices(self, tunable: Tunable) -> tuple:
         """The buckets of the closest profiled problem of the call's family within NEARBY_RATIO
@@ -162,23 +176,31 @@ def selector(extent: Dim, buckets: list) -> str:
 class TuningReport:
     profile: str = ""
     calls: int = 0
+    profile_root: str = ""  # Profile.root
+    writes_to: str = ""  # where `ait-build profile` would write the missing entries
     profiled: int = 0
     nearby: int = 0  # of the calls without an entry, those borrowing a nearby problem's choice
+    warnings: list = field(default_factory=list)  # entries naming configurations not there
 
     @property
     def unprofiled(self) -> int:
         return self.calls - self.profiled
 
     def summary(self) -> str:
-        """One line for the build log, or '' when every tunable call has its profile."""
+        """One line for the build log (after a line per warning), or '' when every tunable call
+        has its profile."""
         if not self.unprofiled:
             return ""
+        return "\n".join(self.warnings + [self._coverage()])
+
+    def _coverage(self) -> str:
         where = os.path.relpath(self.profile) if self.profile else "no profile_cache"
         heuristic = self.unprofiled - self.nearby
         how = [f"{_uses(self.nearby)} the choice profiled for a nearby problem"] if self.nearby else []
         how += [f"{_uses(heuristic)} the heuristic"] if heuristic else []
+        into = f" into {os.path.relpath(self.writes_to)}" if self.writes_to else ""
         return (f"{self.unprofiled} of {self.calls} GEMM/conv calls have no entry in {where}: "
-                f"{' and '.join(how)} (`ait-build profile` measures them)")
+                f"{' and '.join(how)} (`ait-build profile` measures them{into})")
 
 
 def _uses(count: int) -> str:
@@ -188,7 +210,8 @@ def _uses(count: int) -> str:
 def finalize(plan, profile: Profile) -> TuningReport:
     """Gives every group of tuned steps one kernel with the union of the configurations its
     calls use, and each step its `config` argument."""
-    report = TuningReport(profile=profile.path)
+    report = TuningReport(profile=profile.path, profile_root=profile.root,
+                          writes_to=profile.writes_to)
     groups: dict = {}
     for i, step in enumerate(plan.steps):
         if step.tuning is not None:
@@ -206,6 +229,8 @@ def finalize(plan, profile: Profile) -> TuningReport:
         index = {c.name: i for i, c in enumerate(configs)}
         kernel = calls[0].make(tuple(configs), tuple(range(len(ladder))))
         for i, call, ch, is_exact in zip(indices, calls, chosen, exact):
+            report.warnings += [w for w in profile.unknown_configs(call.tunable)
+                                if w not in report.warnings]
             step = plan.steps[i]
             report.calls += 1
             report.profiled += is_exact

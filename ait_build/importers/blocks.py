@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ait_build.importers.entries import entry_text, node_entry
 from ait_build.importers.graph import ImportGraph
 
 INDEXED = re.compile(r"^(?P<base>.*?)(?P<sep>\.|_)(?P<index>\d+)$")
@@ -38,7 +39,6 @@ class Item:
     use: dict | None = None  # the use's entry, names from the model's root
 
     def entry(self, prev, prefix: str = "", rename=None) -> dict:
-        from ait_build.importers.write import node_entry
         rename = rename or {}
         if self.node is not None:
             return node_entry(self.node, prev, prefix, rename)
@@ -61,14 +61,13 @@ class Block:
     entries: list
 
     def lines(self) -> list:
-        from ait_build.importers.write import entry_text
         out = [f"  {self.name}:"]
         if self.params:
             out.append("    params: {" + ", ".join(f"{k}: {{type: {v}}}"
                                                   for k, v in self.params.items()) + "}")
-        out.append("    inputs: [" + ", ".join(self.inputs) + "]")
+        out.append("    inputs: " + entry_text(list(self.inputs)))
         if self.outputs:
-            out.append("    outputs: [" + ", ".join(self.outputs) + "]")
+            out.append("    outputs: " + entry_text(list(self.outputs)))
         out.append("    graph:")
         out += ["      - " + entry_text(e) for e in self.entries]
         return out
@@ -272,10 +271,12 @@ def fold_blocks(g: ImportGraph) -> BlockPlan:
                 varying = [j for j in range(len(values[0]))
                            if any(v[j] != values[0][j] for v in values)]
                 names = _param_names(run[0][0], varying)
-                # slots that hold the same value in every instance share one param
+                # slots that hold the same value in every instance share one param (of one
+                # type: a reshape's 64 and a scalar's 64.0 do not)
                 first: dict = {}
                 for k, j in enumerate(varying):
-                    names[k] = first.setdefault(tuple(v[j] for v in values), names[k])
+                    key = tuple((type(v[j]).__name__, v[j]) for v in values)
+                    names[k] = first.setdefault(key, names[k])
                 block = _define(_block_name(g, run[0][0], taken), run[0][0], run[0][1],
                                 dict(zip(varying, names)))
                 blocks.append(block)

@@ -8,6 +8,7 @@ import os
 import sys
 
 from ait_build.errors import AitError
+from ait_build.importers.write import check_outputs
 from ait_build.spec.names import MODEL_NAME
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -62,6 +63,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    check_outputs(args.output, [getattr(args, "model", None)])  # before the import, not after
     return {"torch": cmd_import_torch, "onnx": cmd_import_onnx}[args.source](args)
 
 
@@ -73,13 +75,21 @@ def _name(args) -> str:
     return name
 
 
+def _say(text: str) -> None:
+    print(f"import: {text}", file=sys.stderr, flush=True)
+
+
 def _finish(graph, args, description: str, source) -> int:
     """Writes the spec, its weights and its `source:` field (`source(args, graph, spec)`)."""
     from ait_build.importers.simplify import simplify
     from ait_build.importers.source import record_source
     from ait_build.importers.write import write_spec
+    _say(f"simplifying {len(graph.nodes)} nodes")
     simplify(graph)
-    spec, weights, built = write_spec(graph, args.output, description, fold=not args.flat)
+    _say("writing the spec" if args.flat else
+         "folding repeated structure into blocks and writing the spec")
+    spec, weights, built = write_spec(graph, args.output, description, fold=not args.flat,
+                                      source=getattr(args, "model", None) or args.factory)
     record_source(spec, source(args, graph, spec))
     print(f"wrote {spec} ({len(built.nodes)} nodes) and {weights} ({len(graph.weights)} tensors)",
           file=sys.stderr)
@@ -94,7 +104,7 @@ def cmd_import_torch(args) -> int:
     if not inputs:
         raise AitError("give at least one --input NAME:SHAPE[:DTYPE]")
     dims = dims_for(inputs, [parse_dim(text) for text in args.dim])
-    graph = import_torch(args.factory, args.args, inputs, dims, _name(args), args.dtype)
+    graph = import_torch(args.factory, args.args, inputs, dims, _name(args), args.dtype, _say)
     from ait_build.importers.source import torch_source
     return _finish(graph, args, f"Imported from PyTorch {args.factory} by ait-build import.",
                    torch_source)
@@ -106,7 +116,7 @@ def cmd_import_onnx(args) -> int:
     _require("onnx", "pip install \"ait-build[onnx]\"")
     inputs = [parse_input(text) for text in args.input]
     dims = [parse_dim(text) for text in args.dim]
-    graph = import_onnx(args.model, inputs, dims, _name(args), args.dtype)
+    graph = import_onnx(args.model, inputs, dims, _name(args), args.dtype, _say)
     from ait_build.importers.source import onnx_source
     return _finish(graph, args, f"Imported from ONNX {os.path.basename(args.model)} by "
                                 "ait-build import.", onnx_source)

@@ -11,40 +11,24 @@ list of Dims, so a Reshape or Expand that reads it gets sizes the spec can write
 
 from __future__ import annotations
 
-import os
+import ast
+import re
 
 import numpy as np
 
-from ait_build.errors import AitError
-from ait_build.importers.graph import ImportFailure, ImportGraph, Value
+from ait_build.errors import AitError, SpecError
+from ait_build.files.read import check_regular
+from ait_build.importers.graph import ImportFailure, ImportGraph, Value, capped
 from ait_build.importers.lower import Lower
-from ait_build.ir.dims import Dim, DimRange
+from ait_build.importers.onnx_check import check_model
+from ait_build.importers.onnx_ops import HANDLERS
+from ait_build.importers.onnx_values import ONNX_DTYPES, Sizes, as_array, attributes, is_known
+from ait_build.importers.options import DEFAULT_MAX
+from ait_build.ir.dims import DimRange
+from ait_build.spec.model import MAX_WEIGHT_ELEMENTS
+from ait_build.spec.names import TENSOR_NAME
 
-ONNX_DTYPES = {1: "float32", 10: "float16", 16: "bfloat16", 6: "int32", 7: "int64", 9: "bool",
-               11: "float32"}
-
-
-class Sizes(list):
-    """A 1-d int64 tensor known at import time whose entries are Dims (a shape, or part of one)."""
-
-
-def is_known(value) -> bool:
-    return isinstance(value, (np.ndarray, Sizes))
-
-
-def as_sizes(value) -> Sizes:
-    if isinstance(value, Sizes):
-        return value
-    return Sizes(Dim.of(int(v)) for v in np.asarray(value).reshape(-1))
-
-
-def as_array(value):
-    """A known value as a NumPy array; None when a size in it is symbolic."""
-    if isinstance(value, np.ndarray):
-        return value
-    if all(d.is_static for d in value):
-        return np.array([d.value for d in value], np.int64)
-    return None
+SIZE_INPUT_ELEMENTS = 64  # inputs up to this size reach shape inference with their values
 
 
 class OnnxTranslator:
@@ -63,8 +47,6 @@ class OnnxTranslator:
 
     def run(self) -> ImportGraph:
         from onnx import numpy_helper
-
-        from ait_build.importers.onnx_ops import HANDLERS
         graph = self.model.graph
         for init in graph.initializer:
             array = numpy_helper.to_array(init)
@@ -117,7 +99,6 @@ class OnnxTranslator:
 
     # -- inputs and outputs -----------------------------------------------------------------------
     def _inputs(self, graph) -> None:
-        from ait_build.importers.options import DEFAULT_MAX
         for inp in graph.input:
             if inp.name in self.values:  # an initializer listed as an input (old exporters)
                 continue
@@ -126,7 +107,10 @@ class OnnxTranslator:
             if dtype is None:
                 raise AitError(f"input '{inp.name}': element type {ttype.elem_type} is not "
                                "supported")
-            given = self.given_inputs.get(inp.name)
+            # tf2onnx's `input_1:0` or a name longer than a spec's: named as weights are
+            name = inp.name if TENSOR_NAME.fullmatch(inp.name) else \
+                self.g.fresh(onnx_tensor_name(inp.name))
+            given = self.given_inputs.get(inp.name) or self.given_inputs.get(name)
             if given is not None:
                 shape = list(given.shape)
                 if len(shape) != len(ttype.shape.dim):
@@ -150,7 +134,7 @@ class OnnxTranslator:
             if given is not None:
                 src_dtype = given.dtype
             self.values[inp.name] = self.g.add_input(
-                inp.name, tuple(shape), self.g.dtype if src_dtype == "float32" else src_dtype)
+                name, tuple(shape), self.g.dtype if src_dtype == "float32" else src_dtype)
         unknown = sorted(set(self.given_dims) - set(self.g.dims))
         if unknown:
             raise AitError(f"--dim {unknown[0]}: no input of the model uses a dim of that name")
@@ -250,43 +234,79 @@ class OnnxTranslator:
         return [int(v) for v in array.reshape(-1)]
 
 
-def attributes(node) -> dict:
-    from onnx import helper
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+def _fold_gather_elements(node, arrays: list) -> list:
+    data, indices = arrays
+    axis = attributes(node).get("axis", 0) % data.ndim
+    size = data.shape[axis]
+    return [np.take_along_axis(data, np.where(indices < 0, indices + size, indices), axis)]
+
+
+# operators folded with NumPy: onnx.reference's GatherElements fails (onnx 1.23.2)
+NUMPY_FOLDS = {"GatherElements": _fold_gather_elements}
 
 
 def evaluate(node, arrays: list, opset: int) -> list:
-    """One node through onnx.reference (the ONNX package's own semantics)."""
-    from onnx import helper
+    """One node through onnx.reference (the ONNX package's own semantics), or NumPy for the
+    operators of NUMPY_FOLDS, after ONNX's shape inference says its results fit a weight: a
+    ConstantOfShape, Expand, Tile or Range asking for 2^40 elements would otherwise be allocated
+    (and filled) here."""
     from onnx.reference import ReferenceEvaluator
     names = [f"in{i}" if a is not None else "" for i, a in enumerate(arrays)]
     feeds = {n: a for n, a in zip(names, arrays) if n}
-    inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-              for n, a in feeds.items()]
-    outs = [f"out{i}" for i in range(len(node.output))]
-    one = helper.make_node(node.op_type, names, outs, domain=node.domain)
-    one.attribute.extend(node.attribute)
-    graph = helper.make_graph([one], "fold", inputs,
-                              [helper.make_empty_tensor_value_info(o) for o in outs])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    too_big = _oversized_result(node, names, feeds, opset)
+    if too_big:
+        raise AitError(f"folding a constant {node.op_type}: {too_big}")
+    if node.op_type in NUMPY_FOLDS:
+        return NUMPY_FOLDS[node.op_type](node, arrays)
     try:
-        return ReferenceEvaluator(model).run(None, feeds)
+        return ReferenceEvaluator(_one_node(node, names, feeds, opset)).run(None, feeds)
     except Exception as exc:
         raise AitError(f"folding a constant {node.op_type}: {exc}") from None
 
 
-def owner(weight: str) -> str:
-    """The node a weight belongs to: 'fc.weight' -> 'fc'."""
-    return weight[:-len(".weight")] if weight.endswith(".weight") else weight
+def _one_node(node, names: list, feeds: dict, opset: int, values: tuple = ()):
+    """A model of `node` alone, reading `feeds` as inputs (those named in `values` as
+    initializers, so shape inference sees their values)."""
+    from onnx import helper, numpy_helper
+    inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+              for n, a in feeds.items() if n not in values]
+    initializers = [numpy_helper.from_array(np.asarray(feeds[n]), n) for n in values]
+    outs = [f"out{i}" for i in range(len(node.output))]
+    one = helper.make_node(node.op_type, names, outs, domain=node.domain)
+    one.attribute.extend(node.attribute)
+    graph = helper.make_graph([one], "fold", inputs,
+                              [helper.make_empty_tensor_value_info(o) for o in outs], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _oversized_result(node, names: list, feeds: dict, opset: int) -> str:
+    """Why a result of the node would be larger than a weight may be, or ''. The values of small
+    inputs (shapes, repeats, limits) are what sizes come from; shape inference reads them."""
+    import onnx
+    small = tuple(n for n, a in feeds.items() if np.asarray(a).size <= SIZE_INPUT_ELEMENTS)
+    try:
+        model = onnx.shape_inference.infer_shapes(_one_node(node, names, feeds, opset, small),
+                                                  data_prop=True)
+    except Exception:
+        return ""  # shape inference does not know this form: the evaluator says what is wrong
+    for out in model.graph.output:
+        dims = out.type.tensor_type.shape.dim
+        if all(d.HasField("dim_value") for d in dims):
+            elements = 1
+            for d in dims:
+                elements *= d.dim_value
+            if elements > MAX_WEIGHT_ELEMENTS:
+                return (f"its result would hold {elements} elements "
+                        f"({[d.dim_value for d in dims]}); a weight may hold 2^32")
+    return ""
 
 
 def onnx_tensor_name(name: str) -> str:
     """An ONNX name as a tensor/weight name: '/layer1/conv/Conv_output_0' -> 'layer1.conv.Conv'."""
-    import re
     text = name.strip("/").replace("/", ".").replace("::", ".")
     text = re.sub(r"_output_0$", "", text)
     text = re.sub(r"[^A-Za-z0-9_.\-]", "_", text).strip(".")
-    return text or "value"
+    return capped(text or "value")
 
 
 def _path(node) -> str:
@@ -294,7 +314,6 @@ def _path(node) -> str:
     (TorchScript) or record it in the node's metadata (dynamo: pkg.torch.onnx.name_scopes)."""
     for prop in node.metadata_props:
         if prop.key == "pkg.torch.onnx.name_scopes":
-            import ast
             try:
                 scopes = ast.literal_eval(prop.value)
             except (ValueError, SyntaxError):
@@ -305,12 +324,28 @@ def _path(node) -> str:
 
 
 def import_onnx(path: str, inputs: list, dims: list, name: str,
-                dtype: str = "float32") -> ImportGraph:
+                dtype: str = "float32", say=None) -> ImportGraph:
+    """`say` takes the import's progress lines (default: none)."""
     import onnx
-    if not os.path.isfile(path):
-        raise AitError(f"no such ONNX file: {path}")
+    say = say or (lambda text: None)
+    try:
+        check_regular(path)
+    except FileNotFoundError:
+        raise AitError(f"no such ONNX file: {path}") from None
+    except OSError as exc:
+        raise AitError(f"{path}: {exc.strerror}") from None
+    say(f"reading {path}")
     try:
         model = onnx.load(path)
     except Exception as exc:
         raise AitError(f"cannot read {path} as ONNX: {exc}") from None
-    return OnnxTranslator(model, inputs, dims, ImportGraph(name, dtype)).run()
+    check_model(model, path)
+    say(f"translating {len(model.graph.node)} ONNX nodes")
+    try:
+        return OnnxTranslator(model, inputs, dims, ImportGraph(name, dtype)).run()
+    except ImportFailure as exc:
+        raise ImportFailure(f"{path}: {exc}") from None
+    except SpecError:
+        raise  # located in a file of its own
+    except AitError as exc:  # the file is what the message is about
+        raise AitError(f"{path}: {exc}") from None

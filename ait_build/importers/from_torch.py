@@ -9,17 +9,21 @@ with PyTorch itself and enter the spec as weights of their own.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
+import io
 import json
 import operator
 import os
 import sys
 
 from ait_build.errors import AitError
+from ait_build.importers.boundaries import export_error, prepare
 from ait_build.importers.graph import ImportFailure, ImportGraph, Value
 from ait_build.importers.lower import Lower
 from ait_build.importers.options import example_size
+from ait_build.importers.torch_ops import HANDLERS
 from ait_build.ir.dims import Dim
 
 TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
@@ -29,6 +33,15 @@ SHAPE_ONLY = ("aten.new_zeros", "aten.new_ones", "aten.new_full", "aten.new_empt
               "aten.zeros_like", "aten.ones_like", "aten.full_like", "aten.empty_like")
 NEVER_FOLD = ("aten._assert_tensor_metadata", "aten.sym_size", "aten.rand", "aten.randn",
               "aten.bernoulli", "aten.dropout", "aten.native_dropout")
+# ops that only view, copy or cast what they read: of a parameter alone they stay run-time ops,
+# so the parameter stays a weight under its state_dict name (a linear's transposed weight)
+VIEWS = ("aten.t.", "aten.transpose.", "aten.permute.", "aten.view.", "aten.reshape.",
+         "aten._unsafe_view.", "aten.unsqueeze.", "aten.squeeze.", "aten.expand.",
+         "aten.slice.Tensor", "aten.select.", "aten.clone.", "aten.contiguous.", "aten.alias.",
+         "aten.detach.", "aten._to_copy.", "aten.to.", "aten.type_as.", "aten.flatten.",
+         "aten.unflatten.", "aten.view_as.", "aten.reshape_as.", "aten.expand_as.",
+         "aten.lift_fresh_copy.", "aten.embedding.", "aten.index_select.", "aten.split",
+         "aten.chunk.", "aten.unbind.", "aten.numpy_T.")
 
 
 def load_factory(target: str, args_json: str | None):
@@ -73,15 +86,16 @@ def export(model, inputs: list, dims: dict):
         dynamic.append({i: tdims[s] for i, s in enumerate(spec.shape) if isinstance(s, str)} or None)
     params = list(inspect.signature(model.forward).parameters)
     by_name = all(spec.name in params for spec in inputs)
-    try:
-        if by_name:
-            ep = torch.export.export(model, (), {s.name: t for s, t in zip(inputs, examples)},
-                                     dynamic_shapes={s.name: d for s, d in zip(inputs, dynamic)})
-        else:
-            ep = torch.export.export(model, tuple(examples), dynamic_shapes=tuple(dynamic))
-    except Exception as exc:  # torch.export raises many kinds; its first line says what
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise AitError(f"torch.export failed: {first}") from None
+    try:  # the exporter prints the graph it gave up on: the error below says it in a line
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            if by_name:
+                ep = torch.export.export(
+                    model, (), {s.name: t for s, t in zip(inputs, examples)},
+                    dynamic_shapes={s.name: d for s, d in zip(inputs, dynamic)})
+            else:
+                ep = torch.export.export(model, tuple(examples), dynamic_shapes=tuple(dynamic))
+    except Exception as exc:  # torch.export raises many kinds
+        raise export_error(exc) from None
     return ep.run_decompositions({})  # functional ATen: no in-place ops, same high-level ops
 
 
@@ -99,12 +113,13 @@ class TorchTranslator:
         self.values: dict = {}  # fx node -> Value | [Value] | python value
         self.consts: dict = {}  # fx node -> torch value known at import time
         self.weight_of: dict = {}  # fx placeholder -> weight name (parameters, float buffers)
+        self.param_tensors: dict = {}  # fx placeholder -> its tensor, to fold computations on it
+        self.folded_weights: dict = {}  # fx node -> weight name of a constant a GEMM reads
         self.param_values: dict = {}  # weight name -> Value of its parameter node
         self.iota: dict = {}  # fx node -> (size, position): an arange seen through unsqueezes
 
     # -- set-up ---------------------------------------------------------------------------------
     def run(self) -> ImportGraph:
-        from ait_build.importers.torch_ops import HANDLERS
         self._placeholders()
         failed: set = set()
         for node in self.ep.graph.nodes:
@@ -184,12 +199,10 @@ class TorchTranslator:
                                              self.g.dtype if dtype == "float32" else dtype)
 
     def _weight(self, node, name: str, tensor) -> None:
-        array = tensor.detach().cpu().contiguous()
-        if array.dtype == self.torch.bfloat16:
-            array = array.float()
-        self.g.weights[name] = array.numpy()
+        self.g.weights[name] = _numpy(tensor, self.torch)
         self.g.taken.add(name)
         self.weight_of[node] = name
+        self.param_tensors[node] = tensor.detach()
 
     def _context(self, node) -> None:
         stack = node.meta.get("nn_module_stack") or {}
@@ -209,33 +222,42 @@ class TorchTranslator:
     # -- constants ------------------------------------------------------------------------------
     def _fold(self, node) -> bool:
         """Computes `node` now when everything it reads is known and its result has static
-        sizes; True when it did."""
+        sizes; True when it did. Parameters count as known to ops that compute (weight norm,
+        a bias table resized, a bias with a slice zeroed), not to views and casts of them."""
         key = _target_name(node)
         if any(key.startswith(p) for p in NEVER_FOLD) or not _static_tensor(node):
             return False
         shape_only = any(key.startswith(p) for p in SHAPE_ONLY)
-        args = []
-        for a in _flat(node.args) + _flat(node.kwargs):
-            if hasattr(a, "op"):
-                if a in self.consts:
-                    continue
-                if shape_only and a is node.args[0]:  # read for its dtype (the result is static)
-                    continue
-                return False
+        computes = not any(key.startswith(p) for p in VIEWS)
+        args = [a for a in _flat(node.args) + _flat(node.kwargs) if hasattr(a, "op")]
+        for a in args:
+            if a in self.consts or a in self.param_tensors:
+                continue
+            if shape_only and a is node.args[0]:  # read for its dtype (the result is static)
+                continue
+            return False
+        # a view of a parameter is translated as usual (below), and its value kept for the
+        # computations that may read it later (Swin V2's bias.clone() whose slice is zeroed)
+        view_of_param = not computes and any(a in self.param_tensors for a in args)
         try:
             def real(a):
                 if hasattr(a, "op"):
                     if a in self.consts:
                         return self.consts[a]
+                    if a in self.param_tensors:
+                        return self.param_tensors[a]
                     val = a.meta["val"]  # a shape-only op's operand: its dtype matters
                     shape = tuple(int(s) if _is_int(s) or isinstance(s, int) else 1
                                   for s in val.shape)
                     return self.torch.zeros(shape, dtype=val.dtype)
                 return a
-            args = _map(node.args, real)
+            call_args = _map(node.args, real)
             kwargs = _map(node.kwargs, real)
-            result = node.target(*args, **kwargs)
+            result = node.target(*call_args, **kwargs)
         except Exception:
+            return False
+        if view_of_param:
+            self.param_tensors[node] = result
             return False
         self.consts[node] = result
         return True
@@ -245,18 +267,14 @@ class TorchTranslator:
         is one, else named after the node), made once."""
         if node in self.values and isinstance(self.values[node], Value):
             return self.values[node]
-        tensor = self.consts[node]
-        array = tensor.detach().cpu().contiguous()
-        if array.dtype == self.torch.float64:
-            array = array.float()
-        if array.dtype == self.torch.bfloat16:
-            array = array.float()
-        array = array.numpy()
+        array = _numpy(self.consts[node], self.torch)
         if node in self.weight_of:
             name = self.g.add_weight(self.weight_of[node], array)
             value = self.g.parameter(name, self.lower.path, self.lower.where)
         else:
-            value = self.g.constant(array, self.lower.path, node.name, self.lower.where)
+            # named by the module reading it and the op that made it, not the FX node ('view_12'),
+            # so each instance of a repeated module names its own alike (blocks fold them)
+            value = self.g.constant(array, self.lower.path, _op_hint(node), self.lower.where)
         self.values[node] = value
         return value
 
@@ -306,16 +324,31 @@ class TorchTranslator:
         n = self.number(arg)
         return n if n is not None else self.tensor(arg)
 
-    def weight_name(self, arg) -> str | None:
-        """The state_dict name of a parameter argument (None for other tensors)."""
-        return self.weight_of.get(arg) if hasattr(arg, "op") and arg not in self.consts else None
+    def weight_name(self, arg, role: str | None = None) -> str | None:
+        """The state_dict name of a parameter argument; with `role`, a float tensor computed at
+        import time (a weight-normed conv's weight) too, stored as '<module>.<role>' (None for
+        other tensors)."""
+        if not hasattr(arg, "op"):
+            return None
+        if arg not in self.consts:
+            return self.weight_of.get(arg)
+        tensor = self.consts[arg]
+        if role is None or not getattr(tensor, "is_floating_point", lambda: False)():
+            return None
+        if arg not in self.folded_weights:
+            base = f"{self.lower.path}.{role}" if self.lower.path else role
+            self.folded_weights[arg] = self.g.add_weight(base, _numpy(tensor, self.torch))
+        return self.folded_weights[arg]
 
     def shape(self, node) -> tuple:
         return tuple(self.dim(s) for s in node.meta["val"].shape)
 
     def dim(self, size) -> Dim:
+        """A size: an int, a SymInt, or an FX node computing one."""
         if isinstance(size, int):
             return Dim.of(size)
+        if hasattr(size, "meta"):
+            return self.dim(size.meta["val"])
         return self._sympy(size.node.expr)
 
     def _sympy(self, expr) -> Dim:
@@ -371,6 +404,14 @@ class TorchTranslator:
             self.g.outputs.append(value.ref)
 
 
+def _numpy(tensor, torch):
+    """A tensor as a NumPy array (float64 and bfloat16 as float32)."""
+    array = tensor.detach().cpu().contiguous()
+    if array.dtype in (torch.float64, torch.bfloat16):
+        array = array.float()
+    return array.numpy()
+
+
 def output_names(ep, count: int) -> list:
     """Names of the model's outputs: the keys of a dict-like result (transformers' ModelOutput),
     else None (the node's own name)."""
@@ -391,20 +432,30 @@ def output_names(ep, count: int) -> list:
 
 
 def source_location(node, path: str) -> str:
-    """'file.py:LINE (aten.op, module PATH)': the innermost frame of the model's own code."""
+    """'file.py:LINE (aten.op, module PATH)': the innermost frame of the model's own code, not
+    of PyTorch's (nn.Conv2d's forward is conv.py in torch; the model's line called it)."""
     trace = (node.meta.get("stack_trace") or "").strip().splitlines()
     frame = ""
     for line in reversed(trace):
         line = line.strip()
-        if line.startswith("File "):
-            parts = line.split('"')
-            if len(parts) >= 3:
-                file = parts[1]
-                number = line.split("line ")[-1].split(",")[0]
-                frame = f"{os.path.basename(file)}:{number}"
+        parts = line.split('"')
+        if line.startswith("File ") and len(parts) >= 3 and not _in_torch(parts[1]):
+            number = line.split("line ")[-1].split(",")[0]
+            frame = f"{os.path.basename(parts[1])}:{number}"
             break
     module = f", module '{path}'" if path else ""
     return f"{frame or node.name} ({_target_name(node)}{module})"
+
+
+def _in_torch(file: str) -> bool:
+    import torch
+    return os.path.abspath(file).startswith(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+
+
+def _op_hint(node) -> str:
+    """'view' for aten.view.default, the node's name for a placeholder."""
+    name = _target_name(node)
+    return name.split(".")[1] if name.startswith("aten.") else node.name
 
 
 def _target_name(node) -> str:
@@ -462,11 +513,17 @@ def _strip_where(exc: Exception, where: str) -> str:
 
 
 def import_torch(target: str, args_json: str | None, inputs: list, dims: dict, name: str,
-                 dtype: str = "float32") -> ImportGraph:
-    model = load_factory(target, args_json)
+                 dtype: str = "float32", say=None) -> ImportGraph:
+    """`say` takes the import's progress lines and notes (default: none)."""
+    say = say or (lambda text: None)
+    say(f"loading {target}")
+    model = prepare(load_factory(target, args_json), say)
+    say("exporting with torch.export")
     ep = export(model, inputs, dims)
     leaves = frozenset(path for path, m in model.named_modules()
                        if path and not any(True for _ in m.children())
                        and not any(True for _ in m.parameters(recurse=False)))
+    count = sum(1 for n in ep.graph.nodes if n.op == "call_function")
+    say(f"translating {count} ATen operations")
     return TorchTranslator(ep, inputs, dims, ImportGraph(name, dtype), leaves).run()
 

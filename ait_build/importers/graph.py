@@ -11,6 +11,7 @@ and `q @ k.transpose(-2, -1)` becomes a matmul with `transpose_b`.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -18,12 +19,20 @@ import numpy as np
 
 from ait_build.errors import AitError, OpError
 from ait_build.ir.dims import Dim, shape_str
-from ait_build.ir.dtypes import FLOAT_DTYPES, NUMPY, from_numpy
+from ait_build.ir.dtypes import FLOAT_DTYPES, from_numpy
 from ait_build.ops.opdef import TType
 from ait_build.ops.registry import get_op
 
 NHWC = (0, 2, 3, 1)  # ours = source.permute(NHWC) for a 4-d NCHW source
 NAME_OK = re.compile(r"[^A-Za-z0-9_.\-]")
+MAX_NAME = 190  # the spec's 200 (spec/names.py), less room for fresh()'s `_N` suffixes
+
+
+def capped(name: str) -> str:
+    """`name`, or its start and a hash of the whole when it is longer than a spec name may be."""
+    if len(name) <= MAX_NAME:
+        return name
+    return f"{name[:MAX_NAME - 17]}_{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
 
 class ImportFailure(AitError):
@@ -111,7 +120,7 @@ class ImportGraph:
 
     # -- names ------------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
-        base = NAME_OK.sub("_", base).strip(".") or "node"
+        base = capped(NAME_OK.sub("_", base).strip(".") or "node")
         name, i = base, 1
         while name in self.taken:
             name = f"{base}_{i}"
@@ -314,6 +323,3 @@ def shape_attr(target: tuple, source: tuple) -> list:
                        "product of dims")
     return out
 
-
-def np_dtype(dtype: str):
-    return np.float32 if dtype in FLOAT_DTYPES else NUMPY[dtype]

@@ -7,10 +7,14 @@ frontend sets them before each node.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ait_build.errors import AitError
-from ait_build.importers.graph import NHWC, ImportGraph, Value, identity, inverse, shape_attr
+from ait_build.importers.graph import (NHWC, ImportGraph, Value, dim_attr, identity, inverse,
+                                       shape_attr)
 from ait_build.ir.dims import Dim
 from ait_build.ir.dtypes import FLOAT_DTYPES
+from ait_build.ops.conv import out_count
 
 
 
@@ -191,15 +195,38 @@ class Lower:
                          hint="batch_norm", name=name, weights=roles, perm=perm)
 
     def pool(self, op: str, x: Value, kernel, stride, padding, dilation=1,
-             count_include_pad=True) -> Value:
+             count_include_pad=True, ceil_mode=False) -> Value:
         x = self.layout(x, NHWC)
+        if op == "avg_pool2d" and ceil_mode and count_include_pad and _pair(padding) != 0:
+            # the padding counts, what lies past it does not: pad first, then pool without,
+            # keeping ceil_mode where it adds a window (one the original rule would drop, a
+            # window starting in the trailing padding, may start inside the padded input)
+            if not all(d.is_static for d in x.shape[1:3]):
+                self.fail("avg_pool2d of a symbolic image size")
+            kernel2, stride2, pads = (_both(v) for v in (kernel, stride or kernel, padding))
+            extra = {out_count(n.value, k, st, p, 1, True) != out_count(n.value, k, st, p, 1)
+                     for n, k, st, p in zip(x.shape[1:3], kernel2, stride2, pads)}
+            if len(extra) > 1:
+                self.fail("avg_pool2d with ceil_mode and count_include_pad whose padding adds a "
+                          "partial window along one axis only")
+            x = self.pad(x, [(0, 0), (0, 0), (pads[0], pads[0]), (pads[1], pads[1])])
+            padding, ceil_mode = 0, extra.pop()
         attrs = {"kernel": _pair(kernel), "stride": _pair(stride) if stride else None,
-                 "padding": _pair(padding)}
+                 "padding": _pair(padding), "ceil_mode": bool(ceil_mode)}
         if op == "max_pool2d":
             attrs["dilation"] = _pair(dilation)
         else:
             attrs["count_include_pad"] = bool(count_include_pad)
         return self.emit(op, [x], _lean(attrs, POOL_DEFAULTS), perm=NHWC)
+
+    def resize(self, x: Value, size, mode: str, coordinates: str, rounding: str = "floor"):
+        """An NCHW image resampled to `size` ([height, width]): resize2d, NHWC."""
+        if x.rank != 4:
+            self.fail(f"resizing a {x.rank}-d tensor: only images ([N, C, H, W])")
+        x = self.layout(x, NHWC)
+        attrs = {"size": _pair(size), "mode": mode, "coordinates": coordinates,
+                 "rounding": rounding}
+        return self.emit("resize2d", [x], _lean(attrs, RESIZE_DEFAULTS), perm=NHWC)
 
     def mean(self, x: Value, axes, keepdim: bool) -> Value:
         """The mean over source `axes`: global_avg_pool, after a reshape when the axes are not
@@ -209,6 +236,14 @@ class Lower:
             return self.emit("global_avg_pool", [self.layout(x, NHWC)],
                              {"keepdims": True} if keepdim else {},
                              perm=NHWC if keepdim else identity(2))
+        if x.rank > 2 and x.perm == self.channels_last(x) and axes == list(range(2, x.rank)):
+            # channels-last frames or sequences ([N, T, H, W, C]): every position one row
+            n, c = x.shape[0], x.shape[-1]
+            grid = self.emit("reshape", [x], {"shape": shape_attr(
+                (n, _prod(x.shape[1:-1]), Dim.of(1), c), x.shape)}, hint="rows")
+            pooled = self.emit("global_avg_pool", [grid])  # [N, C]
+            return self.reshape(pooled, (n, c) + (Dim.of(1),) * (x.rank - 2) if keepdim
+                                else (n, c))
         x = self.plain(x)
         if axes != list(range(axes[0], axes[-1] + 1)):
             self.fail(f"mean over axes {axes}: only neighbouring axes are supported")
@@ -221,6 +256,23 @@ class Lower:
         kept = tuple(Dim.of(1) if i in axes else d for i, d in enumerate(shape))
         out = kept if keepdim else tuple(d for i, d in enumerate(shape) if i not in axes)
         return self.reshape(pooled, out)
+
+    def sum(self, x: Value, axes, keepdim: bool) -> Value:
+        """The sum over source `axes`: their mean times how many elements it averages."""
+        axes = [a % x.rank for a in axes]
+        count = _prod(x.source_shape[a] for a in axes)
+        if not count.is_static:
+            self.fail(f"a sum over {count} elements (only a static number)")
+        return self.binary("mul", self.mean(x, axes, keepdim), float(count.value))
+
+    def vector_norm(self, x: Value, order, axes, keepdim: bool) -> Value:
+        """torch.linalg.vector_norm / ONNX ReduceL1, ReduceL2 over source `axes` (Swin V2's
+        cosine attention, ConvNeXt V2's global response norm)."""
+        if order == 2:
+            return self.unary("sqrt", self.sum(self.binary("mul", x, x), axes, keepdim))
+        if order == 1:
+            return self.sum(self.unary("abs", x), axes, keepdim)
+        self.fail(f"a vector norm of order {order} (only 1 and 2)")
 
     # -- shapes ---------------------------------------------------------------------------------
     def reshape(self, x: Value, shape: tuple) -> Value:
@@ -297,8 +349,48 @@ class Lower:
         if x.rank < len(shape):
             x = self.reshape(x, (Dim.of(1),) * (len(shape) - x.rank) + tuple(x.shape))
         target = [-1 if d == x.shape[i] and not d.is_static else d for i, d in enumerate(shape)]
+        if any(t != -1 and dim_attr(t) is None for t in target):
+            return self._expand_products(x, shape)
         attrs = {"shape": [t if t == -1 else shape_attr((t,), (t,))[0] for t in target]}
         return self.emit("expand", [x], attrs)
+
+    def _expand_products(self, x: Value, shape: tuple) -> Value:
+        """An expand to a size that is a product of dims (DeBERTa's batch*heads): the size-1
+        axis split into one axis per factor, expanded, then merged back."""
+        split, factors = [], []
+        for d, t in zip(x.shape, shape):
+            parts = _factors(t) if dim_attr(t) is None and d != t else None
+            if parts is None:
+                split.append(d)
+                factors.append(t)
+            elif d == 1:
+                split += [Dim.of(1)] * len(parts)
+                factors += parts
+            else:
+                self.fail(f"expanding size {d} to {t}")
+        grown = self.expand(self.reshape(x, tuple(split)), tuple(factors))
+        return self.reshape(grown, shape)
+
+    def repeat(self, x: Value, repeats: list) -> Value:
+        """Tensor.repeat / ONNX Tile: each axis i tiled repeats[i] times (as many leading axes
+        as repeats has more): a size-1 axis in front of each tiled one, expanded, merged."""
+        repeats = [Dim.of(r) for r in repeats]
+        x = self.plain(x)
+        if len(repeats) > x.rank:
+            x = self.reshape(x, (Dim.of(1),) * (len(repeats) - x.rank) + tuple(x.shape))
+        split, grown, out = [], [], []
+        for r, d in zip(repeats, x.shape):
+            if r == 1 or d == 1:
+                split.append(d)
+                grown.append(r * d)
+            else:
+                split += [Dim.of(1), d]
+                grown += [r, d]
+            out.append(r * d)
+        if all(r == 1 for r in repeats):
+            return x
+        tiled = self.expand(self.reshape(x, tuple(split)), tuple(grown))
+        return self.reshape(tiled, tuple(out))
 
     def pad(self, x: Value, pads: list, value: float = 0.0) -> Value:
         """`pads`: (before, after) for each source axis."""
@@ -342,6 +434,30 @@ class Lower:
         data = self.plain(data)
         return self.emit("gather", [data, self.plain(indices)], {"axis": axis % data.rank}
                          if axis % data.rank else {})
+
+    def take(self, x: Value, axis: int, positions: list) -> Value:
+        """x at the given positions along source `axis` (known at import time): a gather with
+        a constant index table (torch.flip, a slice with a negative step)."""
+        if positions == list(range(x.source_shape[axis % x.rank].value)):
+            return x
+        table = self.g.constant(np.array(positions, np.int64), self.path, "positions",
+                                self.where)
+        return self.gather(x, table, axis)
+
+    def gather_elements(self, data: Value, indices: Value, axis: int) -> Value:
+        """torch.gather / ONNX GatherElements: data cut to the indices' sizes outside `axis`
+        (PyTorch lets them be smaller), then one element per index."""
+        data, indices = self.plain(data), self.plain(indices)
+        axis %= data.rank
+        if indices.rank != data.rank:
+            self.fail("gather with indices of another rank than the data")
+        for d in range(data.rank):
+            if d != axis and data.shape[d] != indices.shape[d]:
+                end = dim_attr(indices.shape[d])
+                if end is None:
+                    self.fail(f"gather with indices of size {indices.shape[d]} on axis {d}")
+                data = self.slice(data, d, 0, end)
+        return self.emit("gather_elements", [data, indices], {"axis": axis} if axis else {})
 
     def embedding(self, ids: Value, weight: str, name: str | None) -> Value:
         table = self.g.weights[weight]
@@ -402,7 +518,9 @@ class Lower:
 
 COMPARE_OPS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
 CONV_DEFAULTS = {"stride": 1, "padding": 0, "dilation": 1, "groups": 1, "bias": True}
-POOL_DEFAULTS = {"stride": None, "padding": 0, "dilation": 1, "count_include_pad": True}
+RESIZE_DEFAULTS = {"mode": "nearest", "coordinates": "asymmetric", "rounding": "floor"}
+POOL_DEFAULTS = {"stride": None, "padding": 0, "dilation": 1, "count_include_pad": True,
+                 "ceil_mode": False}
 
 
 def promote(a: str, b: str) -> str:
@@ -418,6 +536,12 @@ def _number(value, dtype: str):
     if dtype in FLOAT_DTYPES:
         return float(value)
     return int(value)
+
+
+def _both(value) -> tuple:
+    """(h, w) of an int or a list of one or two."""
+    value = [int(v) for v in value] if isinstance(value, (list, tuple)) else [int(value)]
+    return (value[0], value[-1])
 
 
 def _pair(value):
@@ -479,6 +603,15 @@ def _reshape_in_layout(x: Value, shape: tuple):
     order = sorted(range(len(groups)), key=lambda g: where[g][0])
     perm = tuple(a for g in order for a in groups[g][1])
     return tuple(shape[a] for a in perm), perm
+
+
+def _factors(d: Dim):
+    """A product of dims and a number as its factors ([12, batch] for 12*batch); None for a
+    sum."""
+    if len(d.terms) != 1:
+        return None
+    names, coef = d.terms[0]
+    return ([Dim.of(coef)] if coef != 1 else []) + [Dim.of(n) for n in names]
 
 
 def max_dims(dims) -> Dim:

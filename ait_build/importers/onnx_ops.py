@@ -5,12 +5,17 @@ of shapes and indexing (Reshape, Gather, Range...) are in onnx_shapes.py; HANDLE
 
 from __future__ import annotations
 
+import numpy as np
+
 from ait_build.errors import AitError
-from ait_build.importers.from_onnx import (Sizes, as_array, as_sizes, attributes, is_known,
-                                           owner)
+from ait_build.importers.composites import convolution, group_norm
+from ait_build.importers.einsum import einsum
 from ait_build.importers.graph import Value, registrar
+from ait_build.importers.recurrent import Cell, run_layers
 from ait_build.importers.onnx_shapes import HANDLERS as SHAPES
-from ait_build.importers.onnx_shapes import element_type, size_div
+from ait_build.importers.onnx_values import (Sizes, as_array, as_sizes, attributes, element_type,
+                                             is_known, owner, size_div)
+from ait_build.ir.dims import Dim
 
 HANDLERS: dict = dict(SHAPES)
 handles = registrar(HANDLERS)
@@ -19,7 +24,8 @@ handles = registrar(HANDLERS)
 # -- elementwise --------------------------------------------------------------------------------
 
 UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "HardSwish": "hardswish",
-         "Sqrt": "sqrt", "Exp": "exp", "Erf": "erf", "Not": "logical_not"}
+         "Sqrt": "sqrt", "Exp": "exp", "Erf": "erf", "Not": "logical_not", "Sin": "sin",
+         "Cos": "cos", "Log": "log", "Ceil": "ceil", "Abs": "abs", "Sign": "sign"}
 
 
 @handles(*UNARY)
@@ -132,7 +138,13 @@ def _binary(t, node):
     return out
 
 
-def _size_math(op: str, a: Sizes, b: Sizes) -> Sizes:
+def _size_math(op: str, a: Sizes, b: Sizes):
+    if op == "Equal":  # known for one expression, two numbers, or a dim (>= 1) and a number < 1
+        pairs = list(zip(a * (len(b) if len(a) == 1 else 1), b * (len(a) if len(b) == 1 else 1)))
+        if any(x != y and not (x.is_static and y.is_static) and
+               not any(v.is_static and v.value < 1 for v in (x, y)) for x, y in pairs):
+            raise AitError("comparing sizes that depend on the inputs")
+        return np.array([x == y for x, y in pairs], np.bool_)
     if op == "Div":
         out = []
         for x, y in zip(a * (len(b) if len(a) == 1 else 1), b * (len(a) if len(b) == 1 else 1)):
@@ -167,6 +179,11 @@ def _cumsum(t, node):
 
 @handles("Where")
 def _where(t, node):
+    cond, a, b = (t.get(node, i) for i in range(3))
+    if is_known(cond) and (isinstance(a, Sizes) or isinstance(b, Sizes)):  # sizes picked
+        picks = np.broadcast_to(as_array(cond), (max(len(as_sizes(a)), len(as_sizes(b))),))
+        a, b = (as_sizes(v) * (len(picks) if len(as_sizes(v)) == 1 else 1) for v in (a, b))
+        return Sizes(x if p else y for p, x, y in zip(picks, a, b))
     cond = t.tensor(node, 0)
     return t.lower.where_(cond, t.operand(node, 1), t.operand(node, 2))
 
@@ -183,19 +200,25 @@ def _cast(t, node):
 
 # -- GEMM-shaped --------------------------------------------------------------------------------
 
-@handles("Conv")
+@handles("Conv", "ConvTranspose")
 def _conv(t, node):
+    """1-, 2- and 3-d convolutions, transposed ones too (composites.py)."""
     attrs = attributes(node)
     weight = t.weight(node, 1)
     if weight is None:
         raise AitError("a convolution whose weight is computed in the model")
     bias = t.weight(node, 2) if len(node.input) > 2 and node.input[2] else None
-    _check_padding(attrs, t.g.weights[weight].ndim - 2)
-    pads = attrs.get("pads", [0, 0, 0, 0])
-    if pads[:2] != pads[2:]:
+    rank = t.g.weights[weight].ndim - 2
+    _check_padding(attrs, rank, (1, 2, 3))
+    if attrs.get("output_shape"):
+        raise AitError("ConvTranspose with output_shape (give pads and output_padding)")
+    pads = attrs.get("pads", [0] * 2 * rank)
+    if pads[:rank] != pads[rank:]:
         raise AitError(f"asymmetric padding {pads}")
-    return t.lower.conv2d(t.tensor(node, 0), weight, bias, attrs.get("strides", 1), pads[:2],
-                          attrs.get("dilations", 1), attrs.get("group", 1), owner(weight))
+    return convolution(t.lower, t.tensor(node, 0), weight, bias, attrs.get("strides", 1),
+                       pads[:rank], attrs.get("dilations", 1), attrs.get("group", 1),
+                       owner(weight), node.op_type == "ConvTranspose",
+                       attrs.get("output_padding", 0))
 
 
 @handles("Gemm")
@@ -220,6 +243,70 @@ def _matmul(t, node):
     if weight is not None and t.g.weights[weight].ndim == 2:  # x @ W: a linear over [in, out]
         return t.lower.linear(a, weight, None, owner(weight), in_out=True)
     return t.lower.matmul(a, t.tensor(node, 1))
+
+
+@handles("Einsum")
+def _einsum(t, node):
+    equation = attributes(node)["equation"]
+    equation = equation.decode() if isinstance(equation, bytes) else equation
+    return einsum(t.lower, equation, [t.tensor(node, i) for i in range(len(node.input))])
+
+
+# gate blocks of ONNX's order in PyTorch's: LSTM i, o, f, c -> i, f, g, o; GRU z, r, h -> r, z, n
+GATE_ORDER = {"LSTM": [0, 2, 3, 1], "GRU": [1, 0, 2]}
+
+
+@handles("LSTM", "GRU")
+def _recurrent(t, node):
+    """One ONNX LSTM/GRU layer (either direction or both), unrolled as nn.LSTM/nn.GRU are
+    (recurrent.py) with its gates put in PyTorch's order."""
+    attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attributes(node).items()}
+    kind = node.op_type
+    if attrs.get("activations") or attrs.get("clip") or attrs.get("input_forget"):
+        raise AitError(f"{kind} with activations, clip or input_forget")
+    if kind == "GRU" and not attrs.get("linear_before_reset"):
+        raise AitError("GRU with linear_before_reset=0 (PyTorch's GRU sets it)")
+    if any(len(node.input) > i and node.input[i] for i in (4, 7)):
+        raise AitError(f"{kind} with sequence_lens or peepholes")
+    w, r = t.get(node, 1), t.get(node, 2)
+    bias = t.get(node, 3) if len(node.input) > 3 and node.input[3] else None
+    if not all(isinstance(a, np.ndarray) for a in (w, r)) or not (bias is None or is_known(bias)):
+        raise AitError(f"{kind} with weights computed from the inputs")
+    hidden, directions = int(attrs["hidden_size"]), w.shape[0]
+    order = GATE_ORDER[kind]
+    base = t.lower.path or kind.lower()
+
+    def gates(array):  # [G*H, ...] in PyTorch's gate order
+        return np.concatenate([array[g * hidden:(g + 1) * hidden] for g in order])
+
+    cells = []
+    for d in range(directions):
+        suffix = "_reverse" if d else ""
+        names = [t.g.add_weight(f"{base}.weight_ih{suffix}", gates(w[d])),
+                 t.g.add_weight(f"{base}.weight_hh{suffix}", gates(r[d]))]
+        if bias is not None:
+            b = as_array(bias)[d]
+            names += [t.g.add_weight(f"{base}.bias_ih{suffix}", gates(b[:len(order) * hidden])),
+                      t.g.add_weight(f"{base}.bias_hh{suffix}", gates(b[len(order) * hidden:]))]
+        else:
+            names += [None, None]
+        cells.append(Cell(*names))
+    if directions == 1 and attrs.get("direction", "forward") == "reverse":
+        raise AitError(f"{kind} running in reverse only")
+    states = [t.get(node, i) if len(node.input) > i and node.input[i] else None
+              for i in ((5, 6) if kind == "LSTM" else (5,))]
+    states = [None if s is None or is_known(s) and not as_array(s).any() else
+              t.tensor(node, 5 + i) for i, s in enumerate(states)]
+    batch_first = bool(attrs.get("layout", 0))
+    x = t.tensor(node, 0)
+    out, h, c = run_layers(t.lower, kind.lower(), x, cells, hidden, directions == 2,
+                           batch_first, *states, name=base)
+    # Y: [T, D, N, H] (layout 1: [N, T, D, H]); ours is [T, N, D*H] ([N, T, D*H])
+    a, b, _ = out.source_shape
+    y = t.lower.reshape(out, (a, b, Dim.of(directions), Dim.of(hidden)))
+    if not batch_first:
+        y = t.lower.permute(y, [0, 2, 1, 3])
+    return [y, h, c][:len(node.output)]
 
 
 # -- normalization, pooling ---------------------------------------------------------------------
@@ -256,40 +343,116 @@ def _softmax(t, node):
     return t.lower.softmax(t.tensor(node, 0), attributes(node).get("axis", -1))
 
 
-def _check_padding(attrs: dict, kernel_rank: int) -> None:
+def _check_padding(attrs: dict, kernel_rank: int, ranks=(2,)) -> None:
     auto = attrs.get("auto_pad", b"NOTSET")
     auto = auto.decode() if isinstance(auto, bytes) else auto
     if auto not in ("NOTSET", "VALID"):
         raise AitError(f"auto_pad {auto} (padding computed from the input size)")
-    if kernel_rank != 2:
-        raise AitError(f"a {kernel_rank}-d window: only 2-d convolutions and pools are supported")
+    if kernel_rank not in ranks:
+        raise AitError(f"a {kernel_rank}-d window (only {', '.join(f'{r}-d' for r in ranks)})")
 
 
 @handles("MaxPool", "AveragePool")
 def _pool(t, node):
     attrs = attributes(node)
     _check_padding(attrs, len(attrs["kernel_shape"]))
-    if attrs.get("ceil_mode") or len(node.output) > 1 and node.output[1]:
-        raise AitError(f"{node.op_type} with ceil_mode or indices")
+    if len(node.output) > 1 and node.output[1]:
+        raise AitError(f"{node.op_type} with indices")
     pads = attrs.get("pads", [0, 0, 0, 0])
     if pads[:2] != pads[2:]:
         raise AitError(f"asymmetric padding {pads}")
+    ceil = bool(attrs.get("ceil_mode", 0))
+    if node.op_type == "AveragePool" and any(d != 1 for d in attrs.get("dilations", [1])):
+        raise AitError("AveragePool with dilations")
     if node.op_type == "MaxPool":
         return t.lower.pool("max_pool2d", t.tensor(node, 0), attrs["kernel_shape"],
-                            attrs.get("strides", 1), pads[:2], attrs.get("dilations", 1))
+                            attrs.get("strides", 1), pads[:2], attrs.get("dilations", 1),
+                            ceil_mode=ceil)
     return t.lower.pool("avg_pool2d", t.tensor(node, 0), attrs["kernel_shape"],
                         attrs.get("strides", 1), pads[:2],
-                        count_include_pad=bool(attrs.get("count_include_pad", 0)))
+                        count_include_pad=bool(attrs.get("count_include_pad", 0)), ceil_mode=ceil)
+
+
+RESIZE_COORDINATES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+
+
+@handles("Resize")
+def _resize(t, node):
+    """Resize of the height and width of an NCHW image: nearest or linear, the coordinate
+    transforms resize2d has; the output size from `sizes`, or from `scales` when they give
+    whole sizes (ONNX maps coordinates by the scale, resize2d by the size ratio)."""
+    attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attributes(node).items()}
+    mode = attrs.get("mode", "nearest")
+    coordinates = attrs.get("coordinate_transformation_mode", "half_pixel")
+    if mode not in ("nearest", "linear") or coordinates not in RESIZE_COORDINATES:
+        raise AitError(f"Resize with mode '{mode}' and coordinates '{coordinates}'")
+    if attrs.get("antialias") or attrs.get("axes") or attrs.get("exclude_outside"):
+        raise AitError("Resize with antialias, axes or exclude_outside")
+    x = t.tensor(node, 0)
+    src = x.source_shape
+    if x.rank != 4:
+        raise AitError(f"Resize of a {x.rank}-d tensor (only NCHW images)")
+    sizes = t.get(node, 3) if len(node.input) > 3 and node.input[3] else None
+    if sizes is not None:
+        if not is_known(sizes):
+            raise AitError("Resize to sizes computed from tensor values")
+        sizes = list(as_sizes(sizes))
+    else:
+        scales = t.get(node, 2)
+        scales = [float(v) for v in as_array(scales).reshape(-1)] if is_known(scales) else None
+        if not scales or len(scales) != x.rank or scales[:2] != [1.0, 1.0]:
+            raise AitError("Resize needs known scales (1 for N and C) or sizes")
+        sizes = list(src[:2])
+        for d, scale in zip(src[2:], scales[2:]):
+            if not d.is_static or d.value * scale != int(d.value * scale):
+                raise AitError(f"Resize by {scale} of size {d} (only whole output sizes)")
+            sizes.append(Dim.of(int(d.value * scale)))
+    if list(sizes[:2]) != list(src[:2]) or not all(d.is_static for d in sizes[2:]):
+        raise AitError("Resize of other axes than an image's height and width")
+    return t.lower.resize(x, [d.value for d in sizes[2:]], mode, coordinates,
+                          attrs.get("nearest_mode", "round_prefer_floor"))
 
 
 @handles("GlobalAveragePool")
 def _global_avg_pool(t, node):
-    return t.lower.mean(t.tensor(node, 0), [2, 3], True)
+    x = t.tensor(node, 0)
+    return t.lower.mean(x, list(range(2, x.rank)), True)
 
 
-@handles("ReduceMean")
-def _reduce_mean(t, node):
+@handles("GroupNormalization")
+def _group_norm(t, node):
+    """Opset 21's GroupNormalization: scale and bias per channel (opset 18's per group is
+    refused)."""
     attrs = attributes(node)
     x = t.tensor(node, 0)
-    axes = attrs.get("axes") or t.ints(node, 1) or list(range(x.rank))
-    return t.lower.mean(x, axes, bool(attrs.get("keepdims", 1)))
+    weight, bias = t.tensor(node, 1), t.tensor(node, 2)
+    if weight.source_shape != (x.source_shape[1],):
+        raise AitError("GroupNormalization with a scale per group (opset 18)")
+    return group_norm(t.lower, x, attrs["num_groups"], weight, bias, attrs.get("epsilon", 1e-5))
+
+
+@handles("InstanceNormalization")
+def _instance_norm(t, node):
+    """A group norm of one channel per group (how exporters write nn.GroupNorm too)."""
+    x = t.tensor(node, 0)
+    channels = x.source_shape[1]
+    if not channels.is_static:
+        raise AitError("InstanceNormalization over a symbolic number of channels")
+    return group_norm(t.lower, x, channels.value, t.tensor(node, 1), t.tensor(node, 2),
+                      attributes(node).get("epsilon", 1e-5))
+
+
+@handles("ReduceMean", "ReduceSum", "ReduceL1", "ReduceL2")
+def _reduce(t, node):
+    attrs = attributes(node)
+    x = t.tensor(node, 0)
+    axes = attrs.get("axes") or t.ints(node, 1)
+    if not axes and attrs.get("noop_with_empty_axes"):
+        return x
+    axes = axes or list(range(x.rank))
+    keep = bool(attrs.get("keepdims", 1))
+    if node.op_type == "ReduceMean":
+        return t.lower.mean(x, axes, keep)
+    if node.op_type == "ReduceSum":
+        return t.lower.sum(x, axes, keep)
+    return t.lower.vector_norm(x, 1 if node.op_type == "ReduceL1" else 2, axes, keep)

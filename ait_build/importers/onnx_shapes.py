@@ -9,37 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from ait_build.errors import AitError
-from ait_build.importers.from_onnx import (ONNX_DTYPES, Sizes, as_array, as_sizes, attributes,
-                                           is_known, owner)
-from ait_build.importers.graph import Value, registrar
+from ait_build.importers.graph import Value, dim_attr, registrar
+from ait_build.importers.onnx_values import (Sizes, as_array, as_sizes, attributes, element_type,
+                                             is_known, owner, size_div)
 from ait_build.ir.dims import Dim
 
 HANDLERS: dict = {}
 handles = registrar(HANDLERS)
-
-
-def element_type(t, onnx_type: int) -> str:
-    dtype = ONNX_DTYPES.get(onnx_type)
-    if dtype is None:
-        raise AitError(f"element type {onnx_type} is not supported")
-    return t.g.dtype if dtype in ("float32", "float16", "bfloat16") else dtype
-
-
-def size_div(x: Dim, n: int) -> Dim:
-    if x.is_static:
-        return Dim.of(x.value // n)
-    terms = []
-    for names, coef in x.terms:
-        if coef % n:
-            raise AitError(f"size '{x}' is not divisible by {n}")
-        terms.append((names, coef // n))
-    out = Dim.of(0)
-    for names, coef in terms:
-        term = Dim.of(coef)
-        for name in names:
-            term = term * Dim.of(name)
-        out = out + term
-    return out
 
 
 # -- shapes -------------------------------------------------------------------------------------
@@ -222,6 +198,12 @@ def _gather(t, node):
     return t.lower.gather(t.tensor(node, 0), t.tensor(node, 1), axis)
 
 
+@handles("GatherElements")
+def _gather_elements(t, node):
+    return t.lower.gather_elements(t.tensor(node, 0), t.tensor(node, 1),
+                                   attributes(node).get("axis", 0))
+
+
 @handles("GatherND")
 def _gather_nd(t, node):
     """data[indices[..., 0], ..., indices[..., k-1]]. Indices stacked from aranges over whole
@@ -276,9 +258,14 @@ def _slice(t, node):
         return Sizes(data[starts[0].value:ends[0].value])
     x = t.tensor(node, 0)
     for start, end, axis, step in zip(starts, ends, axes, steps):
-        if step < 1:
-            raise AitError("Slice with a negative step")
         axis %= rank
+        if step < 0:  # backwards (a flip): the positions it picks, gathered
+            size = x.source_shape[axis]
+            if not (size.is_static and start.is_static and end.is_static):
+                raise AitError("Slice with a negative step over a symbolic size")
+            picked = list(range(size.value))[slice(start.value, max(end.value, -2**62), step)]
+            x = t.lower.take(x, axis, picked)
+            continue
         # up to the axis's own symbolic size (GPT-2's diff: cat[:, 1:seq + 1]): to the end
         end = None if end == x.source_shape[axis] else _bound(end)
         x = t.lower.slice(x, axis, _bound(start), end, step)
@@ -288,7 +275,6 @@ def _slice(t, node):
 def _bound(d: Dim):
     if d.is_static:
         return None if d.value >= 2**62 else d.value
-    from ait_build.importers.graph import dim_attr
     name = dim_attr(d)
     if name is None:
         raise AitError(f"a slice bound '{d}' that is not a dim name")
@@ -327,6 +313,11 @@ def _expand(t, node):
     if len(x.source_shape) < rank:
         x = t.lower.reshape(x, tuple(src))
     return t.lower.expand(x, out)
+
+
+@handles("Tile")
+def _tile(t, node):
+    return t.lower.repeat(t.tensor(node, 0), list(_sizes_input(t, node, 1)))
 
 
 @handles("ConstantOfShape")

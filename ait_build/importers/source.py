@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 import yaml
 
+from ait_build.files.output import Staged
+from ait_build.files.read import read_text
 from ait_build.importers.graph import ImportGraph, identity
+from ait_build.spec.model import load_model
 from ait_build.spec.source import file_digest, graph_digest
+from ait_build.spec.yamlfile import load_yaml
 
 SOURCE_KEY = "source:"
 
@@ -45,10 +48,7 @@ def _settings(args, graph: ImportGraph) -> dict:
 def record_source(spec_path: str, source: dict) -> None:
     """Writes `source` (with the digests of the spec's weights file, if it names one, and of its
     graph section) as the spec's last field, replacing one already there."""
-    from ait_build.spec.model import load_model
-    from ait_build.spec.yamlfile import load_yaml
-    with open(spec_path, encoding="utf-8") as fh:
-        text = without_source(fh.read())
+    text = without_source(read_text(spec_path))
     doc = load_yaml(spec_path)
     source = {k: v for k, v in source.items() if k not in ("weights_sha256", "graph_sha256")}
     weights = doc.get("weights")
@@ -58,17 +58,11 @@ def record_source(spec_path: str, source: dict) -> None:
     source["graph_sha256"] = graph_digest(doc)
     text += yaml.safe_dump({"source": source}, sort_keys=False, default_flow_style=None,
                            width=100)
-    folder = os.path.dirname(os.path.abspath(spec_path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".source.", suffix=".yaml")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+    with Staged(spec_path) as staged:
+        with open(staged.tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
-        load_model(tmp)  # the field as the loader checks it
-        os.chmod(tmp, os.stat(spec_path).st_mode & 0o777)
-        os.replace(tmp, spec_path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        load_model(staged.tmp)  # the field as the loader checks it
+        staged.commit()
 
 
 def without_source(text: str) -> str:

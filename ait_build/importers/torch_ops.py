@@ -9,17 +9,17 @@ raises becomes one line of the import's report of unsupported operations.
 from __future__ import annotations
 
 from ait_build.errors import AitError
-from ait_build.importers.graph import Value, registrar
+from ait_build.importers.einsum import einsum
+from ait_build.importers.graph import Value, dim_attr, registrar
+from ait_build.importers.torch_args import arg
+from ait_build.importers.torch_args import key as _key
+from ait_build.importers.torch_layers import HANDLERS as LAYERS
 from ait_build.importers.torch_scans import HANDLERS as SCANS
 
-HANDLERS: dict = dict(SCANS)  # with cumsum and diff (torch_scans.py)
+# with cumsum and diff (torch_scans.py); convolutions, recurrent layers, norms, pools, resizes
+# and reductions (torch_layers.py)
+HANDLERS: dict = {**SCANS, **LAYERS}
 handles = registrar(HANDLERS)
-
-
-def arg(node, index: int, name: str, default=None):
-    if index < len(node.args):
-        return node.args[index]
-    return node.kwargs.get(name, default)
 
 
 def uniform_fill(fn):
@@ -71,12 +71,18 @@ UNARY = {"aten.relu.default": "relu", "aten.sigmoid.default": "sigmoid",
          "aten.tanh.default": "tanh", "aten.silu.default": "silu",
          "aten.hardswish.default": "hardswish", "aten.relu6.default": "relu6",
          "aten.sqrt.default": "sqrt", "aten.exp.default": "exp", "aten.erf.default": "erf",
-         "aten.logical_not.default": "logical_not", "aten.bitwise_not.default": "logical_not"}
+         "aten.logical_not.default": "logical_not", "aten.bitwise_not.default": "logical_not",
+         "aten.sin.default": "sin", "aten.cos.default": "cos", "aten.log.default": "log",
+         "aten.ceil.default": "ceil", "aten.abs.default": "abs", "aten.sign.default": "sign"}
+FLOAT_ONLY = ("sin", "cos", "log", "ceil", "sqrt", "exp", "erf")
 
 
 @handles(*UNARY)
 def _unary(t, node):
-    return t.lower.unary(UNARY[_key(node)], t.tensor(node.args[0]))
+    op, x = UNARY[_key(node)], t.tensor(node.args[0])
+    if op in FLOAT_ONLY:  # PyTorch computes these of an int tensor in the default float type
+        x = t.lower.cast(x, t.dtype(node))
+    return t.lower.unary(op, x)
 
 
 @handles("aten.gelu.default")
@@ -130,11 +136,13 @@ BINARY = {"aten.add": "add", "aten.sub": "sub", "aten.mul": "mul", "aten.div": "
           "aten.bitwise_and": "logical_and", "aten.logical_and": "logical_and",
           "aten.__or__": "logical_or", "aten.bitwise_or": "logical_or",
           "aten.logical_or": "logical_or"}
+OTHER = {"aten.min.other": "minimum", "aten.max.other": "maximum"}  # torch.min(a, b)
 
 
-@handles(*[f"{k}.{o}" for k in BINARY for o in ("Tensor", "Scalar", "default")])
+@handles(*[f"{k}.{o}" for k in BINARY for o in ("Tensor", "Scalar", "default")],
+         "aten.min.other", "aten.max.other")
 def _binary(t, node):
-    op = BINARY[_key(node).rsplit(".", 1)[0]]
+    op = BINARY.get(_key(node).rsplit(".", 1)[0]) or OTHER[_key(node)]
     a, b = t.operand(node.args[0]), t.operand(node.args[1])
     if node.kwargs.get("rounding_mode") is not None:
         raise AitError("division with a rounding mode is not supported")
@@ -176,48 +184,12 @@ def _masked_fill(t, node):
 
 # -- GEMM-shaped ----------------------------------------------------------------------------------
 
-@handles("aten.conv2d.default", "aten.conv2d.padding", "aten.convolution.default")
-def _conv(t, node):
-    key = _key(node)
-    x = t.tensor(node.args[0])
-    weight = t.weight_name(node.args[1])
-    if weight is None:
-        raise AitError("a convolution whose weight is computed in the model")
-    bias_arg = arg(node, 2, "bias")
-    bias = t.weight_name(bias_arg) if bias_arg is not None else None
-    if bias_arg is not None and bias is None:
-        raise AitError("a convolution whose bias is computed in the model")
-    if key == "aten.convolution.default":
-        stride, padding, dilation, transposed, _, groups = node.args[3:9]
-        if transposed:
-            raise AitError("transposed convolutions are not supported")
-    else:
-        stride, padding = arg(node, 3, "stride", 1), arg(node, 4, "padding", 0)
-        dilation, groups = arg(node, 5, "dilation", 1), arg(node, 6, "groups", 1)
-    if isinstance(padding, str):
-        padding = _same_padding(t.g.weights[weight].shape[2:], dilation, padding)
-    if isinstance(stride, (list, tuple)) and len(stride) != 2:
-        raise AitError("only 2-d convolutions are supported")
-    return t.lower.conv2d(x, weight, bias, stride, padding, dilation, groups,
-                          t.weight_node_name(weight))
-
-
-def _same_padding(kernel, dilation, mode: str):
-    if mode == "valid":
-        return 0
-    d = dilation if isinstance(dilation, (list, tuple)) else [dilation] * 2
-    total = [dd * (k - 1) for k, dd in zip(kernel, d)]
-    if any(p % 2 for p in total):
-        raise AitError("padding='same' with an even window pads unevenly (not supported)")
-    return [p // 2 for p in total]
-
-
 @handles("aten.linear.default")
 def _linear(t, node):
     x = t.tensor(node.args[0])
-    weight = t.weight_name(node.args[1])
+    weight = t.weight_name(node.args[1], "weight")
     bias_arg = arg(node, 2, "bias")
-    bias = t.weight_name(bias_arg) if bias_arg is not None else None
+    bias = t.weight_name(bias_arg, "bias") if bias_arg is not None else None
     if weight is not None and (bias_arg is None or bias is not None):
         return t.lower.linear(x, weight, bias, t.weight_node_name(weight))
     out = t.lower.matmul(x, t.lower.transpose(t.tensor(node.args[1]), -1, -2))
@@ -246,6 +218,11 @@ def _matmul(t, node):
     return t.lower.matmul(a, t.tensor(b))
 
 
+@handles("aten.einsum.default")
+def _einsum(t, node):
+    return einsum(t.lower, node.args[0], [t.tensor(a) for a in node.args[1]])
+
+
 @handles("aten.scaled_dot_product_attention.default")
 def _sdpa(t, node):
     q, k, v = (t.tensor(a) for a in node.args[:3])
@@ -256,99 +233,6 @@ def _sdpa(t, node):
         raise AitError("grouped-query attention is not supported")
     return t.lower.attention(q, k, v, t.tensor(mask) if mask is not None else None,
                              bool(arg(node, 5, "is_causal", False)), node.kwargs.get("scale"))
-
-
-# -- normalization, pooling ----------------------------------------------------------------------
-
-@handles("aten.layer_norm.default", "aten.native_layer_norm.default")
-def _layer_norm(t, node):
-    x = t.tensor(node.args[0])
-    shape = node.args[1]
-    if len(shape) != 1:
-        raise AitError("layer_norm over more than the last dim is not supported")
-    w, b = arg(node, 2, "weight"), arg(node, 3, "bias")
-    eps = arg(node, 4, "eps", 1e-5)
-    attrs = {} if eps == 1e-5 else {"eps": float(eps)}
-    weights, name = {}, None
-    if w is not None:
-        wn, bn = t.weight_name(w), t.weight_name(b) if b is not None else None
-        if wn is None or bn is None:
-            raise AitError("layer_norm with a computed weight, or a weight without a bias")
-        weights, name = {"weight": wn, "bias": bn}, t.weight_node_name(wn)
-    else:
-        attrs["affine"] = False
-        if b is not None:
-            raise AitError("layer_norm with a bias but no weight")
-    out = t.lower.last_axis("layer_norm", x, attrs, name=name, weights=weights)
-    return [out, None, None] if _key(node).startswith("aten.native") else out
-
-
-@handles("aten.batch_norm.default", "aten._native_batch_norm_legit_no_training.default")
-def _batch_norm(t, node):
-    x = t.tensor(node.args[0])
-    names = [t.weight_name(a) for a in node.args[1:5]]
-    if None in names:
-        raise AitError("batch_norm without affine weights or running statistics")
-    if _key(node) == "aten.batch_norm.default":
-        if node.args[5]:
-            raise AitError("batch_norm in training mode (call model.eval() first)")
-        eps = node.args[7]
-    else:
-        eps = node.args[6]
-    roles = dict(zip(("weight", "bias", "running_mean", "running_var"), names))
-    out = t.lower.batch_norm(x, roles, eps, t.weight_node_name(names[0]))
-    return [out, None, None] if _key(node).startswith("aten._native") else out
-
-
-@handles("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default")
-def _max_pool(t, node):
-    x = t.tensor(node.args[0])
-    kernel = node.args[1]
-    stride = arg(node, 2, "stride", []) or None
-    padding, dilation = arg(node, 3, "padding", 0), arg(node, 4, "dilation", 1)
-    if arg(node, 5, "ceil_mode", False):
-        raise AitError("max_pool2d with ceil_mode=True is not supported")
-    out = t.lower.pool("max_pool2d", x, kernel, stride, padding, dilation)
-    return [out, None] if "indices" in _key(node) else out
-
-
-@handles("aten.avg_pool2d.default")
-def _avg_pool(t, node):
-    x = t.tensor(node.args[0])
-    if arg(node, 4, "ceil_mode", False) or arg(node, 6, "divisor_override") is not None:
-        raise AitError("avg_pool2d with ceil_mode or divisor_override is not supported")
-    return t.lower.pool("avg_pool2d", x, node.args[1], arg(node, 2, "stride", []) or None,
-                        arg(node, 3, "padding", 0),
-                        count_include_pad=arg(node, 5, "count_include_pad", True))
-
-
-@handles("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")
-def _adaptive_avg_pool(t, node):
-    x = t.tensor(node.args[0])
-    out = [int(s) for s in node.args[1]]
-    h, w = x.source_shape[2:]
-    if out == [1, 1]:
-        return t.lower.mean(x, [2, 3], keepdim=True)
-    if not (h.is_static and w.is_static) or h.value % out[0] or w.value % out[1]:
-        raise AitError(f"adaptive_avg_pool2d to {out} from {h}x{w} (only even divisions)")
-    kh, kw = h.value // out[0], w.value // out[1]
-    if (kh, kw) == (1, 1):
-        return x
-    return t.lower.pool("avg_pool2d", x, [kh, kw], [kh, kw], 0)
-
-
-@handles("aten.mean.dim")
-def _mean(t, node):
-    dims = node.args[1]
-    if dims is None:
-        raise AitError("mean over every dim is not supported")
-    return t.lower.mean(t.tensor(node.args[0]), list(dims), bool(arg(node, 2, "keepdim", False)))
-
-
-@handles("aten.softmax.int", "aten._softmax.default")
-def _softmax(t, node):
-    x = t.tensor(node.args[0])
-    return t.lower.cast(t.lower.softmax(x, node.args[1]), t.dtype(node))
 
 
 # -- shapes ------------------------------------------------------------------------------------------
@@ -387,6 +271,11 @@ def _t(t, node):
 @uniform_fill
 def _expand(t, node):
     return t.lower.expand(t.tensor(node.args[0]), t.shape(node))
+
+
+@handles("aten.repeat.default")
+def _repeat(t, node):
+    return t.lower.repeat(t.tensor(node.args[0]), [t.dim(r) for r in node.args[1]])
 
 
 @handles("aten.cat.default", "aten.concat.default")
@@ -446,7 +335,6 @@ def _bound(t, value):
     if value is None or isinstance(value, int):
         return value
     d = t.dim(value.meta["val"])
-    from ait_build.importers.graph import dim_attr
     simple = dim_attr(d)
     if simple is None:
         raise AitError(f"a slice bound '{d}' that is a product of dims")
@@ -457,6 +345,29 @@ def _int(t, value) -> int:
     if isinstance(value, int):
         return value
     raise AitError("an index computed at run time")
+
+
+@handles("aten.slice_scatter.default")
+def _slice_scatter(t, node):
+    """x with x[start:end] along `dim` replaced by src: the parts before and after, and src,
+    joined (step 1)."""
+    x, src = t.tensor(node.args[0]), t.tensor(node.args[1])
+    axis = arg(node, 2, "dim", 0) % x.rank
+    start, end, step = arg(node, 3, "start"), arg(node, 4, "end"), arg(node, 5, "step", 1)
+    if step != 1:
+        raise AitError("slice_scatter with a step")
+    size = x.source_shape[axis]
+    start = _bound(t, start) or 0
+    end = None if end is None or isinstance(end, int) and size.is_static and end >= size.value \
+        else _bound(t, end)
+    parts = ([t.lower.slice(x, axis, 0, start)] if start else []) + [src] + \
+        ([t.lower.slice(x, axis, end, None)] if end is not None else [])
+    return t.lower.concat(parts, axis) if len(parts) > 1 else src
+
+
+@handles("aten.zero.default")
+def _zero(t, node):
+    return t.lower.fill(t.shape(node), 0, t.dtype(node))
 
 
 @handles("aten.constant_pad_nd.default", "aten.pad.default")
@@ -470,6 +381,17 @@ def _pad(t, node):
     for i in range(len(pads) // 2):  # F.pad lists the last dim first
         per_axis[x.rank - 1 - i] = (pads[2 * i], pads[2 * i + 1])
     return t.lower.pad(x, per_axis, value)
+
+
+@handles("aten.flip.default")
+def _flip(t, node):
+    x = t.tensor(node.args[0])
+    for axis in node.args[1]:
+        size = x.source_shape[axis % x.rank]
+        if not size.is_static:
+            raise AitError(f"flipping an axis of symbolic size {size}")
+        x = t.lower.take(x, axis, list(reversed(range(size.value))))
+    return x
 
 
 @handles("aten.roll.default")
@@ -523,7 +445,7 @@ def _index(t, node):
 @handles("aten.gather.default")
 @uniform_fill
 def _torch_gather(t, node):
-    raise AitError("torch.gather along a dim (per-element indices) is not supported")
+    return t.lower.gather_elements(t.tensor(node.args[0]), t.tensor(node.args[2]), node.args[1])
 
 
 # -- values made in the model --------------------------------------------------------------------
@@ -557,10 +479,6 @@ def _full(t, node):
     else:
         value = node.args[0]
     return t.lower.fill(t.shape(node), value, t.dtype(node))
-
-
-def _key(node) -> str:
-    return str(node.target)
 
 
 @handles("aten.add.Tensor")

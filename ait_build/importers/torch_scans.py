@@ -8,13 +8,10 @@ from __future__ import annotations
 
 from ait_build.errors import AitError
 from ait_build.importers.graph import registrar
+from ait_build.importers.torch_args import arg
 
 HANDLERS: dict = {}
 handles = registrar(HANDLERS)
-
-
-def _arg(node, index: int, name: str, default=None):
-    return node.args[index] if index < len(node.args) else node.kwargs.get(name, default)
 
 
 @handles("aten.cumsum.default")
@@ -28,8 +25,8 @@ def _diff(t, node):
     """x[1:] - x[:-1] along `dim`, n times, after prepend and append; of bools, x[1:] != x[:-1]
     (torch's xor)."""
     x = t.tensor(node.args[0])
-    n, dim = _arg(node, 1, "n", 1), _arg(node, 2, "dim", -1) % x.rank
-    prepend, append = _arg(node, 3, "prepend"), _arg(node, 4, "append")
+    n, dim = arg(node, 1, "n", 1), arg(node, 2, "dim", -1) % x.rank
+    prepend, append = arg(node, 3, "prepend"), arg(node, 4, "append")
     if any(p is not None and not hasattr(p, "op") for p in (prepend, append)):
         raise AitError("diff with a number to prepend or append")
     parts = [t.tensor(p) for p in (prepend,) if p is not None] + [x] + \

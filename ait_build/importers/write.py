@@ -8,61 +8,39 @@ then are both moved into place.
 from __future__ import annotations
 
 import os
-import tempfile
 
 import yaml
 
+from ait_build.errors import AitError, SpecError
+from ait_build.files.output import Staged, check_output
 from ait_build.importers.blocks import BlockPlan, fold_blocks
+from ait_build.importers.entries import entry_text
 from ait_build.importers.graph import ImportGraph
 from ait_build.ir.weights import save_safetensors
+from ait_build.spec.model import load_model
+from ait_build.spec.yamlfile import load_yaml
 
 
-def entry_text(entry: dict) -> str:
-    """One graph entry as a one-line YAML flow mapping, keys in the order given (YAML quotes
-    what a flow mapping cannot hold bare, such as `${i + 1}`)."""
-    return yaml.safe_dump(entry, default_flow_style=True, sort_keys=False, width=10**9).strip()
-
-
-def node_entry(node, prev: str | None, prefix: str = "", rename=None) -> dict:
-    """The spec entry of a node; `prefix` is stripped from its name and its inputs' names
-    inside a block, `rename` maps refs to what the entry must say."""
-    rename = rename or {}
-    name = node.name[len(prefix):] if prefix and node.name.startswith(prefix) else node.name
-    entry = {"name": name, "op": node.op}
-    inputs = [rename.get(r, r) for r in node.inputs]
-    if inputs and not (len(inputs) == 1 and inputs[0] == prev):
-        entry["inputs"] = inputs
-    if len(node.outputs) > 1:
-        pass  # referred to as name:0, name:1, ...
-    entry.update(node.attrs)
-    overrides = {}
-    for role, weight in node.weights.items():
-        if weight == f"{node.name}.{role}":
-            continue
-        if prefix and weight.startswith(prefix):
-            overrides[role] = weight[len(prefix):]
-        else:
-            overrides[role] = "/" + weight if prefix else weight
-    if overrides:
-        entry["weights"] = overrides
-    return entry
+def scalar(text) -> str:
+    """A name or text as a YAML scalar that reads back as the same string (`0`, `true`, `a #b`
+    quoted)."""
+    return yaml.safe_dump(text, width=10**9).strip().removesuffix("...").strip()
 
 
 def spec_text(g: ImportGraph, weights_file: str, description: str, plan: BlockPlan) -> str:
-    lines = ["apiVersion: ait-build/v1", "kind: Model", f"name: {g.name}"]
-    lines.append("description: " + yaml.safe_dump(description, width=10**9).strip()
-                 .removesuffix("...").strip())
+    lines = ["apiVersion: ait-build/v1", "kind: Model", f"name: {scalar(g.name)}"]
+    lines.append("description: " + scalar(description))
     lines.append(f"dtype: {g.dtype}")
     if g.dims:
         lines.append("dims:")
         for name, (lo, hi, opt) in g.dims.items():
-            lines.append(f"  {name}: {{min: {lo}, max: {hi}, opt: {opt}}}")
+            lines.append(f"  {scalar(name)}: {{min: {lo}, max: {hi}, opt: {opt}}}")
     lines.append("inputs:")
     for name, value in g.inputs:
-        shape = ", ".join(str(d) for d in value.shape)
+        shape = ", ".join(str(d) if d.is_static else scalar(str(d)) for d in value.shape)
         dtype = "" if value.dtype == g.dtype else f", dtype: {value.dtype}"
-        lines.append(f"  {name}: {{shape: [{shape}]{dtype}}}")
-    lines.append(f"weights: {weights_file}")
+        lines.append(f"  {scalar(name)}: {{shape: [{shape}]{dtype}}}")
+    lines.append(f"weights: {scalar(weights_file)}")
     if plan.blocks:
         lines.append("blocks:")
         for block in plan.blocks:
@@ -70,33 +48,71 @@ def spec_text(g: ImportGraph, weights_file: str, description: str, plan: BlockPl
     lines.append("graph:")
     for entry in plan.entries:
         lines.append("  - " + entry_text(entry))
-    lines.append("outputs: [" + ", ".join(plan.outputs) + "]")
+    lines.append("outputs: " + entry_text(list(plan.outputs)))
     return "\n".join(lines) + "\n"
 
 
-def write_spec(g: ImportGraph, path: str, description: str, fold: bool = True) -> tuple:
-    """Writes PATH and PATH's .safetensors; returns (spec path, weights path, Graph)."""
-    from ait_build.spec.model import load_model
+def not_loading(exc: SpecError, text: str, source: str) -> str:
+    """The error of a spec the import made that does not load, about the source (the spec, a
+    temporary file, is gone): the message and the line of the spec it is about, which holds the
+    source's name for the tensor, node or size."""
+    lines = text.splitlines()
+    line = exc.loc.line if exc.loc is not None else 0
+    where = f" (in the spec's line `{shown_line(lines[line - 1])}`)" if 0 < line <= len(lines) else ""
+    return f"{source}: the spec made from it would not load: {exc.message}{where}"
+
+
+def shown_line(line: str, limit: int = 120) -> str:
+    line = line.strip()
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def weights_beside(spec: str) -> str:
+    return os.path.splitext(spec)[0] + ".safetensors"
+
+
+def check_outputs(spec: str, inputs=()) -> None:
+    """Before the import: `spec` (-o) names a .yaml file, and neither it nor the weights file
+    beside it is an input, a device, a folder or a file the import must not replace: an
+    existing spec must be a model spec, an existing weights file the one that spec names (a
+    re-import). A checkpoint that happens to sit where the weights would go is the user's."""
+    if not spec.endswith((".yaml", ".yml")):
+        raise AitError(f"-o {spec}: give the spec file to write (.yaml); its weights go beside "
+                       "it, as the same name with .safetensors")
+    weights = weights_beside(spec)
+    for path in (spec, weights):
+        check_output(path, inputs, devices=False, make_folder=True)
+    named = None
+    if os.path.exists(spec):
+        try:
+            doc = load_yaml(spec)
+        except AitError:
+            doc = {}
+        if doc.get("kind") != "Model":
+            raise AitError(f"{spec} exists and is not a model spec; remove it or give another -o")
+        named = doc.get("weights")
+        named = named.get("file") if isinstance(named, dict) else named
+    if os.path.exists(weights) and named != os.path.basename(weights):
+        raise AitError(f"{weights} exists and is not the weights file of {spec}: the import "
+                       "would replace it; move it or give another -o")
+
+
+def write_spec(g: ImportGraph, path: str, description: str, fold: bool = True,
+               source: str = "") -> tuple:
+    """Writes PATH and PATH's .safetensors; returns (spec path, weights path, Graph). `source`
+    (the ONNX file, the factory) is what an error about the spec made from it names."""
     path = os.path.abspath(path)
-    folder = os.path.dirname(path)
-    if not os.path.isdir(folder):
-        os.makedirs(folder, exist_ok=True)
-    stem = os.path.splitext(os.path.basename(path))[0]
-    weights_path = os.path.join(folder, stem + ".safetensors")
+    weights_path = weights_beside(path)
     plan = fold_blocks(g) if fold else BlockPlan.flat(g)
-    fd_w, tmp_w = tempfile.mkstemp(dir=folder, prefix=f".{stem}.", suffix=".safetensors")
-    fd_s, tmp_s = tempfile.mkstemp(dir=folder, prefix=f".{stem}.", suffix=".yaml")
-    os.close(fd_w)
-    os.close(fd_s)
-    try:
-        save_safetensors(g.weights, tmp_w)
-        with open(tmp_s, "w") as fh:
-            fh.write(spec_text(g, os.path.basename(weights_path), description, plan))
-        load_model(tmp_s, weights=tmp_w)  # raises, and nothing is kept, if it does not load
-        os.replace(tmp_w, weights_path)
-        os.replace(tmp_s, path)
-    finally:
-        for tmp in (tmp_w, tmp_s):
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+    text = spec_text(g, os.path.basename(weights_path), description, plan)
+    with Staged(weights_path) as weights, Staged(path) as spec:
+        save_safetensors(g.weights, weights.tmp)
+        with open(spec.tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        try:  # nothing is kept if it does not load
+            load_model(spec.tmp, weights=weights.tmp)
+        except SpecError as exc:
+            raise AitError(not_loading(exc, text, source or path)) from None
+        weights.commit()
+        spec.commit()
     return path, weights_path, load_model(path)

@@ -142,6 +142,13 @@ def _fits(stored: str, wanted: str) -> bool:
     return stored == SAFETENSORS[wanted]
 
 
+def safetensors_bytes(arrays: dict, metadata: dict | None = None) -> bytes:
+    """A safetensors file's bytes (arrays sorted by name), for files/output.py to write: it writes
+    a device in place, where safetensors' save_file would replace it with a regular file."""
+    from safetensors.numpy import save
+    return save({k: np.ascontiguousarray(arrays[k]) for k in sorted(arrays)}, metadata=metadata)
+
+
 def save_safetensors(arrays: dict, path: str, metadata: dict | None = None) -> None:
     """Write arrays (sorted by name, so the file is reproducible) to a safetensors file."""
     from safetensors.numpy import save_file

@@ -27,6 +27,9 @@ def _window_attrs(stride_default, stride_doc):
 CONV_WINDOW_ATTRS = _window_attrs(1, "int or [sh, sw]")
 # PyTorch's pools default the stride to the kernel size (nn.MaxPool2d(2) halves the image)
 POOL_WINDOW_ATTRS = _window_attrs(None, "int or [sh, sw]; default: the kernel size, as in PyTorch")
+CEIL_MODE = Attr("ceil_mode", "bool", False,
+                 doc="round the output size up: a last, partial window where the stride leaves "
+                     "one (it must start inside the input or the leading padding)")
 
 
 def window_params(attrs) -> tuple:
@@ -36,12 +39,22 @@ def window_params(attrs) -> tuple:
     return kernel, stride, pair(attrs.get("padding", 0)), pair(attrs.get("dilation", 1))
 
 
-def out_size(size: Dim, k: int, s: int, p: int, d: int, what: str) -> Dim:
+def out_count(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool = False) -> int:
+    """Windows along one axis, PyTorch's rule: with ceil_mode a partial last window counts when
+    it starts inside the input or its leading padding."""
+    span = d * (k - 1) + 1
+    if not ceil_mode:
+        return (n + 2 * p - span) // s + 1
+    out = -(-(n + 2 * p - span) // s) + 1
+    return out - 1 if (out - 1) * s >= n + p else out
+
+
+def out_size(size: Dim, k: int, s: int, p: int, d: int, what: str, ceil_mode=False) -> Dim:
     n = require_static(size, f"{what} input height/width")
     span = d * (k - 1) + 1
     if n + 2 * p < span:
         raise OpError(f"{what} window {k} (dilation {d}) is larger than the padded input {n + 2 * p}")
-    return Dim.of((n + 2 * p - span) // s + 1)
+    return Dim.of(out_count(n, k, s, p, d, ceil_mode))
 
 
 def window_shape(attrs, x: TType, channels, what: str) -> tuple:
@@ -52,16 +65,22 @@ def window_shape(attrs, x: TType, channels, what: str) -> tuple:
     if min(kh, kw, sh, sw, dh, dw) < 1 or min(ph, pw) < 0:
         raise OpError("kernel, stride and dilation must be >= 1 and padding >= 0")
     n, h, w, c = x.shape
-    return (n, out_size(h, kh, sh, ph, dh, what), out_size(w, kw, sw, pw, dw, what),
+    ceil = bool(attrs.get("ceil_mode"))
+    return (n, out_size(h, kh, sh, ph, dh, what, ceil), out_size(w, kw, sw, pw, dw, what, ceil),
             c if channels is None else channels)
 
 
 def windows(x, attrs, pad_value=0.0):
-    """A [N, Ho, Wo, KH, KW, C] strided view of the padded input."""
+    """A [N, Ho, Wo, KH, KW, C] strided view of the padded input (padded further at the end
+    for ceil_mode's partial windows)."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = window_params(attrs)
-    xp = np.pad(x, ((0, 0), (ph, ph), (pw, pw), (0, 0)), constant_values=pad_value)
-    n, hp, wp, c = xp.shape
-    ho, wo = (hp - dh * (kh - 1) - 1) // sh + 1, (wp - dw * (kw - 1) - 1) // sw + 1
+    ceil = bool(attrs.get("ceil_mode"))
+    _, h, w, _ = x.shape
+    ho, wo = out_count(h, kh, sh, ph, dh, ceil), out_count(w, kw, sw, pw, dw, ceil)
+    eh = max(0, (ho - 1) * sh + dh * (kh - 1) + 1 - (h + 2 * ph))
+    ew = max(0, (wo - 1) * sw + dw * (kw - 1) + 1 - (w + 2 * pw))
+    xp = np.pad(x, ((0, 0), (ph, ph + eh), (pw, pw + ew), (0, 0)), constant_values=pad_value)
+    n, _, _, c = xp.shape
     s0, s1, s2, s3 = xp.strides
     return as_strided(xp, (n, ho, wo, kh, kw, c), (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3),
                       writeable=False)
@@ -140,22 +159,27 @@ def _pool_infer(what):
         (kh, kw), _, (ph, pw), _ = window_params(attrs)
         if ph * 2 > kh or pw * 2 > kw:  # PyTorch's rule; more padding would make empty windows
             raise OpError(f"padding {attrs['padding']} must be at most half the kernel {attrs['kernel']}")
+        if attrs["ceil_mode"] and attrs.get("count_include_pad") and (ph or pw):
+            # PyTorch counts the padding but not what lies past it: write the pad out instead
+            raise OpError("ceil_mode with count_include_pad needs padding 0 (pad the input with "
+                          "a pad node first)")
         return [TType(shape, x.dtype)]
     return infer
 
 
 register(OpDef(
     name="max_pool2d", category="pool", doc="max over windows (padding never wins)",
-    attrs=POOL_WINDOW_ATTRS, infer=_pool_infer("max_pool2d"),
-    notes="torch.nn.functional.max_pool2d on NHWC; no ceil_mode or return_indices.",
+    attrs=POOL_WINDOW_ATTRS + (CEIL_MODE,), infer=_pool_infer("max_pool2d"),
+    notes="torch.nn.functional.max_pool2d on NHWC; no return_indices.",
     reference=lambda attrs, xs, ws: [windows(xs[0], attrs, -np.inf).max(axis=(3, 4))]))
 
 
 def _avg_pool_reference(attrs, xs, ws):
     total = windows(xs[0], attrs).sum(axis=(3, 4), dtype=np.float32)
-    if attrs["count_include_pad"]:
+    if attrs["count_include_pad"] and not attrs["ceil_mode"]:
         kh, kw = pair(attrs["kernel"])  # without ceil_mode no window reaches past the padding
         return [total / np.float32(kh * kw)]
+    # the cells inside the input (ceil_mode with count_include_pad has no padding)
     ones = np.ones((1,) + xs[0].shape[1:3] + (1,), np.float32)
     return [total / windows(ones, attrs).sum(axis=(3, 4))]
 
@@ -163,9 +187,12 @@ def _avg_pool_reference(attrs, xs, ws):
 register(OpDef(
     name="avg_pool2d", category="pool", doc="mean over windows",
     attrs=POOL_WINDOW_ATTRS[:3] + (Attr("count_include_pad", "bool", True,
-                                        doc="divide by kh*kw even where the window covers padding"),),
+                                        doc="divide by kh*kw even where the window covers padding"),
+                                   CEIL_MODE),
     infer=_pool_infer("avg_pool2d"), reference=_avg_pool_reference,
-    notes="torch.nn.functional.avg_pool2d on NHWC; no ceil_mode or divisor_override."))
+    notes="torch.nn.functional.avg_pool2d on NHWC; no divisor_override. With ceil_mode and "
+          "count_include_pad, padding must be 0 (a partial window divides by the cells it "
+          "covers, as in PyTorch)."))
 
 
 def _gap_infer(attrs, inputs):

@@ -110,19 +110,34 @@ MATH = {
     "sqrt": lambda x: np.sqrt(x),
     "exp": lambda x: np.exp(x),
     "erf": lambda x: np.asarray(_erf(x.astype(np.float64)), np.float64).astype(x.dtype),
+    # rotary embeddings (sin, cos) and relative-position buckets (T5, DeBERTa: abs, sign, log,
+    # ceil of position differences)
+    "sin": lambda x: np.sin(x),
+    "cos": lambda x: np.cos(x),
+    "log": lambda x: np.log(x),
+    "ceil": lambda x: np.ceil(x),
+    "abs": lambda x: np.abs(x),
+    "sign": lambda x: np.sign(x),
 }
 
 
-def _math_row(name, doc, notes):
+def _math_row(name, doc, notes, infer=_same_float):
     fn = MATH[name]
     register(OpDef(name=name, category="elementwise", doc=doc, elementwise=True,
-                   infer=_same_float, notes=notes,
+                   infer=infer, notes=notes,
                    reference=lambda attrs, xs, ws: [fn(xs[0])]))
 
 
 _math_row("sqrt", "square root (NaN below 0)", "torch.sqrt; float tensors only.")
 _math_row("exp", "e ** x", "torch.exp; float tensors only.")
 _math_row("erf", "the error function", "torch.erf; float tensors only.")
+_math_row("sin", "sine (radians)", "torch.sin; float tensors only.")
+_math_row("cos", "cosine (radians)", "torch.cos; float tensors only.")
+_math_row("log", "natural logarithm (-inf at 0, NaN below)", "torch.log; float tensors only.")
+_math_row("ceil", "the smallest integer >= x, as a float", "torch.ceil; float tensors only.")
+_math_row("abs", "|x|; int tensors allowed", "torch.abs.", _same_numeric)
+_math_row("sign", "-1, 0 or 1 by the sign of x (NaN stays NaN); int tensors allowed",
+          "torch.sign.", _same_numeric)
 register(OpDef(
     name="gelu", category="elementwise", elementwise=True, infer=_same_float,
     doc="Gaussian error linear unit; `approximate: tanh` for the tanh form",

@@ -1,5 +1,6 @@
-"""Table lookups and constants: embedding (a weight table), gather (from a tensor), parameter
-(a stored weight used as a tensor, e.g. ViT's class token)."""
+"""Table lookups and constants: embedding (a weight table), gather (from a tensor),
+gather_elements (one element per index), parameter (a stored weight used as a tensor, e.g. ViT's
+class token)."""
 
 from __future__ import annotations
 
@@ -65,6 +66,41 @@ register(OpDef(
     notes="Not torch.gather: the indices tensor replaces dim `axis` (out.shape = "
           "data.shape[:axis] + indices.shape + data.shape[axis+1:]).",
     reference=lambda attrs, xs, ws: [_take(xs[0], xs[1], attrs["axis"])]))
+
+
+def _gather_elements_infer(attrs, inputs):
+    data, indices = inputs
+    _require_indices(indices, "gather_elements")
+    if len(indices.shape) != len(data.shape):
+        raise OpError(f"gather_elements indices {shape_str(indices.shape)} must have the rank of "
+                      f"data {shape_str(data.shape)}")
+    axis = norm_axis(attrs["axis"], len(data.shape))
+    for d, (a, b) in enumerate(zip(data.shape, indices.shape)):
+        if d != axis and a != b:
+            raise OpError(f"gather_elements indices {shape_str(indices.shape)} must match data "
+                          f"{shape_str(data.shape)} outside axis {axis} (slice data first)")
+    return [TType(tuple(indices.shape), data.dtype)]
+
+
+def _gather_elements(attrs, xs, ws):
+    data, indices = xs
+    axis = norm_axis(attrs["axis"], data.ndim)
+    size = data.shape[axis]
+    if indices.size and (indices.min() < -size or indices.max() >= size):
+        raise OpError(f"index out of range [{-size}, {size}) (min {indices.min()}, "
+                      f"max {indices.max()})")
+    return [np.take_along_axis(data, np.where(indices < 0, indices + size, indices), axis)]
+
+
+register(OpDef(
+    name="gather_elements", category="gather",
+    doc="out[..., k, ...] = data[..., indices[..., k, ...], ...] along `axis`: one element per "
+        "index (ONNX GatherElements, torch.gather); negative indices count from the end",
+    inputs=("data", "indices"), attrs=(Attr("axis", "int", 0, doc="the dim of `data` indexed"),),
+    infer=_gather_elements_infer, reference=_gather_elements,
+    notes="torch.gather(data, axis, indices) where indices has data's sizes outside `axis` "
+          "(PyTorch allows smaller ones: slice data to them first).",
+))
 
 
 def _parameter_infer(attrs, inputs, model_dtype):

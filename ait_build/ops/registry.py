@@ -4,7 +4,7 @@ its rows, so this module imports them all; code that looks an op up imports this
 from __future__ import annotations
 
 from ait_build.ops import (attention, constant, conv, elementwise, embedding, linear,  # noqa: F401
-                           logic, norm, shape)
+                           logic, norm, resize, shape)
 from ait_build.ops import fused  # noqa: F401  (internal ops the passes create)
 from ait_build.ops.opdef import OPS, OpDef
 

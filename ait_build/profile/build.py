@@ -23,14 +23,14 @@ from ait_build.build.lock import hold_build_lock
 from ait_build.build.progress import Progress
 from ait_build.build.scons import Options, base_env, target_env, toolchain_value
 from ait_build.errors import AitError
+from ait_build.files.read import read_text
 from ait_build.pipeline import load_target
 
 
 def setup(arguments: dict) -> None:
     root = Dir("#").abspath
     try:
-        with open(arguments["listing"], encoding="utf-8") as fh:
-            listing = json.load(fh)
+        listing = json.loads(read_text(arguments["listing"]))
         target = load_target(listing["target"])
         cache, _ = cache_folder(arguments, root)
         opts = Options(root=root, targets=[target.name], specs=[], cache=cache,

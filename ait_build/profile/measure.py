@@ -14,10 +14,10 @@ import json
 import os
 import subprocess
 import threading
-from dataclasses import dataclass, field
 from queue import Empty, Queue
 
 from ait_build.errors import AitError
+from ait_build.profile.journal import Journal, Result  # noqa: F401 (measure's types)
 
 # relative L2 error against the heuristic's output above which a candidate is wrong, by dtype
 # (both sides round once to the storage type; float32 runs 3xTF32 on both)
@@ -26,53 +26,6 @@ HEURISTIC = "heuristic"
 # a harness silent this long is stuck (a candidate that hangs the GPU): it is killed, and the
 # candidate it was running recorded as failed
 SILENCE_TIMEOUT_S = 120
-
-
-@dataclass
-class Result:
-    config: str
-    us: float | None = None
-    rel_err: float | None = None
-    error: str = ""
-
-    def valid(self, tolerance: float) -> bool:
-        return self.us is not None and not self.error and self.rel_err is not None \
-            and self.rel_err <= tolerance
-
-    def to_json(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, "")}
-
-
-@dataclass
-class Journal:
-    path: str
-    seen: dict = field(default_factory=dict)  # (digest, key) -> {config: Result}
-
-    @staticmethod
-    def load(path: str) -> "Journal":
-        journal = Journal(path)
-        try:
-            with open(path, encoding="utf-8") as fh:
-                for line in fh:
-                    try:
-                        row = json.loads(line)
-                        key = (row["digest"], tuple(row["key"]))
-                        result = Result(**row["result"])
-                    except (ValueError, KeyError, TypeError):
-                        continue  # a line cut short by an interruption
-                    journal.seen.setdefault(key, {})[result.config] = result
-        except FileNotFoundError:
-            pass
-        return journal
-
-    def add(self, digest: str, key: tuple, result: Result) -> None:
-        self.seen.setdefault((digest, key), {})[result.config] = result
-        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"digest": digest, "key": list(key), "result": result.to_json()}) + "\n")
-
-    def results(self, digest: str, key: tuple) -> dict:
-        return self.seen.get((digest, key), {})
 
 
 def problem_line(pid: str, problem, indices: list) -> str:

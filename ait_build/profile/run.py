@@ -14,13 +14,15 @@ from ait_build.backends import get_backend
 from ait_build.build.invoke import resolve_spec
 from ait_build.codegen.emit import write_if_changed
 from ait_build.errors import AitError
+from ait_build.files.output import check_output
+from ait_build.files.read import read_bytes
 from ait_build.ir.resources import project_root
 from ait_build.pipeline import build_plan, find_target
 from ait_build.profile.harness import render_harness
 from ait_build.profile.jobs import collect, dim_points
 from ait_build.profile.measure import Journal, measure
 from ait_build.profile.report import choose, summary_lines
-from ait_build.spec.profile import profile_path, read_entries, write_profile
+from ait_build.spec.profile import adopt_stock_profile, read_entries, write_profile
 
 
 def parse_values(text: str, what: str) -> list:
@@ -102,8 +104,7 @@ def check_built(harnesses: list) -> None:
     """--measure-only: each program must exist and come from the sources rendered now."""
     for h in harnesses:
         try:
-            with open(os.path.join(h.folder, DIGEST), encoding="ascii") as fh:
-                built = fh.read().strip()
+            built = read_bytes(os.path.join(h.folder, DIGEST)).decode("ascii", "replace").strip()
         except OSError:
             built = ""
         if built != h.digest or not os.path.isfile(os.path.join(h.folder, h.program)):
@@ -114,6 +115,8 @@ def check_built(harnesses: list) -> None:
 def run_profile(args) -> int:
     """The whole command, on its parsed arguments (cli/profile.py)."""
     root = project_root()
+    if args.output:  # before the work, not after it
+        check_output(args.output, inputs=args.spec, make_folder=True)
     target = find_target(args.target, os.path.join(root, "targets"))
     if not get_backend(target.backend).profile_driver:
         raise AitError(f"target '{target.name}' has the {target.backend} backend, whose kernels "
@@ -140,7 +143,7 @@ def run_profile(args) -> int:
          f"{sum(len(h.candidates) for h in harnesses)} configurations")
     if args.compile_only:
         return 0
-    path = args.output or profile_path(target)
+    path = args.output or adopt_stock_profile(target, root, echo)
     journal_path = os.path.join(out, "journal.jsonl")
     if args.fresh and os.path.exists(journal_path):
         os.remove(journal_path)

@@ -9,6 +9,7 @@ device's primary context, as PyTorch and the library already do together.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -76,6 +77,13 @@ def libcudart_candidates() -> list:
     return found + ([name] if name else []) + ["/usr/local/cuda/lib64/libcudart.so"]
 
 
+class PointerAttributes(ctypes.Structure):
+    """cudaPointerAttributes (CUDA 11 and later)."""
+
+    _fields_ = [("type", ctypes.c_int), ("device", ctypes.c_int),
+                ("devicePointer", ctypes.c_void_p), ("hostPointer", ctypes.c_void_p)]
+
+
 class CudaRuntime:
     """The few CUDA runtime calls the Python runtime needs; failures raise ModelError."""
 
@@ -99,6 +107,9 @@ class CudaRuntime:
         lib.cudaFree.argtypes = [ctypes.c_void_p]
         lib.cudaMemcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         lib.cudaGetDeviceCount.argtypes = [ctypes.POINTER(ctypes.c_int)]
+        lib.cudaGetDevice.argtypes = [ctypes.POINTER(ctypes.c_int)]
+        lib.cudaSetDevice.argtypes = [ctypes.c_int]
+        lib.cudaPointerGetAttributes.argtypes = [ctypes.POINTER(PointerAttributes), ctypes.c_void_p]
         lib.cudaStreamSynchronize.argtypes = [ctypes.c_void_p]
 
     def check(self, status: int, what: str) -> None:
@@ -112,6 +123,24 @@ class CudaRuntime:
         self.check(self.lib.cudaGetDeviceCount(ctypes.byref(count)), "cudaGetDeviceCount")
         return count.value
 
+    def get_device(self) -> int:
+        """The calling thread's current device (shared with the library's own runtime and
+        PyTorch's: all of them use the device's primary context)."""
+        device = ctypes.c_int(0)
+        self.check(self.lib.cudaGetDevice(ctypes.byref(device)), "cudaGetDevice")
+        return device.value
+
+    def set_device(self, device: int) -> None:
+        self.check(self.lib.cudaSetDevice(device), f"cudaSetDevice({device})")
+
+    def pointer_device(self, ptr: int) -> int:
+        """The device whose memory `ptr` points into (an __cuda_array_interface__ array does not
+        say)."""
+        attributes = PointerAttributes()
+        self.check(self.lib.cudaPointerGetAttributes(ctypes.byref(attributes), ctypes.c_void_p(ptr)),
+                   "cudaPointerGetAttributes")
+        return attributes.device
+
     def malloc(self, nbytes: int) -> int:
         ptr = ctypes.c_void_p()
         self.check(self.lib.cudaMalloc(ctypes.byref(ptr), max(1, nbytes)), f"cudaMalloc({nbytes})")
@@ -120,9 +149,10 @@ class CudaRuntime:
     def free(self, ptr: int) -> None:
         self.lib.cudaFree(ctypes.c_void_p(ptr))
 
-    def to_device(self, array: np.ndarray) -> "DeviceArray":
+    def to_device(self, array: np.ndarray, device: int | None = None) -> "DeviceArray":
+        """A copy of `array` in the memory of `device` (None: the current one, taken as 0)."""
         array = np.ascontiguousarray(array)
-        out = DeviceArray.empty(self, array.shape, array.dtype)
+        out = DeviceArray.empty(self, array.shape, array.dtype, device)
         self.check(self.lib.cudaMemcpy(out.ptr, array.ctypes.data, array.nbytes,
                                        MEMCPY_HOST_TO_DEVICE), "copying an input to the device")
         return out
@@ -151,11 +181,19 @@ class DeviceArray:
     def __init__(self, ptr: int, shape, dtype, free=None, device=(DL_CUDA, 0)):
         self.ptr, self.shape, self.dtype = ptr, tuple(int(d) for d in shape), np.dtype(dtype)
         self._free, self.device = free, device
+        self.home = None  # the device it was allocated on by empty(device=N), made current to copy
 
     @classmethod
-    def empty(cls, rt: CudaRuntime, shape, dtype) -> "DeviceArray":
+    def empty(cls, rt: CudaRuntime, shape, dtype, device: int | None = None) -> "DeviceArray":
+        """Uninitialized memory on `device`, which must be current (None: the current device,
+        taken as 0), freed there."""
         nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        return cls(rt.malloc(nbytes), shape, dtype, free=rt.free)
+        if device is None:
+            return cls(rt.malloc(nbytes), shape, dtype, free=rt.free)
+        array = cls(rt.malloc(nbytes), shape, dtype, free=functools.partial(free_on, rt, device),
+                    device=(DL_CUDA, device))
+        array.home = device
+        return array
 
     def __del__(self):
         free, self._free = getattr(self, "_free", None), None
@@ -167,7 +205,9 @@ class DeviceArray:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
     def numpy(self) -> np.ndarray:
-        return runtime().to_host(self)
+        rt = runtime()
+        with on_device(rt, self.home):
+            return rt.to_host(self)
 
     def __repr__(self) -> str:
         return f"DeviceArray({self.dtype}{list(self.shape)} at {self.ptr:#x})"
@@ -184,6 +224,28 @@ class DeviceArray:
         """A DLPack capsule over this memory. The library's work is finished when run() returns
         (it synchronizes), so no stream needs to wait."""
         return export_dlpack(self)
+
+
+@contextlib.contextmanager
+def on_device(rt, device: int | None):
+    """Makes `device` the calling thread's current device for the block, then the caller's again
+    (None: leaves the current device alone). `rt`: a CudaRuntime or devices.TorchDevices."""
+    if device is None:
+        yield
+        return
+    previous = rt.get_device()
+    if previous != device:
+        rt.set_device(device)
+    try:
+        yield
+    finally:
+        if previous != device:
+            rt.set_device(previous)
+
+
+def free_on(rt, device: int, ptr: int) -> None:
+    with on_device(rt, device):
+        rt.free(ptr)
 
 
 _EXPORTED: dict = {}  # address of a DLManagedTensor -> what keeps it and its array alive

@@ -16,6 +16,7 @@ import os
 import stat
 
 from ait_build.codegen.digest import read_digest, sha256_file
+from ait_build.files.read import read_bytes
 from ait_build.runtime.manifest import Manifest, ModelError
 
 
@@ -38,8 +39,10 @@ def check_library_file(library: str) -> None:
 def check_library_build(library_id: str, manifest: Manifest, library: str) -> None:
     if library_id == manifest.build_id:
         return
-    with open(library, "rb") as fh:
-        on_disk = manifest.build_id.encode() in fh.read()
+    try:
+        on_disk = manifest.build_id.encode() in read_bytes(library)
+    except OSError:
+        on_disk = False
     if on_disk:  # the file is this build's: the process holds an older copy of it
         raise ModelError(f"this process already runs an older {os.path.basename(library)} (build "
                          f"{library_id[:12]}), rewritten in place since; load the new build in a "

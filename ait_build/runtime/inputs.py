@@ -3,12 +3,12 @@ integer inputs stay inside the tables they index), or the arrays of a safetensor
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 from safetensors.numpy import load_file
 
 from ait_build.errors import AitError
+from ait_build.files.read import check_regular
 from ait_build.ir.dtypes import NUMPY
 from ait_build.ops.reference import dim_values, random_inputs
 from ait_build.runtime.manifest import evaluate
@@ -31,8 +31,12 @@ def make_inputs(manifest, graph, dims: dict, seed: int) -> dict:
 
 
 def load_arrays(path) -> dict:
-    if not os.path.isfile(path):  # a FIFO or a device would block or never end
-        raise AitError(f"{path}: not a regular file" if os.path.exists(path) else f"{path}: not found")
+    try:
+        check_regular(path)  # a FIFO or a device would block or never end
+    except FileNotFoundError:
+        raise AitError(f"{path}: not found") from None
+    except OSError as exc:
+        raise AitError(f"{path}: {exc.strerror}") from None
     try:
         return load_file(path)
     except Exception as exc:

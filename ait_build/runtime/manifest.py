@@ -7,12 +7,12 @@ import ast
 import json
 import numbers
 import os
-import stat
 from dataclasses import dataclass
 from functools import lru_cache
 
 from ait_build.codegen.digest import json_sha256
 from ait_build.errors import AitError
+from ait_build.files.read import read_bytes
 
 MAX_MANIFEST_BYTES = 64 << 20  # a real manifest is a few KB; a bigger file is not one
 
@@ -101,10 +101,7 @@ def load_manifest(path: str) -> Manifest:
 
 def _read_json(path: str) -> dict:
     try:
-        with open(path, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise ModelError(f"{path} is not a regular file")
-            data = fh.read(MAX_MANIFEST_BYTES + 1)
+        data = read_bytes(path, MAX_MANIFEST_BYTES)
     except OSError as exc:
         raise ModelError(f"{path}: cannot read the manifest ({exc.strerror}); is this a build "
                          "directory (build/<target>/<model>)?") from None

@@ -10,6 +10,7 @@ Before the library is loaded, its manifest, bytes and weights are checked to be 
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import shutil
@@ -19,7 +20,7 @@ import threading
 import numpy as np
 
 from ait_build.ir.dtypes import NUMPY, from_numpy
-from ait_build.runtime import cuda, identity
+from ait_build.runtime import cuda, devices, identity
 from ait_build.runtime.manifest import (Manifest, ModelError, bind_dims, load_manifest,
                                         output_shapes, weights_path)
 
@@ -68,7 +69,9 @@ class CApi:
 class Model:
     """A built model. `Model("build/cpu/mlp").run({"x": array}) -> {"softmax": array}`."""
 
-    def __init__(self, build_dir: str, weights: str | None = None):
+    def __init__(self, build_dir: str, weights: str | None = None, device: int | None = None):
+        """`device`: the GPU a cuda or rocm build runs on (None: the calling thread's current
+        device, normally 0); host builds take None or 0 (devices.py)."""
         self.build_dir = os.path.abspath(build_dir)
         self.manifest: Manifest = load_manifest(os.path.join(self.build_dir, "manifest.json"))
         m = self.manifest
@@ -76,6 +79,11 @@ class Model:
             raise ModelError(f"{m.name} was built for '{m.target}' ({m.backend}), whose tensors "
                              f"live in {m.device} memory; the Python runtime runs builds on "
                              f"{', '.join(DEVICES)} memory")
+        self.device = devices.check_device_argument(device, m)
+        self._devices = None  # what makes self.device current (None: nothing to switch)
+        if self.device is not None and m.device != "host":
+            self._devices = devices.device_control(m)
+            devices.check_device_exists(self.device, self._devices, m)
         self.weights = os.path.abspath(weights) if weights else weights_path(self.build_dir, m)
         identity.check_weights_file(self.weights, m, own=not weights)
         library = os.path.join(self.build_dir, f"lib{m.name}.so")
@@ -84,9 +92,11 @@ class Model:
         identity.check_library_build((self._api.build_id() or b"").decode("ascii", "replace"), m,
                                      library)
         handle = ctypes.c_void_p()
-        if self._api.create(self.weights.encode(), ctypes.byref(handle)) != 0 or not handle.value:
-            raise ModelError(f"{m.name}: cannot create the model from {self.weights}: "
-                             f"{self._api.error()}")
+        with self._on_device():  # the model binds to the device current at create
+            created = self._api.create(self.weights.encode(), ctypes.byref(handle))
+            message = self._api.error() if created != 0 or not handle.value else ""
+        if message:
+            raise ModelError(f"{m.name}: cannot create the model from {self.weights}: {message}")
         self._handle = handle
         self._calls = 0
         self._closing = False
@@ -115,6 +125,9 @@ class Model:
         enqueued on torch's current stream; outputs are torch tensors); `outputs` may hand it
         contiguous device arrays to write into, so that repeated calls reuse one set of
         pointers (and replay one CUDA graph)."""
+        self._check_mapping(inputs, "inputs")
+        if outputs is not None:
+            self._check_mapping(outputs, "outputs=")
         torch_given = any(_is_torch(v) for v in list(inputs.values()) + list((outputs or {}).values()))
         if self.manifest.device == "cuda":
             if torch_given:
@@ -151,7 +164,8 @@ class Model:
         import torch
         self._check_names(inputs)
         host = {k for k, v in inputs.items() if isinstance(v, np.ndarray)}
-        tensors = {k: numpy_to_torch(v).cuda() if k in host else device_tensor(v)
+        on = torch.device("cuda", self.device) if self.device is not None else torch.device("cuda")
+        tensors = {k: numpy_to_torch(v).to(on) if k in host else device_tensor(v, on)
                    for k, v in inputs.items()}
         for spec in self.manifest.inputs:
             t = tensors[spec.name]
@@ -164,10 +178,11 @@ class Model:
             if t.dtype != want:
                 raise ModelError(f"input '{spec.name}' is {t.dtype}; the model expects "
                                  f"{spec.dtype} (ait-build does not cast silently)")
+            self._check_on_device(f"input '{spec.name}'", t.device.index or 0)
         tensors = {k: v.contiguous() for k, v in tensors.items()}
         env = bind_dims(self.manifest, {k: tuple(t.shape) for k, t in tensors.items()}, dims)
         shapes = output_shapes(self.manifest, env)
-        device = next(iter(tensors.values())).device if tensors else torch.device("cuda")
+        device = next(iter(tensors.values())).device if tensors else on
         names = [o.name for o in self.manifest.outputs]
         if given is not None and sorted(given) != sorted(names):
             raise ModelError(f"{self.name}: outputs= must name {', '.join(names)}")
@@ -180,6 +195,7 @@ class Model:
                 raise ModelError(f"output '{o.name}' must be a contiguous CUDA tensor of "
                                  f"{o.dtype} {list(shapes[o.name])}, got {t.dtype} "
                                  f"{list(t.shape)} on {t.device}")
+            self._check_on_device(f"output '{o.name}'", t.device.index or 0)
         dim_values = (ctypes.c_int64 * max(1, len(env)))(*[env[d] for d in self.manifest.dim_names])
         ins = (ctypes.c_void_p * max(1, len(tensors)))(
             *[tensors[t.name].data_ptr() for t in self.manifest.inputs])
@@ -202,6 +218,10 @@ class Model:
         """The cuda path without PyTorch: ait_build.runtime.cuda's ctypes CUDA runtime."""
         self._check_names(inputs)
         rt = cuda.runtime()
+        with cuda.on_device(rt, self.device):  # copies and outputs in the model's device memory
+            return self._run_on_device(rt, inputs, dims, given)
+
+    def _run_on_device(self, rt, inputs: dict, dims: dict | None, given: dict | None) -> dict:
         arrays = {t.name: self._device_input(t, inputs[t.name], rt) for t in self.manifest.inputs}
         env = bind_dims(self.manifest, {k: a.shape for k, a in arrays.items()}, dims)
         shapes = output_shapes(self.manifest, env)
@@ -211,7 +231,8 @@ class Model:
         outputs = {}
         for o in self.manifest.outputs:
             if given is None:
-                outputs[o.name] = cuda.DeviceArray.empty(rt, shapes[o.name], NUMPY[o.dtype])
+                outputs[o.name] = cuda.DeviceArray.empty(rt, shapes[o.name], NUMPY[o.dtype],
+                                                         self.device)
                 continue
             out = self._device_input(o, given[o.name], rt, what="output")
             if tuple(out.shape) != tuple(shapes[o.name]) or isinstance(given[o.name], np.ndarray):
@@ -223,7 +244,7 @@ class Model:
         outs = (ctypes.c_void_p * max(1, len(outputs)))(*[outputs[n].ptr for n in names])
         handle = self._enter()
         try:
-            rc = self._api.run(handle, dim_values, ins, outs, None)  # the legacy default stream
+            rc = self._api.run(handle, dim_values, ins, outs, None)  # the device's legacy stream
             message = self._api.error() if rc else ""
             if not rc:
                 rt.synchronize(0)
@@ -242,28 +263,40 @@ class Model:
         (a DeviceArray or ForeignArray: .ptr and .shape)."""
         if isinstance(value, np.ndarray):
             self._check_dtype(spec, value.dtype, what)
-            return rt.to_device(value)
+            return rt.to_device(value, self.device)
         if isinstance(value, cuda.DeviceArray):
             found = cuda.ForeignArray(value.ptr, value.shape, value.dtype, value.device, True, value)
         elif hasattr(value, "__dlpack__"):
             found = cuda.read_dlpack(value)
         elif hasattr(value, "__cuda_array_interface__"):
             found = cuda.read_cuda_array_interface(value)
+            if self.device is not None:  # the interface does not say which device
+                found.device = (cuda.DL_CUDA, rt.pointer_device(found.ptr))
         else:
             raise ModelError(f"{what} '{spec.name}' must be a NumPy array or a device array "
                              "(DLPack, __cuda_array_interface__ or a torch CUDA tensor) of "
-                             f"{spec.dtype}, got {type(value).__name__}")
+                             f"{spec.dtype}, got {described(value)}")
         if found.device[0] not in (cuda.DL_CUDA, cuda.DL_CUDA_MANAGED):
             raise ModelError(f"{what} '{spec.name}' is in host memory (DLPack device type "
                              f"{found.device[0]}); pass a NumPy array or a CUDA device array")
-        if found.device[1] != 0:
-            raise ModelError(f"{what} '{spec.name}' is on CUDA device {found.device[1]}; "
-                             "device arrays other than torch tensors run on device 0")
+        self._check_on_device(f"{what} '{spec.name}'", found.device[1])
         self._check_dtype(spec, found.dtype, what)
         if not found.contiguous:
             raise ModelError(f"{what} '{spec.name}' is not contiguous (row-major); make a "
                              "contiguous copy first (ait-build reads device arrays in place)")
         return found
+
+    def _check_on_device(self, what: str, device: int) -> None:
+        """Device memory of another device than the model's is refused, not copied."""
+        mine = self.device if self.device is not None else 0
+        if device != mine:
+            raise ModelError(f"{what} is on GPU device {device}; the model runs on device {mine} "
+                             f"(Model(..., device={mine})): move it there, or load the model with "
+                             f"device={device}")
+
+    def _on_device(self):
+        """A block with the model's device current (nothing to switch: a no-op)."""
+        return cuda.on_device(self._devices, self.device if self._devices else None)
 
     def _check_dtype(self, spec, dtype, what: str = "input") -> None:
         if dtype != NUMPY[spec.dtype]:
@@ -271,10 +304,12 @@ class Model:
             raise ModelError(f"{what} '{spec.name}' is {got}; the model expects {spec.dtype} "
                              f"(convert with .astype(...); ait-build does not cast silently)")
 
+    def _check_mapping(self, value, what: str) -> None:
+        if not isinstance(value, dict):
+            raise ModelError(f"{self.name}.run takes {what} as a dict of name -> array, got "
+                             f"{described(value)}")
+
     def _check_names(self, inputs: dict) -> None:
-        if not isinstance(inputs, dict):
-            raise ModelError(f"{self.name}.run takes a dict of input name -> array, got "
-                             f"{type(inputs).__name__}")
         expected = [t.name for t in self.manifest.inputs]
         missing = [n for n in expected if n not in inputs]
         extra = sorted(set(inputs) - set(expected))
@@ -290,7 +325,7 @@ class Model:
             value = inputs[spec.name]
             if not isinstance(value, np.ndarray):
                 raise ModelError(f"input '{spec.name}' must be a NumPy array of {spec.dtype}, got "
-                                 f"{type(value).__name__}")
+                                 f"{described(value)}")
             self._check_dtype(spec, value.dtype)
             arrays[spec.name] = np.ascontiguousarray(value)
         return arrays
@@ -320,7 +355,8 @@ class Model:
                 idle.wait()
             handle, self._handle = self._handle, None
         if handle is not None:
-            self._api.destroy(handle)
+            with self._on_device():
+                self._api.destroy(handle)
 
     def __enter__(self) -> "Model":
         return self
@@ -337,6 +373,18 @@ class Model:
     def __repr__(self) -> str:
         ins = ", ".join(f"{t.name}: {t.dtype}{t.shape_text()}" for t in self.manifest.inputs)
         return f"Model({self.name!r} for {self.manifest.target}; {ins})"
+
+
+def described(value) -> str:
+    """What a value the caller passed is, for a message: 'None', 'a list', 'a numpy.float32
+    scalar' (a NumPy scalar is not an array, though its type name reads like a dtype)."""
+    if value is None:
+        return "None"
+    kind = type(value)
+    if isinstance(value, np.generic):
+        return f"a numpy.{kind.__name__} scalar (wrap it with np.asarray)"
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    return ("an " if name[0] in "aeiou" else "a ") + name
 
 
 def _is_torch(value) -> bool:
@@ -357,18 +405,19 @@ def numpy_to_torch(array: np.ndarray):
     return torch.from_numpy(array)
 
 
-def device_tensor(value):
+def device_tensor(value, device=None):
     """A torch tensor over `value` without copying: torch tensors as they are, then anything that
     speaks DLPack (CuPy, JAX, ...: torch.from_dlpack) or exports __cuda_array_interface__ (Numba,
     CuPy: torch.as_tensor on the GPU); anything else is returned unchanged for the caller's
-    type check. NumPy arrays, which also speak DLPack, are the host path (numpy_to_torch)."""
+    type check. NumPy arrays, which also speak DLPack, are the host path (numpy_to_torch).
+    `device`: the torch device an __cuda_array_interface__ array is read on (it does not say)."""
     import torch
     if isinstance(value, torch.Tensor):
         return value
     if hasattr(value, "__dlpack__"):
         return torch.from_dlpack(value)
     if hasattr(value, "__cuda_array_interface__"):
-        return torch.as_tensor(value, device="cuda")
+        return torch.as_tensor(value, device=device or "cuda")
     return value
 
 
@@ -382,17 +431,32 @@ def torch_to_numpy(tensor) -> np.ndarray:
     return tensor.cpu().numpy()
 
 
+# absolute library path -> (st_dev, st_ino) of the file this process loaded under that path
+_LOADED_FILES: dict = {}
+_LOAD_LOCK = threading.Lock()
+
+
 def _load_current(lib_path: str) -> ctypes.CDLL:
-    """The library as it is on disk now. dlopen() hands back a library already loaded under the
-    same path, so a model rebuilt while this process runs would run its old code; through a
-    link of a new name the loader finds the file itself (and still shares an unchanged one)."""
+    """The library as it is on disk now. Loaded under its own path, so that its `$ORIGIN` rpath
+    finds the BLAS its build folder carries (and MKL, which finds its CPU kernels beside its own
+    path when it first runs, finds them there). dlopen() hands back a library already loaded
+    under the same path, so a model rebuilt while this process runs would run its old code; a
+    rebuilt file is loaded through a link of a new name (the loader still shares a file it has
+    loaded before), in a folder that also links the build folder's libraries and lasts as long
+    as the process."""
+    path = os.path.abspath(lib_path)
+    stat = os.stat(path)
+    identity_now = (stat.st_dev, stat.st_ino)
+    with _LOAD_LOCK:
+        if _LOADED_FILES.setdefault(path, identity_now) == identity_now:
+            return ctypes.CDLL(path)
     folder = tempfile.mkdtemp(prefix="ait-build-")
-    link = os.path.join(folder, os.path.basename(lib_path))
-    try:
-        os.symlink(os.path.abspath(lib_path), link)
-        return ctypes.CDLL(link)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    home = os.path.dirname(path)
+    for name in os.listdir(home):
+        if ".so" in name and not name.endswith(".sha256"):
+            os.symlink(os.path.join(home, name), os.path.join(folder, name))
+    return ctypes.CDLL(os.path.join(folder, os.path.basename(path)))
 
 
 def _pointers(arrays: list):

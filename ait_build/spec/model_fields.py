@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from ait_build.errors import Location, SpecError
+from ait_build.files.read import NotRegularFile, check_regular
 from ait_build.ir.dims import DimRange
 from ait_build.spec.fields import check_keys, expect_map, get
 from ait_build.spec.names import check_identifier
@@ -79,11 +80,15 @@ def open_weights(doc: YMap, spec_path: str, override: str | None, specs: dict,
 
 def _regular_file(path: str, shown: str, loc: Location | None) -> None:
     """A weights file that exists and is a regular file (a FIFO or a device would block)."""
-    if not os.path.exists(path):
+    try:
+        check_regular(path)
+    except FileNotFoundError:
         looked = f" (looked for {path})" if path != shown else ""
-        raise SpecError(f"weights file '{shown}' not found{looked}", loc)
-    if not os.path.isfile(path):
-        raise SpecError(f"weights file '{shown}' is not a regular file", loc)
+        raise SpecError(f"weights file '{shown}' not found{looked}", loc) from None
+    except NotRegularFile:
+        raise SpecError(f"weights file '{shown}' is not a regular file", loc) from None
+    except OSError as exc:
+        raise SpecError(f"weights file '{shown}': {exc.strerror}", loc) from None
 
 
 def _checked_file(path: str, shown: str, specs: dict, dtypes: dict,

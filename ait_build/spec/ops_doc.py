@@ -17,8 +17,8 @@ from ait_build.ops.opdef import REQUIRED, TType
 from ait_build.ops.registry import all_ops
 from ait_build.spec.attrs import parse_attrs
 
-CATEGORIES = ("elementwise", "logic", "conv", "pool", "gemm", "norm", "attention", "shape",
-              "gather", "constant")
+CATEGORIES = ("elementwise", "logic", "conv", "pool", "resize", "gemm", "norm", "attention",
+              "shape", "gather", "constant")
 NODE_FIELDS = ("name", "op", "inputs", "outputs", "weights")
 EXAMPLE_DIMS = {"batch": DimRange("batch", 1, 64, 8), "seq": DimRange("seq", 1, 512, 128)}
 
@@ -49,6 +49,12 @@ EXAMPLES = {
     "sqrt": (X, "{op: sqrt, inputs: [x]}"),
     "exp": (X, "{op: exp, inputs: [x]}"),
     "erf": (X, "{op: erf, inputs: [x]}"),
+    "sin": (X, "{op: sin, inputs: [x]}"),
+    "cos": (X, "{op: cos, inputs: [x]}"),
+    "log": (X, "{op: log, inputs: [x]}"),
+    "ceil": (X, "{op: ceil, inputs: [x]}"),
+    "abs": ({"pos": (["batch", "seq", "seq"], "int64")}, "{op: abs, inputs: [pos]}"),
+    "sign": ({"pos": (["batch", "seq", "seq"], "int64")}, "{op: sign, inputs: [pos]}"),
     "relu6": (X, "{op: relu6, inputs: [x]}"),
     "hardtanh": (X, "{op: hardtanh, inputs: [x], min_val: -2.0, max_val: 2.0}"),
     "minimum": ({"x": ["batch", 64], "y": ["batch", 64]}, "{op: minimum, inputs: [x, y]}"),
@@ -77,6 +83,8 @@ EXAMPLES = {
                    "{op: max_pool2d, inputs: [x], kernel: 3, stride: 2, padding: 1}"),
     "avg_pool2d": ({"x": ["batch", 56, 56, 64]}, "{op: avg_pool2d, inputs: [x], kernel: 2}"),
     "global_avg_pool": ({"x": ["batch", 7, 7, 2048]}, "{op: global_avg_pool, inputs: [x]}"),
+    "resize2d": ({"x": ["batch", 28, 28, 21]}, "{op: resize2d, inputs: [x], size: 224, "
+                 "mode: linear, coordinates: half_pixel}"),
     "linear": ({"x": ["batch", "seq", 768]},
                "{name: fc1, op: linear, inputs: [x], out_features: 3072, activation: gelu}"),
     "matmul": ({"q": ["batch", 12, "seq", 64], "k": ["batch", 12, "seq", 64]},
@@ -105,6 +113,9 @@ EXAMPLES = {
                   "embedding_dim: 768}"),
     "gather": ({"table": [512, 768], "ids": (["batch", "seq"], "int64")},
                "{op: gather, inputs: [table, ids], axis: 0}"),
+    "gather_elements": ({"scores": ["batch", 12, "seq", 512],
+                         "buckets": (["batch", 12, "seq", "seq"], "int64")},
+                        "{op: gather_elements, inputs: [scores, buckets], axis: 3}"),
     "parameter": ({}, "{name: cls, op: parameter, shape: [1, 1, 768], "
                       "weights: {value: class_token}}"),
 }

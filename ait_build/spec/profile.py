@@ -7,12 +7,17 @@ or another batch adds entries and replaces only the ones measured again."""
 from __future__ import annotations
 
 import json
+import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ait_build.errors import SpecError
+from ait_build.files.output import create_new, write_output
+from ait_build.files.read import read_bytes
+from ait_build.ir.resources import project_root
 from ait_build.spec.fields import check_header, check_keys, expect_list, expect_map, get
-from ait_build.spec.yamlfile import load_yaml, where
+from ait_build.spec.target import stock_targets_dir
+from ait_build.spec.yamlfile import load_yaml, plain, where
 
 ENTRY_FIELDS = ("family", "problem", "extent", "config", "us", "heuristic_us", "candidates")
 HEADER = """\
@@ -28,13 +33,20 @@ HEADER = """\
 class Entry:
     extent: int
     config: str
+    where: object = field(default=None, compare=False)  # its place in the file (a Location)
 
 
 def read_profile(path: str) -> dict:
     """(family, problem) -> entries sorted by extent, of the profile in `path` (none when there
     is no such file)."""
-    if not path or not os.path.isfile(path):
+    if not path or not os.path.exists(path):
         return {}
+    _, found = _profile_doc(path)
+    return {k: tuple(v[e] for e in sorted(v)) for k, v in found.items()}
+
+
+def _profile_doc(path: str):
+    """The profile file's document, checked as a build reads it (located errors)."""
     doc = check_header(load_yaml(path), path, "Profile")
     check_keys(doc, ("apiVersion", "kind", "target", "measured_on", "entries"), "a profile")
     items = expect_list(doc.get("entries", []), where(doc, "entries"), "entries") \
@@ -44,32 +56,88 @@ def read_profile(path: str) -> dict:
         what = f"entries[{i}]"
         raw = expect_map(raw, items.where(i), what)
         check_keys(raw, ENTRY_FIELDS, what, required=("family", "problem", "extent", "config"))
-        extent = get(raw, "extent", int, what)
-        if extent < 1:
-            raise SpecError(f"{what}.extent must be positive, got {extent}", raw.where("extent"))
+        extent = _positive(raw, "extent", int, what)
         for key in ("us", "heuristic_us"):
-            get(raw, key, float, what)
-        get(raw, "candidates", int, what)
-        entry = Entry(extent, get(raw, "config", str, what))
+            _positive(raw, key, float, what)
+        _positive(raw, "candidates", int, what)
+        entry = Entry(extent, get(raw, "config", str, what), items.where(i))
         key = (get(raw, "family", str, what), get(raw, "problem", str, what))
+        if extent in found.get(key, {}):
+            raise SpecError(f"{what} repeats the entry of {key[0]} {key[1]} at extent {extent} "
+                            f"(line {found[key][extent].where.line})", items.where(i))
         found.setdefault(key, {})[extent] = entry
-    return {k: tuple(v[e] for e in sorted(v)) for k, v in found.items()}
+    return doc, found
 
 
-def profile_path(target) -> str:
-    """The target's profile_cache, relative to the folder that holds its targets/ folder."""
+def _positive(raw, key: str, kind, what: str):
+    """A field that, when present, holds a finite positive number (a time, a count, an extent):
+    a negative or NaN time would otherwise win every comparison."""
+    value = get(raw, key, kind, what)
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise SpecError(f"{what}.{key} must be a positive number, got {value!r}", raw.where(key))
+    return value
+
+
+def target_root(target) -> str:
+    """The folder that holds the target file's targets/ folder (a project, or ait-build's data)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(target.source))) if target.source else ""
+
+
+def own_profile_path(target) -> str:
+    """The target's profile_cache, relative to the folder that holds its targets/ folder: for a
+    stock target, the profile that comes with ait-build."""
     path = target.profile_cache
     if not path or os.path.isabs(path):
         return path
-    root = os.path.dirname(os.path.dirname(os.path.abspath(target.source))) if target.source else ""
-    return os.path.join(root, path)
+    return os.path.join(target_root(target), path)
+
+
+def is_stock(target) -> bool:
+    return bool(target.source) and os.path.samefile(os.path.dirname(os.path.abspath(
+        target.source)), stock_targets_dir())
+
+
+def project_profile_path(target, start: str | None = None) -> str:
+    """The profile `ait-build profile` writes: for a stock target its profile_cache under the
+    project around `start` (the working directory), since measurements belong to the user's
+    repository and the installed package's copy is lost on reinstall; for a project's own
+    target, its own profile_cache."""
+    path = target.profile_cache
+    if not path or os.path.isabs(path) or not is_stock(target):
+        return own_profile_path(target)
+    return os.path.join(project_root(start), path)
+
+
+def profile_path(target, start: str | None = None) -> str:
+    """The profile a build reads: the project's where it has one, else the target's own."""
+    mine = project_profile_path(target, start)
+    return mine if mine and os.path.isfile(mine) else own_profile_path(target)
+
+
+def profile_root(target, path: str) -> str:
+    """The folder a manifest names the profile `path` relative to: the project's for the
+    project's file, the target's for its own."""
+    return target_root(target) if path == own_profile_path(target) else project_root()
+
+
+def adopt_stock_profile(target, start: str | None = None, echo=print) -> str:
+    """The project's profile file (project_profile_path), first copied from the stock one where
+    the project has none, so that measuring one spec keeps the stock entries of the others;
+    says so. Returns its path."""
+    mine, stock = project_profile_path(target, start), own_profile_path(target)
+    if mine and mine != stock and not os.path.exists(mine) and os.path.isfile(stock):
+        create_new(mine, read_bytes(stock), project_root(start))  # never through a link
+        echo(f"copied the stock profile of '{target.name}' into the project as "
+             f"{os.path.relpath(mine, project_root(start))}: `ait-build profile` writes there and "
+             "builds read it first; commit it")
+    return mine
 
 
 _LOADED: dict = {}
 
 
 def load_profile(target) -> dict:
-    """read_profile of the target's profile_cache, parsed once per file version."""
+    """read_profile of the target's profile (profile_path), parsed once per file version."""
     path = profile_path(target)
     try:
         stamp = os.stat(path).st_mtime_ns if path else None
@@ -83,14 +151,12 @@ def load_profile(target) -> dict:
 
 def read_entries(path: str) -> tuple:
     """((family, problem, extent) -> entry dict, measured_on) of the file, validated like a
-    build reads it; ({}, '') when there is none."""
+    build reads it; ({}, '') when there is none (or it is a device: `-o /dev/null`)."""
     if not os.path.isfile(path):
         return {}, ""
-    read_profile(path)  # located errors for a broken file
-    import yaml
-    with open(path, encoding="utf-8") as fh:
-        doc = yaml.safe_load(fh) or {}
-    entries = {(e["family"], e["problem"], e["extent"]): dict(e) for e in doc.get("entries") or []}
+    doc, _ = _profile_doc(path)  # located errors for a broken file
+    doc = plain(doc)
+    entries = {(e["family"], e["problem"], e["extent"]): e for e in doc.get("entries") or []}
     return entries, str(doc.get("measured_on") or "")
 
 
@@ -99,7 +165,8 @@ def _scalar(value) -> str:
 
 
 def write_profile(path: str, target: str, measured_on: str, entries: dict) -> None:
-    """Writes the merged entries (atomically: an interrupted write leaves the old file)."""
+    """Writes the merged entries (atomically: an interrupted write leaves the old file; a
+    device such as /dev/null is written in place)."""
     lines = [HEADER.format(target=target), "apiVersion: ait-build/v1", "kind: Profile",
              f"target: {target}", f"measured_on: {json.dumps(measured_on)}", "entries:"]
     for key in sorted(entries):
@@ -108,8 +175,4 @@ def write_profile(path: str, target: str, measured_on: str, entries: dict) -> No
         lines.append(f"  - {{{fields}}}")
     if not entries:
         lines[-1] = "entries: []"
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write("\n".join(lines) + "\n")
-    os.replace(tmp, path)
+    write_output(path, ("\n".join(lines) + "\n").encode())

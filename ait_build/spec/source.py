@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ait_build.errors import SpecError
+from ait_build.files.read import sha256_file
 from ait_build.ir.dtypes import FLOAT_DTYPES
 from ait_build.spec.fields import check_keys, expect_list, expect_map, get, string_list
 from ait_build.spec.yamlfile import YMap, plain, where
@@ -117,9 +118,5 @@ def _without_docs(value):
 
 
 def file_digest(path: str) -> str:
-    """SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    """SHA-256 of a file's bytes (a regular file's: see files/read.py)."""
+    return sha256_file(path)

@@ -9,12 +9,12 @@ bomb fails at its first oversized alias instead of eating time and memory.
 
 from __future__ import annotations
 
-import os
-import stat
+import errno
 
 import yaml
 
 from ait_build.errors import Location, SpecError
+from ait_build.files.read import NotRegularFile, read_bytes
 
 try:  # the C parser is ~20x faster; a large file must not feel like a hang
     from yaml import CSafeLoader as _Loader
@@ -308,20 +308,17 @@ def load_yaml(path: str, shown_as: str | None = None):
     """Read and parse a YAML file; errors name the file as `shown_as` (default: the given path)."""
     shown = shown_as or path
     try:
-        info = os.stat(path)
-        if stat.S_ISDIR(info.st_mode):
-            raise SpecError("is a directory, expected a YAML file", Location(shown))
-        if not stat.S_ISREG(info.st_mode):  # a pipe or a device could block or never end
-            raise SpecError("is not a regular file, expected a YAML file", Location(shown))
-        if info.st_size > MAX_FILE_BYTES:
-            raise SpecError(f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB",
-                            Location(shown, 1, 1))
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
+        raw = read_bytes(path, MAX_FILE_BYTES)
+    except NotRegularFile as exc:
+        what = "is a directory" if exc.errno == errno.EISDIR else "is not a regular file"
+        raise SpecError(f"{what}, expected a YAML file", Location(shown)) from None
     except FileNotFoundError:
         raise SpecError("no such file", Location(shown)) from None
     except OSError as exc:
         raise SpecError(f"cannot read: {exc.strerror}", Location(shown)) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise SpecError(f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB",
+                        Location(shown, 1, 1))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -1,8 +1,11 @@
-"""Every step of the CI recipe (docs/ci.md, the workflow `ait-build init` writes) run here, as a
-GitHub runner would: a push builds the checked-in specs for a100 and h200 with the pinned nvcc
-from NVIDIA's wheels (no GPU, no system nvcc on PATH) and fills the cache; a pull request then
-restores the cache, reads it without writing, and compiles nothing. Only the runner's own wiring
-(checkout, setup-python, the cache and artifact actions) is played by this file instead."""
+"""Every step of the CI recipe (docs/ci.md, the workflow and ci/requirements.txt `ait-build init`
+writes) run here, as a GitHub runner would: a push installs from the requirements file (its
+ait-build line pointing at this checkout's wheel, kept in the repository), builds the checked-in
+specs for cpu, a100 and h200 with the pinned nvcc from NVIDIA's wheels (no GPU, no system nvcc on
+PATH), checks the cpu build, packages every build and fills the cache; a pull request then
+restores the cache, reads it without writing, compiles nothing and packages the same bytes.
+Only the runner's own wiring (checkout, setup-python, the cache and artifact actions) is played
+by this file instead."""
 
 from __future__ import annotations
 
@@ -10,10 +13,12 @@ import glob
 import json
 import os
 import shutil
+import tarfile
 
 import pytest
 import yaml
 
+from ait_build import __version__
 from ait_build.cli.init import init_project
 from installed import REPO, build_wheel, make_venv, run, user_env
 
@@ -50,14 +55,12 @@ def condition(step: dict, event: str) -> bool:
 class Runner:
     """Plays a hosted runner for the workflow's jobs.build.steps in `repo`."""
 
-    def __init__(self, workflow: dict, env: dict, package: str, saved_cache: str):
-        self.workflow, self.base_env = workflow, env
-        self.package, self.saved_cache = package, saved_cache
+    def __init__(self, workflow: dict, env: dict, saved_cache: str):
+        self.workflow, self.base_env, self.saved_cache = workflow, env, saved_cache
 
     def job(self, repo: str, event: str) -> dict:
         env = dict(self.base_env)
         env.update({k: expand(str(v), event) for k, v in self.workflow["env"].items()})
-        env["AIT_BUILD_PACKAGE"] = self.package  # this checkout's wheel, not the release
         github_path = os.path.join(repo, "..", f"github_path_{event}")
         open(github_path, "w").close()
         env["GITHUB_PATH"] = github_path
@@ -91,35 +94,59 @@ def _cache_files(folder: str) -> dict:
             for d, _, fs in os.walk(folder) for f in fs}
 
 
-def test_the_ci_recipe_builds_for_a100_and_h200_with_the_pinned_nvcc(tmp_path):
+def vendor_wheel(repo: str, wheel: str) -> None:
+    """The requirements file's documented wheel route: the wheel kept in the repository's ci/
+    and named on the ait-build line in place of the release."""
+    path = os.path.join(repo, "ci", "requirements.txt")
+    with open(path) as fh:
+        lines = fh.read().splitlines()
+    release = f"ait-build[cuda]=={__version__}"
+    assert release in lines  # pinned to the ait-build that ran init
+    shutil.copy(wheel, os.path.join(repo, "ci"))
+    vendored = f"./ci/{os.path.basename(wheel)}[cuda]"
+    with open(path, "w") as fh:
+        fh.write("\n".join(vendored if line == release else line for line in lines) + "\n")
+
+
+def _manifest(archive: str) -> dict:
+    with tarfile.open(archive) as tar:
+        (member,) = [m for m in tar.getmembers() if m.name.endswith("/manifest.json")]
+        return json.load(tar.extractfile(member))
+
+
+def test_the_ci_recipe_builds_checks_and_packages_with_the_pinned_nvcc(tmp_path):
     with open(WORKFLOW) as fh:
         workflow = yaml.safe_load(fh)
     wheel = build_wheel(str(tmp_path))
     # setup-python: a fresh Python; no system nvcc (/usr/local/bin) on PATH
     env = user_env(make_venv(str(tmp_path / "venv")), keep_path=False)
-    runner = Runner(workflow, env, f"ait-build[cuda] @ file://{wheel}", str(tmp_path / "saved"))
+    runner = Runner(workflow, env, str(tmp_path / "saved"))
     init_project(str(tmp_path / "repo"))  # the user's repository, as `ait-build init` wrote it
+    vendor_wheel(str(tmp_path / "repo"), wheel)
 
     push = runner.job(str(tmp_path / "repo"), "push")
     assert "Cuda compilation tools, release 13.0, V13.0.88" in push["output"]
     assert "compiling gemm" in push["output"]
+    assert "check softmax:" in push["output"] and "--no-deps nvidia-cutlass==4.2.0.0" in push["output"]
     names = [os.path.relpath(p, tmp_path / "repo") for p in push["uploaded"]]
-    assert names == ["build/a100/mlp/manifest.json", "build/h200/mlp/manifest.json"]
+    assert names == ["dist/mlp-a100.tar.gz", "dist/mlp-cpu.tar.gz", "dist/mlp-h200.tar.gz"]
     for path in push["uploaded"]:
-        with open(path) as fh:
-            compiler = json.load(fh)["compiler"]
-        assert compiler["version"] == "13.0.88" and compiler["libraries"] == {"cutlass": "4.2.0"}
+        compiler = _manifest(path)["compiler"]
+        if "cpu" not in path:
+            assert compiler["version"] == "13.0.88" and compiler["libraries"] == {"cutlass": "4.2.0"}
+    with tarfile.open(push["uploaded"][1]) as tar:  # cpu: the BLAS it loads travels with it
+        assert "mlp/libscipy_openblas.so" in tar.getnames()
     saved = _cache_files(str(tmp_path / "saved"))
     assert saved
 
     # a pull request: a fresh checkout, the cache restored, read-only, not saved
     pr_repo = str(tmp_path / "pr" / "repo")
-    shutil.copytree(tmp_path / "repo", pr_repo, ignore=shutil.ignore_patterns("build", ".ait-cache"))
+    shutil.copytree(tmp_path / "repo", pr_repo,
+                    ignore=shutil.ignore_patterns("build", ".ait-cache", "dist"))
     pr = runner.job(pr_repo, "pull_request")
     assert "compiling" not in pr["output"] and "from cache" in pr["output"], pr["output"]
     assert _cache_files(os.path.join(pr_repo, ".ait-cache")) == saved
-    for target in ("a100", "h200"):
-        for rel in ("libmlp.so", "manifest.json"):
-            with open(tmp_path / "repo" / "build" / target / "mlp" / rel, "rb") as a, \
-                    open(os.path.join(pr_repo, "build", target, "mlp", rel), "rb") as b:
-                assert a.read() == b.read(), (target, rel)
+    for path in push["uploaded"]:
+        with open(path, "rb") as a, open(os.path.join(pr_repo, os.path.relpath(
+                path, tmp_path / "repo")), "rb") as b:
+            assert a.read() == b.read(), path

@@ -92,3 +92,5 @@ def test_a_model_rebuilt_while_the_process_runs_loads_its_new_library(fresh):
         fresh.scons("target=cpu")
         with Model(fresh.out()) as after:  # while the old one is still loaded
             assert after.run({"x": x})["softmax"].shape == (2, 24)
+        with Model(fresh.out()) as again:  # its path still names the old one for the loader
+            assert again.run({"x": x})["softmax"].shape == (2, 24)

@@ -1,13 +1,16 @@
 """The wheel carries everything: built from this checkout, installed into a fresh virtualenv and
 used from folders that hold no checkout, `ait-build init`, `scons target=cpu`, `ait-build
-run/build/graph/bench/targets` work and write into the user's folder (issue 11's done-when)."""
+run/build/graph/bench/targets` work and write into the user's folder (issue 11's done-when); the
+packaged library loads in a second environment that has the runtime but no BLAS (issue 28's)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import tarfile
 
+import numpy as np
 import pytest
 
 from installed import REPO, build_wheel, make_venv, run, user_env
@@ -21,6 +24,42 @@ def venv(tmp_path_factory) -> dict:
     bin_dir = make_venv(str(root / "venv"))
     env = user_env(bin_dir)
     run(["python", "-m", "pip", "install", "-q", wheel], cwd=str(root), env=env)
+    return env
+
+
+# runs a build or package folder on fixed inputs; prints which BLAS packages Python can find and
+# which BLAS library the process mapped
+RUN_MODEL = """
+import importlib.util, sys
+import numpy as np
+from ait_build.runtime import Model
+with Model(sys.argv[1]) as model:
+    x = np.random.default_rng(0).standard_normal((4, 32)).astype(np.float32)
+    np.save(sys.argv[2], model.run({"x": x})["softmax"])
+print(importlib.util.find_spec("scipy_openblas32"), importlib.util.find_spec("mkl"))
+with open("/proc/self/maps") as fh:
+    print(" ".join(sorted({line.split()[-1] for line in fh if "blas" in line or "libmkl" in line
+                           if "numpy" not in line})))
+"""
+RUNTIME_PACKAGES = ("ait_build", "numpy", "numpy.libs", "ml_dtypes")  # what Model() imports
+
+
+def runtime_only_env(venv: dict, path) -> dict:
+    """A second virtualenv (no pip) that imports only ait-build's runtime and its NumPy and
+    ml_dtypes, through a .pth, from the first one: no scipy-openblas32, no MKL."""
+    run(["python", "-m", "venv", "--without-pip", str(path)], cwd=os.path.dirname(path), env=venv)
+    env = user_env(os.path.join(str(path), "bin"))
+    site = run(["python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+               cwd=str(path), env=env).stdout.strip()
+    source = run(["python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                 cwd=str(path), env=venv).stdout.strip()
+    shared = os.path.join(str(path), "runtime-packages")
+    os.makedirs(shared)
+    for name in RUNTIME_PACKAGES:
+        if os.path.exists(os.path.join(source, name)):
+            os.symlink(os.path.join(source, name), os.path.join(shared, name))
+    with open(os.path.join(site, "runtime.pth"), "w") as fh:
+        fh.write(shared + "\n")
     return env
 
 
@@ -56,6 +95,22 @@ def test_init_build_run_in_a_new_repository(venv, tmp_path):
     bench = run(["ait-build", "bench", "mlp", "--target", "cpu", "--runs", "3", "--warmup", "1",
                  "--json", "bench.json"], cwd=demo, env=venv)
     assert "| batch=1 |" in bench.stdout and os.path.isfile(os.path.join(demo, "bench.json"))
+
+    # the package loads where the runtime is installed but no BLAS
+    out = run(["ait-build", "package", "build/cpu/mlp", "-o", "mlp.tar.gz"], cwd=demo, env=venv)
+    assert out.stdout.startswith("wrote mlp.tar.gz"), out.stdout
+    run(["python", "-c", RUN_MODEL, "build/cpu/mlp", "here.npy"], cwd=demo, env=venv)
+    elsewhere = tmp_path / "elsewhere"
+    with tarfile.open(os.path.join(demo, "mlp.tar.gz")) as tar:
+        tar.extractall(elsewhere, filter="data")
+    clean = runtime_only_env(venv, tmp_path / "clean")
+    found = run(["python", "-c", RUN_MODEL, "mlp", "there.npy"], cwd=str(elsewhere), env=clean)
+    blas_specs, mapped = found.stdout.splitlines()[-2:]
+    assert blas_specs == "None None", "the second environment must not see a BLAS package"
+    assert mapped == str(elsewhere / "mlp" / "libscipy_openblas.so"), mapped  # the carried one
+    np.testing.assert_array_equal(np.load(os.path.join(demo, "here.npy")),
+                                  np.load(elsewhere / "there.npy"))
+    run(["sha256sum", "--quiet", "-c", "SHA256SUMS"], cwd=str(elsewhere / "mlp"))
 
 
 def test_a_project_target_overrides_and_extends_the_stock_ones(venv, tmp_path):

@@ -58,3 +58,49 @@ def test_targets_show_and_copy(tmp_path, capsys, monkeypatch):
     rows = {line.split()[0]: line.split()[3] for line in capsys.readouterr().out.splitlines()[1:8]}
     assert rows == {"a100": "project", "cpu": "stock", "cpu_mkl": "stock", "cpu_openblas": "stock",
                     "h100": "stock", "h200": "stock", "mi250": "stock"}
+
+
+def test_init_files_name_what_the_new_project_has(tmp_path):
+    """The SConstruct's example builds a model the project has; the .gitignore names where SCons
+    writes (its database is under build/); CI installs from ci/requirements.txt, pinned to this
+    ait-build, with the nvcc wheels the missing-nvcc message names."""
+    from ait_build import __version__
+    from ait_build.backends.toolchain import INSTALL_HINTS, NVCC_WHEELS
+    assert main(["init", str(tmp_path / "p")]) == 0
+    project = tmp_path / "p"
+    models = {f[:-5] for f in os.listdir(project / "specs")}
+    sconstruct = (project / "SConstruct").read_text()
+    assert {m for m in models if f"model={m}" in sconstruct} == models
+    assert "resnet50" not in sconstruct
+    ignored = [line for line in (project / ".gitignore").read_text().splitlines()
+               if line and not line.startswith("#")]
+    assert "/build/" in ignored and not any("sconsign" in line for line in ignored)
+    requirements = (project / "ci" / "requirements.txt").read_text().splitlines()
+    pins = [line for line in requirements if line and not line.startswith("#")]
+    assert pins == [f"ait-build[cuda]=={__version__}", *NVCC_WHEELS]
+    assert all(wheel in INSTALL_HINTS["nvcc"] for wheel in NVCC_WHEELS)
+    assert "pip install -r ci/requirements.txt" in (
+        project / ".github" / "workflows" / "ait-build.yml").read_text()
+
+
+def test_install_cutlass_leaves_out_the_python_packages_dependencies(capsys):
+    from ait_build.backends.cuda.toolchain import CUTLASS_WHEEL
+    assert main(["install-cutlass", "--dry-run"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.endswith(f"-m pip install --no-deps {CUTLASS_WHEEL}"), line
+
+
+def test_check_without_files_checks_the_projects_specs_and_targets(tmp_path, capsys, monkeypatch):
+    main(["init", str(tmp_path / "p")])
+    (tmp_path / "p" / "specs" / "blocks").mkdir()
+    (tmp_path / "p" / "specs" / "blocks" / "bad.yaml").write_text("kind: Blocks\n")
+    monkeypatch.chdir(tmp_path / "p" / "specs")
+    assert main(["targets", "--copy", "cpu"]) == 0
+    capsys.readouterr()
+    assert main(["check"]) == 1  # the bad blocks file fails; the others are checked all the same
+    out, err = capsys.readouterr()
+    assert "mlp.yaml: ok" in out and "cpu.yaml: ok (target: cpu" in out, out
+    assert "bad.yaml:" in err, err
+    monkeypatch.chdir(tmp_path)
+    assert main(["check"]) == 1
+    assert "no spec files given" in capsys.readouterr().err

@@ -103,6 +103,12 @@ def test_import_command_writes_spec_and_weights(tmp_path):
          str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300,
         env=dict(os.environ, PYTHONPATH=ROOT))
     assert proc.returncode == 0, proc.stderr
+    stages = ["import: loading", "import: exporting with torch.export", "import: translating",
+              "import: simplifying", "import: folding repeated structure", "wrote "]
+    lines = proc.stderr.splitlines()
+    positions = [next((i for i, line in enumerate(lines) if line.startswith(stage)), None)
+                 for stage in stages]
+    assert None not in positions and positions == sorted(positions), proc.stderr  # a line a stage
     assert sorted(os.listdir(out.parent)) == ["cnn.safetensors", "cnn.yaml"]
     text = out.read_text()
     assert "batch: {min: 1, max: 8, opt: 8}" in text and "x: {shape: [batch, 3, 16, 16]}" in text

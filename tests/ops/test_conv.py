@@ -237,3 +237,28 @@ def test_global_avg_pool_vs_torch(tmp_path):
     # the mean of 49 values in float32: a few ulps apart in summation order
     np.testing.assert_allclose(run1(tmp_path, "global_avg_pool", {"x": x}), ref[:, :, 0, 0],
                                rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["max_pool2d", "avg_pool2d"])
+@pytest.mark.parametrize("size, kernel, stride, padding", [
+    (6, 3, 2, 0), (7, 2, 2, 1), (5, 3, 3, 1), (8, 3, 2, 1), (4, 2, 3, 0)])
+def test_ceil_mode_pools_match_torch(tmp_path, op, size, kernel, stride, padding):
+    """ceil_mode keeps a last, partial window where the stride leaves one (not one that would
+    start in the trailing padding); an average divides by the cells it covers."""
+    torch = pytest.importorskip("torch")
+    x = rand(2, size, size + 1, 3, seed=size)
+    attrs = dict(kernel=kernel, stride=stride, padding=padding, ceil_mode=True)
+    t = torch.from_numpy(x).permute(0, 3, 1, 2)
+    if op == "max_pool2d":
+        want = torch.nn.functional.max_pool2d(t, kernel, stride, padding, ceil_mode=True)
+    else:
+        attrs["count_include_pad"] = False
+        want = torch.nn.functional.avg_pool2d(t, kernel, stride, padding, ceil_mode=True,
+                                              count_include_pad=False)
+    got = run1(tmp_path, op, {"x": x}, **attrs)
+    np.testing.assert_allclose(got, want.permute(0, 2, 3, 1).numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_ceil_mode_average_counting_padding_needs_it_written_out(tmp_path):
+    spec_error(tmp_path, "avg_pool2d", {"x": [1, 6, 6, 1]}, "pad node", kernel=3, stride=2,
+               padding=1, ceil_mode=True)

@@ -232,3 +232,23 @@ def test_sqrt_exp_erf_values(tmp_path):
     np.testing.assert_array_equal(run1(tmp_path, "erf", {"x": x}),
                                   np.array([math.erf(t) for t in x.astype(np.float64)], F32))
     spec_error(tmp_path, "erf", {"x": ([3], "int64")}, "float tensor")
+
+
+def test_rotary_and_bucket_math_match_torch(tmp_path):
+    """sin, cos, log, ceil (float only) and abs, sign (ints too) as PyTorch computes them."""
+    torch = pytest.importorskip("torch")
+    x = v(-2.5, -1, -0.0, 0, 0.3, 1.5, 7)
+    t = torch.from_numpy(x)
+    for op, fn in (("sin", torch.sin), ("cos", torch.cos), ("ceil", torch.ceil),
+                   ("abs", torch.abs), ("sign", torch.sign)):
+        np.testing.assert_allclose(run1(tmp_path, op, {"x": x}), fn(t).numpy(), **ACT_TOL,
+                                   err_msg=op)
+    pos = v(0.5, 1, 3, 100)
+    np.testing.assert_allclose(run1(tmp_path, "log", {"x": pos}),
+                               torch.log(torch.from_numpy(pos)).numpy(), **ACT_TOL)
+    assert np.isnan(run1(tmp_path, "sign", {"x": v(np.nan)}))[0]
+    ints = v(-3, 0, 2, dtype=np.int64)
+    np.testing.assert_array_equal(run1(tmp_path, "abs", {"x": ints}), [3, 0, 2])
+    np.testing.assert_array_equal(run1(tmp_path, "sign", {"x": ints}), [-1, 0, 1])
+    spec_error(tmp_path, "log", {"x": ([3], "int64")}, "float tensor")
+    spec_error(tmp_path, "abs", {"x": ([3], "bool")}, "numeric")

@@ -105,3 +105,18 @@ def test_embedding_and_gather_vs_torch(tmp_path):
     out = run1(tmp_path, "gather", {"d": data, "i": idx}, axis=1)
     ref = torch.index_select(torch.from_numpy(data), 1, torch.from_numpy(idx.ravel()))
     np.testing.assert_array_equal(out, ref.numpy().reshape(4, 3, 7, 6))
+
+
+def test_gather_elements_is_torch_gather(tmp_path):
+    torch = pytest.importorskip("torch")
+    data = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    idx = np.array([[[2, 0], [1, 1], [-1, 3]], [[0, 0], [3, -4], [2, 1]]], np.int64)
+    got = run1(tmp_path, "gather_elements", {"data": data, "idx": idx}, axis=2)
+    want = torch.gather(torch.from_numpy(data), 2, torch.from_numpy(idx % 4)).numpy()
+    np.testing.assert_array_equal(got, want)
+    mid = np.array([[[0, 2, 1, 0]], [[1, 1, 2, 0]]], np.int32)
+    np.testing.assert_array_equal(
+        run1(tmp_path, "gather_elements", {"data": data, "idx": mid}, axis=1),
+        torch.gather(torch.from_numpy(data), 1, torch.from_numpy(mid).long()).numpy())
+    spec_error(tmp_path, "gather_elements", {"data": [2, 3, 4], "idx": ([2, 2, 2], "int64")},
+               "slice data first", axis=2)

@@ -18,6 +18,7 @@ from ait_build.pipeline import build_plan, find_target
 from ait_build.profile import run as profile_run
 from ait_build.profile.harness import render_harness
 from ait_build.profile.run import DIGEST, gather_jobs
+from ait_build.spec.profile import own_profile_path, read_entries
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAST = "sm90_coop_128x64x64_c1x1_streamk"
@@ -166,3 +167,31 @@ def test_kernels_narrows_the_profile_to_some_families(project, capsys):
     assert text.count("\n  - {family: ") == 1 and "act=gelu" in text
     assert main(argv + ["--kernels", "act=none"]) == 0  # the other family joins, gelu's stays
     assert (project / "profiles" / "h200.yaml").read_text().count("\n  - {family: ") == 4
+
+
+def test_a_stock_targets_profile_is_written_into_the_project(project, capsys, monkeypatch):
+    """`ait-build profile` of a stock target copies the stock profile into the project's
+    profiles/ first (saying so) and merges there, never into ait-build's own file; builds in the
+    project then read the project's copy and the build's hint points there."""
+    os.remove(project / "targets" / "h200.yaml")  # the stock h200
+    monkeypatch.chdir(project / "specs")  # the project around the working directory
+    target = find_target("h200", str(project / "targets"))
+    stock = own_profile_path(target)
+    assert stock.startswith(REPO) and os.path.isfile(stock)
+    with open(stock, "rb") as fh:
+        stock_bytes = fh.read()
+    plan = build_plan(str(project / "specs" / "bert_base.yaml"), target)
+    assert plan.tuning.profile == stock and plan.tuning.writes_to == str(project / "profiles" / "h200.yaml")
+    place_fake_harnesses(project, target)
+    assert main(["profile", "bert_base", "--target", "h200", "--batch", "1", "--measure-only"]) == 0
+    out = capsys.readouterr().out
+    assert "copied the stock profile of 'h200' into the project as profiles/h200.yaml" in out
+    mine = project / "profiles" / "h200.yaml"
+    with open(stock, "rb") as fh:
+        assert fh.read() == stock_bytes  # ait-build's own profile is left alone
+    kept, _ = read_entries(stock)
+    merged, measured_on = read_entries(str(mine))
+    assert set(kept) <= set(merged) and measured_on == "Fake GPU (132 SMs)"
+    assert sum(e["config"] == FAST for e in merged.values()) >= 4
+    plan = build_plan(str(project / "specs" / "bert_base.yaml"), target)
+    assert plan.tuning.profile == str(mine) and plan.tuning.profiled == plan.tuning.calls

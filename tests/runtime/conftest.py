@@ -1,10 +1,12 @@
-"""The toy library built once per session (see toylib.py)."""
+"""The toy library built once per session, and a host-memory CUDA runtime (see toylib.py)."""
 
 import shutil
+import sys
 
 import pytest
 
-from toylib import build_toy
+from ait_build.runtime import cuda
+from toylib import HostRuntime, build_toy
 
 
 @pytest.fixture(scope="session")
@@ -12,3 +14,12 @@ def toy_dir(tmp_path_factory) -> str:
     if not shutil.which("g++"):
         pytest.skip("g++ is not installed")
     return build_toy(str(tmp_path_factory.mktemp("toy")))
+
+
+@pytest.fixture
+def host_runtime(monkeypatch):
+    """A one-device HostRuntime standing in for libcudart; torch cannot be imported."""
+    rt = HostRuntime()
+    monkeypatch.setattr(cuda, "runtime", lambda: rt)
+    monkeypatch.setitem(sys.modules, "torch", None)  # importing torch would fail: none needed
+    return rt

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -18,9 +19,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MLP = os.path.join(ROOT, "specs", "mlp.yaml")
 
 
-def _cli(*args, cwd=ROOT):
+def _cli(*args, cwd=ROOT, timeout=120):
     return subprocess.run([sys.executable, "-m", "ait_build", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=ROOT))
+                          text=True, timeout=timeout, env=dict(os.environ, PYTHONPATH=ROOT))
 
 
 def _one_line(proc, rc: int, words: str) -> None:
@@ -59,6 +60,7 @@ def test_malformed_arguments_are_usage_errors(toy_dir, args, words):
     (["reference", MLP, "--random-input", "-o", "{tmp}"], "is a directory"),
     (["run", "{toy}", "--random-input", "--check", "--spec", MLP], "does not describe the model built as 'toy'"),
     (["run", "{toy}", "--inputs", "{tmp}"], "not a regular file"),
+    (["run", "{toy}", "--random-input", "-o", "{toy}/weights.safetensors"], "is the input"),
     (["graph", MLP, "-o", "/proc/ait-build/graph.txt"], "cannot write /proc/ait-build/graph.txt"),
 ])
 def test_user_errors_are_one_line_before_the_work(toy_dir, tmp_path, args, words):
@@ -130,6 +132,24 @@ def test_a_fifo_is_refused_not_read(toy_dir, tmp_path, args):
     _one_line(_cli(*[a.format(toy=toy_dir, fifo=fifo) for a in args]), 1, "not a regular file")
 
 
+@pytest.mark.parametrize("name, words", [
+    ("libtoy.so", "not a regular file (a FIFO)"),
+    ("libtoy.so.sha256", "libtoy.so.sha256 is missing or unreadable"),
+    ("manifest.json", "not a regular file (a FIFO)"),
+    ("weights.safetensors", "is not a regular file"),
+])
+def test_a_build_folder_file_that_is_a_fifo_is_refused_not_read(toy_dir, tmp_path, name, words):
+    """A build folder whose library, digest or manifest was replaced by a FIFO: `ait-build run`
+    (and Model()) open every file non-blocking and refuse it (they used to wait forever)."""
+    folder = tmp_path / "toy"
+    shutil.copytree(toy_dir, folder)
+    os.remove(folder / name)
+    os.mkfifo(folder / name)
+    proc = _cli("run", str(folder), "--random-input", timeout=60)
+    assert proc.returncode == 1 and words in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_reference_writes_every_intermediate(tmp_path):
     """`ait-build reference --intermediates FILE`: every tensor by its graph name, for
     comparing a port layer by layer."""
@@ -143,3 +163,20 @@ def test_reference_writes_every_intermediate(tmp_path):
     np.testing.assert_allclose(values["softmax"].sum(axis=-1), 1.0, rtol=1e-6)
     _one_line(_cli("reference", MLP, "--random-input", "--intermediates", str(tmp_path)), 1,
               "is a directory")
+
+
+def test_nan_and_infinite_inputs_give_no_numpy_warnings(tmp_path):
+    """`reference` (and `run --check`, which runs the same executor) with NaN and infinite
+    inputs: they propagate as values, without RuntimeWarnings from NumPy on stderr."""
+    from safetensors.numpy import save_file
+    x = np.ones((2, 32), np.float32)
+    x[0, 0], x[1, 1], x[1, 2] = np.inf, np.nan, -np.inf
+    save_file({"x": x}, str(tmp_path / "x.safetensors"))
+    proc = _cli("reference", MLP, "--inputs", str(tmp_path / "x.safetensors"))
+    assert proc.returncode == 0 and "softmax: float32[2, 16] mean=nan" in proc.stdout, proc.stderr
+    assert "Warning" not in proc.stderr, proc.stderr
+    from ait_build.cli.run import describe
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "mean=nan" in describe("y", np.array([np.inf, -np.inf], np.float32))

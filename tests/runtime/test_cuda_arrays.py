@@ -7,51 +7,12 @@ the CUDA calls themselves (tests/backends/cuda/test_gpu_arrays.py runs them on a
 from __future__ import annotations
 
 import ctypes
-import sys
 
 import numpy as np
 import pytest
 
 from ait_build.runtime import Model, ModelError, cuda
 from toylib import build_toy, toy_expected
-
-
-class HostRuntime:
-    """CudaRuntime's interface over host memory, counting copies."""
-
-    def __init__(self):
-        self.buffers, self.copies = {}, []
-
-    def malloc(self, nbytes: int) -> int:
-        buf = np.zeros(max(1, nbytes), np.uint8)
-        self.buffers[buf.ctypes.data] = buf
-        return buf.ctypes.data
-
-    def free(self, ptr: int) -> None:
-        self.buffers.pop(ptr)
-
-    def to_device(self, array):
-        self.copies.append("in")
-        out = cuda.DeviceArray.empty(self, array.shape, array.dtype)
-        ctypes.memmove(out.ptr, np.ascontiguousarray(array).ctypes.data, array.nbytes)
-        return out
-
-    def to_host(self, array):
-        self.copies.append("out")
-        out = np.empty(array.shape, array.dtype)
-        ctypes.memmove(out.ctypes.data, array.ptr, out.nbytes)
-        return out
-
-    def synchronize(self, stream: int = 0) -> None:
-        pass
-
-
-@pytest.fixture
-def host_runtime(monkeypatch):
-    rt = HostRuntime()
-    monkeypatch.setattr(cuda, "runtime", lambda: rt)
-    monkeypatch.setitem(sys.modules, "torch", None)  # importing torch would fail: none needed
-    return rt
 
 
 @pytest.fixture(scope="module")

@@ -50,7 +50,7 @@ def test_non_contiguous_input_is_copied(toy):
     (lambda i: i.update(extra=i["x"]), "unknown input(s) extra"),
     (lambda i: i.update(x=i["x"].astype(np.float64)), "input 'x' is float64; the model expects float32"),
     (lambda i: i.update(tokens=i["tokens"].astype(np.int32)), "the model expects int64"),
-    (lambda i: i.update(x=i["x"].tolist()), "must be a NumPy array of float32, got list"),
+    (lambda i: i.update(x=i["x"].tolist()), "must be a NumPy array of float32, got a list"),
     (lambda i: i.update(x=i["x"][None]), "expected rank 2 [batch, 4]"),
     (lambda i: i.update(x=np.zeros((2, 5), np.float32)), "axis 1 must be 4"),
     (lambda i: i.update(x=np.zeros((65, 4), np.float32), tokens=np.zeros(65, np.int64)),
@@ -64,6 +64,20 @@ def test_bad_inputs_raise_clear_errors(toy, change, message):
     with pytest.raises(ModelError) as err:
         toy.run(inputs)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize("inputs, message", [
+    (lambda i: list(i.values()), "toy.run takes inputs as a dict of name -> array, got a list"),
+    (lambda i: None, "toy.run takes inputs as a dict of name -> array, got None"),
+    (lambda i: dict(i, x=np.float32(1.0)), "input 'x' must be a NumPy array of float32, got a "
+                                           "numpy.float32 scalar (wrap it with np.asarray)"),
+])
+def test_what_is_not_a_dict_of_arrays_is_named(toy, inputs, message):
+    """A list, None or a NumPy scalar: a ModelError naming what was given (a list used to be an
+    AttributeError, a scalar 'got float32', which reads like the right dtype)."""
+    with pytest.raises(ModelError) as err:
+        toy.run(inputs(_inputs()))
+    assert str(err.value) == message
 
 
 def test_given_dims_are_checked_against_shapes(toy):

@@ -5,14 +5,16 @@ conversion happens at the model's edges, edges.py).
 
 LOWER is the whole mapping from ops to kernels: the rows every backend shares
 (backends/shared.py, rendered into the templates named in TEMPLATES) and the cpu's own lowerings
-in this package (gemm.py: GEMMs, convs and attention through the BLAS; norm.py; lookups.py).
+in this package (gemm.py: GEMMs, convs and attention through the BLAS; grouped.py; norm.py;
+lookups.py; layout.py: permutes that transpose; squeeze_excite.py: the gates of squeeze-excitation
+blocks).
 """
 
 from __future__ import annotations
 
 from ait_build.backends import shared
 from ait_build.backends.base import Backend, frozen
-from ait_build.backends.cpu import edges, gemm, lookups, norm
+from ait_build.backends.cpu import edges, gemm, layout, lookups, norm, squeeze_excite
 from ait_build.backends.cpu.toolchain import arch_flags, cpu_toolchain
 
 # the templates of the lowerings every backend shares (codegen/: elementwise, data movement,
@@ -21,9 +23,11 @@ TEMPLATES = {
     "elementwise": "cpu/elementwise.cpp.j2",
     "copy": "cpu/copy.cpp.j2",
     "gather": "cpu/gather.cpp.j2",
+    "gather_elements": "cpu/gather_elements.cpp.j2",
     "softmax": "cpu/softmax.cpp.j2",
     "pool2d": "cpu/pool2d.cpp.j2",
     "global_avg_pool": "cpu/global_avg_pool.cpp.j2",
+    "resize2d": "cpu/resize2d.cpp.j2",
 }
 SUPPORT_FILES = {  # generated path -> its file under templates/ (plain C++, copied as it is)
     "src/ait_common.h": "common/include/ait_common.h",
@@ -45,16 +49,20 @@ WEIGHT_STORAGE = {"float16": "float32", "bfloat16": "float32"}
 
 LOWER = {
     **shared.ELEMENTWISE,  # elementwise ops, fused programs, batch_norm (backends/shared.py)
+    "mul": squeeze_excite.lower_mul,  # nothing where a 1x1 conv scales its rows by a gate
     # GEMM-shaped, with the fused epilogue (gemm / conv2d / depthwise_conv2d / attention)
     "linear": gemm.lower_linear,
     "matmul": gemm.lower_matmul,
     "bmm": gemm.lower_matmul,
-    "conv2d": gemm.lower_conv2d,
+    "conv2d": squeeze_excite.lower_conv2d,  # gemm.lower_conv2d, but a gate's two convs: one kernel
     "multi_head_attention": gemm.lower_attention,
     # rows and windows
     "layer_norm": norm.lower_layer_norm,
     **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
+    "global_avg_pool": squeeze_excite.lower_global_avg_pool,  # nothing where a gate's kernel pools
     **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
+    "permute": layout.lower_permute,  # innermost axes swapped: tiles (layout.py)
+    "transpose": layout.lower_permute,
     **shared.GENERATE,  # constant and iota (backends/shared.py)
     "embedding": lookups.lower_embedding,
     "parameter": lookups.lower_parameter,

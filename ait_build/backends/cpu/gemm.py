@@ -6,7 +6,7 @@ per-column vector is added by a separate elementwise pass over the output instea
 
 from __future__ import annotations
 
-from ait_build.backends.cpu import winograd
+from ait_build.backends.cpu import grouped, winograd
 from ait_build.codegen import epilogue
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.elementwise import act_fn, float_literal
@@ -109,9 +109,13 @@ def lower_matmul(lw) -> None:
               node.attrs["alpha"])
 
 
-def lower_conv2d(lw) -> None:
+def lower_conv2d(lw, scale: tuple | None = None) -> None:
+    """`scale` (map, gate), for a 1x1 conv of a squeeze-excitation's product (squeeze_excite.py
+    picks only 1x1 stride-1 convs): the conv reads the map and multiplies each image by the
+    weights with their rows scaled by its gate [N, 1, 1, C], instead of a multiply writing the
+    product out first."""
     node = lw.node
-    x, out = node.inputs[0], node.output
+    x, out = scale[0] if scale else node.inputs[0], node.output
     (n, _, _, c, ho, wo, o), g, win, sizes, size_params = conv_geometry(lw)
     kh, kw = win["kh"], win["kw"]
     epi = Epilogue(lw, 1, bool(node.attrs["bias"]))
@@ -125,9 +129,15 @@ def lower_conv2d(lw) -> None:
                        (kh, kw, ov))
         params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
         kernel = make_kernel(_label("depthwise_conv2d", epi), "conv2d",
-                             "cpu/depthwise_conv2d.cpp.j2", dict(epi.context(), **win),
+                             "cpu/depthwise_conv2d.cpp.j2",
+                             dict(epi.context(), **win, channel_vectors=True),
                              params + size_params)
         lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes, flops=flops)
+        epi.finish(lw, out)
+        return
+    if grouped.direct_grouped(g, cv, ov):
+        grouped.lower(lw, epi, _label("grouped_conv2d", epi), common, sizes, size_params, win,
+                      (n, c, ho, wo, o), flops)
         epi.finish(lw, out)
         return
     tile = winograd.winograd_tile(win, g, cv, ov, ho, wo)  # 3x3 stride 1: F(2x2) or F(4x4)?
@@ -153,11 +163,16 @@ def lower_conv2d(lw) -> None:
         context.update(direct_c=cv, direct_o=ov)
     params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
     label = "conv2d_1x1" if pointwise else "conv2d_direct" if direct else "conv2d"
+    scale_args, scaled = [], 0  # the scaled weights' floats
+    if scale:
+        context.update(channel_scale=True)
+        params.append(("const float*", "scale"))
+        scale_args, label, scaled = [lw.src(scale[1])], "conv2d_1x1_scaled", cv * ov
     kernel = make_kernel(_label(label, epi), "conv2d", "cpu/conv2d.cpp.j2", context,
                          params + size_params)
-    lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes,
-            scratch_shared=0 if pointwise else chunk * kg * 4, scratch_thread=padded_rows * 4,
-            flops=flops)
+    lw.call(kernel, common + [wt] + epi.args(lw, bias) + scale_args + sizes,
+            scratch_shared=scaled * 4 if pointwise else chunk * kg * 4,
+            scratch_thread=padded_rows * 4, flops=flops)
     epi.finish(lw, out)
 
 

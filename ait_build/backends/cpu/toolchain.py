@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+from importlib import metadata
 import site
 import sys
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ class Blas:
     libs: tuple  # -l names
     defines: tuple  # -D macros naming the symbols, so sources do not hard-code a BLAS
     package: str  # the wheel it comes from, recorded in the manifest with its version
+    runtime: tuple  # the shared libraries a built model loads at run time (absolute paths)
 
 
 @functools.lru_cache(maxsize=None)
@@ -61,12 +63,17 @@ def find_openblas() -> Blas:
     prefix = "scipy_"
     defines = (f"AIT_SGEMM={prefix}cblas_sgemm",
                f"AIT_BLAS_SET_THREADS={prefix}openblas_set_num_threads")
-    return Blas(include_dir, lib_dir, (lib,), defines, "scipy-openblas32")
+    runtime = tuple(sorted(glob.glob(os.path.join(lib_dir, f"lib{lib}.so*"))))
+    return Blas(include_dir, lib_dir, (lib,), defines, "scipy-openblas32", runtime)
 
 
 # MKL's layers, linked directly: LP64 interface, sequential threading (our thread pool
 # parallelizes, as with OpenBLAS; no second OpenMP runtime in the process), core
 MKL_LAYERS = ("mkl_intel_lp64", "mkl_sequential", "mkl_core")
+# mkl_core loads the kernels for the CPU it finds at run time from its own folder (the generic
+# `def` ones where those for the CPU are missing), so a library that travels carries them all;
+# the vector math (vml) libraries are not needed for BLAS
+MKL_CPU_KERNELS = ("mkl_def", "mkl_mc3", "mkl_avx*")
 
 
 def mkl_prefixes() -> tuple:
@@ -91,15 +98,18 @@ def find_mkl() -> Blas:
         looked = " or ".join(os.path.join(p, "include") for p in mkl_prefixes())
         raise AitError(f"the target's kernels.gemm is mkl, but {looked} has no mkl_cblas.h: " + fix)
     include_dir, lib_dir = os.path.join(prefix, "include"), os.path.join(prefix, "lib")
-    libs = []
+    libs, runtime = [], []
     for layer in MKL_LAYERS:
         found = sorted(glob.glob(os.path.join(lib_dir, f"lib{layer}.so*")))
         if not found:
             raise AitError(f"the target's kernels.gemm is mkl, but {lib_dir} has no lib{layer}: "
                            + fix)
         libs.append(":" + os.path.basename(found[0]))
+        runtime.append(found[0])
+    for kernels in MKL_CPU_KERNELS:
+        runtime += sorted(glob.glob(os.path.join(lib_dir, f"lib{kernels}.so*")))
     defines = ("AIT_MKL", "AIT_SGEMM=cblas_sgemm", "AIT_BLAS_SET_THREADS=mkl_set_num_threads")
-    return Blas(include_dir, lib_dir, tuple(libs), defines, "mkl")
+    return Blas(include_dir, lib_dir, tuple(libs), defines, "mkl", tuple(runtime))
 
 
 def find_installed_blas(cxx: str) -> Blas:
@@ -156,5 +166,24 @@ def cpu_toolchain(target) -> Toolchain:
     return Toolchain(target=target.name, cxx=target.cxx, flags=flags,
                      include_dirs=(blas.include_dir,), defines=blas.defines,
                      link_flags=tuple(target.link_flags), libs=blas.libs,
-                     lib_dirs=(blas.lib_dir,), rpath=(blas.lib_dir,),
-                     libraries=((blas.package, package_version(blas.package)),))
+                     lib_dirs=(blas.lib_dir,), rpath=("$ORIGIN",),
+                     libraries=((blas.package, package_version(blas.package)),),
+                     runtime_files=runtime_files(blas))
+
+
+def runtime_files(blas: Blas) -> tuple:
+    """(path, name in the build folder) of what a built library carries so that it loads
+    anywhere: the BLAS' shared libraries, found through the library's `$ORIGIN` rpath, and the
+    licence files of the wheel they come from, under licenses/."""
+    files = [(path, os.path.basename(path)) for path in blas.runtime]
+    return tuple(files) + licence_files(blas.package)
+
+
+def licence_files(package: str) -> tuple:
+    try:
+        listed = metadata.distribution(package).files or ()
+    except metadata.PackageNotFoundError:
+        return ()
+    found = sorted(str(f.locate()) for f in listed if "licen" in f.name.lower())
+    return tuple((path, os.path.join("licenses", f"{package}-{os.path.basename(path)}"))
+                 for path in found if os.path.isfile(path))

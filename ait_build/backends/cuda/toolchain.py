@@ -4,6 +4,7 @@ with the CUTLASS headers (the nvidia-cutlass wheel or $CUTLASS_PATH)."""
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import re
 import shutil
@@ -41,6 +42,13 @@ def arch_flags(arch: str) -> tuple:
     return (f"-gencode=arch=compute_{number},code=[sm_{number},compute_{number}]",)
 
 
+# The CUTLASS headers: the nvidia-cutlass wheel of this version, installed without the
+# dependencies of its Python package, which ait-build does not use (docs/install.md)
+CUTLASS_WHEEL = "nvidia-cutlass==4.2.0.0"
+CUTLASS_INSTALL = ("ait-build install-cutlass (pip install --no-deps " + CUTLASS_WHEEL
+                   + "), or set CUTLASS_PATH to a CUTLASS checkout")
+
+
 @functools.lru_cache(maxsize=None)
 def find_cutlass(target_name: str = "") -> tuple:
     """CUTLASS's include folders (include/ and tools/util/include/): from $CUTLASS_PATH (a
@@ -48,12 +56,12 @@ def find_cutlass(target_name: str = "") -> tuple:
     root = os.environ.get("CUTLASS_PATH", "")
     where = f"CUTLASS_PATH={root}"
     if not root:
-        try:
-            import cutlass_library
-        except ImportError:
-            raise AitError(f"target '{target_name}' needs the CUTLASS headers: pip install "
-                           "nvidia-cutlass (or set CUTLASS_PATH to a CUTLASS checkout)") from None
-        root = os.path.join(os.path.dirname(cutlass_library.__file__), "source")
+        # found, not imported: the headers are all we use, and the wheel's Python package
+        # imports dependencies that `ait-build install-cutlass` leaves out
+        spec = importlib.util.find_spec("cutlass_library")
+        if spec is None or not spec.submodule_search_locations:
+            raise AitError(f"target '{target_name}' needs the CUTLASS headers: {CUTLASS_INSTALL}")
+        root = os.path.join(list(spec.submodule_search_locations)[0], "source")
         where = "the nvidia-cutlass wheel"
     # the attention kernels come from examples 41 (kernel_forward.h) and 88 (Hopper FMHA); our
     # empty curand_kernel.h stands in for the toolkit's, which that header includes but never
@@ -63,8 +71,7 @@ def find_cutlass(target_name: str = "") -> tuple:
             os.path.join(root, "examples", "88_hopper_fmha"),
             os.path.join(data_dir("templates"), "cuda", "include"))
     if not os.path.isfile(os.path.join(dirs[0], "cutlass", "cutlass.h")):
-        raise AitError(f"no cutlass/cutlass.h under {dirs[0]} ({where}); reinstall nvidia-cutlass "
-                       "or point CUTLASS_PATH at a CUTLASS checkout")
+        raise AitError(f"no cutlass/cutlass.h under {dirs[0]} ({where}): {CUTLASS_INSTALL}")
     if not os.path.isfile(os.path.join(dirs[2], "kernel_forward.h")):
         raise AitError(f"no examples/41_fused_multi_head_attention/kernel_forward.h under {root} "
                        f"({where}); the cuda attention kernel needs CUTLASS's examples folder")

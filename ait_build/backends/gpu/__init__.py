@@ -3,10 +3,10 @@
 Python side: the lowerings every GPU backend shares (edges.py: device buffers in the model's
 dtype; rows.py: layer norm, channel pads; attention.py: fused attention on ordinary cores, which
 a backend may replace per call with a faster kernel; gemm.py: GEMMs and convs on a backend's
-`MatrixEngine`; depthwise.py: depthwise convs; squeeze_excitation.py: the gate's channel scale)
-and `LOWER`, the table rows they make. Template side: templates/gpu/, the simple kernels and
-the device half of the model's run loop, written with CUDA's names, which a HIP build maps
-through its own small header.
+`MatrixEngine`; depthwise.py: depthwise convs; squeeze_excitation.py: the global average pool
+and the gate's channel scale) and `LOWER`, the table rows they make. Template side:
+templates/gpu/, the simple kernels and the device half of the model's run loop, written with
+CUDA's names, which a HIP build maps through its own small header.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ def lowerings(engine, tensor_core_attention=None) -> dict:
         # rows and windows
         "layer_norm": rows.lower_layer_norm,
         **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
+        "global_avg_pool": squeeze_excitation.lower_global_avg_pool,  # ranges split in scratch
         **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
         **shared.GENERATE,  # constant and iota (backends/shared.py)
         "pad": rows.lower_pad,  # the last dim alone: one pass; else the shared fill + copy

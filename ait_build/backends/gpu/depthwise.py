@@ -1,62 +1,155 @@
 """GPU lowering of depthwise conv2d (groups = input channels = output channels), shared by the
-GPU backends: templates/gpu/depthwise_conv2d.cu.j2, a kernel built for memory bandwidth (each
-thread a vector of channels for a strip of output pixels, inputs reused from registers across
-the strip's overlapping windows), with the node's epilogue (bias, same-shaped residual,
+GPU backends: templates/gpu/depthwise_conv2d.cu.j2, a kernel built for memory bandwidth (a block
+stages its output tile's input window in shared memory with coalesced loads, then each thread
+computes a strip of outputs from there), with the node's epilogue (bias, same-shaped residual,
 activation) fused. Weights are float32 [KH][KW][C] (`<weight>@hwc`): the kernel computes in
-float32 and converts each input once, so its weights need no conversion at all.
+float32 and converts each input once, when it stages it, so its weights need no conversion.
 
-What the strip and vector widths are: the vector is one 16-byte access (8 float16/bfloat16 or 4
-float32 channels) where the channels divide into it; 5- and 7-wide kernels in 16-bit types take
-4 channels, so that their accumulators, one kernel row of weights and the input vectors in
-flight fit about 120 registers (8 channels took 190-200: two blocks of 4 warps a
-multiprocessor). The strip is the width
-in 4..8 that wastes the fewest threads on the output's width (7 for ImageNet's 112/56/28/14/7
-maps when 8 does not divide them).
+How the tile is chosen (`plan_tile`), in three steps:
+- channels per thread (`vec`): 4 (one 16-byte float32 vector of shared memory) where C allows,
+  else 1;
+- channel slices per block (`slice`) to choose from: the divisors of C whose pixels are 64-128
+  contiguous bytes in global memory, whole 32-byte sectors (32, 48 or 64 channels in 16-bit
+  types, 16, 24 or 32 in float32), else 64-byte slices with the last one partial; and C itself
+  where a whole pixel is at most 256 bytes;
+- strip and tile: of every strip width PX (1-8 output pixels a thread), strips across the tile
+  GW and tile rows TH whose block has at most 256 threads, whose staged window and weights fit
+  44 KB of static shared memory, and which leave at least 16 warps resident per multiprocessor
+  (by shared memory and an estimate of registers), the one with the fewest estimated
+  multiprocessor cycles per output element: the larger of the issue time (staging the window,
+  halo included; the FMAs and shared-memory loads of every lane of every tile, idle lanes and
+  outputs past the image costing as much as real ones; the epilogue; a fixed cost per lane) and
+  the memory time (input and output once at the multiprocessor's share of HBM, slowed where the
+  resident blocks' staged bytes in flight are too few to keep it busy).
+`bench/gpu_families.py` times the planned tile beside the estimate's next candidates
+(`candidates`) on the H200. The epilogue's silu, sigmoid, hardswish and hardsigmoid take the
+template's fast-math forms (`FAST_ACTS`).
 """
 
 from __future__ import annotations
+
+from dataclasses import asdict, dataclass
 
 from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.op_geometry import conv_geometry
 from ait_build.ir.dims import Dim
 
-STRIPS = (8, 7, 6, 5, 4)  # output pixels per thread, widest first
+MAX_THREADS = 256
+SHARED_BYTES = 44 * 1024  # window + weights of one block (static shared memory: at most 48 KB)
+SM_SHARED_BYTES = 227 * 1024  # shared memory of one multiprocessor (sm90)
+MIN_RESIDENT_WARPS = 16
+ISSUE_PER_CYCLE = 128  # thread instructions a multiprocessor issues a cycle
+BYTES_PER_CYCLE = 16.5  # a multiprocessor's share of HBM a cycle (H200: 4.3 TB/s, 132 x 1.98 GHz)
+IN_FLIGHT_BYTES = 32 * 1024  # loads in flight a multiprocessor needs to keep that share busy
+UNKNOWN_SIZE = 64  # output height/width assumed where the spec leaves it to run time
+# epilogue activations the template has in forms with fast division and exponential
+FAST_ACTS = {f"ait::{a}": f"fast_{a}" for a in ("silu", "sigmoid", "hardswish", "hardsigmoid")}
 
 
-def vector_width(dtype: str, channels: int, kw: int) -> int:
-    """Channels per thread: a 16-byte vector, halved while it does not divide the channels."""
-    size = 2 if dtype in ("float16", "bfloat16") else 4
-    vec = 16 // size
-    if size == 2 and kw >= 5:
-        vec = 4
-    while channels % vec:
-        vec //= 2
-    return vec
+@dataclass(frozen=True)
+class Tile:
+    slice: int  # channels per block
+    vec: int  # channels per thread
+    px: int  # output pixels per thread along W
+    gw: int  # strips across the tile's width
+    th: int  # output rows of the tile (one per thread row)
+    gvec: int  # elements per global access where the pointers allow
+
+    @property
+    def threads(self) -> int:
+        return self.slice // self.vec * self.gw * self.th
 
 
-def strip_width(wo) -> int:
-    """Output pixels along W per thread: the width that leaves the fewest idle pixels."""
-    wo = Dim.of(wo)
-    if not wo.is_static:
-        return STRIPS[-1]
-    if wo.value <= STRIPS[-1]:
-        return max(wo.value, 1)
-    return min(STRIPS, key=lambda t: (-(-wo.value // t) * t, -t))
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def channel_slices(channels: int, vec: int, itemsize: int) -> list:
+    """Slices whose pixels are 64-128 contiguous bytes of whole sectors dividing C, else 64-byte
+    slices with the last one partial; and the whole pixel, up to 256 bytes."""
+    out = [d for d in range(vec, channels + 1, vec) if channels % d == 0
+           and 64 <= d * itemsize <= 128 and d * itemsize % 32 == 0]
+    if not out and channels * itemsize > 64:
+        out.append(max(vec, 64 // itemsize // vec * vec))
+    if channels * itemsize <= 256:
+        out.append(channels)
+    return sorted(set(out))
+
+
+def global_vector(channels: int, slice_: int, itemsize: int) -> int:
+    g = 16 // itemsize
+    while channels % g or slice_ % g:
+        g //= 2
+    return g
+
+
+def candidates(itemsize: int, channels: int, ho: int, wo: int, win: dict) -> list:
+    """(estimated multiprocessor cycles per output element, Tile) of every tile that fits, best
+    first."""
+    kh, kw, sh, sw, dh, dw = (win[k] for k in ("kh", "kw", "sh", "sw", "dh", "dw"))
+    vec = 4 if channels % 4 == 0 else 1
+    stage = 1.5 if itemsize == 2 else 0.75  # load, convert and store one staged element
+    # input and output once: the halo's rows and columns come again from L2
+    moved = (ho * sh * wo * sw + ho * wo) * channels * itemsize
+    out = []
+    for cs in channel_slices(channels, vec, itemsize):
+        lanes_across = cs // vec
+        for px in range(1, 9):
+            regs = 32 + (px + kw) * vec  # accumulators and a kernel row of weights
+            xw = (px - 1) * sw + (kw - 1) * dw + 1
+            per_output = kh * kw * vec + kh * (xw + kw) / px + 8 * vec
+            for gw in range(1, _cdiv(wo, px) + 1):
+                for th in range(1, ho + 1):
+                    threads = lanes_across * gw * th
+                    rows = (th - 1) * sh + (kh - 1) * dh + 1
+                    cols = (gw * px - 1) * sw + (kw - 1) * dw + 1
+                    shared = (rows * cols + kh * kw) * cs * 4
+                    if threads > MAX_THREADS or shared > SHARED_BYTES:
+                        break
+                    lanes = _cdiv(threads, 32) * 32
+                    resident = min(32, SM_SHARED_BYTES // shared, 65536 // (regs * lanes))
+                    if resident * lanes // 32 < MIN_RESIDENT_WARPS:
+                        continue
+                    tiles = _cdiv(ho, th) * _cdiv(wo, gw * px) * _cdiv(channels, cs)
+                    issue = tiles * (rows * cols * cs * stage + kh * kw * cs / 2
+                                     + lanes * (px * per_output + 100)) / ISSUE_PER_CYCLE
+                    # blocks load about half their time: the window's bytes in flight
+                    in_flight = resident * rows * cols * cs * itemsize / 2
+                    memory = moved / BYTES_PER_CYCLE / min(1.0, in_flight / IN_FLIGHT_BYTES)
+                    cycles = max(issue, memory) + issue / 20  # fewer instructions break ties
+                    out.append((cycles / (ho * wo * channels),
+                                Tile(cs, vec, px, gw, th, global_vector(channels, cs, itemsize))))
+    out.sort(key=lambda e: (e[0], -e[1].threads))
+    return out
+
+
+def _size(d) -> int:
+    d = Dim.of(d)
+    return d.value if d.is_static else UNKNOWN_SIZE
+
+
+def plan_tile(itemsize: int, channels: int, ho, wo, win: dict) -> Tile:
+    found = candidates(itemsize, channels, _size(ho), _size(wo), win)
+    if not found:
+        raise ValueError(f"depthwise conv: no tile of {channels} channels fits a {win} window")
+    return found[0][1]
 
 
 def lower(lw, epi, label: str) -> None:
     """One depthwise conv node with its epilogue (gemm.Epilogue) and kernel label."""
     node = lw.node
     dims, _, win, sizes, size_params = conv_geometry(lw)
-    _, _, _, c, _, wo, _ = dims
+    _, _, _, c, ho, wo, _ = dims
     kh, kw, cv = win["kh"], win["kw"], c.value
     dtype, ctype = lw.dtype(node.output), lw.ctype(node.output)
     weights = lw.weight("weight", lambda a: a.transpose(2, 3, 1, 0).reshape(kh, kw, cv), "hwc",
                         (kh, kw, cv))
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), ("const float*", "w"),
               (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
-    context = dict(ctype=ctype, act_fn=epi.fn, vec=vector_width(dtype, cv, kw),
-                   tw=strip_width(wo), channels=cv, **win)
+    itemsize = 4 if dtype == "float32" else 2
+    tile = plan_tile(itemsize, cv, ho, wo, win)
+    context = dict(ctype=ctype, act_fn=FAST_ACTS.get(epi.fn, epi.fn), channels=cv,
+                   **asdict(tile), **win)
     kernel = make_kernel(label, "conv2d", lw.template("depthwise_conv2d"), context, params)
     lw.call(kernel, [lw.dst(node.output), lw.src(node.inputs[0]), weights] + epi.args(lw) + sizes)
     epi.finish(lw, node.output)

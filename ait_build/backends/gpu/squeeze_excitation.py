@@ -1,7 +1,14 @@
-"""GPU lowering of squeeze-excitation's last step, shared by the GPU backends: the gate's mul
-`x[N, H, W, C] * s[N, 1, 1, C]` (MobileNetV3's and EfficientNet's blocks as the importers write
-them) runs as templates/gpu/channel_scale.cu.j2, a pass over x in 16-byte vectors, instead of the
-elementwise template's element-at-a-time loop. Any other mul is the shared elementwise lowering.
+"""GPU lowerings of squeeze-excitation's bandwidth-bound steps, shared by the GPU backends.
+
+The global average pool (templates/gpu/global_avg_pool.cu.j2) reads whole pixels' channels in
+16-byte vectors; where the images alone would not fill the device it splits each image's pixels
+into ranges and adds their float32 partial sums in a second kernel, in scratch that this
+lowering reserves (at most MAX_PARTIALS rows of C floats).
+
+The gate's mul `x[N, H, W, C] * s[N, 1, 1, C]` (MobileNetV3's and EfficientNet's blocks as the
+importers write them) runs as templates/gpu/channel_scale.cu.j2, a pass over x in 16-byte
+vectors, instead of the elementwise template's element-at-a-time loop. Any other mul is the
+shared elementwise lowering.
 
 Why a pass of its own and not a fused load: the scale's next reader is a pointwise conv, a
 CUTLASS GEMM whose mainloop reads A through TMA or cp.async tiles that cannot be scaled per
@@ -14,7 +21,29 @@ from __future__ import annotations
 from ait_build.codegen.cexpr import broadcast_strides, cexpr, elements
 from ait_build.codegen.elementwise import lower_simple
 from ait_build.codegen.kernel import io_params, make_kernel
-from ait_build.ir.dims import Dim
+from ait_build.ir.dims import Dim, bounds
+from ait_build.ir.dtypes import ITEMSIZE
+
+MAX_PARTIALS = 512  # images x pixel ranges of a pool's partial sums: 2 blocks a multiprocessor
+MIN_RANGE_BYTES = 64 * 1024  # a smaller range is not worth the second kernel's launch
+TILE_BYTES = 512  # a pool block's channels of one pixel: at most 32 vectors of 16 bytes
+
+
+def lower_global_avg_pool(lw) -> None:
+    node = lw.node
+    x = node.inputs[0]
+    n, h, w, c = lw.shape(x)
+    params = io_params(lw, node.output, "x") + [("int64_t", p) for p in ("N", "HW", "C")]
+    kernel = make_kernel("global_avg_pool", node.op, lw.template("global_avg_pool"),
+                         dict(ctype=lw.ctype(node.output), max_partials=MAX_PARTIALS,
+                              min_range_bytes=MIN_RANGE_BYTES), params)
+    dims = lw.plan.graph.dims
+    channels, pixels = bounds(Dim.of(c), dims)[1], bounds(Dim.of(h * w), dims)[1]
+    # scratch only where an image's channel tile can fill two ranges
+    tile = min(channels * ITEMSIZE[lw.dtype(x)], TILE_BYTES)
+    splits = pixels * tile >= 2 * MIN_RANGE_BYTES
+    lw.call(kernel, [lw.dst(node.output), lw.src(x), cexpr(n), cexpr(h * w), cexpr(c)],
+            scratch_shared=MAX_PARTIALS * channels * 4 if splits else 0)
 
 
 def _channel_gate(lw) -> tuple | None:

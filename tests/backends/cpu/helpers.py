@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import yaml
 
+from ait_build.build.runtime_files import carry
 from ait_build.ir.dtypes import NUMPY
 
 JOBS = max(2, os.cpu_count() or 2)
@@ -101,6 +102,8 @@ def build_library(tc, out_dir: str, emission, cache_dir) -> str:
     proc = subprocess.run(tc.link_command(objects, lib), capture_output=True, text=True)
     if proc.returncode:
         raise AssertionError(f"linking {lib} failed:\n{proc.stderr[-4000:]}")
+    # the BLAS its `$ORIGIN` rpath finds, as a build places it (one copy kept in the cache)
+    carry(tc.runtime_files, out_dir, os.path.join(str(cache_dir), "runtime"))
     return lib
 
 

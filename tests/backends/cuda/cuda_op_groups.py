@@ -11,10 +11,14 @@ in one parallel SCons run:
 from __future__ import annotations
 
 import os
+import sys
 
 import yaml
 
 from cuda_helpers import ROOT, bf16_spec, fp16_spec, spec_path
+
+sys.path.insert(0, os.path.join(ROOT, "tests"))  # the op group the cpu tests build too
+from backends.family_ops import IMPORT_FAMILIES  # noqa: E402
 
 B = {"batch": {"min": 1, "max": 8, "opt": 3}}
 
@@ -327,13 +331,16 @@ GROUPS = {
                  "c1_hsig", "c_odd"]),
     # depthwise convs (depthwise_conv2d.cu.j2): 3x3, 5x5 and 7x7 windows, strides 1 and 2,
     # dilation 2; channels in 16-byte vectors (16, 24, 32), in 4 (12) and in none (5);
-    # widths that the strips divide (12 -> 6) and do not (13); bias, residual and activations;
-    # a wide image ("f") whose inner strips read no padding (the kernel's unchecked loads)
+    # bias, residual and activations; images of one tile and of several along H and W with
+    # partial tiles ("f", "g", "h"); several channel slices per pixel, the last one partial
+    # (136 and 132 channels: slices of 32, or of 16 in float32; 132 loads 4 elements at a time)
     "depthwise": dict(
         inputs={"a": {"shape": ["batch", 13, 13, 16]}, "b": {"shape": ["batch", 12, 12, 24]},
                 "c": {"shape": ["batch", 12, 12, 32]}, "d": {"shape": ["batch", 9, 11, 12]},
                 "e": {"shape": ["batch", 7, 9, 5]}, "ra": {"shape": ["batch", 13, 13, 16]},
-                "rc": {"shape": ["batch", 12, 12, 32]}, "f": {"shape": ["batch", 8, 40, 24]}},
+                "rc": {"shape": ["batch", 12, 12, 32]}, "f": {"shape": ["batch", 8, 40, 24]},
+                "g": {"shape": ["batch", 30, 33, 136]}, "rg": {"shape": ["batch", 30, 33, 136]},
+                "h": {"shape": ["batch", 19, 21, 132]}},
         graph=[n("dw3", "conv2d", ["a"], out_channels=16, kernel=3, groups=16, padding=1,
                  activation="relu6"),
                n("dw3_s2", "conv2d", ["a"], out_channels=16, kernel=3, groups=16, stride=2,
@@ -356,25 +363,35 @@ GROUPS = {
                  padding=[1, 2], activation="hardtanh", hardtanh_min=-0.5, hardtanh_max=0.5),
                n("dw3_wide", "conv2d", ["f"], out_channels=24, kernel=3, groups=24, padding=1),
                n("dw5_wide_s2", "conv2d", ["f"], out_channels=24, kernel=5, groups=24,
-                 stride=2, padding=2, activation="silu")],
+                 stride=2, padding=2, activation="silu"),
+               n("dw3_slices_res", "conv2d", ["g", "rg"], out_channels=136, kernel=3,
+                 groups=136, padding=1, activation="relu"),
+               n("dw5_slices_s2", "conv2d", ["g"], out_channels=136, kernel=5, groups=136,
+                 stride=2, padding=2, bias=False),
+               n("dw7_c132", "conv2d", ["h"], out_channels=132, kernel=7, groups=132, padding=3,
+                 activation="hardswish")],
         outputs=["dw3", "dw3_s2", "dw3_res", "dw3_d2", "dw5", "dw5_s2", "dw7_res", "dw7_s2",
-                 "dw3_c12", "dw3_c5", "dw3_wide", "dw5_wide_s2"]),
+                 "dw3_c12", "dw3_c5", "dw3_wide", "dw5_wide_s2", "dw3_slices_res",
+                 "dw5_slices_s2", "dw7_c132"]),
     # global average pools (global_avg_pool.cu.j2: 16-byte vectors over 64 and 16 channels,
-    # single channels over 12; 49 to 1600 pixels) and squeeze-excitation's channel scale
+    # single channels over 12; 49 to 4096 pixels, the largest image in ranges of pixels whose
+    # partial sums a second kernel adds) and squeeze-excitation's channel scale
     # (channel_scale.cu.j2: per image, shared by every image, either operand first; 12
     # channels take single channels); no GEMM, so the host-emulation test runs it too
     "pools_and_scales": dict(
         inputs={"img": {"shape": ["batch", 14, 14, 64]}, "odd": {"shape": ["batch", 9, 9, 12]},
                 "big": {"shape": ["batch", 40, 40, 16]}, "small": {"shape": ["batch", 7, 7, 64]},
+                "huge": {"shape": ["batch", 64, 64, 32]},
                 "gate": {"shape": ["batch", 1, 1, 64]}, "shared": {"shape": [1, 1, 1, 64]},
                 "gate12": {"shape": ["batch", 1, 1, 12]}},
         graph=[n("gap", "global_avg_pool", ["img"], keepdims=True),
                n("gap_odd", "global_avg_pool", ["odd"]), n("gap_big", "global_avg_pool", ["big"]),
                n("gap_small", "global_avg_pool", ["small"]),
+               n("gap_huge", "global_avg_pool", ["huge"]),
                n("scaled", "mul", ["img", "gate"]), n("scaled_first", "mul", ["gate", "img"]),
                n("scaled_shared", "mul", ["img", "shared"]),
                n("scaled_odd", "mul", ["odd", "gate12"])],
-        outputs=["gap", "gap_odd", "gap_big", "gap_small", "scaled", "scaled_first",
+        outputs=["gap", "gap_odd", "gap_big", "gap_small", "gap_huge", "scaled", "scaled_first",
                  "scaled_shared", "scaled_odd"]),
     # squeeze-excitation blocks as the importers write them: MobileNetV3's (relu, then the
     # add 3 -> relu6 -> div 6 hardsigmoid the epilogue takes) and EfficientNet's (silu, sigmoid)
@@ -392,6 +409,7 @@ GROUPS = {
                n("e_gate", "sigmoid", ["e_fc2"]),
                n("effnet", "mul", ["x", "e_gate"])],
         outputs=["mnv3", "effnet"]),
+    "import_families": IMPORT_FAMILIES,  # tests/backends/family_ops.py, also built for cpu
     "lookup": dict(
         inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
                 "ids32": {"shape": ["batch", 3], "dtype": "int32"},
@@ -404,6 +422,27 @@ GROUPS = {
 
 # the same grouped convs and masked attention in bfloat16 (a group's `dtype`: the model's,
 # float16 by default)
+# every distinct depthwise conv of EfficientNet-B0 (silu), MobileNetV3-Large (relu, hardswish)
+# and ConvNeXt (7x7, no activation): (input size, channels, kernel, stride, activation); the
+# group of them runs their planned tiles (backends/gpu/depthwise.py), which the small shapes
+# above do not reach, on the GPU (too large for the host emulation)
+IMAGENET_DEPTHWISE = [
+    (112, 32, 3, 1, "silu"), (112, 96, 3, 2, "silu"), (56, 144, 3, 1, "silu"),
+    (56, 144, 5, 2, "silu"), (28, 240, 5, 1, "silu"), (28, 240, 3, 2, "silu"),
+    (14, 480, 3, 1, "silu"), (14, 480, 5, 1, "silu"), (14, 672, 5, 1, "silu"),
+    (14, 672, 5, 2, "silu"), (7, 1152, 5, 1, "silu"), (7, 1152, 3, 1, "silu"),
+    (112, 16, 3, 1, "relu"), (112, 64, 3, 2, "relu"), (56, 72, 3, 1, "relu"),
+    (56, 72, 5, 2, "relu"), (28, 120, 5, 1, "relu"), (14, 200, 3, 1, "hardswish"),
+    (14, 184, 3, 1, "hardswish"), (7, 960, 5, 1, "hardswish"), (56, 96, 7, 1, "none"),
+    (28, 192, 7, 1, "none"), (14, 384, 7, 1, "none"), (7, 768, 7, 1, "none")]
+GROUPS["depthwise_imagenet"] = dict(
+    inputs={f"x{i}": {"shape": ["batch", size, size, c]}
+            for i, (size, c, _, _, _) in enumerate(IMAGENET_DEPTHWISE)},
+    graph=[n(f"dw{i}_{size}x{c}_k{k}s{s}", "conv2d", [f"x{i}"], out_channels=c, kernel=k,
+             groups=c, stride=s, padding=k // 2, activation=act)
+           for i, (size, c, k, s, act) in enumerate(IMAGENET_DEPTHWISE)],
+    outputs=[f"dw{i}_{size}x{c}_k{k}s{s}"
+             for i, (size, c, k, s, _) in enumerate(IMAGENET_DEPTHWISE)])
 GROUPS["grouped_conv_bfloat16"] = dict(GROUPS["grouped_conv"], dtype="bfloat16")
 GROUPS["attention_masks_bfloat16"] = dict(GROUPS["attention_masks"], dtype="bfloat16")
 GROUPS["window_attention_bfloat16"] = dict(GROUPS["window_attention"], dtype="bfloat16")
@@ -413,7 +452,8 @@ GROUPS["window_attention_bfloat16"] = dict(GROUPS["window_attention"], dtype="bf
 # activations: their groups above run in float16 on both targets; test_gpu_families.py runs
 # their own kernels in these other dtypes on h200 (the epilogue functors compute in float32
 # whatever the storage: the bfloat16 small specs cover CUTLASS's bfloat16 epilogues)
-FAMILY_GROUPS = ["depthwise", "pools_and_scales", "squeeze_excitation", "epilogue_activations"]
+FAMILY_GROUPS = ["depthwise", "depthwise_imagenet", "pools_and_scales", "squeeze_excitation",
+                 "epilogue_activations"]
 FAMILY_VARIANTS = [("depthwise", "bfloat16"), ("depthwise", "float32"),
                    ("pools_and_scales", "bfloat16")]
 

@@ -1,5 +1,5 @@
 """Which GPU-layer kernel the bandwidth-bound families take (no compiler needed): depthwise convs
-take depthwise_conv2d.cu.j2 with the vector width their channels allow, squeeze-excitation's
+take depthwise_conv2d.cu.j2 with the tile their channels and shape allow, squeeze-excitation's
 gate mul the channel scale, other muls the elementwise template, and the new epilogue
 activations reach CUTLASS as functors (hardtanh's bounds in its type)."""
 
@@ -7,21 +7,49 @@ from __future__ import annotations
 
 import pytest
 
+from ait_build.backends.gpu.depthwise import Tile, plan_tile
 from ait_build.pipeline import build_plan, find_target
-from cuda_op_groups import op_spec
+from cuda_op_groups import IMAGENET_DEPTHWISE, op_spec
 
 
 @pytest.mark.parametrize("target", ["h200", "mi250"])
 def test_depthwise_convs_take_the_depthwise_kernel(target):
     plan = build_plan(op_spec("depthwise"), find_target(target))
-    dw = {s.node: s.kernel for s in plan.steps if s.kernel.label.startswith("depthwise_conv2d")}
-    assert len(dw) == 12
-    assert all(k.template == "gpu/depthwise_conv2d.cu.j2" for k in dw.values())
-    vec = {node: dict(k.context)["vec"] for node, k in dw.items()}
-    assert (vec["dw3"], vec["dw5"], vec["dw7_res"], vec["dw3_c12"], vec["dw3_c5"]) == \
-        (8, 4, 4, 4, 1)
-    strip = {node: dict(k.context)["tw"] for node, k in dw.items()}
-    assert (strip["dw3"], strip["dw5"], strip["dw3_s2"]) == (7, 6, 7)  # 13 -> 2 x 7; 12 -> 2 x 6
+    dw = {s.node: dict(s.kernel.context) for s in plan.steps
+          if s.kernel.label.startswith("depthwise_conv2d")}
+    assert len(dw) == 15
+    assert all(s.kernel.template == "gpu/depthwise_conv2d.cu.j2" for s in plan.steps
+               if s.node in dw)
+    # 4 channels a thread where C allows; a pixel's slice is C up to 128 bytes, else 64-128
+    # bytes of whole sectors dividing C, else 64 bytes with the last slice partial (136, 132)
+    assert {n: (c["vec"], c["slice"], c["gvec"]) for n, c in dw.items()
+            if n in ("dw3", "dw5", "dw7_res", "dw3_c12", "dw3_c5", "dw3_slices_res",
+                     "dw7_c132")} == {
+        "dw3": (4, 16, 8), "dw5": (4, 24, 8), "dw7_res": (4, 32, 8), "dw3_c12": (4, 12, 4),
+        "dw3_c5": (1, 5, 1), "dw3_slices_res": (4, 32, 8), "dw7_c132": (4, 32, 4)}
+    for ctx in dw.values():
+        tile = Tile(**{k: ctx[k] for k in ("slice", "vec", "px", "gw", "th", "gvec")})
+        rows = (tile.th - 1) * ctx["sh"] + (ctx["kh"] - 1) * ctx["dh"] + 1
+        cols = (tile.gw * tile.px - 1) * ctx["sw"] + (ctx["kw"] - 1) * ctx["dw"] + 1
+        assert tile.threads <= 256
+        assert (rows * cols + ctx["kh"] * ctx["kw"]) * tile.slice * 4 <= 44 * 1024
+
+
+@pytest.mark.parametrize("itemsize", [2, 4])
+def test_depthwise_tiles_of_imagenet_models(itemsize):
+    """The planned tile of every ImageNet depthwise conv: slices of whole sectors, 64-128 bytes
+    (or the whole pixel), blocks of 64-256 threads; windows of stride 1 reuse inputs across
+    strips of at least 5 outputs."""
+    for size, c, k, s, _ in IMAGENET_DEPTHWISE:
+        ho = (size + 2 * (k // 2) - k) // s + 1
+        win = dict(kh=k, kw=k, sh=s, sw=s, dh=1, dw=1)
+        tile = plan_tile(itemsize, c, ho, ho, win)
+        slice_bytes = tile.slice * itemsize
+        assert tile.slice == c or 64 <= slice_bytes <= 128 and slice_bytes % 32 == 0, \
+            (size, c, k, s, tile)
+        assert 64 <= tile.threads <= 256 or tile.threads == tile.slice // 4 * ho, (size, c, tile)
+        if s == 1:
+            assert tile.px >= 5, (size, c, k, s, tile)
 
 
 def test_only_gate_muls_take_the_channel_scale():

@@ -1,9 +1,13 @@
 """Compile-only check of the cuda backend: the generated sources of a GEMM model (mlp, float32:
 3xTF32 CUTLASS GEMMs), of a conv + attention model (tiny_vit in float16: CUTLASS conv and
-GEMMs, the fused attention, layer norms, copies) and of the clamps, comparisons, masks, fills and
-rolls the importers need (cuda_op_groups' masks_and_clamps, float16) compile with nvcc for a100 (sm_80 + compute_80
-PTX) and h200 (sm_90a), and link into a library that exports only the C API. Where no GPU is
-present, create() must fail with a message (CUDA errors become codes, never aborts).
+GEMMs, the fused attention, layer norms, copies), of the clamps, comparisons, masks, fills and
+rolls the importers need (cuda_op_groups' masks_and_clamps, float16), of the ops the importers'
+model families added (import_families: gather_elements, sin/cos/log/ceil/abs/sign, ceil_mode
+pools, resize2d) and of the bandwidth-bound families' own kernels (the depthwise and
+pools_and_scales groups: every tile, channel slice and vector width of their tests) compile with
+nvcc for a100 (sm_80 + compute_80 PTX) and h200 (sm_90a), and link into a library that exports
+only the C API. Where no GPU is present, create() must fail with a message (CUDA errors become
+codes, never aborts). Only the selected cases are built (`-k depthwise` compiles no CUTLASS).
 
 Each (model, target) is one translation unit including every kernel, so the CUTLASS headers are
 parsed four times instead of once per kernel; two compilers run at a time. One more kernel, a
@@ -23,20 +27,24 @@ from ait_build.backends import toolchain_for
 from ait_build.pipeline import build_plan, emit, find_target
 from cuda_helpers import (c_create, compile_and_link, fp16_spec, fp16acc_target, run_checked,
                           spec_path, unity_build)
-from cuda_op_groups import op_spec
+from cuda_op_groups import GROUPS, op_spec
 
 pytestmark = pytest.mark.nvcc
 
-CASES = [("mlp", "a100"), ("mlp", "h200"), ("tiny_vit", "a100"), ("tiny_vit", "h200"),
-         ("masks_and_clamps", "a100"), ("masks_and_clamps", "h200")]
+CASES = [(model, target) for model in ("mlp", "tiny_vit", "masks_and_clamps", "import_families",
+                                        "depthwise", "pools_and_scales")
+         for target in ("a100", "h200")]
 
 
 @pytest.fixture(scope="module")
-def libraries(nvcc, tmp_path_factory):
+def libraries(nvcc, request, tmp_path_factory):
+    params = [item.callspec.params for item in request.session.items
+              if item.module is request.module and hasattr(item, "callspec")]
+    selected = {(p["model"], p["target"]) for p in params if "model" in p}
     built, jobs = {}, []
-    for model, target in CASES:
+    for model, target in (c for c in CASES if c in selected):
         spec = spec_path(model) if model == "mlp" else \
-            op_spec(model) if model == "masks_and_clamps" else fp16_spec(model)
+            op_spec(model) if model in GROUPS else fp16_spec(model)
         out = str(tmp_path_factory.mktemp(f"{model}_{target}"))
         emission, compile_cmd, link_cmd = unity_build(spec, target, out)
         built[(model, target)] = (out, emission)

@@ -138,7 +138,7 @@ def test_pointwise_convs_run_as_gemms(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("entries:\n  - {family: a, problem: b, extent: 0, config: c}\n", "extent must be positive"),
+    ("entries:\n  - {family: a, problem: b, extent: 0, config: c}\n", "extent must be a positive number"),
     ("entries:\n  - {family: a, problem: b, extent: 1, config: c, speed: 3}\n", "unknown field 'speed'"),
     ("entries:\n  - {family: a, problem: b, config: c}\n", "missing required field 'extent'"),
     ("entries: {}\n", "entries must be a list"),

@@ -58,8 +58,10 @@ def build(out_dir: str, name: str, workers: int = 2) -> str:
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(compile_one, jobs))
     lib = os.path.join(host_dir, f"lib{name}.so")
-    subprocess.run(["g++", "-shared", "-o", lib] + [cmd[-1] for cmd in jobs] + ["-lpthread"],
-                   check=True)
+    # -Bsymbolic: the emulated runtime's cuda* functions, even where a real libcudart is loaded
+    # (torch imported in the same process)
+    subprocess.run(["g++", "-shared", "-Wl,-Bsymbolic", "-o", lib] + [cmd[-1] for cmd in jobs]
+                   + ["-lpthread"], check=True)
     return lib
 
 
@@ -79,11 +81,14 @@ class HostModel:
         if self.lib[f"{c}_create"](weights, ctypes.byref(self.handle)):
             raise AssertionError(self.last_error().decode())
 
-    def run(self, inputs: dict, dims: dict, out_shapes: dict) -> dict:
+    def run(self, inputs: dict, dims: dict, out_shapes: dict, shifted: bool = False) -> dict:
+        """`shifted`: every input and output starts one element past an aligned address (the
+        kernels' unaligned fallbacks)."""
         from ait_build.ir.dtypes import NUMPY
         m = self.manifest
-        ins = [np.ascontiguousarray(inputs[i["name"]]) for i in m["inputs"]]
-        outs = {o["name"]: np.zeros(out_shapes[o["name"]], NUMPY[o["dtype"]])
+        place = _shifted if shifted else np.ascontiguousarray
+        ins = [place(inputs[i["name"]]) for i in m["inputs"]]
+        outs = {o["name"]: place(np.zeros(out_shapes[o["name"]], NUMPY[o["dtype"]]))
                 for o in m["outputs"]}
         d = (ctypes.c_int64 * max(len(m["dims"]), 1))(*[dims[x["name"]] for x in m["dims"]])
         ip = (ctypes.c_void_p * len(ins))(*[a.ctypes.data for a in ins])
@@ -91,3 +96,11 @@ class HostModel:
         if self.run_fn(self.handle, d, ip, op, None):
             raise AssertionError(self.last_error().decode())
         return outs
+
+
+def _shifted(array: np.ndarray) -> np.ndarray:
+    """A copy of `array` starting one element into a fresh (aligned) buffer."""
+    buf = np.empty(array.size + 1, array.dtype)
+    out = buf[1:].reshape(array.shape)
+    out[...] = array
+    return out

@@ -1,0 +1,75 @@
+"""Where an import of a PyTorch model stops short of the whole module, and says so in one line:
+
+- transformers models with a KV cache (GPT-2's default use_cache=True return a cache object
+  torch.export cannot flatten): the cache is turned off; the spec computes the tensor outputs.
+- torchvision's one-stage detectors (RetinaNet, SSD, SSDlite, FCOS): anchors, box decoding and
+  non-maximum suppression have shapes that depend on the scores, which torch.export cannot
+  follow; the import takes the network up to its head (backbone and head on the batch
+  `model.transform` makes) and the user runs `model.postprocess_detections` on its outputs.
+- any other shape computed from tensor values: one line naming where torch.export stopped,
+  instead of the exporter's page of text.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ait_build.errors import AitError
+
+DETECTION_PARTS = ("backbone", "head", "anchor_generator", "postprocess_detections")
+
+
+def prepare(model, say):
+    """The module to export in `model`'s place (itself, or the part an import can take)."""
+    config = getattr(model, "config", None)
+    if getattr(config, "use_cache", False):
+        config.use_cache = False
+        say(f"note: {type(model).__name__}: use_cache turned off (a KV cache is not an output "
+            "of the spec)")
+    if all(hasattr(model, part) for part in DETECTION_PARTS) and \
+            type(model).__module__.startswith("torchvision.models.detection"):
+        say(f"note: {type(model).__name__}: imported up to its head (input: the batch "
+            "model.transform makes); anchors, box decoding and NMS depend on the scores: run "
+            "model.postprocess_detections on the outputs")
+        return detection_network(model)
+    return model
+
+
+def detection_network(model):
+    """backbone + head of a torchvision one-stage detector, under their own module names (so
+    the state_dict names are the detector's)."""
+    import torch
+
+    class DetectionNetwork(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone, self.head = model.backbone, model.head
+
+        def forward(self, images):
+            features = self.backbone(images)
+            if isinstance(features, dict):
+                features = list(features.values())
+            elif isinstance(features, torch.Tensor):
+                features = [features]
+            return self.head(features)
+
+    return DetectionNetwork().eval()
+
+
+def export_error(exc: Exception) -> AitError:
+    """torch.export's failure as one line."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    if "data-dependent" in text or type(exc).__name__ == "GuardOnDataDependentSymNode":
+        cause = re.search(r"Caused by: \(([^)]*)\)", text)
+        where = f" at {cause.group(1)}" if cause else ""
+        return AitError(f"torch.export stopped at a shape computed from tensor values{where} "
+                        "(post-processing such as NMS or nonzero): import the network up to "
+                        "there, e.g. a factory returning the module without its "
+                        "post-processing, and run that part in PyTorch")
+    if "not a known type" in text and "in output" in text:
+        kind = re.search(r"Found <class '([^']*)'>", text)
+        return AitError(f"the model returns a {kind.group(1) if kind else 'non-tensor'} object "
+                        "torch.export cannot flatten: return tensors only (for transformers, "
+                        "use_cache=False)")
+    return AitError(f"torch.export failed: {first}")

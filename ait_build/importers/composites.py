@@ -1,0 +1,162 @@
+"""Source layers written as several of our ops, so every backend runs them on kernels it has:
+
+- conv1d (wav2vec2, Whisper's encoder): a conv2d over a height of 1; the weight keeps its
+  state_dict name, with a size-1 axis added.
+- conv3d (video: R3D): one conv2d per temporal tap over the frames that tap reads (a strided
+  slice, frames folded into the batch), summed; `<weight>.t<i>` holds tap i's [O, I, kh, kw].
+- transposed convolutions, 1-, 2- and 3-d (decoders, U-Nets, GANs, vocoders): the input with
+  stride - 1 zeros between elements, padded by dilation * (k - 1) - padding (plus
+  output_padding after), through the stride-1 convolution of that rank above with the weight
+  flipped and its in/out axes swapped (`<weight>.flipped`). It spends the product of the
+  strides times the multiply-adds of a direct kernel on the zeros; the GEMM-backed conv2d
+  still runs it at its own speed.
+- group_norm (wav2vec2's feature extractor, diffusion U-Nets): a layer_norm without affine over
+  [N, groups, C / groups * spatial], then the per-channel scale and shift.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ait_build.importers.graph import NHWC, Value, shape_attr
+from ait_build.ir.dims import Dim
+
+
+def _tuple(value, n: int) -> tuple:
+    if isinstance(value, (list, tuple)):
+        value = [int(v) for v in value]
+        return tuple(value * n if len(value) == 1 else value)
+    return (int(value),) * n
+
+
+def convolution(lower, x: Value, weight: str, bias: str | None, stride, padding, dilation,
+                groups: int, name: str | None, transposed: bool = False,
+                output_padding=0) -> Value:
+    """A source convolution of the input's rank ([N, C, L]: 1-d, ... [N, C, T, H, W]: 3-d)."""
+    rank = x.rank - 2
+    stride, padding, dilation = (_tuple(v, rank) for v in (stride, padding, dilation))
+    if transposed:
+        return conv_transpose(lower, x, weight, bias, stride, padding, dilation, groups,
+                              _tuple(output_padding, rank), name)
+    if rank not in (1, 2, 3):
+        lower.fail(f"a {rank}-d convolution (1-, 2- and 3-d)")
+    if rank == 1:
+        return conv1d(lower, x, weight, bias, stride, padding, dilation, groups, name)
+    if rank == 3:
+        return conv3d(lower, x, weight, bias, stride, padding, dilation, groups, name)
+    return lower.conv2d(x, weight, bias, stride, padding, dilation, groups, name)
+
+
+def _with_unit_axis(g, name: str, array: np.ndarray) -> str:
+    """`array`, weight `name` with a size-1 axis added, under `name` itself when nothing reads
+    that weight yet, else under a fresh name next to it."""
+    used = name in g.values or any(name in n.weights.values() for n in g.nodes)
+    if not used:
+        g.weights[name] = np.ascontiguousarray(array)
+        return name
+    return g.add_weight(name, np.ascontiguousarray(array))
+
+
+def conv1d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> Value:
+    w = lower.g.weights[weight]
+    n, c, length = x.source_shape
+    image = lower.reshape(x, (n, c, Dim.of(1), length))
+    w2 = weight if w.ndim == 4 else \
+        _with_unit_axis(lower.g, weight, w[:, :, None, :])  # 4-d: one conv1d shares another's
+    out = lower.conv2d(image, w2, bias, (1, stride[0]), (0, padding[0]), (1, dilation[0]),
+                       groups, name)
+    bn, o, _, lo = out.source_shape
+    return lower.reshape(out, (bn, o, lo))
+
+
+def conv3d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> Value:
+    """Frames [N, C, T, H, W] -> [N, O, To, Ho, Wo]: tap i of the kernel's time axis reads
+    frames i*dt, i*dt + st, ... of the time-padded input."""
+    w = lower.g.weights[weight]
+    n, c, t, h, wd = x.source_shape
+    if not t.is_static:
+        lower.fail("a 3-d convolution over a time axis of symbolic size")
+    (st, sh, sw), (pt, ph, pw), (dt, dh, dw) = stride, padding, dilation
+    kt = w.shape[2]
+    frames = (t.value + 2 * pt - dt * (kt - 1) - 1) // st + 1
+    channels_last = (0, 2, 3, 4, 1)
+    x = lower.pad(lower.layout(x, channels_last), [(0, 0), (0, 0), (pt, pt), (0, 0), (0, 0)])
+    total = None
+    for i in range(kt):
+        taps = lower.slice(x, 2, i * dt, i * dt + (frames - 1) * st + 1, st)
+        ours = taps.shape  # [N, To, H, W, C]
+        batch = ours[0] * ours[1]
+        images = lower.emit("reshape", [taps], {"shape": shape_attr(
+            (batch,) + tuple(ours[2:]), ours)}, hint="frames", perm=NHWC)
+        tap = lower.g.add_weight(f"{weight}.t{i}", np.ascontiguousarray(w[:, :, i]))
+        out = lower.conv2d(images, tap, bias if i == 0 else None, (sh, sw), (ph, pw),
+                           (dh, dw), groups, f"{name}.t{i}" if name else None)
+        total = out if total is None else lower.binary("add", total, out)
+    _, ho, wo, o = total.shape
+    return lower.emit("reshape", [total], {"shape": shape_attr((n, Dim.of(frames), ho, wo, o),
+                                                               total.shape)},
+                      hint="video", perm=channels_last)
+
+
+def conv_transpose(lower, x, weight, bias, stride, padding, dilation, groups, output_padding,
+                   name) -> Value:
+    """A transposed convolution of any rank: the input with stride - 1 zeros between elements
+    along each spatial axis, padded (or cropped) to what the kernel reaches, through the
+    ordinary stride-1 convolution of that rank."""
+    w = lower.g.weights[weight]  # [in, out / groups, *kernel]
+    rank = w.ndim - 2
+    cin, cout_g, kernel = w.shape[0], w.shape[1], w.shape[2:]
+    spatial = tuple(range(3, 3 + rank))
+    # the equivalent conv's weight [out, in / groups, *kernel], flipped in space
+    flipped = w.reshape((groups, cin // groups, cout_g) + kernel).transpose((0, 2, 1) + spatial)
+    flipped = flipped[(slice(None),) * 3 + (slice(None, None, -1),) * rank]
+    conv_weight = lower.g.add_weight(f"{weight}.flipped", np.ascontiguousarray(
+        flipped.reshape((groups * cout_g, cin // groups) + kernel)))
+    n, c, *sizes = x.source_shape
+    if not all(d.is_static for d in sizes):
+        lower.fail("a transposed convolution of a symbolic size")
+    channels_last = (0,) + tuple(range(2, 2 + rank)) + (1,)
+    x = lower.layout(x, channels_last)
+    if any(s != 1 for s in stride):  # zeros between elements: [N, d1, 1, d2, 1, ..., C] padded
+        cells = sum(((d, Dim.of(1)) for d in sizes), ())
+        cell = lower.emit("reshape", [x], {"shape": shape_attr((n,) + cells + (c,), x.shape)},
+                          hint="pixels")
+        pads = [0, 0] + sum(([0, 0, 0, s - 1] for s in stride), []) + [0, 0]
+        spread = lower.emit("pad", [cell], {"pads": pads}, hint="stuff")
+        stuffed = tuple(d * s for d, s in zip(sizes, stride))
+        x = lower.emit("reshape", [spread], {"shape": shape_attr((n,) + stuffed + (c,),
+                                                                 spread.shape)},
+                       hint="stuffed", perm=channels_last)
+    for i in range(rank):
+        size, s, k, p, d = sizes[i].value, stride[i], kernel[i], padding[i], dilation[i]
+        before = d * (k - 1) - p
+        total_after = before + output_padding[i]
+        after = total_after - (s - 1)  # the stuffing left s - 1 zeros after the last element
+        if before < 0:  # more padding than the kernel reaches: crop instead
+            x = lower.slice(x, 2 + i, -before, None)
+        if after < 0:
+            x = lower.slice(x, 2 + i, 0, (size - 1) * s + 1 + min(before, 0) + total_after)
+        pads = [(0, 0)] * (rank + 2)
+        pads[2 + i] = (max(before, 0), max(after, 0))
+        x = lower.pad(x, pads)
+    return convolution(lower, x, conv_weight, bias, 1, 0, dilation, groups, name)
+
+
+def group_norm(lower, x: Value, groups: int, weight: Value | None, bias: Value | None,
+               eps: float) -> Value:
+    shape = x.source_shape
+    n, c = shape[0], shape[1]
+    if not c.is_static or c.value % groups:
+        lower.fail(f"group_norm of {c} channels in {groups} groups")
+    rest = Dim.of(c.value // groups)
+    for d in shape[2:]:
+        rest = rest * d
+    rows = lower.reshape(x, (n, Dim.of(groups), rest))
+    attrs = {"affine": False} if eps == 1e-5 else {"affine": False, "eps": float(eps)}
+    out = lower.reshape(lower.last_axis("layer_norm", rows, attrs), tuple(shape))
+    per_channel = (c,) + (Dim.of(1),) * (len(shape) - 2)
+    if weight is not None:
+        out = lower.binary("mul", out, lower.reshape(weight, per_channel))
+    if bias is not None:
+        out = lower.binary("add", out, lower.reshape(bias, per_channel))
+    return out

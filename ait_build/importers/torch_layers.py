@@ -1,0 +1,252 @@
+"""ATen layers -> our ops: convolutions of every rank (composites.py), LSTM/GRU (recurrent.py),
+normalizations, pools, resizes and reductions. One small handler per op, as in torch_ops.py,
+whose table joins this one's.
+"""
+
+from __future__ import annotations
+
+from ait_build.errors import AitError
+from ait_build.importers.composites import convolution, group_norm
+from ait_build.importers.graph import registrar
+from ait_build.importers.recurrent import Cell, run_layers
+from ait_build.importers.torch_args import arg
+from ait_build.importers.torch_args import key as _key
+
+HANDLERS: dict = {}
+handles = registrar(HANDLERS)
+
+
+# -- convolutions, recurrent layers -------------------------------------------------------------
+
+@handles("aten.conv2d.default", "aten.conv2d.padding", "aten.convolution.default",
+         "aten.conv1d.default", "aten.conv1d.padding", "aten.conv3d.default",
+         "aten.conv3d.padding", "aten.conv_transpose1d.default", "aten.conv_transpose2d.input",
+         "aten.conv_transpose3d.input")
+def _conv(t, node):
+    key = _key(node)
+    x = t.tensor(node.args[0])
+    weight = t.weight_name(node.args[1], "weight")
+    if weight is None:
+        raise AitError("a convolution whose weight is computed in the model")
+    bias_arg = arg(node, 2, "bias")
+    bias = t.weight_name(bias_arg, "bias") if bias_arg is not None else None
+    if bias_arg is not None and bias is None:
+        raise AitError("a convolution whose bias is computed in the model")
+    transposed, output_padding = False, 0
+    if key == "aten.convolution.default":
+        stride, padding, dilation, transposed, output_padding, groups = node.args[3:9]
+    elif key.startswith("aten.conv_transpose"):
+        transposed = True
+        stride, padding = arg(node, 3, "stride", 1), arg(node, 4, "padding", 0)
+        output_padding, groups = arg(node, 5, "output_padding", 0), arg(node, 6, "groups", 1)
+        dilation = arg(node, 7, "dilation", 1)
+    else:
+        stride, padding = arg(node, 3, "stride", 1), arg(node, 4, "padding", 0)
+        dilation, groups = arg(node, 5, "dilation", 1), arg(node, 6, "groups", 1)
+    if isinstance(padding, str):
+        padding = _same_padding(t.g.weights[weight].shape[2:], dilation, padding)
+    return convolution(t.lower, x, weight, bias, stride, padding, dilation, groups,
+                       t.weight_node_name(weight), transposed, output_padding)
+
+
+def _same_padding(kernel, dilation, mode: str):
+    if mode == "valid":
+        return 0
+    d = dilation if isinstance(dilation, (list, tuple)) else [dilation] * len(kernel)
+    total = [dd * (k - 1) for k, dd in zip(kernel, d)]
+    if any(p % 2 for p in total):
+        raise AitError("padding='same' with an even window pads unevenly (not supported)")
+    return [p // 2 for p in total]
+
+
+
+@handles("aten.lstm.input", "aten.gru.input")
+def _recurrent(t, node):
+    """nn.LSTM / nn.GRU, unrolled (recurrent.py)."""
+    kind = "lstm" if _key(node) == "aten.lstm.input" else "gru"
+    x, hx, params = node.args[0], node.args[1], node.args[2]
+    has_biases, layers, _, train, bidirectional, batch_first = node.args[3:9]
+    if train:
+        raise AitError("a recurrent layer in training mode (call model.eval() first)")
+    per_cell = 4 if has_biases else 2
+    directions = 2 if bidirectional else 1
+    if len(params) != per_cell * layers * directions:
+        raise AitError("an LSTM with proj_size (projected hidden states) is not supported")
+    names = [t.weight_name(p) for p in params]
+    if None in names:
+        raise AitError("a recurrent layer whose weights are computed in the model")
+    cells = [Cell(*names[i:i + 2], *(names[i + 2:i + 4] if has_biases else (None, None)))
+             for i in range(0, len(names), per_cell)]
+    hidden = t.g.weights[names[1]].shape[1]
+    states = [None if _zeros(s) else t.tensor(s) for s in (hx if kind == "lstm" else [hx])]
+    out, h, c = run_layers(t.lower, kind, t.tensor(x), cells, hidden, bidirectional,
+                           batch_first, *states, name=t.lower.path or kind)
+    return [out, h, c] if kind == "lstm" else [out, h]
+
+
+def _zeros(arg) -> bool:
+    """A state the model starts from zeros (torch.zeros in nn.LSTM's forward)."""
+    return hasattr(arg, "op") and _key(arg) in ("aten.zeros.default", "aten.new_zeros.default",
+                                                "aten.zeros_like.default")
+
+
+# -- normalization, pooling ----------------------------------------------------------------------
+
+@handles("aten.layer_norm.default", "aten.native_layer_norm.default")
+def _layer_norm(t, node):
+    x = t.tensor(node.args[0])
+    shape = node.args[1]
+    if len(shape) != 1:
+        raise AitError("layer_norm over more than the last dim is not supported")
+    w, b = arg(node, 2, "weight"), arg(node, 3, "bias")
+    eps = arg(node, 4, "eps", 1e-5)
+    attrs = {} if eps == 1e-5 else {"eps": float(eps)}
+    weights, name = {}, None
+    if w is not None:
+        wn, bn = t.weight_name(w), t.weight_name(b) if b is not None else None
+        if wn is None or bn is None:
+            raise AitError("layer_norm with a computed weight, or a weight without a bias")
+        weights, name = {"weight": wn, "bias": bn}, t.weight_node_name(wn)
+    else:
+        attrs["affine"] = False
+        if b is not None:
+            raise AitError("layer_norm with a bias but no weight")
+    out = t.lower.last_axis("layer_norm", x, attrs, name=name, weights=weights)
+    return [out, None, None] if _key(node).startswith("aten.native") else out
+
+
+@handles("aten.group_norm.default", "aten.native_group_norm.default")
+def _group_norm(t, node):
+    x = t.tensor(node.args[0])
+    native = _key(node) == "aten.native_group_norm.default"
+    groups = node.args[6] if native else arg(node, 1, "num_groups")
+    w, b = (node.args[1], node.args[2]) if native else (arg(node, 2, "weight"), arg(node, 3, "bias"))
+    eps = node.args[7] if native else arg(node, 4, "eps", 1e-5)
+    out = group_norm(t.lower, x, int(groups), t.tensor(w) if w is not None else None,
+                     t.tensor(b) if b is not None else None, eps)
+    return [out, None, None] if native else out
+
+
+@handles("aten.batch_norm.default", "aten._native_batch_norm_legit_no_training.default")
+def _batch_norm(t, node):
+    x = t.tensor(node.args[0])
+    names = [t.weight_name(a) for a in node.args[1:5]]
+    if None in names:
+        raise AitError("batch_norm without affine weights or running statistics")
+    if _key(node) == "aten.batch_norm.default":
+        if node.args[5]:
+            raise AitError("batch_norm in training mode (call model.eval() first)")
+        eps = node.args[7]
+    else:
+        eps = node.args[6]
+    roles = dict(zip(("weight", "bias", "running_mean", "running_var"), names))
+    out = t.lower.batch_norm(x, roles, eps, t.weight_node_name(names[0]))
+    return [out, None, None] if _key(node).startswith("aten._native") else out
+
+
+@handles("aten.max_pool2d.default", "aten.max_pool2d_with_indices.default")
+def _max_pool(t, node):
+    x = t.tensor(node.args[0])
+    kernel = node.args[1]
+    stride = arg(node, 2, "stride", []) or None
+    padding, dilation = arg(node, 3, "padding", 0), arg(node, 4, "dilation", 1)
+    out = t.lower.pool("max_pool2d", x, kernel, stride, padding, dilation,
+                       ceil_mode=bool(arg(node, 5, "ceil_mode", False)))
+    return [out, None] if "indices" in _key(node) else out
+
+
+@handles("aten.avg_pool2d.default")
+def _avg_pool(t, node):
+    x = t.tensor(node.args[0])
+    if arg(node, 6, "divisor_override") is not None:
+        raise AitError("avg_pool2d with divisor_override is not supported")
+    return t.lower.pool("avg_pool2d", x, node.args[1], arg(node, 2, "stride", []) or None,
+                        arg(node, 3, "padding", 0),
+                        count_include_pad=arg(node, 5, "count_include_pad", True),
+                        ceil_mode=bool(arg(node, 4, "ceil_mode", False)))
+
+
+@handles("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")
+def _adaptive_avg_pool(t, node):
+    x = t.tensor(node.args[0])
+    out = [int(s) for s in node.args[1]]
+    h, w = x.source_shape[2:]
+    if out == [1, 1]:
+        return t.lower.mean(x, [2, 3], keepdim=True)
+    if not (h.is_static and w.is_static) or h.value % out[0] or w.value % out[1]:
+        raise AitError(f"adaptive_avg_pool2d to {out} from {h}x{w} (only even divisions)")
+    kh, kw = h.value // out[0], w.value // out[1]
+    if (kh, kw) == (1, 1):
+        return x
+    return t.lower.pool("avg_pool2d", x, [kh, kw], [kh, kw], 0)
+
+
+RESIZES = {  # ATen op -> (mode, coordinates, rounding); bilinear's depend on align_corners
+    "aten.upsample_nearest2d": ("nearest", "asymmetric", "floor"),
+    "aten._upsample_nearest_exact2d": ("nearest", "half_pixel", "round_prefer_ceil"),
+    "aten.upsample_bilinear2d": ("linear", "half_pixel", "floor"),
+}
+
+
+@handles(*[f"{k}.{o}" for k in RESIZES for o in ("vec", "default")])
+def _upsample(t, node):
+    """F.interpolate: the output size is the node's own; PyTorch maps coordinates by the given
+    scale factor rather than the size ratio, so the two must agree."""
+    x = t.tensor(node.args[0])
+    base, overload = _key(node).rsplit(".", 1)
+    mode, coordinates, rounding = RESIZES[base]
+    size = [int(d.value) if d.is_static else None for d in t.shape(node)[2:]]
+    if None in size:
+        raise AitError("resizing to a size that follows a dim (only static sizes)")
+    if mode == "linear":
+        corners = arg(node, 2, "align_corners", False)
+        coordinates = "align_corners" if corners else coordinates
+        scales = arg(node, 3, "scale_factors") if overload == "vec" else \
+            [arg(node, 3, "scales_h"), arg(node, 4, "scales_w")]
+    else:
+        scales = arg(node, 2, "scale_factors") if overload == "vec" else \
+            [arg(node, 2, "scales_h"), arg(node, 3, "scales_w")]
+    for d, out, scale in zip(x.source_shape[2:], size, scales or [None, None]):
+        if scale and coordinates != "align_corners" and d.value * float(scale) != out:
+            raise AitError(f"a scale factor of {scale} from size {d.value} to {out} (the factor "
+                           "must give a whole size, or pass size= instead)")
+    return t.lower.resize(x, size, mode, coordinates, rounding)
+
+
+@handles("aten.adaptive_avg_pool3d.default", "aten._adaptive_avg_pool3d.default",
+         "aten.adaptive_avg_pool1d.default")
+def _adaptive_avg_pool_nd(t, node):
+    x = t.tensor(node.args[0])
+    if any(int(s) != 1 for s in node.args[1]):
+        raise AitError(f"adaptive average pooling to {list(node.args[1])} (only to size 1)")
+    return t.lower.mean(x, list(range(2, x.rank)), keepdim=True)
+
+
+@handles("aten.mean.dim")
+def _mean(t, node):
+    dims = node.args[1]
+    if dims is None:
+        raise AitError("mean over every dim is not supported")
+    return t.lower.mean(t.tensor(node.args[0]), list(dims), bool(arg(node, 2, "keepdim", False)))
+
+
+@handles("aten.sum.dim_IntList")
+def _sum(t, node):
+    x, dims = t.tensor(node.args[0]), arg(node, 1, "dim")
+    x = t.lower.cast(x, t.dtype(node))
+    axes = list(range(x.rank)) if not dims else list(dims)
+    return t.lower.sum(x, axes, bool(arg(node, 2, "keepdim", False)))
+
+
+@handles("aten.linalg_vector_norm.default")
+def _vector_norm(t, node):
+    x = t.lower.cast(t.tensor(node.args[0]), t.dtype(node))
+    dims = arg(node, 2, "dim")
+    axes = list(range(x.rank)) if not dims else list(dims)
+    return t.lower.vector_norm(x, arg(node, 1, "ord", 2), axes, bool(arg(node, 3, "keepdim", False)))
+
+
+@handles("aten.softmax.int", "aten._softmax.default")
+def _softmax(t, node):
+    x = t.tensor(node.args[0])
+    return t.lower.cast(t.lower.softmax(x, node.args[1]), t.dtype(node))

@@ -1,0 +1,112 @@
+"""`ait-build package build/<target>/<model>`: the build folder as a self-contained artifact (a
+.tar.gz or a folder) that loads on a machine with only the runtime installed.
+
+It holds what the build folder holds but its sources and objects: lib<model>.so and its
+.sha256, the header, manifest.json, weights.safetensors, the BLAS libraries the library finds
+through its `$ORIGIN` rpath and their licences (build/runtime_files.py places them), and
+SHA256SUMS over all of them. The folder is checked first as loading checks it (manifest against
+its build_id, library against its recorded hash, weights against the manifest), so a package is
+never made of a broken or mixed build. Archives are reproducible: sorted members, no times,
+owners or modes other than 0644/0755.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import stat
+import tarfile
+
+from ait_build.build.runtime_files import place
+from ait_build.codegen.digest import digest_line, sha256_file
+from ait_build.errors import AitError
+from ait_build.files.output import check_output, output_file
+from ait_build.runtime.identity import check_library_file, check_weights_file
+from ait_build.runtime.manifest import load_manifest, weights_path
+
+LEFT_OUT = ("src", "obj")  # the rendered sources and their objects: building, not running
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
+
+
+def package_files(build_dir: str) -> list:
+    """(relative path, absolute path) of the files a package of `build_dir` holds, sorted; the
+    folder is checked to be one whole build first."""
+    if not os.path.isdir(build_dir):
+        raise AitError(f"{build_dir}: not a build folder (build/<target>/<model>)")
+    manifest_path = os.path.join(build_dir, "manifest.json")
+    if not os.path.isfile(manifest_path):
+        raise AitError(f"{build_dir} has no manifest.json: build the model first "
+                       "(scons target=... model=...)")
+    manifest = load_manifest(manifest_path)
+    check_library_file(os.path.join(build_dir, f"lib{manifest.name}.so"))
+    check_weights_file(weights_path(build_dir, manifest), manifest, own=True)
+    found = []
+    for folder, dirs, files in os.walk(build_dir):
+        rel_folder = os.path.relpath(folder, build_dir)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")
+                         and not (rel_folder == "." and d in LEFT_OUT))
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            if name.startswith(".") or ".tmp" in name or not os.path.isfile(path):
+                continue
+            found.append((os.path.normpath(os.path.join(rel_folder, name)), path))
+    return sorted(found)
+
+
+def sha256sums(files: list) -> bytes:
+    """SHA256SUMS of the package (`sha256sum -c SHA256SUMS` checks it)."""
+    return "".join(digest_line(sha256_file(path), rel) for rel, path in files).encode()
+
+
+def make_package(build_dir: str, output: str) -> str:
+    """Writes the package of `build_dir` to `output`: an archive where it ends in .tar.gz or
+    .tgz (its top folder is the model's name), else a folder (new or empty). Returns a line
+    saying what was written."""
+    files = package_files(build_dir)
+    sums = sha256sums(files)
+    name = os.path.basename(os.path.normpath(build_dir))
+    size = sum(os.path.getsize(path) for _, path in files)
+    if output.endswith(ARCHIVE_SUFFIXES):
+        _write_archive(files, sums, name, output)
+        packed = os.path.getsize(output) if os.path.isfile(output) else 0  # a FIFO has none
+        what = f"{output} ({packed / 1e6:.1f} MB; {size / 1e6:.1f} MB unpacked)"
+    else:
+        _write_folder(files, sums, output)
+        what = f"{output}/ ({size / 1e6:.1f} MB)"
+    return f"wrote {what}: {len(files)} files and SHA256SUMS"
+
+
+def _write_folder(files: list, sums: bytes, folder: str) -> None:
+    if os.path.exists(folder) and (not os.path.isdir(folder) or os.listdir(folder)):
+        raise AitError(f"{folder} exists and is not an empty folder; give a new one")
+    try:
+        for rel, path in files:  # hard links where the filesystem allows: the files are final
+            place(path, os.path.join(folder, rel))
+        with open(os.path.join(folder, "SHA256SUMS"), "wb") as fh:
+            fh.write(sums)
+    except OSError as exc:
+        raise AitError(f"cannot write {folder}: {exc.strerror or exc}") from None
+
+
+def _write_archive(files: list, sums: bytes, top: str, output: str) -> None:
+    """Through files/output.py: replaced atomically, or a FIFO or device (`-o /dev/null`)
+    written in place; never one of the files it packs."""
+    check_output(output, [path for _, path in files])
+    with output_file(output) as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="",
+                                                   compresslevel=6) as gz, \
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for rel, path in files:
+            executable = os.stat(path).st_mode & stat.S_IXUSR
+            with open(path, "rb") as fh:
+                tar.addfile(_member(f"{top}/{rel}", os.path.getsize(path),
+                                    0o755 if executable else 0o644), fh)
+        tar.addfile(_member(f"{top}/SHA256SUMS", len(sums), 0o644), io.BytesIO(sums))
+
+
+def _member(name: str, size: int, mode: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = size, mode, 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info

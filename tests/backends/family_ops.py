@@ -1,0 +1,46 @@
+"""The op group of what the importers' model families add (issue 32): per-element gathers
+(DeBERTa, BERT's token types), rotary and relative-position math, Caffe-era ceil_mode pools,
+segmentation heads' resizes (each coordinate transform and rounding). cpu/test_ops.py builds it
+for cpu, cuda/cuda_op_groups.py for the GPUs."""
+
+
+def n(name, op, inputs, **attrs):
+    return {"name": name, "op": op, "inputs": inputs, **attrs}
+
+
+IMPORT_FAMILIES = dict(
+    inputs={"x": {"shape": ["batch", 5, 8]}, "i": {"shape": ["batch", 5, 8], "dtype": "int64"},
+            "img": {"shape": ["batch", 7, 6, 3]}},
+    graph=[n("picks", "iota", [], shape=["batch", 5, 3], axis=2, start=-1, step=3,
+             dtype="int32"),  # -1, 2, 5 of 8
+           n("picked", "gather_elements", ["x", "picks"], axis=2),
+           n("img_picks", "iota", [], shape=["batch", 4, 6, 3], axis=3, start=-2, step=3),
+           n("picked_mid", "gather_elements", ["img", "img_picks"], axis=1),
+           n("sin", "sin", ["x"]), n("cos", "cos", ["x"]), n("ex", "exp", ["x"]),
+           n("log", "log", ["ex"]), n("x3", "mul", ["x"], scalar=3.0),
+           n("ceil", "ceil", ["x3"]), n("abs", "abs", ["x"]), n("abs_i", "abs", ["i"]),
+           n("sign", "sign", ["x"]), n("sign_i", "sign", ["i"]),
+           n("max_ceil", "max_pool2d", ["img"], kernel=3, stride=2, ceil_mode=True),
+           n("max_ceil_pad", "max_pool2d", ["img"], kernel=2, stride=2, padding=1,
+             ceil_mode=True),
+           n("avg_ceil", "avg_pool2d", ["img"], kernel=3, stride=2, ceil_mode=True),
+           n("avg_ceil_pad", "avg_pool2d", ["img"], kernel=3, stride=2, padding=1,
+             ceil_mode=True, count_include_pad=False),
+           n("nearest", "resize2d", ["img"], size=[14, 15]),
+           n("nearest_exact", "resize2d", ["img"], size=[10, 4], coordinates="half_pixel",
+             rounding="round_prefer_ceil"),
+           n("nearest_down", "resize2d", ["img"], size=[3, 5], rounding="round_prefer_floor",
+             coordinates="align_corners"),
+           n("nearest_ceil", "resize2d", ["img"], size=[9, 9], rounding="ceil"),
+           n("bilinear", "resize2d", ["img"], size=[13, 11], mode="linear",
+             coordinates="half_pixel"),
+           n("bilinear_corners", "resize2d", ["img"], size=[12, 12], mode="linear",
+             coordinates="align_corners"),
+           n("bilinear_one", "resize2d", ["img"], size=1, mode="linear",
+             coordinates="pytorch_half_pixel"),
+           n("bilinear_down", "resize2d", ["img"], size=[4, 3], mode="linear",
+             coordinates="asymmetric")],
+    outputs=["picked", "picked_mid", "sin", "cos", "log", "ceil", "abs", "abs_i", "sign", "sign_i", "max_ceil",
+             "max_ceil_pad", "avg_ceil", "avg_ceil_pad", "nearest", "nearest_exact",
+             "nearest_down", "nearest_ceil", "bilinear", "bilinear_corners", "bilinear_one",
+             "bilinear_down"])

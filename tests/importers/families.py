@@ -1,0 +1,301 @@
+"""Small configurations of the model families issue 32 names (library classes where the library
+has them, random weights, nothing downloaded), and `kitchen_sink`, one small module that uses
+every op and pattern they brought, for the default test run. Each factory takes keyword
+arguments only, as `ait-build import torch tests.importers.families:NAME` calls it."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+def _seeded(seed: int):
+    torch.manual_seed(seed)
+
+
+class KitchenSink(nn.Module):
+    """Every new op at least once: ceil_mode pools, each interpolate mode, rotary math, relative
+    position buckets (abs, sign, log, ceil, min), repeat, vector norms, a weight-normed conv1d,
+    group norm, conv3d, a transposed conv, einsum, per-element gather, LSTM and GRU, and the
+    parameter-only subgraphs that fold at import (weight norm, a zeroed slice of a bias)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.up = nn.ConvTranspose2d(8, 4, 4, stride=2, padding=1)
+        self.video = nn.Conv3d(4, 6, (3, 3, 3), stride=(1, 2, 2), padding=(1, 1, 1))
+        self.audio = nn.utils.parametrizations.weight_norm(nn.Conv1d(6, 6, 3, padding=2,
+                                                                     dilation=2))
+        self.norm = nn.GroupNorm(3, 6)
+        self.qkv = nn.Linear(6, 18)
+        self.lstm = nn.LSTM(6, 5, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(10, 4)
+        self.bias = nn.Parameter(torch.randn(6))
+        self.table = nn.Parameter(torch.randn(9, 2))
+
+    def forward(self, x):
+        y = F.relu(self.conv(x))                                       # [b, 8, 12, 12]
+        y = F.max_pool2d(y, 3, 2, ceil_mode=True)                      # [b, 8, 6, 6]
+        y = y + F.avg_pool2d(y, 3, 1, 1, ceil_mode=True)
+        y = F.avg_pool2d(y, 2, 2, ceil_mode=True, count_include_pad=False) \
+            + F.interpolate(y, size=(3, 3), mode="bilinear", align_corners=True)  # [b, 8, 3, 3]
+        y = F.interpolate(self.up(y), scale_factor=2, mode="nearest")  # [b, 4, 12, 12]
+        v = self.video(y.unsqueeze(2).repeat(1, 1, 4, 1, 1))           # [b, 6, 4, 6, 6]
+        pooled = F.adaptive_avg_pool3d(v, 1).flatten(1)                # [b, 6]
+        s = v.flatten(3).mean(-1)                                      # [b, 6, 4]
+        s = self.norm(F.gelu(self.audio(s)))                           # [b, 6, 4]
+        t = s.transpose(1, 2)                                          # [b, 4, 6]
+        pos = torch.arange(4)
+        rel = pos[None, :] - pos[:, None]
+        bucket = torch.sign(rel) * torch.ceil(torch.log(rel.abs().float() + 1) * 2)
+        bucket = torch.min(bucket, torch.full_like(bucket, 2.0))       # [4, 4]
+        angle = pos.float()[:, None] * torch.arange(1, 7).float()[None, :] * 0.1
+        t = t * torch.cos(angle) + t.flip(-1) * torch.sin(angle)       # rotary-style
+        q, k, w = self.qkv(t).chunk(3, dim=-1)
+        scores = torch.einsum("bid,bjd->bij", q, k) + bucket
+        t = torch.einsum("bij,bjd->bid", scores.softmax(-1), w)
+        t = F.normalize(t, dim=-1) * torch.linalg.vector_norm(t, dim=-1, keepdim=True)
+        bias = self.bias.clone()
+        bias[2:4] = 0  # zero + slice_scatter of a parameter: folds at import
+        order = (torch.argsort(self.table[:, 0])[:4] % 4).expand(t.shape[0], 4).unsqueeze(-1)
+        t = t + bias + torch.gather(t, 1, order.expand(-1, -1, 6))
+        r, _ = self.lstm(t)                                            # [b, 4, 10]
+        g, _ = self.gru(r.transpose(0, 1))                             # [4, b, 4]
+        return torch.cat([g.transpose(0, 1).flatten(1), pooled], dim=1)
+
+
+def kitchen_sink():
+    _seeded(20)
+    return KitchenSink().eval()
+
+
+# -- the library classes, small ---------------------------------------------------------------
+
+def squeezenet():
+    """Caffe-era ceil_mode max pools."""
+    import torchvision
+    _seeded(21)
+    return torchvision.models.squeezenet1_1(weights=None, num_classes=10).eval()
+
+
+def fcn():
+    """torchvision's FCN segmentation model on a small ResNet: its head's bilinear upsampling
+    to the input size."""
+    from torchvision.models._utils import IntermediateLayerGetter
+    from torchvision.models.resnet import BasicBlock, ResNet
+    from torchvision.models.segmentation.fcn import FCN, FCNHead
+    _seeded(22)
+    backbone = IntermediateLayerGetter(ResNet(BasicBlock, [1, 1, 1, 1]), {"layer4": "out"})
+    return FCN(backbone, FCNHead(512, 5)).eval()
+
+
+class Decoder(nn.Module):
+    """A U-Net-style decoder: transposed convs (with output_padding, groups), nearest and
+    bilinear upsampling (align_corners both ways), skip concatenations."""
+
+    def __init__(self):
+        super().__init__()
+        self.up1 = nn.ConvTranspose2d(8, 8, 4, stride=2, padding=1, groups=2)
+        self.up2 = nn.ConvTranspose2d(16, 4, 3, stride=2, padding=1, output_padding=1)
+        self.mix = nn.Conv2d(8, 3, 3, padding=1)
+
+    def forward(self, x):
+        a = F.relu(self.up1(x))                                                   # 2x
+        a = torch.cat([a, F.interpolate(x, scale_factor=2, mode="nearest")], dim=1)
+        b = self.up2(a)                                                           # 4x
+        c = F.interpolate(x[:, :4], size=b.shape[-2:], mode="bilinear", align_corners=True)
+        return self.mix(torch.cat([b, c], 1)) + F.interpolate(b[:, :3], scale_factor=1.0,
+                                                               mode="bilinear")
+
+
+def decoder():
+    _seeded(23)
+    return Decoder().eval()
+
+
+class Transposed(nn.Module):
+    """Transposed convolutions of 1 and 3 dims (vocoders' upsamplers, 3-d U-Nets): strides,
+    output_padding, groups, dilation, and padding beyond what the kernel reaches."""
+
+    def __init__(self):
+        super().__init__()
+        self.up1 = nn.ConvTranspose1d(4, 6, 4, stride=2, padding=1, groups=2)
+        self.up1b = nn.ConvTranspose1d(6, 3, 3, stride=3, padding=5, output_padding=1,
+                                       dilation=2)
+        self.up3 = nn.ConvTranspose3d(2, 4, (2, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1),
+                                      output_padding=(0, 1, 0))
+
+    def forward(self, x, v):
+        return self.up1b(F.gelu(self.up1(x))), self.up3(v)
+
+
+def transposed():
+    _seeded(30)
+    return Transposed().eval()
+
+
+def _transformers(config_class: str, model_class: str, seed: int, **config):
+    import transformers
+    _seeded(seed)
+    return getattr(transformers, model_class)(getattr(transformers, config_class)(**config)).eval()
+
+
+TEXT = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=64)
+
+
+def t5():
+    """Relative-position buckets: abs, log, min of position differences."""
+    return _transformers("T5Config", "T5EncoderModel", 24, vocab_size=100, d_model=32, d_kv=8,
+                         d_ff=64, num_layers=2, num_heads=4)
+
+
+def deberta():
+    """DeBERTa-v2's disentangled attention: repeat, sign, ceil, log, per-element gather."""
+    return _transformers("DebertaV2Config", "DebertaV2Model", 25, max_position_embeddings=64,
+                         relative_attention=True, position_buckets=16,
+                         pos_att_type=["p2c", "c2p"], **TEXT)
+
+
+def llama():
+    """Rotary embeddings (sin, cos) over a symbolic sequence."""
+    return _transformers("LlamaConfig", "LlamaModel", 26, num_key_value_heads=4,
+                         max_position_embeddings=64, use_cache=False, **TEXT)
+
+
+def gpt2_with_cache():
+    """GPT-2 as configured by default (use_cache=True): the import turns the cache off."""
+    return _transformers("GPT2Config", "GPT2Model", 27, vocab_size=100, n_embd=32, n_layer=2,
+                         n_head=4, n_positions=32, bos_token_id=0, eos_token_id=0)
+
+
+def bert():
+    return _transformers("BertConfig", "BertModel", 28, max_position_embeddings=40, **TEXT)
+
+
+def roberta():
+    """Token types through a per-element gather of a buffer (ONNX: GatherElements)."""
+    return _transformers("RobertaConfig", "RobertaModel", 29, max_position_embeddings=40, **TEXT)
+
+
+def swin_v2():
+    """Cosine attention (vector norms), a continuous position-bias MLP on a constant table and
+    the qkv bias with its key third zeroed (zero + slice_scatter): parameters alone, folded."""
+    from torchvision.models.swin_transformer import (PatchMergingV2, SwinTransformer,
+                                                     SwinTransformerBlockV2)
+    _seeded(30)
+    return SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4],
+                           window_size=[4, 4], stochastic_depth_prob=0.0, num_classes=10,
+                           block=SwinTransformerBlockV2, downsample_layer=PatchMergingV2).eval()
+
+
+def beit():
+    """The relative-position bias table resized (bilinear) from parameters alone: folded."""
+    return _transformers("BeitConfig", "BeitModel", 31, image_size=32, patch_size=8,
+                         use_relative_position_bias=True, **TEXT)
+
+
+def convnext_v2():
+    """Global response norm: a vector norm over H and W."""
+    return _transformers("ConvNextV2Config", "ConvNextV2Model", 32, hidden_sizes=[16, 32, 32, 32],
+                         depths=[1, 1, 1, 1], image_size=32)
+
+
+def maxvit():
+    """einsum attention."""
+    from torchvision.models.maxvit import MaxVit
+    _seeded(33)
+    return MaxVit(input_size=(32, 32), stem_channels=8, partition_size=2, block_channels=[16, 32],
+                  block_layers=[1, 1], head_dim=8, stochastic_depth_prob=0.0,
+                  num_classes=10).eval()
+
+
+def wav2vec2():
+    """conv1d feature extractor with group norm, a weight-normed positional conv1d."""
+    return _transformers("Wav2Vec2Config", "Wav2Vec2Model", 34, vocab_size=10, hidden_size=32,
+                         num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                         conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3),
+                         num_conv_pos_embeddings=8, num_conv_pos_embedding_groups=4,
+                         feat_extract_norm="group")
+
+
+def whisper_encoder():
+    """Whisper's encoder: conv1d stem over mel frames."""
+    import transformers
+    _seeded(35)
+    config = transformers.WhisperConfig(
+        vocab_size=100, num_mel_bins=8, d_model=32, encoder_layers=2, encoder_attention_heads=4,
+        decoder_layers=1, decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+        max_source_positions=16, pad_token_id=0, bos_token_id=0, eos_token_id=0,
+        decoder_start_token_id=0)
+    return transformers.WhisperModel(config).get_encoder().eval()
+
+
+def r3d():
+    """torchvision's VideoResNet (R3D): conv3d and adaptive_avg_pool3d."""
+    from torchvision.models.video.resnet import BasicBlock, BasicStem, Conv3DSimple, VideoResNet
+    _seeded(36)
+    return VideoResNet(BasicBlock, [Conv3DSimple] * 4, [1, 1, 1, 1], BasicStem,
+                       num_classes=5).eval()
+
+
+class Recurrent(nn.Module):
+    """Two bidirectional LSTM layers, batch first, and a GRU over their output, seq first."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 16, num_layers=2, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(32, 8)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        z, h = self.gru(y.transpose(0, 1))
+        return z, h
+
+
+def recurrent():
+    _seeded(37)
+    return Recurrent().eval()
+
+
+def retinanet():
+    """torchvision's RetinaNet on a small ResNet + FPN: imported up to its head."""
+    from torchvision.models.detection.backbone_utils import BackboneWithFPN
+    from torchvision.models.detection.retinanet import RetinaNet
+    from torchvision.models.resnet import BasicBlock, ResNet
+    from torchvision.ops.feature_pyramid_network import LastLevelP6P7
+    _seeded(38)
+    backbone = BackboneWithFPN(ResNet(BasicBlock, [1, 1, 1, 1]),
+                               {"layer2": "0", "layer3": "1", "layer4": "2"}, [128, 256, 512], 32,
+                               LastLevelP6P7(32, 32))
+    return RetinaNet(backbone, num_classes=3, min_size=64, max_size=64).eval()
+
+
+# -- where imports stop -----------------------------------------------------------------------
+
+class DataDependent(nn.Module):
+    """Keeps as many columns as there are positive values: a shape torch.export cannot follow."""
+
+    def forward(self, x):
+        kept = int((x > 0).sum())
+        return x[:, :kept] * 2
+
+
+def data_dependent():
+    return DataDependent()
+
+
+class UnfoldInside(nn.Module):
+    """An op without a translation inside a torch module (nn.Unfold's im2col)."""
+
+    def __init__(self):
+        super().__init__()
+        self.unfold = nn.Unfold(2)
+
+    def forward(self, x):
+        return self.unfold(x)  # the line the report names
+
+
+def unfold_inside():
+    return UnfoldInside()

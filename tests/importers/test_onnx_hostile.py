@@ -1,0 +1,125 @@
+"""ONNX files a careful user or a hostile repository hands `ait-build import onnx`: graphs ONNX
+Runtime and the ONNX checker refuse are refused (not imported with one writer kept), malformed
+initializers are errors (not NumPy crashes), and every error names the ONNX file and the tensor
+or node, never a temporary spec file that no longer exists. Names a spec could not hold as they
+are (`0`, `true`, tf2onnx's `input_1:0`, 300 characters) import."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from ait_build.cli.main import main  # noqa: E402
+from ait_build.spec.model import load_model  # noqa: E402
+
+X = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+Y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+W = numpy_helper.from_array(np.ones((4, 3), np.float32), "W")
+
+
+def _tensor(dims: list, **data) -> onnx.TensorProto:
+    t = onnx.TensorProto(name="W", data_type=TensorProto.FLOAT, dims=dims)
+    for field, value in data.items():
+        setattr(t, field, value) if field == "raw_data" else getattr(t, field).extend(value)
+    return t
+
+
+def _relu(src: str = "x", dst: str = "y"):
+    return helper.make_node("Relu", [src], [dst])
+
+
+def _vi(name: str, shape) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+BROKEN = {
+    "two writers": ([_relu(), helper.make_node("Sigmoid", ["x"], ["y"])], [X], [Y], [],
+                    "tensor 'y' is written by node 0 'Relu' (Relu) and written by node 1"),
+    "input twice": ([_relu()], [X, _vi("x", [2, 4])], [Y], [], "lists input 'x' twice"),
+    "initializer written": ([_relu("x", "W")], [X], [_vi("W", None)], [W],
+                            "tensor 'W' is initializer 'W' and written by node 0"),
+    "no outputs": ([_relu()], [X], [], [], "the graph has no outputs"),
+    "undefined input": ([_relu("nothere")], [X], [Y], [], "reads tensor 'nothere', which no"),
+    "output never written": ([_relu()], [X], [_vi("zz", None)], [], "output 'zz' is written by no"),
+    "dims past the data": ([helper.make_node("MatMul", ["x", "W"], ["y"])], [X], [Y],
+                           [_tensor([1 << 31, 1 << 31], raw_data=b"\0" * 64)],
+                           "initializer 'W' has dims [2147483648, 2147483648] "
+                           "(4611686018427387904 elements) but 64 bytes of data"),
+    "dims without data": ([helper.make_node("MatMul", ["x", "W"], ["y"])], [X], [Y],
+                          [_tensor([4, 3])], "initializer 'W' has dims [4, 3] (12 elements) but 0"),
+    "input of 2^41": ([_relu()], [_vi("x", [1 << 21, 1 << 20])], [Y], [],
+                      "input 'x' would hold 2199023255552 elements at the largest dims; the limit "
+                      "is 1099511627776 (2^40) (in the spec's line `x: {shape: [2097152, "),
+}
+
+
+def _save(tmp_path, name: str, nodes, inputs, outputs, inits=()) -> str:
+    path = str(tmp_path / f"{name.replace(' ', '_')}.onnx")
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def _import(path: str, out: str, capsys) -> tuple:
+    """(exit status, stderr without the import's progress lines)."""
+    capsys.readouterr()
+    rc = main(["import", "onnx", path, "-o", out])
+    err = capsys.readouterr().err
+    return rc, "".join(line for line in err.splitlines(keepends=True)
+                       if not line.startswith("import: "))
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_a_broken_graph_is_an_error_about_the_onnx_file(tmp_path, capsys, case):
+    nodes, inputs, outputs, inits, words = BROKEN[case]
+    path = _save(tmp_path, case, nodes, inputs, outputs, inits)
+    rc, err = _import(path, str(tmp_path / "out" / "m.yaml"), capsys)
+    assert rc == 1, err
+    assert err.startswith(f"error: {path}: ") and words in err, err
+    assert ".part" not in err and len(err.strip().splitlines()) == 1, err
+    assert not os.listdir(tmp_path / "out")
+
+
+def test_an_empty_file_holds_no_graph(tmp_path, capsys):
+    path = tmp_path / "empty.onnx"
+    path.write_bytes(b"")
+    rc, err = _import(str(path), str(tmp_path / "m.yaml"), capsys)
+    assert rc == 1 and err.strip() == f"error: {path}: holds no ONNX graph (an empty or cut-short file?)"
+
+
+@pytest.mark.parametrize("name, spec_name", [
+    ("0", "0"), ("true", "true"), ("input_1:0", "input_1_0"), ("n" * 300, None),
+])
+def test_names_a_spec_could_not_hold_as_they_are_import(tmp_path, capsys, name, spec_name):
+    """Quoted in the spec where YAML would read another type; named as weights are where the
+    spec's name rules refuse them (a long name keeps its start and a hash of the whole)."""
+    path = _save(tmp_path, "names", [_relu(name, "y")], [_vi(name, [2, 4])], [Y])
+    rc, err = _import(path, str(tmp_path / "m.yaml"), capsys)
+    assert rc == 0, err
+    graph = load_model(str(tmp_path / "m.yaml"))
+    (got,) = graph.inputs
+    assert got == spec_name if spec_name else (got.startswith("n" * 150) and len(got) <= 200)
+
+
+@pytest.mark.parametrize("op, inputs", [
+    ("ConstantOfShape", [np.array([1 << 20, 1 << 20], np.int64)]),
+    ("Expand", [np.ones(3, np.float32), np.array([1 << 20, 1 << 20, 3], np.int64)]),
+    ("Range", [np.array(0, np.int64), np.array(1 << 40, np.int64), np.array(1, np.int64)]),
+])
+def test_a_constant_too_large_for_a_weight_is_refused_before_it_is_computed(tmp_path, capsys, op,
+                                                                             inputs):
+    """Folded at import time, these would allocate and fill terabytes (an out-of-memory kill or
+    a machine swapping for minutes); shape inference sizes them first."""
+    names = [f"c{i}" for i in range(len(inputs))]
+    inits = [numpy_helper.from_array(a, n) for a, n in zip(inputs, names)]
+    nodes = [helper.make_node(op, names, ["big"]), helper.make_node("Add", ["x", "big"], ["y"])]
+    path = _save(tmp_path, op, nodes, [X], [Y], inits)
+    rc, err = _import(path, str(tmp_path / "m.yaml"), capsys)
+    assert rc == 1 and f"node 0 'big' ({op}): folding a constant {op}: its result would hold" in err
+    assert "a weight may hold 2^32" in err
