@@ -84,7 +84,8 @@ class Project:
             fh.write(text.replace(old, new, 1))
 
     def copy(self, dest: str) -> "Project":
-        shutil.copytree(self.root, dest, symlinks=True)
+        """A copy at `dest` (copy_tree)."""
+        copy_tree(self.root, dest)
         return Project(dest)
 
     def plan(self, model: str = MODEL) -> SimpleNamespace:
@@ -100,6 +101,23 @@ class Project:
 
 
 _SNAPSHOT: list = []
+
+
+def copy_tree(src: str, dest: str) -> None:
+    """A copy of a project or build folder. Files the build hard-linked (a cpu build's BLAS,
+    hundreds of MB of MKL) are linked again, being shared already; every other file is copied,
+    so edits to the copy never reach the original."""
+    shutil.copytree(src, dest, symlinks=True, copy_function=_link_if_shared)
+
+
+def _link_if_shared(src: str, dst: str) -> None:
+    if os.stat(src).st_nlink > 1:
+        try:
+            os.link(src, dst)
+            return
+        except OSError:  # another filesystem
+            pass
+    shutil.copy2(src, dst)
 
 
 def package_snapshot() -> str:

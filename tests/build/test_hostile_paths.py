@@ -52,8 +52,9 @@ def _runs(build_dir: str, width: int = 8) -> None:
 
 @pytest.fixture
 def hostile(tmp_path):
-    """A project whose specs/ holds mlp and a spec with a hostile file name (model 'pwn')."""
-    project = make_project(str(tmp_path / "proj"))
+    """A project whose specs/ holds mlp and a spec with a hostile file name (model 'pwn'); its
+    objects may come from the run's cache: what is tested is what reads the name."""
+    project = make_project(str(tmp_path / "proj"), shared_cache=True)
     for name in os.listdir(project.path("specs")):
         if name.endswith(".yaml") and name != "mlp.yaml":
             os.remove(project.path("specs", name))  # model=all: keep the run short
@@ -93,8 +94,9 @@ def test_checkout_path_with_dollar_space_comma_and_quote(tmp_path):
 
 
 def test_link_flag_with_dollar_reaches_the_linker(tmp_path):
-    """`$ORIGIN` in a target's link flags is for the dynamic loader: it must arrive unexpanded."""
-    project = make_project(str(tmp_path / "proj"))
+    """`$ORIGIN` in a target's link flags is for the dynamic loader: it must arrive unexpanded
+    (the objects may come from the run's cache)."""
+    project = make_project(str(tmp_path / "proj"), shared_cache=True)
     with open(project.path("targets", "cpu.yaml"), encoding="utf-8") as fh:
         text = fh.read()
     assert "link_flags: [-pthread]" in text

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from buildproj import MODEL
+from buildproj import MODEL, copy_tree
 
 
 def _run(build_dir: str, cwd: str):
@@ -47,7 +47,7 @@ def _truncate(path: str) -> None:
 ])
 def test_damaged_build_folder_is_refused(built, tmp_path, damage, file, words):
     folder = str(tmp_path / "mlp")
-    shutil.copytree(built.out(), folder)
+    copy_tree(built.out(), folder)
     assert _run(folder, str(tmp_path)).returncode == 0
     damage(os.path.join(folder, file))
     _one_line_error(_run(folder, str(tmp_path)), words)
@@ -57,7 +57,7 @@ def test_manifest_of_another_build_is_refused(fresh, tmp_path):
     """A manifest with more inputs or larger dims than its library was built for would make the
     runtime pass buffers the library never expected."""
     old = str(tmp_path / "old")
-    shutil.copytree(fresh.out(), old)
+    copy_tree(fresh.out(), old)
     fresh.edit(f"specs/{MODEL}.yaml", "max: 64", "max: 128")
     fresh.scons("target=cpu")
     for name in ("manifest.json", "weights.safetensors"):  # consistent with each other
