@@ -5,6 +5,7 @@ for cpu, cuda/cuda_op_groups.py for the GPUs."""
 
 
 def n(name, op, inputs, **attrs):
+    """A spec node: what every op group of the cpu and GPU tests is written in."""
     return {"name": name, "op": op, "inputs": inputs, **attrs}
 
 

@@ -11,13 +11,9 @@ from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
 from .helpers import tolerance, write_spec
-from ..family_ops import IMPORT_FAMILIES
+from ..family_ops import IMPORT_FAMILIES, n
 
 B = {"batch": {"min": 1, "max": 8, "opt": 3}}
-
-
-def n(name, op, inputs, **attrs):
-    return {"name": name, "op": op, "inputs": inputs, **attrs}
 
 
 GROUPS = {

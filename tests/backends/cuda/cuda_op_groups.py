@@ -18,13 +18,9 @@ import yaml
 from cuda_helpers import ROOT, bf16_spec, fp16_spec, spec_path
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))  # the op group the cpu tests build too
-from backends.family_ops import IMPORT_FAMILIES  # noqa: E402
+from backends.family_ops import IMPORT_FAMILIES, n  # noqa: E402
 
 B = {"batch": {"min": 1, "max": 8, "opt": 3}}
-
-
-def n(name, op, inputs, **attrs):
-    return {"name": name, "op": op, "inputs": inputs, **attrs}
 
 
 # every op the cuda backend lowers, in float16, with shapes that reach each kernel variant
