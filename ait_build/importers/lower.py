@@ -278,12 +278,15 @@ class Lower:
     def reshape(self, x: Value, shape: tuple) -> Value:
         shape = tuple(Dim.of(d) for d in shape)
         if not x.plain:
-            kept = _reshape_in_layout(x, shape)
+            kept = _reshape_in_layout(x.source_shape, x.perm, shape)
             if kept is not None:  # the same bytes: a reshape of ours, no permute
                 ours, perm = kept
                 if tuple(x.shape) == ours:
                     return self.g.relabel(x, perm)
                 return self.emit("reshape", [x], {"shape": shape_attr(ours, x.shape)}, perm=perm)
+            gathered = _gathered_perm(x, shape)
+            if gathered is not None:  # one permute, and the image stays channels-last
+                return self.reshape(self.layout(x, gathered), shape)
         x = self.plain(x)
         if tuple(x.shape) == shape:
             return x
@@ -558,15 +561,56 @@ def _lean(attrs: dict, defaults: dict) -> dict:
     return {k: v for k, v in attrs.items() if k not in defaults or defaults[k] != v}
 
 
-def _reshape_in_layout(x: Value, shape: tuple):
-    """(our shape, perm) of source reshape `shape` done on our stored tensor, or None.
+def _reshape_in_layout(source: tuple, perm: tuple, shape: tuple):
+    """(our shape, perm) of source reshape `shape` done on our stored tensor (source shape,
+    stored as `perm`), or None.
 
     A reshape splits and merges runs of source axes. When each run that merges sits in our
     tensor in the same order and side by side, the result is a reshape of ours, laid out by
     the runs' order there (ConvNeXt/ViT's NHWC conv output viewed as [b, c, h*w]). Size-1 axes
     carry no bytes: a new one joins the run before it."""
-    source = x.source_shape
-    src = [a for a in range(x.rank) if not source[a] == 1]
+    found = _reshape_runs(source, shape)
+    if found is None:
+        return None
+    src, groups = found
+    ours = [a for a in perm if a in src]  # our order of the source axes that hold bytes
+    where = [[ours.index(a) for a in sa] for sa, _ in groups]
+    if any(w != list(range(w[0], w[0] + len(w))) for w in where):
+        return None  # a merged run is split up or reordered in ours
+    order = sorted(range(len(groups)), key=lambda g: where[g][0])
+    perm = tuple(a for g in order for a in groups[g][1])
+    return tuple(shape[a] for a in perm), perm
+
+
+def _gathered_perm(x: Value, shape: tuple):
+    """For a reshape back to a 4-d image: our layout with each run of source axes that `shape`
+    merges gathered side by side, in source order, where its last axis sits (the other axes keep
+    their places), when the image then comes out channels-last. A channel shuffle (NHWC
+    [b, h, w, 2, c] seen as source [b, c, 2, h, w], merged back to [b, 2c, h, w]) then costs one
+    permute and stays NHWC, where the source layout would send every following conv through two
+    more permutes."""
+    found = _reshape_runs(x.source_shape, shape)
+    if found is None or len(shape) != 4:
+        return None
+    _, groups = found
+    order = list(x.perm)
+    for sa, _ in groups:
+        if len(sa) > 1:
+            anchor = order[max(order.index(a) for a in sa)]
+            rest = [a for a in order if a not in sa or a == anchor]
+            at = rest.index(anchor)
+            order = rest[:at] + list(sa) + rest[at + 1:]
+    perm = tuple(order)
+    kept = _reshape_in_layout(x.source_shape, perm, shape)
+    if perm == x.perm or kept is None or kept[1] != NHWC:
+        return None
+    return perm
+
+
+def _reshape_runs(source: tuple, shape: tuple):
+    """(source axes that hold bytes, [(source axes, target axes)] runs) of a reshape, or None
+    where its sizes do not split and merge whole runs."""
+    src = [a for a in range(len(source)) if not source[a] == 1]
     tgt = [a for a in range(len(shape)) if not shape[a] == 1]
     if not src or not tgt:
         return None
@@ -596,13 +640,7 @@ def _reshape_in_layout(x: Value, shape: tuple):
             (before[-1] if before else groups[0])[1].append(a)
     for _, ta in groups:
         ta.sort()
-    ours = [a for a in x.perm if a in src]  # our order of the source axes that hold bytes
-    where = [[ours.index(a) for a in sa] for sa, _ in groups]
-    if any(w != list(range(w[0], w[0] + len(w))) for w in where):
-        return None  # a merged run is split up or reordered in ours
-    order = sorted(range(len(groups)), key=lambda g: where[g][0])
-    perm = tuple(a for g in order for a in groups[g][1])
-    return tuple(shape[a] for a in perm), perm
+    return src, groups
 
 
 def _factors(d: Dim):

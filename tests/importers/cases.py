@@ -70,4 +70,7 @@ LIBRARY = {
                ["x:batch,3,32,32"], ["batch=1:2:1"], IMAGE32),
     "convnext_tiny": ("tests.importers.zoo:torchvision_model", {"name": "convnext_tiny"},
                       ["x:batch,3,32,32"], ["batch=1:2:1"], IMAGE32),
+    "shufflenet_v2_x0_5": ("tests.importers.zoo:torchvision_model",
+                           {"name": "shufflenet_v2_x0_5"}, ["x:batch,3,32,32"], ["batch=1:2:1"],
+                           IMAGE32),
 }

@@ -141,6 +141,11 @@ def test_library_models_match_torch_in_the_reference(name, tmp_path):
     want = (out if isinstance(out, torch.Tensor) else out[0]).numpy()
     got = run_reference(graph, feed)[graph.outputs[0]]
     assert rel_error(got, want) < RTOL
+    if name.startswith("shufflenet"):
+        # each channel shuffle is one permute and the images stay NHWC: none goes back to NCHW
+        permutes = [n.attrs["dims"] for n in graph.nodes if n.op == "permute"]
+        assert len(permutes) == 1 + 16, permutes  # the input's and one a block
+        assert all(tuple(d) != (0, 3, 1, 2) for d in permutes), permutes
 
 
 def test_cumsum_and_diff_build_on_cpu(tmp_path, build_spec):
