@@ -9,7 +9,7 @@ import sys
 
 from ait_build.build.spec_list import join_paths
 from ait_build.errors import AitError, ReportedError
-from ait_build.ir.resources import PACKAGE_DIR, project_root
+from ait_build.ir.resources import PACKAGE_DIR, project_root, project_spec
 from ait_build.spec.model import load_model
 from ait_build.spec.names import check_model_name
 from ait_build.spec.yamlfile import load_yaml, where
@@ -30,8 +30,7 @@ def spec_name(spec: str) -> str:
 
 def resolve_spec(spec: str, root: str | None = None) -> str:
     """The absolute path of a spec given as a path or as a model name under specs/."""
-    if not spec.endswith((".yaml", ".yml")) and os.sep not in spec:
-        spec = os.path.join(root or project_root(), "specs", spec + ".yaml")
+    spec = project_spec(spec, root)
     if not os.path.isfile(spec):
         raise AitError(f"spec file '{spec}' not found")
     return os.path.abspath(spec)

@@ -82,3 +82,24 @@ def add_input_arguments(p) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=0,
                    help="seed of the random inputs (default: 0)")
 
+
+
+def add_spec_argument(p, many: bool = False) -> None:
+    """The model spec a command reads (`many`: one or more): a file, or a model name under the
+    project's specs/ (ir/resources.py's project_spec)."""
+    if many:
+        p.add_argument("spec", nargs="+", help="spec files, or model names under specs/, e.g. "
+                       "mlp resnet50")
+    else:
+        p.add_argument("spec", help="spec file, or a model name under specs/, e.g. mlp")
+
+
+def add_target_argument(p, default: str | None = "cpu", required: bool = False,
+                        purpose: str = "", paths: bool = False) -> None:
+    """--target: a name from `ait-build targets` (the project's targets/, then the stock ones),
+    or also a target file where the command takes one (`paths`); `purpose` leads the help where
+    the option changes what the command does."""
+    what = "a name from `ait-build targets`" + (" or a target file" if paths else "")
+    when = " (required)" if required else f" (default: {default})" if default else ""
+    help_text = (f"{purpose}: {what}" if purpose else what) + when + ", e.g. --target h200"
+    p.add_argument("--target", default=default, required=required, help=help_text)

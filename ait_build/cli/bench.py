@@ -10,7 +10,8 @@ from ait_build.bench.competitors import COMPETITORS
 from ait_build.bench.cuda import (COMPILE_MODES, DEFAULT_RUNS, DEFAULT_WARMUP, LARGE_ROWS,
                                   LARGE_RUNS, LARGE_WARMUP)
 from ait_build.bench.run import CPU_RUNS, CPU_WARMUP
-from ait_build.cli.args import dim_value, dims_of, nonnegative_int, positive_int, positive_int_list
+from ait_build.cli.args import (add_spec_argument, add_target_argument, dim_value, dims_of,
+                                nonnegative_int, positive_int, positive_int_list)
 from ait_build.files.output import check_output
 
 DESCRIPTION = ("Time a built model beside PyTorch (and ONNX Runtime on cpu): the model an imported "
@@ -27,9 +28,8 @@ EXAMPLES = ["ait-build bench resnet50 --target cpu --dtype float32 --vs torch,on
 
 
 def add_arguments(p) -> None:
-    p.add_argument("spec", help="spec file, or a model name under specs/, e.g. mlp")
-    p.add_argument("--target", default="cpu", help="a name from `ait-build targets` (default: "
-                   "cpu), e.g. --target h200")
+    add_spec_argument(p)
+    add_target_argument(p)
     p.add_argument("--batch", default=[1], type=positive_int_list,
                    help="comma-separated batch sizes (default: 1), e.g. --batch 1,32")
     p.add_argument("--dim", action="append", type=dim_value, metavar="NAME=VALUE",

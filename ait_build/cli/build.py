@@ -6,7 +6,7 @@ import os
 
 from ait_build.build.invoke import build
 from ait_build.build.launcher import LAUNCHERS
-from ait_build.cli.args import positive_int
+from ait_build.cli.args import add_spec_argument, add_target_argument, positive_int
 from ait_build.runtime.manifest import libraries_text, load_manifest
 
 DESCRIPTION = ("Build one spec for one target with SCons, in the project around the working "
@@ -19,9 +19,8 @@ EXAMPLES = ["ait-build build specs/mlp.yaml --target cpu",
 
 
 def add_arguments(p) -> None:
-    p.add_argument("spec", help="spec file, or a model name under specs/, e.g. mlp")
-    p.add_argument("--target", default="cpu", help="a name from `ait-build targets` (default: "
-                   "cpu), e.g. --target h200")
+    add_spec_argument(p)
+    add_target_argument(p)
     p.add_argument("-j", "--jobs", type=positive_int, help="parallel compile jobs (default: the "
                    "cores, capped by memory), e.g. -j 2")
     p.add_argument("--cache", metavar="DIR", help="CacheDir shared by models and checkouts "

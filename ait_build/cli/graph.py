@@ -5,8 +5,10 @@ from __future__ import annotations
 import sys
 
 from ait_build.cli import graph_view
+from ait_build.cli.args import add_spec_argument, add_target_argument
 from ait_build.errors import AitError
 from ait_build.files.output import check_output, write_output
+from ait_build.ir.resources import project_spec
 from ait_build.passes import optimize, pass_names
 from ait_build.pipeline import find_target, summarize
 from ait_build.spec.model import load_model
@@ -19,9 +21,8 @@ EXAMPLES = ["ait-build graph specs/resnet50.yaml --target cpu",
 
 
 def add_arguments(p) -> None:
-    p.add_argument("spec", help="model spec file, e.g. specs/mlp.yaml")
-    p.add_argument("--target", help="optimize for this target (a name from `ait-build targets` "
-                   "or a path), e.g. --target cpu")
+    add_spec_argument(p)
+    add_target_argument(p, default=None, purpose="optimize the graph for this target", paths=True)
     p.add_argument("--stage", help="stop after this pass ('none' = before any pass), e.g. "
                    "--stage fuse_epilogue")
     p.add_argument("--format", default="text", choices=["text", "json", "dot", "svg", "png"],
@@ -30,9 +31,10 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    spec = project_spec(args.spec)
     if args.output:  # before the work, not after it
-        check_output(args.output, [args.spec])
-    graph = load_model(args.spec)
+        check_output(args.output, [spec])
+    graph = load_model(spec)
     extra = {}
     if args.target:
         target = find_target(args.target)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ait_build.cli.args import positive_int
+from ait_build.cli.args import add_spec_argument, add_target_argument, positive_int
 from ait_build.profile.run import run_profile
 
 DESCRIPTION = ("`ait-build profile SPEC... --target T`: compile every candidate configuration of "
@@ -14,8 +14,9 @@ EXAMPLES = ["ait-build profile resnet50 --target h200",
 
 
 def add_arguments(p) -> None:
-    p.add_argument("spec", nargs="+", help="spec files or model names under specs/")
-    p.add_argument("--target", required=True, help="a cuda target from targets/, e.g. h200")
+    add_spec_argument(p, many=True)
+    add_target_argument(p, default=None, required=True, purpose="the cuda target to profile",
+                        paths=True)
     p.add_argument("--batch", help="batch values to profile, e.g. 1,32,256 (default: the batch "
                    "dim's min, opt and max)")
     p.add_argument("--dim", action="append", help="NAME=VALUE[,VALUE...] for another dim "

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sys
 
-from ait_build.cli.args import add_input_arguments, dims_of
+from ait_build.cli.args import add_input_arguments, add_spec_argument, dims_of
 from ait_build.cli.run import describe
 from ait_build.errors import AitError
 from ait_build.files.output import check_output, write_output
+from ait_build.ir.resources import project_spec
 from ait_build.ir.weights import safetensors_bytes
 from ait_build.ops.reference import ProgressLine, random_inputs, run_reference
 from ait_build.runtime.inputs import load_arrays
@@ -22,7 +23,7 @@ EXAMPLES = ["ait-build reference specs/mlp.yaml --random-input --batch 4",
 
 
 def add_arguments(p) -> None:
-    p.add_argument("spec", help="model spec file, e.g. specs/mlp.yaml")
+    add_spec_argument(p)
     add_input_arguments(p)
     p.add_argument("--weights", metavar="FILE", help="a safetensors file replacing the spec's "
                    "weights")
@@ -33,10 +34,11 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    spec = project_spec(args.spec)
     for path in (args.output, args.intermediates):
         if path:  # before the work, not after it
-            check_output(path, [args.spec, args.weights, args.inputs])
-    graph = load_model(args.spec, args.weights)
+            check_output(path, [spec, args.weights, args.inputs])
+    graph = load_model(spec, args.weights)
     dims = dims_of(args.dim, args.batch)
     if args.inputs:
         inputs = load_arrays(args.inputs)

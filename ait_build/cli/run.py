@@ -11,7 +11,7 @@ import numpy as np
 from ait_build.cli.args import add_input_arguments, dims_of, nonnegative_int
 from ait_build.errors import AitError
 from ait_build.files.output import check_output, write_output
-from ait_build.ir.resources import project_root
+from ait_build.ir.resources import project_spec
 from ait_build.ir.weights import safetensors_bytes
 from ait_build.ops.reference import ProgressLine, run_reference
 from ait_build.runtime import Model
@@ -29,8 +29,8 @@ def add_arguments(p) -> None:
     p.add_argument("build_dir", help="a build folder, e.g. build/cpu/mlp")
     add_input_arguments(p)
     p.add_argument("--check", action="store_true", help="compare with the NumPy reference executor")
-    p.add_argument("--spec", help="the model's spec for --check (default: specs/<model>.yaml of "
-                   "the project)")
+    p.add_argument("--spec", help="the model's spec for --check: a file, or a model name under "
+                   "specs/ (default: specs/<model>.yaml of the project)")
     p.add_argument("-o", "--output", metavar="FILE", help="write outputs to a safetensors file")
     p.add_argument("--device", type=nonnegative_int, metavar="N", help="the GPU a cuda or rocm "
                    "build runs on (default: the current device, normally 0)")
@@ -82,11 +82,12 @@ def _files_in(folder: str) -> list:
 
 
 def find_spec(manifest, given: str | None) -> str | None:
-    """The spec a build came from: `given`, else specs/<name>.yaml of the project, if any."""
+    """The spec a build came from: `given` (a file or a model name), else specs/<name>.yaml of
+    the project, if any."""
     if given:
-        return given
+        return project_spec(given)
     try:
-        path = os.path.join(project_root(), "specs", manifest.name + ".yaml")
+        path = project_spec(manifest.name)
     except AitError:
         return None
     return path if os.path.isfile(path) else None

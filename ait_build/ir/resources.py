@@ -47,6 +47,15 @@ def project_root(start: str | None = None) -> str:
         here = parent
 
 
+def project_spec(spec: str, root: str | None = None) -> str:
+    """A spec a command names: a path (ends in .yaml/.yml or holds a separator) as given, else a
+    model name, whose file is specs/<name>.yaml of the project at `root` (default: the one
+    around the working directory)."""
+    if spec.endswith((".yaml", ".yml")) or os.sep in spec:
+        return spec
+    return os.path.join(root or project_root(), "specs", spec + ".yaml")
+
+
 def project_targets(start: str | None = None) -> str:
     """The project's `targets/` folder (it may not exist: stock targets serve then)."""
     return os.path.join(project_root(start), "targets")
