@@ -1,6 +1,7 @@
 """Whole models through the optimizer and the cpu backend, against the reference executor: the
-small specs in every test run (at the smallest and largest dims, so the memory plan's max-size
-workspace and dynamic sizes both show), float16/bfloat16 models (float32 compute, outputs in the
+small specs (at the smallest and largest dims, so the memory plan's max-size workspace and
+dynamic sizes both show; with -m slow, as tests/build/test_end_to_end.py checks them in every
+run), float16/bfloat16 models (float32 compute, outputs in the
 model dtype), and the large seed models at batch 1, run repeatedly to catch thread races."""
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ def check(model, graph, dims: dict, seed: int = 0) -> None:
                                    **tolerance(expected, dtype), err_msg=name)
 
 
+# tests/build/test_end_to_end.py checks the same on the same four specs built by SCons, as a
+# user builds them (a build every default run makes anyway): this copy runs with -m slow
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SMALL)
 def test_small_spec(build_spec, name):
     spec = os.path.join(SPECS, f"{name}.yaml")
