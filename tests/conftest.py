@@ -7,12 +7,20 @@ The run's cache folder is named by the main process before the xdist workers sta
 inherit it, and removed at the end when that process made it. So are the workers' thread counts:
 xdist runs a test per core already, and the threads PyTorch and NumPy's BLAS start on top of that
 only oversubscribe the cores and spin while they wait (OMP_NUM_THREADS=1 for them); the built
-libraries' own pool keeps its default, every core (AIT_NUM_THREADS, which it reads first)."""
+libraries' own pool keeps its default, every core (AIT_NUM_THREADS, which it reads first).
+
+The run's processes take no transparent huge pages (prctl PR_SET_THP_DISABLE, which the workers
+and every process they start inherit): the libraries' big buffers and NumPy's large arrays ask
+for them (MADV_HUGEPAGE), and on a busy machine the kernel compacts memory for each such fault
+in the faulting process, seconds of system time per large model for what is only a speed hint.
+The advice is still given and recorded (tests/codegen/test_buffer.py checks it)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import sys
 
 import pytest
 
@@ -22,7 +30,17 @@ from backends.cpu.helpers import CModel, build_library
 from shared_cache import VARIABLE, cache_folder, make_run_folder
 
 
+PR_SET_THP_DISABLE = 41  # linux/prctl.h
+
+
+def no_transparent_huge_pages() -> None:
+    """This process and its children take no transparent huge pages (Linux; elsewhere nothing)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)
+
+
 def pytest_configure(config):
+    no_transparent_huge_pages()
     if hasattr(config, "workerinput"):
         return  # a worker: the folder and the thread counts came with its environment
     if config.getoption("numprocesses", None) and "OMP_NUM_THREADS" not in os.environ:

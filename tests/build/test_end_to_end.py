@@ -32,9 +32,17 @@ def _graph(name):
 
 @pytest.mark.parametrize("name", MODELS)
 def test_model_matches_the_reference(project, name):
+    """Batches 1 and 3, and the smallest, largest and opt dims (the memory plan's max-size
+    workspace and dynamic sizes both show); the optimizer's plan and fused ops are what ran."""
     from ait_build.ops.reference import random_inputs, run_reference
     from ait_build.runtime import Model
+    from backends.cpu.helpers import tolerance
     graph = _graph(name)
+    with open(project.path("build", "cpu", name, "manifest.json")) as fh:
+        manifest = json.load(fh)
+    assert manifest["memory_plan"] == "optimizer"
+    if name == "tiny_bert":
+        assert {"fused_elementwise", "multi_head_attention"} <= {k["op"] for k in manifest["kernels"]}
     with Model(project.path("build", "cpu", name)) as model:
         for batch in (1, 3):
             inputs = random_inputs(graph, {"batch": batch}, seed=batch)
@@ -44,6 +52,13 @@ def test_model_matches_the_reference(project, name):
             for out in want:
                 np.testing.assert_allclose(got[out], want[out], rtol=1e-4, atol=1e-5,
                                            err_msg=f"{name}.{out} at batch {batch}")
+        for which, seed in (("min", 1), ("max", 2), ("opt", 3)):
+            dims = graph.bounds_env(which)
+            inputs = random_inputs(graph, dims, seed=seed)
+            got, want = model.run(inputs, dims), run_reference(graph, inputs)
+            for out, expected in want.items():
+                np.testing.assert_allclose(got[out], expected, **tolerance(expected),
+                                           err_msg=f"{name}.{out} at the {which} dims")
 
 
 def test_eight_threads_give_the_serial_results(project):

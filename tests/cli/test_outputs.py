@@ -15,11 +15,15 @@ import time
 
 import pytest
 
+from cli_in_process import run_main
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MLP = os.path.join(ROOT, "specs", "mlp.yaml")
 
 
 def _cli(*args, cwd=ROOT, timeout=120):
+    """A process of its own: for a command writing to a FIFO (which must not hang the test) or
+    under a umask of the test's choosing."""
     return subprocess.run([sys.executable, "-m", "ait_build", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout, env=dict(os.environ, PYTHONPATH=ROOT))
 
@@ -78,7 +82,7 @@ def test_a_new_output_has_the_umasks_mode(tmp_path):
 def test_outputs_are_checked_before_the_work(tmp_path, args, words):
     """`profile -o FOLDER` was an internal error, `bench --json` failed after the whole bench."""
     start = time.monotonic()
-    proc = _cli(*[a.format(tmp=tmp_path) for a in args])
+    proc = run_main(*[a.format(tmp=tmp_path) for a in args], cwd=ROOT)
     _error(proc, words.format(tmp=tmp_path))
     assert not proc.stdout and time.monotonic() - start < 60
 
@@ -92,26 +96,26 @@ def test_init_refuses_links_that_lead_out_of_the_project(tmp_path):
         project = tmp_path / f"p{len(rel)}"
         (project / rel).parent.mkdir(parents=True, exist_ok=True)
         os.symlink(target, project / rel)
-        _error(_cli("init", str(project)), "is a link to")
+        _error(run_main("init", str(project)), "is a link to")
         assert not outside.exists()
         assert sorted(os.listdir(project)) == [rel.split(os.sep)[0]]
     project = tmp_path / "folder_link"
     project.mkdir()
     (tmp_path / "elsewhere").mkdir()
     os.symlink(tmp_path / "elsewhere", project / "targets")  # a folder that leads out
-    _error(_cli("init", str(project)), "leads outside the project")
+    _error(run_main("init", str(project)), "leads outside the project")
     assert not os.listdir(tmp_path / "elsewhere")
     assert os.listdir(project) == ["targets"]  # none of INIT_FILES was written
 
 
 def test_targets_show_takes_a_path_and_copy_needs_a_folder(tmp_path):
-    proc = _cli("targets", "--show", os.path.join("targets", "h200.yaml"))
+    proc = run_main("targets", "--show", os.path.join("targets", "h200.yaml"), cwd=ROOT)
     assert proc.returncode == 0 and "name: h200" in proc.stdout, proc.stderr
-    assert _cli("init", str(tmp_path / "p")).returncode == 0
+    assert run_main("init", str(tmp_path / "p")).returncode == 0
     shutil.rmtree(tmp_path / "p" / "targets")
     (tmp_path / "p" / "targets").write_text("")
-    _error(_cli("targets", "--copy", "h200", cwd=str(tmp_path / "p")), "targets is not a folder")
+    _error(run_main("targets", "--copy", "h200", cwd=str(tmp_path / "p")), "targets is not a folder")
     os.remove(tmp_path / "p" / "targets")
     os.symlink(tmp_path / "gone", tmp_path / "p" / "targets")
-    _error(_cli("targets", "--copy", "h200", cwd=str(tmp_path / "p")), "which does not exist")
+    _error(run_main("targets", "--copy", "h200", cwd=str(tmp_path / "p")), "which does not exist")
     assert not (tmp_path / "gone").exists()

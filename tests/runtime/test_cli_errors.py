@@ -14,12 +14,14 @@ import numpy as np
 import pytest
 
 from ait_build.codegen.digest import json_sha256
+from cli_in_process import run_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MLP = os.path.join(ROOT, "specs", "mlp.yaml")
 
 
 def _cli(*args, cwd=ROOT, timeout=120):
+    """A process of its own: for a command that must not hang (a FIFO), warn or start SCons."""
     return subprocess.run([sys.executable, "-m", "ait_build", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout, env=dict(os.environ, PYTHONPATH=ROOT))
 
@@ -46,7 +48,7 @@ def _one_line(proc, rc: int, words: str) -> None:
     (["profile", "mlp", "--target", "h200", "-j", "0"], "argument -j/--jobs: must be >= 1, got 0"),
 ])
 def test_malformed_arguments_are_usage_errors(toy_dir, args, words):
-    _one_line(_cli(*[a.format(toy=toy_dir) for a in args]), 2, words)
+    _one_line(run_main(*[a.format(toy=toy_dir) for a in args]), 2, words)
 
 
 @pytest.mark.parametrize("args, words", [
@@ -64,7 +66,7 @@ def test_malformed_arguments_are_usage_errors(toy_dir, args, words):
     (["graph", MLP, "-o", "/proc/ait-build/graph.txt"], "cannot write /proc/ait-build/graph.txt"),
 ])
 def test_user_errors_are_one_line_before_the_work(toy_dir, tmp_path, args, words):
-    _one_line(_cli(*[a.format(toy=toy_dir, tmp=tmp_path) for a in args]), 1, words)
+    _one_line(run_main(*[a.format(toy=toy_dir, tmp=tmp_path) for a in args]), 1, words)
 
 
 def test_hand_edited_manifest_is_one_line(toy_dir, tmp_path):
@@ -75,10 +77,10 @@ def test_hand_edited_manifest_is_one_line(toy_dir, tmp_path):
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["dims"][0]["max"] = 1 << 40
     (folder / "manifest.json").write_text(json.dumps(manifest))
-    _one_line(_cli("run", str(folder), "--random-input"), 1, "was changed after the build")
+    _one_line(run_main("run", str(folder), "--random-input"), 1, "was changed after the build")
     manifest["build_id"] = json_sha256(manifest)  # sealed again: the library still disagrees
     (folder / "manifest.json").write_text(json.dumps(manifest))
-    _one_line(_cli("run", str(folder), "--random-input"), 1, "come from different builds")
+    _one_line(run_main("run", str(folder), "--random-input"), 1, "come from different builds")
 
 
 def test_bench_names_no_file_before_the_spec_is_checked(tmp_path):
@@ -88,7 +90,7 @@ def test_bench_names_no_file_before_the_spec_is_checked(tmp_path):
     spec.write_text("apiVersion: ait-build/v1\nkind: Model\nname: ../../escaped\n"
                     "inputs: {x: {shape: [4]}}\ngraph: [{op: relu}]\noutputs: [relu]\n")
     before = set(os.listdir(tmp_path))
-    proc = _cli("bench", str(spec), "--dtype", "float16", cwd=str(tmp_path))
+    proc = run_main("bench", str(spec), "--dtype", "float16", cwd=str(tmp_path))
     _one_line(proc, 1, f"{spec}:3:7: error: model name '../../escaped' may only hold")
     assert set(os.listdir(tmp_path)) == before
     assert not os.path.exists(os.path.join(ROOT, "build", "escaped_float16.yaml"))
@@ -155,13 +157,13 @@ def test_reference_writes_every_intermediate(tmp_path):
     comparing a port layer by layer."""
     from safetensors.numpy import load_file
     dump = tmp_path / "all.safetensors"
-    proc = _cli("reference", MLP, "--random-input", "--batch", "2", "--intermediates", str(dump))
+    proc = run_main("reference", MLP, "--random-input", "--batch", "2", "--intermediates", str(dump))
     assert proc.returncode == 0, proc.stderr
     values = load_file(str(dump))
     assert {"x", "fc1", "gelu", "fc2", "softmax"} <= set(values)
     assert values["fc1"].shape == (2, 64)
     np.testing.assert_allclose(values["softmax"].sum(axis=-1), 1.0, rtol=1e-6)
-    _one_line(_cli("reference", MLP, "--random-input", "--intermediates", str(tmp_path)), 1,
+    _one_line(run_main("reference", MLP, "--random-input", "--intermediates", str(tmp_path)), 1,
               "is a directory")
 
 

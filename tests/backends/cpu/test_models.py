@@ -1,6 +1,7 @@
 """Whole models through the optimizer and the cpu backend, against the reference executor: the
-small specs in every test run (at the smallest and largest dims, so the memory plan's max-size
-workspace and dynamic sizes both show), float16/bfloat16 models (float32 compute, outputs in the
+small specs (at the smallest and largest dims, so the memory plan's max-size workspace and
+dynamic sizes both show; with -m slow, as tests/build/test_end_to_end.py checks them in every
+run), float16/bfloat16 models (float32 compute, outputs in the
 model dtype), and the large seed models at batch 1, run repeatedly to catch thread races."""
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ SPECS = os.path.join(PROJECT_ROOT, "specs")
 SMALL = ["mlp", "tiny_cnn", "tiny_bert", "tiny_vit"]
 
 
-def check(model, graph, dims: dict, seed: int = 0) -> None:
+def check(model, graph, dims: dict, seed: int = 0) -> tuple:
+    """The model's outputs match the reference's; (inputs, outputs)."""
     inputs = random_inputs(graph, dims, seed=seed)
     ref = run_reference(graph, inputs)
     got = model.run(inputs, dims)
@@ -29,8 +31,12 @@ def check(model, graph, dims: dict, seed: int = 0) -> None:
         dtype = graph.tensors[name].dtype
         np.testing.assert_allclose(got[name].astype(np.float32), expected,
                                    **tolerance(expected, dtype), err_msg=name)
+    return inputs, got
 
 
+# tests/build/test_end_to_end.py checks the same on the same four specs built by SCons, as a
+# user builds them (a build every default run makes anyway): this copy runs with -m slow
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SMALL)
 def test_small_spec(build_spec, name):
     spec = os.path.join(SPECS, f"{name}.yaml")
@@ -78,11 +84,9 @@ def test_seed_model_batch_1(build_spec, name, dims):
     spec = os.path.join(SPECS, f"{name}.yaml")
     model, _, _ = build_spec(spec, name=name)
     graph = load_model(spec)
-    check(model, graph, dims)
-    # threads must not race: repeated runs give the same bits (a missing barrier between
-    # ResNet-50's im2col chunks once made 11 of 12 two-thread runs differ)
-    inputs = random_inputs(graph, dims, seed=5)
-    first = model.run(inputs, dims)
+    inputs, first = check(model, graph, dims)
+    # threads must not race: repeated runs give the same bits as the checked one (a missing
+    # barrier between ResNet-50's im2col chunks once made 11 of 12 two-thread runs differ)
     for _ in range(4):
         again = model.run(inputs, dims)
         for name_, value in first.items():

@@ -17,11 +17,28 @@ from cuda_helpers import bf16_spec, fp16_spec, fp16acc_target, heuristic_target,
 from cuda_op_groups import op_spec
 
 
+_EMITTED: dict = {}  # (spec, its text, target) -> kernel sources, for this module's tests
+
+
 def kernels(spec: str, target: str, out) -> dict:
-    """{kernel file name: its source} of `spec` emitted for `target`."""
-    emission = emit(spec, find_target(target), str(out))
-    return {os.path.basename(k): open(os.path.join(str(out), k)).read()
-            for k in emission.kernel_sources}
+    """{kernel file name: its source} of `spec` emitted for `target`; a spec and target whose
+    texts several tests read (BERT for h200 and a100) is emitted once (its large weights file
+    is most of an emission's time), the sources being a function of the two files."""
+    with open(spec, encoding="utf-8") as fh:
+        key = (spec, fh.read(), target, _text(target))
+    if key not in _EMITTED:
+        emission = emit(spec, find_target(target), str(out))
+        _EMITTED[key] = {os.path.basename(k): open(os.path.join(str(out), k)).read()
+                         for k in emission.kernel_sources}
+    return dict(_EMITTED[key])
+
+
+def _text(target: str) -> str:
+    """A target file's text (a stock target's name stands for its file, which no test edits)."""
+    if not os.path.isfile(target):
+        return ""
+    with open(target, encoding="utf-8") as fh:
+        return fh.read()
 
 
 def names(srcs: dict, prefix: str) -> list:
