@@ -1,7 +1,9 @@
 """The op group of what the importers' model families add (issue 32): per-element gathers
 (DeBERTa, BERT's token types), rotary and relative-position math, Caffe-era ceil_mode pools,
 segmentation heads' resizes (each coordinate transform and rounding). cpu/test_ops.py builds it
-for cpu, cuda/cuda_op_groups.py for the GPUs."""
+for cpu, cuda/cuda_op_groups.py for the GPUs. And the group of batch norms that fold into no
+conv (CONCAT_NORMS: DenseNet's concat -> batch norm -> relu), built optimized by
+cpu/test_concat_norm.py and cuda_op_groups.py."""
 
 
 def n(name, op, inputs, **attrs):
@@ -45,3 +47,34 @@ IMPORT_FAMILIES = dict(
              "max_ceil_pad", "avg_ceil", "avg_ceil_pad", "nearest", "nearest_exact",
              "nearest_down", "nearest_ceil", "bilinear", "bilinear_corners", "bilinear_one",
              "bilinear_down"])
+
+
+# batch norms after no conv, as DenseNet writes them (batchnorm_to_affine.py, fuse_concat.py):
+# concats along the channels into a batch norm and an activation (16-byte vectors: 64 + 32 +
+# 32 channels; single channels: a piece of 12; nine pieces), a concat that is also an output
+# (not fused), one along another axis (not fused), a concat into a program with a one-value
+# operand, and lone batch norms into relu6, silu and nothing; only the ends are outputs, so
+# the optimizer fuses what it can
+CONCAT_NORMS = dict(
+    inputs={"a": {"shape": ["batch", 6, 5, 64]}, "b": {"shape": ["batch", 6, 5, 32]},
+            "c": {"shape": ["batch", 6, 5, 32]}, "d": {"shape": ["batch", 6, 5, 12]},
+            "e": {"shape": ["batch", 6, 5, 24]}},
+    graph=[n("cat", "concat", ["a", "b", "c"], axis=3), n("cat_bn", "batch_norm", ["cat"]),
+           n("dense", "relu", ["cat_bn"]),
+           n("cat_odd", "concat", ["a", "d"], axis=-1),
+           n("odd_bn", "batch_norm", ["cat_odd"], eps=1e-3),
+           n("odd_relu6", "relu6", ["odd_bn"]),
+           n("cat_many", "concat", ["a", "b", "c", "b", "c", "e", "b", "c", "a"], axis=3),
+           n("many_bn", "batch_norm", ["cat_many"]), n("many_relu", "relu", ["many_bn"]),
+           n("cat_kept", "concat", ["b", "c"], axis=3), n("kept_bn", "batch_norm", ["cat_kept"]),
+           n("kept_relu", "relu", ["kept_bn"]),
+           n("cat_rows", "concat", ["b", "c"], axis=1), n("rows_bn", "batch_norm", ["cat_rows"]),
+           n("rows_relu", "relu", ["rows_bn"]),
+           n("one", "parameter", [], shape=[1], weights={"value": "one_value"}),
+           n("cat_shifted", "concat", ["c", "b"], axis=3),
+           n("shifted", "add", ["cat_shifted", "one"]), n("shifted_relu", "relu", ["shifted"]),
+           n("e_bn", "batch_norm", ["e"]), n("bn_relu6", "relu6", ["e_bn"]),
+           n("a_bn", "batch_norm", ["a"]), n("bn_silu", "silu", ["a_bn"]),
+           n("bn_plain", "batch_norm", ["d"], eps=1e-2)],
+    outputs=["dense", "odd_relu6", "many_relu", "cat_kept", "kept_relu", "rows_relu",
+             "shifted_relu", "bn_relu6", "bn_silu", "bn_plain"])

@@ -106,3 +106,28 @@ def test_create_reports_the_missing_device(builds):
         assert "no HIP device" in str(exc), exc
     else:  # an AMD GPU is present: the weights were uploaded
         pass
+
+
+def test_fused_concat_and_norm_kernels_compile_for_gfx90a(tmp_path):
+    """The optimizer's concat + batch norm + activation kernels and fused batch norms
+    (family_ops.CONCAT_NORMS, in float16; the GPU tests run them on the H200) compile with hipcc
+    for gfx90a: every kernel of the group is one of them or a copy, so no GEMM is compiled."""
+    if shutil.which("hipcc") is None:
+        pytest.skip("hipcc is not on PATH")
+    from ait_build.backends import toolchain_for
+    from ait_build.pipeline import emit
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from backends.cpu.helpers import write_spec
+    from backends.family_ops import CONCAT_NORMS
+    spec = write_spec(tmp_path, "concat_norms", dims={"batch": {"min": 1, "max": 8, "opt": 3}},
+                      dtype="float16", **CONCAT_NORMS)
+    target = find_target("mi250")
+    emission = emit(spec, target, str(tmp_path / "out"))
+    sources = sorted(k for k in emission.kernel_sources if k.endswith(".cu"))
+    assert any("concat_mul_add_relu" in s for s in sources), sources
+    tc = toolchain_for(target)
+    for source in sources:
+        obj = str(tmp_path / (os.path.basename(source) + ".o"))
+        proc = subprocess.run(tc.compile_command(str(tmp_path / "out" / source), obj),
+                              capture_output=True, text=True, env=tc.environ())
+        assert proc.returncode == 0, f"{source}:\n{proc.stderr[-4000:]}"
