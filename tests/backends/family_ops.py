@@ -78,3 +78,16 @@ CONCAT_NORMS = dict(
            n("bn_plain", "batch_norm", ["d"], eps=1e-2)],
     outputs=["dense", "odd_relu6", "many_relu", "cat_kept", "kept_relu", "rows_relu",
              "shifted_relu", "bn_relu6", "bn_silu", "bn_plain"])
+
+
+# permutes that swap the innermost axes (GPU: transpose.cu.j2's 32 x 32 tiles): ShuffleNet's
+# layout changes both ways (58 channels x 28 x 28 pixels: partial tiles), one with a dim between
+# (merged), and a 3-channel image (the strided copy: a side under 16); the GPU tests build it
+LAYOUT_SWAPS = dict(
+    inputs={"nhwc": {"shape": ["batch", 28, 28, 58]}, "nchw": {"shape": ["batch", 58, 7, 7]},
+            "img": {"shape": ["batch", 3, 20, 20]}, "mid": {"shape": ["batch", 40, 3, 24]}},
+    graph=[n("to_nchw", "permute", ["nhwc"], dims=[0, 3, 1, 2]),
+           n("to_nhwc", "permute", ["nchw"], dims=[0, 2, 3, 1]),
+           n("img_nhwc", "permute", ["img"], dims=[0, 2, 3, 1]),
+           n("mid_swap", "permute", ["mid"], dims=[0, 2, 3, 1])],
+    outputs=["to_nchw", "to_nhwc", "img_nhwc", "mid_swap"])
