@@ -4,7 +4,8 @@ templates (Backend.templates, by kind). Backends spread these into their LOWER t
 
 from __future__ import annotations
 
-from ait_build.codegen import data_movement, elementwise, index_ops, resize, rows_and_windows
+from ait_build.codegen import (concat_elementwise, data_movement, elementwise, index_ops, resize,
+                              rows_and_windows)
 
 # one expression per element (templates/<backend>/elementwise.*.j2)
 ELEMENTWISE = {
@@ -27,6 +28,7 @@ DATA_MOVEMENT = {
     "expand": data_movement.lower_expand,
     "slice": data_movement.lower_slice,
     "concat": data_movement.lower_concat,
+    "concat_elementwise": concat_elementwise.lower_concat_elementwise,  # a concat + its program
     "split": data_movement.lower_split,
     "pad": data_movement.lower_pad,
     "gather": data_movement.lower_gather,

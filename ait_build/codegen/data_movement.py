@@ -62,6 +62,34 @@ def permute_strides(lw) -> tuple:
     return out_shape, [src[d] for d in dims], contiguous_strides(out_shape)
 
 
+def inner_transpose(lw) -> tuple | None:
+    """(sizes, input strides, output strides) after merging, when a permute swaps the two
+    innermost axes: the output's innermost walks the input far apart while the input's
+    innermost is the output's second (a CNN's NCHW -> NHWC, a layout change back); else None.
+    Backends give these a tiled kernel of their own."""
+    out_shape, in_strides, out_strides = permute_strides(lw)
+    sizes, (ist, ost) = collapse(out_shape, in_strides, out_strides)
+    if len(sizes) < 2 or not (ist[-2] == 1 and ost[-1] == 1 and ist[-1] != 1):
+        return None
+    return sizes, ist, ost
+
+
+def call_transpose(lw, swap: tuple, template: str, **context) -> None:
+    """One call of a backend's tiled transpose kernel for `inner_transpose`'s (sizes, input
+    strides, output strides); `context`: the template's own constants."""
+    node = lw.node
+    sizes, ist, ost = swap
+    rank = len(sizes)
+    ctype = lw.ctype(node.output)
+    context.update(rank=rank, rows=" * ".join(f"n{k}" for k in range(rank - 2)) or "1",
+                   outer_dims=tuple(reversed(range(rank - 2))), ctype=ctype)
+    params = [(f"{ctype}*", "out"), (f"const {ctype}*", "in")]
+    params += [("int64_t", f"{p}{k}") for p in ("n", "is", "os") for k in range(rank)]
+    kernel = make_kernel("transpose", node.op, template, context, params)
+    args = [lw.dst(node.output), lw.src(node.inputs[0])]
+    lw.call(kernel, args + [cexpr(v) for v in list(sizes) + list(ist) + list(ost)])
+
+
 def lower_permute(lw) -> None:
     node = lw.node
     out_shape, in_strides, out_strides = permute_strides(lw)

@@ -193,13 +193,13 @@ def lower_simple(lw) -> None:
     elementwise(lw, node.op, destination(lw, node.output), ins, expr)
 
 
-def lower_fused(lw) -> None:
-    """A fused_elementwise program: one local per step inside the inner loop."""
-    node = lw.node
-    ins = [operand(lw, t) for t in node.inputs]
-    known = {f"x{i}": (f"v{i}", TType(lw.shape(t), lw.dtype(t))) for i, t in enumerate(node.inputs)}
+def program_code(lw, program, types: list) -> tuple:
+    """(statements, label) of a fused_elementwise program whose inputs x0, x1, ... have `types`
+    (TType) and are the locals v0, v1, ...: one local per step; the last one, t<n-1>, is the
+    result."""
+    known = {f"x{i}": (f"v{i}", t) for i, t in enumerate(types)}
     stmts, names = [], []
-    for j, (op, args, pairs) in enumerate(node.attrs["program"]):
+    for j, (op, args, pairs) in enumerate(program):
         row = get_op(op)
         attrs = step_attrs(row, pairs)
         arg_types = [known[a][1] for a in args]
@@ -209,8 +209,17 @@ def lower_fused(lw) -> None:
         stmts.append(f"const {COMPUTE_CTYPE[out_type.dtype]} t{j} = {expr};")
         known[f"t{j}"] = (f"t{j}", out_type)
         names.append(op)
-    label = "fused_" + "_".join(dict.fromkeys(names))[:40].rstrip("_")
-    elementwise(lw, label, destination(lw, node.output), ins, f"t{len(stmts) - 1}", stmts)
+    return tuple(stmts), "_".join(dict.fromkeys(names))[:40].rstrip("_")
+
+
+def lower_fused(lw) -> None:
+    """A fused_elementwise program: one local per step inside the inner loop."""
+    node = lw.node
+    ins = [operand(lw, t) for t in node.inputs]
+    stmts, label = program_code(lw, node.attrs["program"],
+                                [TType(lw.shape(t), lw.dtype(t)) for t in node.inputs])
+    elementwise(lw, f"fused_{label}", destination(lw, node.output), ins, f"t{len(stmts) - 1}",
+                stmts)
 
 
 def lower_batch_norm(lw) -> None:

@@ -9,6 +9,9 @@ where an arg names a node input (`x0`, `x1`, ...) or an earlier step (`t0`, `t1`
 step is the output. Step attrs hold only non-default values (`(("scalar", 8.0),)`). Shapes and the
 reference come from the rows of the ops the steps name, so the fused op cannot drift from them.
 The attribute is set by the pass, not parsed from YAML, so it is not declared in `attrs`.
+
+`concat_elementwise` is a concat along the last dim whose result goes straight through such a
+program, in one kernel (passes/fuse_concat.py).
 """
 
 from __future__ import annotations
@@ -55,3 +58,29 @@ register(OpDef(
     name="fused_elementwise", category="elementwise", internal=True, elementwise=True,
     doc="a chain or small DAG of elementwise ops run as one kernel (attr `program`)",
     inputs=("*xs",), infer=_infer, model_dtype=True, reference=_reference))
+
+
+# `concat_elementwise` is a concat along the last dim whose result goes straight through a
+# fused_elementwise program (DenseNet's concat -> batch norm -> relu): inputs are the `pieces`
+# concatenated tensors, then the program's other inputs (per-channel vectors and scalars); the
+# program reads the concat as `x0` and those as `x1`, `x2`, ... Both attributes are set by the
+# pass (passes/fuse_concat.py).
+def _concat_elementwise_infer(attrs, inputs, model_dtype):
+    pieces = attrs["pieces"]
+    if not 1 <= pieces <= len(inputs):
+        raise OpError(f"concat_elementwise has {len(inputs)} inputs, fewer than its {pieces} pieces")
+    (joined,) = OPS["concat"].infer({"axis": -1}, inputs[:pieces])
+    return _infer(attrs, [joined] + list(inputs[pieces:]), model_dtype)
+
+
+def _concat_elementwise_reference(attrs, xs, ws):
+    joined = OPS["concat"].reference({"axis": -1}, xs[:attrs["pieces"]], {})[0]
+    return _reference(attrs, [joined] + list(xs[attrs["pieces"]:]), ws)
+
+
+register(OpDef(
+    name="concat_elementwise", category="elementwise", internal=True,
+    doc="a concat along the last dim run through a fused_elementwise program in one kernel "
+        "(attrs `pieces`, `program`)",
+    inputs=("*xs",), infer=_concat_elementwise_infer, model_dtype=True,
+    reference=_concat_elementwise_reference))

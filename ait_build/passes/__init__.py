@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ait_build.ir.graph import Graph, verify
-from ait_build.passes import (attention_masks, eliminate_dead_code, fold_batchnorm, fold_constants,
-                              fuse_attention, fuse_elementwise, fuse_epilogue, fuse_layernorm,
-                              pad_channels, plan_memory)
+from ait_build.passes import (attention_masks, batchnorm_to_affine, eliminate_dead_code,
+                              fold_batchnorm, fold_constants, fuse_attention, fuse_concat,
+                              fuse_elementwise, fuse_epilogue, fuse_layernorm, pad_channels,
+                              plan_memory)
 
 
 @dataclass(frozen=True)
@@ -26,12 +27,14 @@ def _pipeline() -> list:
         (eliminate_dead_code, "drop no-op nodes and nodes that reach no output"),
         (fold_constants, "compute weight-only subgraphs at build time"),
         (fold_batchnorm, "fold batch_norm into the conv2d/linear before it"),
+        (batchnorm_to_affine, "other batch_norms -> x * scale + shift (fuses with an activation)"),
         (pad_channels, "pad conv/linear input channels to the target's alignment"),
         (fuse_attention, "softmax(q k^T) v pattern -> multi_head_attention; q/k/v -> one GEMM"),
         (attention_masks, "attention masks: causal part -> causal mode, always-true parts dropped"),
         (fuse_layernorm, "residual add + layer_norm -> layer_norm with a residual input"),
         (fuse_epilogue, "bias add, residual add, activation -> the GEMM/conv epilogue"),
         (fuse_elementwise, "chains and small DAGs of elementwise ops -> one fused_elementwise"),
+        (fuse_concat, "concat along channels read only by a per-channel program -> one kernel"),
         (plan_memory, "tensor lifetimes -> offsets in one workspace"),
     )
     return [Pass(module.__name__.rpartition(".")[2], module.run, doc) for module, doc in steps]

@@ -1,7 +1,9 @@
 """The op group of what the importers' model families add (issue 32): per-element gathers
 (DeBERTa, BERT's token types), rotary and relative-position math, Caffe-era ceil_mode pools,
 segmentation heads' resizes (each coordinate transform and rounding). cpu/test_ops.py builds it
-for cpu, cuda/cuda_op_groups.py for the GPUs."""
+for cpu, cuda/cuda_op_groups.py for the GPUs. And the group of batch norms that fold into no
+conv (CONCAT_NORMS: DenseNet's concat -> batch norm -> relu), built optimized by
+cpu/test_concat_norm.py and cuda_op_groups.py."""
 
 
 def n(name, op, inputs, **attrs):
@@ -45,3 +47,47 @@ IMPORT_FAMILIES = dict(
              "max_ceil_pad", "avg_ceil", "avg_ceil_pad", "nearest", "nearest_exact",
              "nearest_down", "nearest_ceil", "bilinear", "bilinear_corners", "bilinear_one",
              "bilinear_down"])
+
+
+# batch norms after no conv, as DenseNet writes them (batchnorm_to_affine.py, fuse_concat.py):
+# concats along the channels into a batch norm and an activation (16-byte vectors: 64 + 32 +
+# 32 channels; single channels: a piece of 12; nine pieces), a concat that is also an output
+# (not fused), one along another axis (not fused), a concat into a program with a one-value
+# operand, and lone batch norms into relu6, silu and nothing; only the ends are outputs, so
+# the optimizer fuses what it can
+CONCAT_NORMS = dict(
+    inputs={"a": {"shape": ["batch", 6, 5, 64]}, "b": {"shape": ["batch", 6, 5, 32]},
+            "c": {"shape": ["batch", 6, 5, 32]}, "d": {"shape": ["batch", 6, 5, 12]},
+            "e": {"shape": ["batch", 6, 5, 24]}},
+    graph=[n("cat", "concat", ["a", "b", "c"], axis=3), n("cat_bn", "batch_norm", ["cat"]),
+           n("dense", "relu", ["cat_bn"]),
+           n("cat_odd", "concat", ["a", "d"], axis=-1),
+           n("odd_bn", "batch_norm", ["cat_odd"], eps=1e-3),
+           n("odd_relu6", "relu6", ["odd_bn"]),
+           n("cat_many", "concat", ["a", "b", "c", "b", "c", "e", "b", "c", "a"], axis=3),
+           n("many_bn", "batch_norm", ["cat_many"]), n("many_relu", "relu", ["many_bn"]),
+           n("cat_kept", "concat", ["b", "c"], axis=3), n("kept_bn", "batch_norm", ["cat_kept"]),
+           n("kept_relu", "relu", ["kept_bn"]),
+           n("cat_rows", "concat", ["b", "c"], axis=1), n("rows_bn", "batch_norm", ["cat_rows"]),
+           n("rows_relu", "relu", ["rows_bn"]),
+           n("one", "parameter", [], shape=[1], weights={"value": "one_value"}),
+           n("cat_shifted", "concat", ["c", "b"], axis=3),
+           n("shifted", "add", ["cat_shifted", "one"]), n("shifted_relu", "relu", ["shifted"]),
+           n("e_bn", "batch_norm", ["e"]), n("bn_relu6", "relu6", ["e_bn"]),
+           n("a_bn", "batch_norm", ["a"]), n("bn_silu", "silu", ["a_bn"]),
+           n("bn_plain", "batch_norm", ["d"], eps=1e-2)],
+    outputs=["dense", "odd_relu6", "many_relu", "cat_kept", "kept_relu", "rows_relu",
+             "shifted_relu", "bn_relu6", "bn_silu", "bn_plain"])
+
+
+# permutes that swap the innermost axes (GPU: transpose.cu.j2's 32 x 32 tiles): ShuffleNet's
+# layout changes both ways (58 channels x 28 x 28 pixels: partial tiles), one with a dim between
+# (merged), and a 3-channel image (the strided copy: a side under 16); the GPU tests build it
+LAYOUT_SWAPS = dict(
+    inputs={"nhwc": {"shape": ["batch", 28, 28, 58]}, "nchw": {"shape": ["batch", 58, 7, 7]},
+            "img": {"shape": ["batch", 3, 20, 20]}, "mid": {"shape": ["batch", 40, 3, 24]}},
+    graph=[n("to_nchw", "permute", ["nhwc"], dims=[0, 3, 1, 2]),
+           n("to_nhwc", "permute", ["nchw"], dims=[0, 2, 3, 1]),
+           n("img_nhwc", "permute", ["img"], dims=[0, 2, 3, 1]),
+           n("mid_swap", "permute", ["mid"], dims=[0, 2, 3, 1])],
+    outputs=["to_nchw", "to_nhwc", "img_nhwc", "mid_swap"])

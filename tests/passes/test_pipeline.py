@@ -30,8 +30,9 @@ def graph_json(capsys, path, tgt, stage):
 
 def test_pipeline_is_one_named_list():
     assert pass_names() == ["eliminate_dead_code", "fold_constants", "fold_batchnorm",
-                            "pad_channels", "fuse_attention", "attention_masks", "fuse_layernorm",
-                            "fuse_epilogue", "fuse_elementwise", "plan_memory"]
+                            "batchnorm_to_affine", "pad_channels", "fuse_attention",
+                            "attention_masks", "fuse_layernorm", "fuse_epilogue",
+                            "fuse_elementwise", "fuse_concat", "plan_memory"]
     assert all(p.doc for p in PIPELINE)
 
 

@@ -28,6 +28,7 @@ TEMPLATES = {
     "pool2d": "cpu/pool2d.cpp.j2",
     "global_avg_pool": "cpu/global_avg_pool.cpp.j2",
     "resize2d": "cpu/resize2d.cpp.j2",
+    "concat_elementwise": "cpu/concat_elementwise.cpp.j2",
 }
 SUPPORT_FILES = {  # generated path -> its file under templates/ (plain C++, copied as it is)
     "src/ait_common.h": "common/include/ait_common.h",

@@ -4,7 +4,8 @@ Python side: the lowerings every GPU backend shares (edges.py: device buffers in
 dtype; rows.py: layer norm, channel pads; attention.py: fused attention on ordinary cores, which
 a backend may replace per call with a faster kernel; gemm.py: GEMMs and convs on a backend's
 `MatrixEngine`; depthwise.py: depthwise convs; squeeze_excitation.py: the global average pool
-and the gate's channel scale) and `LOWER`, the table rows they make. Template side:
+and the gate's channel scale; transpose.py: permutes that swap the innermost axes) and `LOWER`,
+the table rows they make. Template side:
 templates/gpu/, the simple kernels and the device half of the model's run loop, written with
 CUDA's names, which a HIP build maps through its own small header.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from ait_build.backends import shared
 from ait_build.backends.base import Backend, frozen
-from ait_build.backends.gpu import edges, gemm, rows, squeeze_excitation
+from ait_build.backends.gpu import edges, gemm, rows, squeeze_excitation, transpose
 from ait_build.backends.gpu.attention import attention_lowering
 
 
@@ -30,6 +31,8 @@ def lowerings(engine, tensor_core_attention=None) -> dict:
         **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
         "global_avg_pool": squeeze_excitation.lower_global_avg_pool,  # ranges split in scratch
         **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
+        "permute": transpose.lower_permute,  # innermost axes swapped: tiles (transpose.py)
+        "transpose": transpose.lower_permute,
         **shared.GENERATE,  # constant and iota (backends/shared.py)
         "pad": rows.lower_pad,  # the last dim alone: one pass; else the shared fill + copy
         "embedding": edges.lower_embedding,

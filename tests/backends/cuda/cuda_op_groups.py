@@ -18,7 +18,7 @@ import yaml
 from cuda_helpers import ROOT, bf16_spec, fp16_spec, spec_path
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))  # the op group the cpu tests build too
-from backends.family_ops import IMPORT_FAMILIES, n  # noqa: E402
+from backends.family_ops import CONCAT_NORMS, IMPORT_FAMILIES, LAYOUT_SWAPS, n  # noqa: E402
 
 B = {"batch": {"min": 1, "max": 8, "opt": 3}}
 
@@ -406,6 +406,12 @@ GROUPS = {
                n("effnet", "mul", ["x", "e_gate"])],
         outputs=["mnv3", "effnet"]),
     "import_families": IMPORT_FAMILIES,  # tests/backends/family_ops.py, also built for cpu
+    # DenseNet's concat -> batch norm -> relu and lone batch norms -> relu6/silu, fused by the
+    # optimizer (only the ends are outputs): concat_elementwise.cu.j2 in 16-byte vectors and
+    # single channels, fused programs (tests/backends/family_ops.py, also built for cpu)
+    "concat_norms": CONCAT_NORMS,
+    # permutes that swap the innermost axes (transpose.cu.j2), tests/backends/family_ops.py
+    "layout_swaps": LAYOUT_SWAPS,
     "lookup": dict(
         inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
                 "ids32": {"shape": ["batch", 3], "dtype": "int32"},

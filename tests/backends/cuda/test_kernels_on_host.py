@@ -1,7 +1,8 @@
 """The GPU layer's bandwidth kernels run on the host (host_emulation/: g++, one std::thread per
 GPU thread) where no GPU is present: the depthwise convs (every window, stride, dilation, vector
 width and epilogue of the `depthwise` op group), the global average pools and squeeze-excitation's
-channel scale (`pools_and_scales`), in float16, bfloat16 and float32, against the reference
+channel scale (`pools_and_scales`), the fused concat + batch norm + activation kernels
+(`concat_norms`), the tiled transposes (`layout_swaps`), in float16, bfloat16 and float32, against the reference
 executor with the GPU tests' single-op tolerances, and in float16 once more on tensors that start
 one element past an aligned address (the single-element fallbacks). What it catches: indexing,
 bounds, tiles that overrun the image, vector widths that do not divide the channels, unaligned
@@ -23,7 +24,8 @@ from host_emulation.emulated import HostModel, build, cuda_include
 pytestmark = pytest.mark.nvcc
 
 CASES = [("depthwise", "float16"), ("depthwise", "bfloat16"), ("depthwise", "float32"),
-         ("pools_and_scales", "float16"), ("pools_and_scales", "bfloat16")]
+         ("pools_and_scales", "float16"), ("pools_and_scales", "bfloat16"),
+         ("concat_norms", "float16"), ("concat_norms", "float32"), ("layout_swaps", "float16")]
 
 
 @pytest.mark.parametrize("group,dtype", CASES)

@@ -106,3 +106,31 @@ def test_create_reports_the_missing_device(builds):
         assert "no HIP device" in str(exc), exc
     else:  # an AMD GPU is present: the weights were uploaded
         pass
+
+
+@pytest.mark.parametrize("group", ["CONCAT_NORMS", "LAYOUT_SWAPS"])
+def test_fused_concat_norm_and_transpose_kernels_compile_for_gfx90a(tmp_path, group):
+    """The GPU layer's own kernels of tests/backends/family_ops.py's groups, in float16:
+    concat + batch norm + activation and fused batch norms (CONCAT_NORMS), tiled transposes
+    (LAYOUT_SWAPS), compile with hipcc for gfx90a (the GPU tests run them on the H200); the
+    groups have no GEMM, so nothing else is compiled."""
+    if shutil.which("hipcc") is None:
+        pytest.skip("hipcc is not on PATH")
+    from ait_build.backends import toolchain_for
+    from ait_build.pipeline import emit
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from backends import family_ops
+    from backends.cpu.helpers import write_spec
+    spec = write_spec(tmp_path, group.lower(), dims={"batch": {"min": 1, "max": 8, "opt": 3}},
+                      dtype="float16", **getattr(family_ops, group))
+    target = find_target("mi250")
+    emission = emit(spec, target, str(tmp_path / "out"))
+    sources = sorted(k for k in emission.kernel_sources if k.endswith(".cu"))
+    assert any(("concat_mul_add_relu" if group == "CONCAT_NORMS" else "transpose") in s
+               for s in sources), sources
+    tc = toolchain_for(target)
+    for source in sources:
+        obj = str(tmp_path / (os.path.basename(source) + ".o"))
+        proc = subprocess.run(tc.compile_command(str(tmp_path / "out" / source), obj),
+                              capture_output=True, text=True, env=tc.environ())
+        assert proc.returncode == 0, f"{source}:\n{proc.stderr[-4000:]}"
