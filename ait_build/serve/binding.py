@@ -1,0 +1,164 @@
+"""Built models served by Triton Inference Server through PyTriton (PyPI nvidia-pytriton, which
+carries the server): each build is bound as a Triton model whose instances each hold a Model, on
+every device asked for, and Triton's dynamic batcher forms the batches (layout.py).
+
+PyTriton is optional (the `serve` extra) and heavy to import, so it is imported when serving
+starts, not when the command line is built."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sysconfig
+from dataclasses import dataclass
+from importlib import metadata
+
+import numpy as np
+
+from ait_build.errors import AitError
+from ait_build.runtime import Model
+from ait_build.runtime.devices import device_control
+from ait_build.serve.layout import Layout, layout_of
+
+INSTALL_HINT = "pip install 'ait-build[serve]'"
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    http_port: int = 8000
+    grpc_port: int = 8001
+    metrics_port: int = 8002
+    instances: int = 1  # per device (per build, for host builds)
+    max_queue_delay_us: int = 100
+    devices: tuple | None = None  # GPUs of GPU builds; None: every visible one
+    exit_timeout_s: int = 5  # how long Triton waits for open requests and connections at exit
+
+
+@dataclass
+class Served:
+    """One build as bound: its layout and the Models its instances run."""
+
+    layout: Layout
+    models: list  # Model, one per instance
+    where: str  # 'cpu' or 'GPUs 0, 1'
+
+
+def pytriton():
+    """PyTriton's modules, or an AitError that says how to install them. PyTriton 0.7's NumPy
+    code needs NumPy < 2: with NumPy 2 its responses come back empty, so that is refused here."""
+    try:
+        from pytriton import decorators, model_config, triton
+    except ImportError as exc:
+        raise AitError(f"`ait-build serve` needs PyTriton ({exc.name or exc}): "
+                       f"{INSTALL_HINT}") from None
+    wanted = [r for r in metadata.requires("nvidia-pytriton") or () if r.startswith("numpy")]
+    if int(np.__version__.split(".")[0]) >= 2 and any(re.search(r"<\s*2(\D|$)", r) for r in wanted):
+        raise AitError(f"PyTriton {metadata.version('nvidia-pytriton')} needs NumPy < 2 and this "
+                       f"environment has NumPy {np.__version__}: install ait-build[serve] in a "
+                       f"virtual environment of its own ({INSTALL_HINT} there)")
+    return decorators, model_config, triton
+
+
+def load(build_dirs, options: ServeOptions) -> list:
+    """A Served per build folder; two builds of one model name are an error (Triton's names
+    are unique)."""
+    served, names = [], {}
+    for build_dir in build_dirs:
+        first = Model(build_dir)  # checks the folder is a build before anything else starts
+        layout = layout_of(first.manifest)
+        if layout.name in names:
+            first.close()
+            raise AitError(f"{build_dir} and {names[layout.name]} are both model "
+                           f"'{layout.name}'; Triton serves one model per name")
+        names[layout.name] = build_dir
+        if first.manifest.device == "host":
+            models = [first] + [Model(build_dir) for _ in range(options.instances - 1)]
+            served.append(Served(layout, models, "cpu"))
+            continue
+        first.close()  # bound to the current device; each instance gets its own below
+        devices = options.devices if options.devices is not None else range(
+            device_control(first.manifest).device_count())
+        models = [Model(build_dir, device=d) for d in devices for _ in range(options.instances)]
+        if not models:
+            raise AitError(f"{build_dir}: no GPU to serve it on")
+        served.append(Served(layout, models, "GPUs " + ", ".join(map(str, devices))))
+    return served
+
+
+def infer_function(model: Model, batch_decorator, batched: bool):
+    """The callable one Triton instance runs: requests' inputs (concatenated along the batch
+    axis by PyTriton's @batch when batched) through Model.run."""
+    def infer(**inputs):
+        return model.run(inputs)
+    if batched:
+        return batch_decorator(infer)
+
+    def one_by_one(requests):
+        return [infer(**request.data) for request in requests]
+    return one_by_one
+
+
+def serve(build_dirs, options: ServeOptions, report=print) -> None:
+    """Serves the builds until SIGINT or SIGTERM; `report` gets one line per model and at exit."""
+    served = load(build_dirs, options)  # the folders first: a wrong path needs no PyTriton
+    try:
+        decorators, model_config, triton = pytriton()
+        _find_own_libpython()
+        config = triton.TritonConfig(http_port=options.http_port, grpc_port=options.grpc_port,
+                                     metrics_port=options.metrics_port,
+                                     exit_timeout_secs=options.exit_timeout_s)
+        signal.signal(signal.SIGTERM, _interrupt)  # Triton.serve() stops on SIGINT's exception
+        with triton.Triton(config=config) as server:
+            for item in served:
+                _bind(server, item, options, decorators, model_config)
+                report(_describe(item, options))
+            report(f"HTTP on :{options.http_port}, gRPC on :{options.grpc_port}, metrics on "
+                   f":{options.metrics_port}; SIGINT or SIGTERM stops")
+            server.serve()
+    finally:
+        for item in served:
+            for model in item.models:
+                model.close()
+    report("stopped")
+
+
+def _bind(server, item: Served, options: ServeOptions, decorators, model_config) -> None:
+    layout = item.layout
+    tensors = [[model_config.Tensor(name=t.name, dtype=t.dtype, shape=t.shape) for t in group]
+               for group in (layout.inputs, layout.outputs)]
+    batcher = model_config.DynamicBatcher(max_queue_delay_microseconds=options.max_queue_delay_us,
+                                          preferred_batch_size=list(layout.preferred_batch_sizes))
+    config = model_config.ModelConfig(batching=layout.batched, max_batch_size=layout.max_batch_size,
+                                      batcher=batcher)
+    server.bind(model_name=layout.name,
+                infer_func=[infer_function(m, decorators.batch, layout.batched) for m in item.models],
+                inputs=tensors[0], outputs=tensors[1], config=config, strict=True)
+
+
+def _describe(item: Served, options: ServeOptions) -> str:
+    layout = item.layout
+    batching = (f"dynamic batching up to {layout.max_batch_size} (preferred "
+                f"{', '.join(map(str, layout.preferred_batch_sizes))}, queue delay "
+                f"{options.max_queue_delay_us} us)" if layout.batched else
+                f"no batching: {layout.unbatched_reason}")
+    count = len(item.models)
+    return (f"{layout.name}: {count} instance{'s' if count != 1 else ''} on {item.where}, "
+            f"{batching}; POST /v2/models/{layout.name}/infer")
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _find_own_libpython() -> None:
+    """The server's Python backend stub links libpython<version>.so and finds it on the loader's
+    path; where this interpreter's own library is not the system's (pyenv, conda), the stub would
+    load another patch release's library under this one's standard library and fail, so this
+    interpreter's library folder goes first on the path the server inherits."""
+    folder, soname = sysconfig.get_config_var("LIBDIR"), sysconfig.get_config_var("INSTSONAME")
+    if not folder or not soname or not os.path.exists(os.path.join(folder, soname)):
+        return
+    paths = [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]
+    if folder not in paths:
+        os.environ["LD_LIBRARY_PATH"] = os.pathsep.join([folder, *paths])

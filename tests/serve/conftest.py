@@ -1,0 +1,72 @@
+"""Fixtures of the serving tests: two cpu builds (mlp, batched; `fixed`, without a batch dim) made
+through the run's SCons cache, and the Python that serves them.
+
+PyTriton 0.7 pins NumPy < 2, so the serving environment is usually not the test run's: the server
+and its clients run under AIT_SERVE_PYTHON, else the repository's .venv-serve/bin/python (which
+.ci/run makes), else this Python; the comparisons with Model.run happen here."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from serve_env import REPO, env
+
+sys.path.insert(0, os.path.join(REPO, "tests", "build"))  # buildproj: the test projects' builds
+
+from buildproj import make_project  # noqa: E402
+
+FIXED_SPEC = """apiVersion: ait-build/v1
+kind: Model
+name: fixed
+description: no batch dim, so served without batching
+dtype: float32
+inputs:
+  x: {shape: [2, 8]}
+weights: {random: {seed: 1}}
+graph:
+  - {name: fc, op: linear, out_features: 4}
+  - {op: relu}
+outputs: [relu]
+"""
+
+PROBE = """import sys
+from ait_build.errors import AitError
+from ait_build.serve.binding import pytriton
+try:
+    pytriton()
+    import tritonclient.grpc, tritonclient.http
+except (AitError, ImportError) as exc:
+    print(exc)
+    sys.exit(1)
+"""
+
+
+@pytest.fixture(scope="session")
+def builds(tmp_path_factory) -> dict:
+    """{'mlp': build folder, 'fixed': build folder}, built for cpu."""
+    project = make_project(str(tmp_path_factory.mktemp("serve") / "proj"), shared_cache=True)
+    with open(project.path("specs", "fixed.yaml"), "w") as fh:
+        fh.write(FIXED_SPEC)
+    for model in ("mlp", "fixed"):
+        project.scons("target=cpu", f"model={model}")
+    return {m: project.path("build", "cpu", m) for m in ("mlp", "fixed")}
+
+
+@pytest.fixture(scope="session")
+def serve_python() -> str:
+    """A Python that can serve (PyTriton and tritonclient work there), else the test skips."""
+    candidates = [os.environ.get("AIT_SERVE_PYTHON"),
+                  os.path.join(REPO, ".venv-serve", "bin", "python"), sys.executable]
+    reasons = []
+    for python in dict.fromkeys(c for c in candidates if c and os.path.exists(c)):
+        proc = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, env=env(),
+                              timeout=120)
+        if proc.returncode == 0:
+            return python
+        reasons.append(f"{python}: {(proc.stdout + proc.stderr).strip().splitlines()[-1:]}")
+    pytest.skip("no Python here can serve (set AIT_SERVE_PYTHON to one with ait-build[serve]; "
+                ".ci/run makes .venv-serve): " + "; ".join(reasons))
