@@ -8,7 +8,6 @@ starts, not when the command line is built."""
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sysconfig
 from dataclasses import dataclass
@@ -45,15 +44,15 @@ class Served:
 
 
 def pytriton():
-    """PyTriton's modules, or an AitError that says how to install them. PyTriton 0.7's NumPy
-    code needs NumPy < 2: with NumPy 2 its responses come back empty, so that is refused here."""
+    """PyTriton's modules, or an AitError that says how to install them. PyTriton's NumPy code
+    needs NumPy < 2: under NumPy 2 its responses come back empty (0.5.7 and 0.7.0 both, though
+    only 0.7 declares the pin), so NumPy 2 is refused here rather than served wrong."""
     try:
         from pytriton import decorators, model_config, triton
     except ImportError as exc:
         raise AitError(f"`ait-build serve` needs PyTriton ({exc.name or exc}): "
                        f"{INSTALL_HINT}") from None
-    wanted = [r for r in metadata.requires("nvidia-pytriton") or () if r.startswith("numpy")]
-    if int(np.__version__.split(".")[0]) >= 2 and any(re.search(r"<\s*2(\D|$)", r) for r in wanted):
+    if int(np.__version__.split(".")[0]) >= 2:
         raise AitError(f"PyTriton {metadata.version('nvidia-pytriton')} needs NumPy < 2 and this "
                        f"environment has NumPy {np.__version__}: install ait-build[serve] in a "
                        f"virtual environment of its own ({INSTALL_HINT} there)")
@@ -108,7 +107,10 @@ def serve(build_dirs, options: ServeOptions, report=print) -> None:
         config = triton.TritonConfig(http_port=options.http_port, grpc_port=options.grpc_port,
                                      metrics_port=options.metrics_port,
                                      exit_timeout_secs=options.exit_timeout_s)
-        signal.signal(signal.SIGTERM, _interrupt)  # Triton.serve() stops on SIGINT's exception
+        # Triton.serve() stops cleanly on KeyboardInterrupt; SIGINT too, for a server started in
+        # the background by a shell, which starts it with SIGINT ignored
+        for stop_signal in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stop_signal, _interrupt)
         with triton.Triton(config=config) as server:
             for item in served:
                 _bind(server, item, options, decorators, model_config)

@@ -67,6 +67,7 @@ def serve_python() -> str:
                               timeout=120)
         if proc.returncode == 0:
             return python
-        reasons.append(f"{python}: {(proc.stdout + proc.stderr).strip().splitlines()[-1:]}")
+        said = (proc.stdout + proc.stderr).strip().splitlines()
+        reasons.append(f"{python}: {said[-1] if said else f'exit status {proc.returncode}'}")
     pytest.skip("no Python here can serve (set AIT_SERVE_PYTHON to one with ait-build[serve]; "
                 ".ci/run makes .venv-serve): " + "; ".join(reasons))

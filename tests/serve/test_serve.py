@@ -46,7 +46,7 @@ def get(url: str) -> tuple:
 
 
 @pytest.fixture(scope="module")
-def server(builds, serve_python, tmp_path_factory):
+def server(serve_python, builds, tmp_path_factory):  # no build where nothing can serve
     http, grpc, metrics = free_ports(3)
     log_path = tmp_path_factory.mktemp("server") / "server.log"
     log = open(log_path, "w")
