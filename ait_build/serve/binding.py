@@ -8,6 +8,7 @@ starts, not when the command line is built."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sysconfig
 from dataclasses import dataclass
@@ -61,28 +62,56 @@ def pytriton():
 
 def load(build_dirs, options: ServeOptions) -> list:
     """A Served per build folder; two builds of one model name are an error (Triton's names
-    are unique)."""
+    are unique). On an error, the Models loaded so far are closed."""
     served, names = [], {}
-    for build_dir in build_dirs:
-        first = Model(build_dir)  # checks the folder is a build before anything else starts
+    try:
+        for build_dir in build_dirs:
+            served.append(_load_one(build_dir, options, names))
+    except BaseException:
+        close(served)
+        raise
+    return served
+
+
+def _load_one(build_dir: str, options: ServeOptions, names: dict) -> Served:
+    first = Model(build_dir)  # checks the folder is a build before anything else starts
+    try:
         layout = layout_of(first.manifest)
         if layout.name in names:
-            first.close()
             raise AitError(f"{build_dir} and {names[layout.name]} are both model "
                            f"'{layout.name}'; Triton serves one model per name")
-        names[layout.name] = build_dir
-        if first.manifest.device == "host":
-            models = [first] + [Model(build_dir) for _ in range(options.instances - 1)]
-            served.append(Served(layout, models, "cpu"))
-            continue
-        first.close()  # bound to the current device; each instance gets its own below
-        devices = options.devices if options.devices is not None else range(
-            device_control(first.manifest).device_count())
-        models = [Model(build_dir, device=d) for d in devices for _ in range(options.instances)]
-        if not models:
-            raise AitError(f"{build_dir}: no GPU to serve it on")
-        served.append(Served(layout, models, "GPUs " + ", ".join(map(str, devices))))
-    return served
+    except BaseException:
+        first.close()
+        raise
+    names[layout.name] = build_dir
+    first.close()  # it checked the build; each instance below gets its own Model
+    if first.manifest.device == "host":
+        return Served(layout, _models(build_dir, [None] * options.instances), "cpu")
+    devices = options.devices if options.devices is not None else tuple(
+        range(device_control(first.manifest).device_count()))
+    if not devices:
+        raise AitError(f"{build_dir}: no GPU to serve it on")
+    instances = [d for d in devices for _ in range(options.instances)]
+    return Served(layout, _models(build_dir, instances), "GPUs " + ", ".join(map(str, devices)))
+
+
+def _models(build_dir: str, devices: list) -> list:
+    """A Model per entry of `devices` (None: a host build's); all closed if one fails."""
+    models = []
+    try:
+        for device in devices:
+            models.append(Model(build_dir) if device is None else Model(build_dir, device=device))
+    except BaseException:
+        for model in models:
+            model.close()
+        raise
+    return models
+
+
+def close(served: list) -> None:
+    for item in served:
+        for model in item.models:
+            model.close()
 
 
 def infer_function(model: Model, batch_decorator, batched: bool):
@@ -119,9 +148,7 @@ def serve(build_dirs, options: ServeOptions, report=print) -> None:
                    f":{options.metrics_port}; SIGINT or SIGTERM stops")
             server.serve()
     finally:
-        for item in served:
-            for model in item.models:
-                model.close()
+        close(served)
     report("stopped")
 
 
@@ -133,9 +160,21 @@ def _bind(server, item: Served, options: ServeOptions, decorators, model_config)
                                           preferred_batch_size=list(layout.preferred_batch_sizes))
     config = model_config.ModelConfig(batching=layout.batched, max_batch_size=layout.max_batch_size,
                                       batcher=batcher)
-    server.bind(model_name=layout.name,
-                infer_func=[infer_function(m, decorators.batch, layout.batched) for m in item.models],
-                inputs=tensors[0], outputs=tensors[1], config=config, strict=True)
+    functions = [infer_function(m, decorators.batch, layout.batched) for m in item.models]
+    try:
+        server.bind(model_name=layout.name, infer_func=functions,
+                    inputs=tensors[0], outputs=tensors[1], config=config, strict=True)
+    except Exception as exc:  # Triton's load error: a traceback of the Python backend's
+        raise AitError(f"Triton could not load model '{layout.name}': "
+                       f"{_last_error_line(str(exc))} (the server's log above has the rest)"
+                       ) from None
+
+
+def _last_error_line(text: str) -> str:
+    """'...Traceback...\nConnectionRefusedError: [Errno 111] ...\nAt: ...' -> the error line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", line)]
+    return (errors or lines or ["(no message)"])[-1]
 
 
 def _describe(item: Served, options: ServeOptions) -> str:

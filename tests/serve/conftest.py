@@ -1,5 +1,4 @@
-"""Fixtures of the serving tests: two cpu builds (mlp, batched; `fixed`, without a batch dim) made
-through the run's SCons cache, and the Python that serves them.
+"""Fixtures of the serving tests: the cpu builds (serving.py) and the Python that serves them.
 
 PyTriton 0.7 pins NumPy < 2, so the serving environment is usually not the test run's: the server
 and its clients run under AIT_SERVE_PYTHON, else the repository's .venv-serve/bin/python (which
@@ -13,25 +12,7 @@ import sys
 
 import pytest
 
-from serve_env import REPO, env
-
-sys.path.insert(0, os.path.join(REPO, "tests", "build"))  # buildproj: the test projects' builds
-
-from buildproj import make_project  # noqa: E402
-
-FIXED_SPEC = """apiVersion: ait-build/v1
-kind: Model
-name: fixed
-description: no batch dim, so served without batching
-dtype: float32
-inputs:
-  x: {shape: [2, 8]}
-weights: {random: {seed: 1}}
-graph:
-  - {name: fc, op: linear, out_features: 4}
-  - {op: relu}
-outputs: [relu]
-"""
+from serving import REPO, build_models, env
 
 PROBE = """import sys
 from ait_build.errors import AitError
@@ -47,13 +28,7 @@ except (AitError, ImportError) as exc:
 
 @pytest.fixture(scope="session")
 def builds(tmp_path_factory) -> dict:
-    """{'mlp': build folder, 'fixed': build folder}, built for cpu."""
-    project = make_project(str(tmp_path_factory.mktemp("serve") / "proj"), shared_cache=True)
-    with open(project.path("specs", "fixed.yaml"), "w") as fh:
-        fh.write(FIXED_SPEC)
-    for model in ("mlp", "fixed"):
-        project.scons("target=cpu", f"model={model}")
-    return {m: project.path("build", "cpu", m) for m in ("mlp", "fixed")}
+    return build_models(str(tmp_path_factory.mktemp("serve") / "proj"), "cpu")
 
 
 @pytest.fixture(scope="session")

@@ -13,71 +13,29 @@ import signal
 import socket
 import subprocess
 import time
-import urllib.request
 
-import numpy as np
 import pytest
 
-from ait_build.runtime import Model
-from serve_env import env
+from serving import check_responses, get, run_clients, start_server
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-START_TIMEOUT_S = 90
 STOP_LIMIT_S = 15
 QUEUE_DELAY_US = 20000  # long enough for concurrent requests to meet in one batch on 2 cores
 
 
-def free_ports(count: int) -> list:
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
-def get(url: str) -> tuple:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except OSError as exc:
-        return getattr(exc, "code", None), str(exc)
-
-
 @pytest.fixture(scope="module")
 def server(serve_python, builds, tmp_path_factory):  # no build where nothing can serve
-    http, grpc, metrics = free_ports(3)
-    log_path = tmp_path_factory.mktemp("server") / "server.log"
-    log = open(log_path, "w")
-    proc = subprocess.Popen([serve_python, "-m", "ait_build", "serve", builds["mlp"],
-                             builds["fixed"], "--http-port", str(http), "--grpc-port", str(grpc),
-                             "--metrics-port", str(metrics), "--instances", "2",
-                             "--max-queue-delay-us", str(QUEUE_DELAY_US)],
-                            stdout=log, stderr=subprocess.STDOUT, env=env())
-    info = {"proc": proc, "http": http, "grpc": grpc, "metrics": metrics, "log": log_path}
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while get(f"http://localhost:{http}/v2/models/fixed/ready")[0] != 200:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"the server did not start:\n{log_path.read_text()[-4000:]}")
-        time.sleep(0.2)
-    info["started_s"] = START_TIMEOUT_S - (deadline - time.monotonic())
+    info = start_server(serve_python, [builds["mlp"], builds["fixed"]],
+                        tmp_path_factory.mktemp("server") / "server.log",
+                        "--instances", "2", "--max-queue-delay-us", str(QUEUE_DELAY_US))
     yield info
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-    log.close()
+    if info["proc"].poll() is None:
+        info["proc"].kill()
+        info["proc"].wait()
 
 
 @pytest.fixture(scope="module")
 def client_run(server, serve_python, tmp_path_factory) -> str:
-    out = str(tmp_path_factory.mktemp("clients"))
-    proc = subprocess.run([serve_python, os.path.join(HERE, "clients.py"), str(server["http"]),
-                           str(server["grpc"]), out], capture_output=True, text=True, env=env(),
-                          timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
-    return out
+    return run_clients(serve_python, server, str(tmp_path_factory.mktemp("clients")))
 
 
 def test_it_says_how_each_model_is_served(server):
@@ -97,19 +55,7 @@ def test_the_model_configs_triton_holds(server):
 
 
 def test_every_response_matches_model_run(builds, client_run):
-    saved = np.load(os.path.join(client_run, "requests.npz"))
-    keys = sorted(k for k in saved.files if k.endswith("_in"))
-    assert len(keys) == 48 and any("_fixed_" in k for k in keys)
-    models = {name: Model(path) for name, path in builds.items()}
-    try:
-        for key in keys:
-            name = key.split("_")[1]
-            want = next(iter(models[name].run({"x": saved[key]}).values()))
-            np.testing.assert_allclose(saved[key[:-2] + "out"], want, rtol=1e-5, atol=1e-6,
-                                       err_msg=key)
-    finally:
-        for model in models.values():
-            model.close()
+    assert check_responses(builds, client_run) == 48
 
 
 def test_concurrent_requests_were_batched(server, client_run):

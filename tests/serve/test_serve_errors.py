@@ -16,7 +16,7 @@ from ait_build.runtime import load_manifest
 from ait_build.runtime.manifest import DimSpec, ModelError, TensorSpec
 from ait_build.serve import binding
 from ait_build.serve.layout import layout_of
-from serve_env import env
+from serving import env
 
 
 def cli(*args: str, prelude: str = "") -> subprocess.CompletedProcess:
@@ -39,7 +39,8 @@ def manifest(builds, name: str):
 
 def test_a_batched_model_drops_the_batch_dim_and_prefers_opt_and_max(builds):
     layout = layout_of(manifest(builds, "mlp"))
-    assert layout.batched and layout.max_batch_size == 64 and layout.preferred_batch_sizes == (8, 64)
+    assert layout.batched and layout.max_batch_size == 64
+    assert layout.preferred_batch_sizes == (8, 64)
     assert [(t.name, t.dtype, t.shape) for t in layout.inputs] == [("x", np.float32, (32,))]
     assert [(t.name, t.dtype, t.shape) for t in layout.outputs] == [("softmax", np.float32, (16,))]
 
@@ -100,7 +101,8 @@ def test_one_model_twice(builds):
 
 
 @pytest.mark.parametrize("args, rc, words", [
-    (["--http-port", "9000", "--grpc-port", "9000"], 1, "--grpc-port and --metrics-port must differ"),
+    (["--http-port", "9000", "--grpc-port", "9000"], 1,
+     "--grpc-port and --metrics-port must differ"),
     (["--http-port", "70000"], 2, "must be a port (1-65535), got 70000"),
     (["--devices", "0,0"], 2, "expected 'all' or distinct GPU indices such as 0,1, got '0,0'"),
     (["--instances", "0"], 2, "must be >= 1, got 0"),
