@@ -29,6 +29,7 @@ STAGES = (
     ("importers", "a tool: PyTorch and ONNX models -> spec files"),
     ("profile", "a tool: times kernel configurations through the pipeline and the build"),
     ("bench", "a tool: times built models through the build and the runtime"),
+    ("serve", "a tool: serves built models through Triton on the runtime"),
     ("cli", "the command line: each command's arguments, calling everything above"),
     ("__main__", "`python -m ait_build`: the command line"),
 )

@@ -8,6 +8,8 @@ COMMANDS = (
     ("reference", "ait_build.cli.reference", "run the NumPy reference executor"),
     ("build", "ait_build.cli.build", "build a spec's library with SCons (build/<target>/<model>/)"),
     ("run", "ait_build.cli.run", "run a built library on random or given inputs"),
+    ("serve", "ait_build.cli.serve", "serve built models through Triton Inference Server "
+     "(HTTP, gRPC, dynamic batching)"),
     ("package", "ait_build.cli.package", "pack a build folder into a self-contained artifact"),
     ("bench", "ait_build.cli.bench", "time a model beside PyTorch and ONNX Runtime"),
     ("profile", "ait_build.cli.profile", "time every candidate GEMM/conv configuration on the GPU "
