@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ait_build.ir.dtypes import NUMPY
-from ait_build.runtime.manifest import Manifest, ModelError
+from ait_build.runtime.manifest import Manifest, ModelError, symbols
 
 BATCH_DIM = "batch"
 # dtypes Triton's Python backend carries as NumPy arrays (it has no NumPy bfloat16)
@@ -67,19 +67,7 @@ def unbatched_reason(manifest: Manifest) -> str:
     for spec in manifest.inputs + manifest.outputs:
         if not spec.shape or spec.shape[0] != BATCH_DIM:
             return f"'{spec.name}' {spec.shape_text()} does not lead with '{BATCH_DIM}'"
-        if any(isinstance(d, str) and BATCH_DIM in _names(d) for d in spec.shape[1:]):
+        if any(BATCH_DIM in symbols(d) for d in spec.shape[1:]):
             return f"'{spec.name}' {spec.shape_text()} uses '{BATCH_DIM}' past its first axis"
     return ""
 
-
-def _names(expression: str) -> set:
-    """The dim names in a dim expression ('batch*seq' -> {'batch', 'seq'})."""
-    word, names = "", set()
-    for ch in expression + " ":
-        if ch.isalnum() or ch == "_":
-            word += ch
-        else:
-            if word and not word[0].isdigit():
-                names.add(word)
-            word = ""
-    return names
