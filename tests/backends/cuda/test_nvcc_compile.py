@@ -114,3 +114,32 @@ def symbols(obj: str, which: str) -> set:
     """The (mangled) symbol names `nm` lists for an object file, undefined or defined ones."""
     listing = subprocess.run(["nm", which, obj], capture_output=True, text=True, check=True)
     return {line.split()[-1] for line in listing.stdout.splitlines() if line.strip()}
+
+
+@pytest.mark.parametrize("target_name", ["a100", "h200"])
+def test_narrow_conv_configurations_compile(nvcc, tmp_path, target_name):
+    """The 32-column conv tiles for few channels (configs.SM80_CONV_NARROW): tiny_cnn's 3x3 conv
+    over 8 channels in float16 with a profile naming each of them at an extent of its own, so
+    its kernel holds them; each part compiles on its own (about a minute of nvcc on 2 cores)."""
+    from ait_build.backends.cuda.configs import SM80_CONV_NARROW
+    from test_tuning import entry, target_with_profile
+    key = ("conv2d float16 act=relu align=8,8,8",
+           "h=16 w=16 c=8 ho=8 wo=8 o=8 kh=3 kw=3 sh=2 sw=2 ph=1 pw=1 dh=1 dw=1")
+    entries = [entry(key, i + 1, c.name) for i, c in enumerate(SM80_CONV_NARROW)]
+    target = find_target(target_with_profile(tmp_path, entries, target_name))
+    out = tmp_path / "out"
+    emit(fp16_spec("tiny_cnn"), target, str(out))
+    parts = [p for k in build_plan(fp16_spec("tiny_cnn"), target).unique_kernels()
+             if k.label == "conv2d_relu" for p in k.parts]
+    blocks = {dict(p.context)["block"] for p in parts if "block" in dict(p.context)}
+    narrow = [p for p in parts if dict(p.context).get("block") in
+              {dict(c.context)["block"] for c in SM80_CONV_NARROW}]
+    assert len(narrow) == len(SM80_CONV_NARROW), blocks
+    tc = toolchain_for(target)
+
+    def compile_one(part):
+        run_checked(tc.compile_command(str(out / part.source), str(tmp_path / f"{part.name}.o")),
+                    f"compiling {part.source} for {target_name}")
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(compile_one, narrow))
