@@ -117,24 +117,28 @@ def symbols(obj: str, which: str) -> set:
 
 
 @pytest.mark.parametrize("target_name", ["a100", "h200"])
-def test_narrow_conv_configurations_compile(nvcc, tmp_path, target_name):
-    """The 32-column conv tiles for few channels (configs.SM80_CONV_NARROW): tiny_cnn's 3x3 conv
-    over 8 channels in float16 with a profile naming each of them at an extent of its own, so
-    its kernel holds them; each part compiles on its own (about a minute of nvcc on 2 cores)."""
-    from ait_build.backends.cuda.configs import SM80_CONV_NARROW
+def test_narrow_configurations_compile(nvcc, tmp_path, target_name):
+    """The tiles for few channels, which the estimate may pick without a profile
+    (configs.SM80_CONV_NARROW, SM80_NARROW and on Hopper SM90_NARROW): tiny_cnn in float16 with
+    a profile naming each of them at an extent of its own for its 3x3 conv and 1x1 GEMM over 8
+    and 16 channels, so their kernels hold them; each part compiles on its own (a few minutes of
+    nvcc on 2 cores for h200)."""
+    from ait_build.backends.cuda.configs import SM80_CONV_NARROW, SM80_NARROW, SM90_NARROW
     from test_tuning import entry, target_with_profile
-    key = ("conv2d float16 act=relu align=8,8,8",
-           "h=16 w=16 c=8 ho=8 wo=8 o=8 kh=3 kw=3 sh=2 sw=2 ph=1 pw=1 dh=1 dw=1")
-    entries = [entry(key, i + 1, c.name) for i, c in enumerate(SM80_CONV_NARROW)]
+    conv = ("conv2d float16 act=relu align=8,8,8",
+            "h=16 w=16 c=8 ho=8 wo=8 o=8 kh=3 kw=3 sh=2 sw=2 ph=1 pw=1 dh=1 dw=1")
+    gemm = ("gemm float16 b=col act=relu align=8,8,8", "n=8 k=16 l=1")
+    gemms = SM80_NARROW + (SM90_NARROW if target_name == "h200" else ())
+    entries = [entry(conv, i + 1, c.name) for i, c in enumerate(SM80_CONV_NARROW)]
+    entries += [entry(gemm, i + 1, c.name) for i, c in enumerate(gemms)]
     target = find_target(target_with_profile(tmp_path, entries, target_name))
     out = tmp_path / "out"
     emit(fp16_spec("tiny_cnn"), target, str(out))
-    parts = [p for k in build_plan(fp16_spec("tiny_cnn"), target).unique_kernels()
-             if k.label == "conv2d_relu" for p in k.parts]
-    blocks = {dict(p.context)["block"] for p in parts if "block" in dict(p.context)}
-    narrow = [p for p in parts if dict(p.context).get("block") in
-              {dict(c.context)["block"] for c in SM80_CONV_NARROW}]
-    assert len(narrow) == len(SM80_CONV_NARROW), blocks
+    wanted = {c.context for c in SM80_CONV_NARROW + gemms}
+    parts = {p.name: p for k in build_plan(fp16_spec("tiny_cnn"), target).unique_kernels()
+             if k.label in ("conv2d_relu", "gemm_relu") for p in k.parts
+             if any(set(context) <= set(p.context) for context in wanted)}
+    assert len(parts) == len(SM80_CONV_NARROW) + len(gemms), sorted(parts)
     tc = toolchain_for(target)
 
     def compile_one(part):
@@ -142,4 +146,4 @@ def test_narrow_conv_configurations_compile(nvcc, tmp_path, target_name):
                     f"compiling {part.source} for {target_name}")
 
     with ThreadPoolExecutor(2) as pool:
-        list(pool.map(compile_one, narrow))
+        list(pool.map(compile_one, parts.values()))
