@@ -46,6 +46,15 @@ FEED_RATIO = 4.0  # L2 feeds a multiprocessor's tiles at about 4x its share of H
 # Hopper's wgmma peak; CUTLASS 4.2's sm90 conv is not persistent (a prologue per tile)
 EFFICIENCY = {("sm80", False): 0.8, ("sm80", True): 0.5, ("sm90", True): 0.8,
               ("sm90_conv", True): 0.7}
+REGISTERS = 65536  # 32-bit registers of a multiprocessor (sm80 and sm90 alike)
+SMEM_PER_SM = 228 * 1024
+# an sm80 conv whose input channels fit one depth step starts a filter tap every step (the
+# kFixedChannels iterator several), and such steps are slow: a block's step takes about this
+# long per filter tap and row its threads load, which only the other resident blocks hide
+# (EfficientNet's 24-channel convs in profiles/h200.yaml: the 64x64 tile, 5 blocks a
+# multiprocessor, 2.8x faster than the 128x128 one with 2)
+TAP_STEP_US = 3.0
+SM90_CONV_THREADS = 256  # the sm90 conv's two consumer warp groups
 # the kFixedChannels iterator gathers each tap's few channels with narrow loads
 FIXED_CHANNELS_EFFICIENCY = 0.3
 
@@ -81,18 +90,26 @@ class Shape:
     streamk: bool = False
     fixed_channels: bool = False
     overlapped: bool = False  # ping-pong: a tile's epilogue overlaps the next one's mainloop
+    resident: int = 1  # blocks a multiprocessor holds at once (sm80: by registers and shared memory)
+    threads: int = 128
 
 
 def shape_of(config: Config) -> Shape:
     ctx = dict(config.context)
     if config.kind == "sm80":
         rows, cols, depth = _ints(ctx["block"])
+        warp = _ints(ctx["warp"])
+        threads = 32 * (rows // warp[0]) * (cols // warp[1])
+        # a thread's float32 accumulators and about 64 registers for fragments and addresses
+        by_registers = REGISTERS // (threads * (rows * cols // threads + 64))
+        by_smem = SMEM_PER_SM // (ctx["stages"] * (rows + cols) * depth * 2)
         return Shape(rows, cols, depth, "sm80", (1, 1),
-                     fixed_channels=ctx.get("iterator") == "kFixedChannels")
+                     fixed_channels=ctx.get("iterator") == "kFixedChannels",
+                     resident=max(1, min(by_registers, by_smem)), threads=threads)
     rows, cols, depth = _ints(ctx["tile"])
     cluster = _ints(ctx["cluster"])[:2]
     if "schedule" not in ctx:  # an sm90 conv
-        return Shape(rows, cols, depth, "sm90_conv", cluster)
+        return Shape(rows, cols, depth, "sm90_conv", cluster, threads=SM90_CONV_THREADS)
     return Shape(rows, cols, depth, "sm90", cluster, streamk=ctx["splits"] == 0,
                  overlapped=ctx["schedule"] == "pingpong")
 
@@ -126,6 +143,10 @@ def estimate_us(device: Device, kind: str, problem: dict, config: Config, extent
     epilogue_s = 2 * s.rows * s.cols / sm_feed  # writing a tile's outputs
     tiles = math.ceil(rows / s.rows) * math.ceil(cols / s.cols) * batches
     tile_steps = steps(s.depth, s.fixed_channels)
+    if kind == "conv2d" and problem["c"] <= s.depth:
+        taps = s.depth // problem["c"] if s.fixed_channels else 1  # the filter taps of a step
+        hidden_by = min(s.resident, math.ceil(tiles / device.sm_count))
+        step_s = max(step_s, TAP_STEP_US * 1e-6 * taps * s.rows / s.threads / hidden_by)
     waves = math.ceil(tiles / device.sm_count)
     if s.streamk:
         mainloop = math.ceil(tiles * tile_steps / device.sm_count) * step_s + waves * epilogue_s
