@@ -12,6 +12,7 @@ from ait_build.codegen import data_movement
 from ait_build.codegen.data_movement import copy, offset, transposed
 from ait_build.codegen.elementwise import literal
 from ait_build.codegen.kernel import make_kernel
+from ait_build.ir.dims import Dim
 from ait_build.ops import strided_view
 
 
@@ -19,20 +20,42 @@ def fill_literal(lw, out: str, value: float) -> str:
     return literal(value, lw.dtype(out)) if lw.ctype(out) != "uint8_t" else str(int(bool(value)))
 
 
-def padded_copy(lw, out: str, src: str, view: strided_view.View) -> None:
-    """One pass writing `out` from the view `view` of tensor `src`, the pad value out of range."""
+def concat_pieces(lw) -> tuple:
+    """For a strided_copy reading the concat of its inputs: ((first, width) of each piece in a
+    row of the concat, in elements, and the row's length); else ((), 0)."""
+    node = lw.node
+    axis = node.attrs.get("concat_axis")
+    if axis is None:
+        return (), 0
+    inner = elements(lw.shape(node.inputs[0])[axis + 1:]).value
+    pieces, at = [], 0
+    for x in node.inputs:
+        width = Dim.of(lw.shape(x)[axis]).value * inner
+        pieces.append((at, width))
+        at += width
+    return tuple(pieces), at
+
+
+def padded_copy(lw, out: str, view: strided_view.View) -> None:
+    """One pass writing `out` from the view `view` of the node's input (or of the concat of its
+    inputs), the pad value out of range."""
     axes = strided_view.merged(view.axes) or [strided_view.Axis(elements(lw.shape(out)), 0)]
     rank, ctype = len(axes), lw.ctype(out)
+    pieces, row = concat_pieces(lw)
     # sizes known at build time are compiled in (cheap index splits); the outermost axis is
     # never split, so its size (the batch, mostly) stays an argument and kernels are shared
     static = (0,) + tuple(a.size.value if a.size.is_static else 0 for a in axes[1:])
+    inputs = [f"in{k}" for k in range(len(pieces))] or ["in"]
     context = dict(rank=rank, rows=" * ".join(f"n{k}" for k in range(rank - 1)) or "1",
                    outer_dims=tuple(reversed(range(rank - 1))), ctype=ctype,
-                   fill=fill_literal(lw, out, view.value or 0.0), static_sizes=static)
-    params = [(f"{ctype}*", "out"), (f"const {ctype}*", "in"), ("int64_t", "base")]
+                   fill=fill_literal(lw, out, view.value or 0.0), static_sizes=static,
+                   inputs=tuple(inputs), piece_first=tuple(p[0] for p in pieces),
+                   piece_width=tuple(p[1] for p in pieces), piece_row=row)
+    params = [(f"{ctype}*", "out")] + [(f"const {ctype}*", x) for x in inputs]
+    params += [("int64_t", "base")]
     params += [("int64_t", f"{p}{k}") for k in range(rank) for p in ("n", "is", "lo", "hi")]
     kernel = make_kernel("padded_copy", lw.node.op, lw.template("padded_copy"), context, params)
-    args = [lw.dst(out), lw.src(src), cexpr(view.base)]
+    args = [lw.dst(out)] + [lw.src(x) for x in lw.node.inputs] + [cexpr(view.base)]
     for a in axes:
         lo, hi = (0, a.size) if a.full else (a.lo, a.hi)
         args += [cexpr(a.size), cexpr(a.stride), cexpr(lo), cexpr(hi)]
@@ -44,9 +67,9 @@ def lower(lw, view: strided_view.View, tiled=None) -> None:
     tiled transpose for (sizes, input strides, output strides) swapping the innermost axes, which
     answers False where it does not take them."""
     node = lw.node
-    x, out = node.inputs[0], node.output
     axes = strided_view.merged(view.axes)
-    if not view.padded:
+    if not view.padded and len(node.inputs) == 1 and node.attrs.get("concat_axis") is None:
+        x, out = node.inputs[0], node.output
         sizes = [a.size for a in axes]
         src = offset(lw.src(x), view.base)
         swap = transposed(sizes, [a.stride for a in axes], contiguous_strides(sizes))
@@ -56,12 +79,16 @@ def lower(lw, view: strided_view.View, tiled=None) -> None:
             copy(lw, lw.dst(out), src, lw.ctype(out), sizes, [a.stride for a in axes],
                  contiguous_strides(sizes), "strided_copy")
             return
-    padded_copy(lw, out, x, view)  # a gather (and the pads): index splits compiled in
+    padded_copy(lw, node.output, view)  # a gather (and pads, pieces): index splits compiled in
 
 
 def lower_strided_copy(lw, tiled=None) -> None:
     node = lw.node
-    view = strided_view.compose(lw.shape(node.inputs[0]), node.attrs["steps"])
+    shape = list(lw.shape(node.inputs[0]))
+    axis = node.attrs.get("concat_axis")
+    if axis is not None:
+        shape[axis] = sum((Dim.of(lw.shape(x)[axis]) for x in node.inputs), Dim.of(0))
+    view = strided_view.compose(shape, node.attrs["steps"])
     if view is None:
         raise ValueError(f"internal: strided_copy '{node.name}' is not one strided view")
     lower(lw, view, tiled)
@@ -76,4 +103,4 @@ def lower_pad(lw) -> None:
     if view is None:  # a pad of a symbolic dim: the fill and the strided copy
         data_movement.lower_pad(lw)
         return
-    padded_copy(lw, node.output, node.inputs[0], view)
+    padded_copy(lw, node.output, view)

@@ -91,7 +91,13 @@ register(OpDef(
 #     (op, ((attr, value), ...), output shape)
 # per step, in order; the shapes are the graph's (symbolic) ones, so the reference can give each
 # step its concrete output shape. The index map is ops/strided_view.py's `compose` of the steps.
+# With `concat_axis` (not None) the chain starts from the concat of its inputs along that axis,
+# which the kernel reads piece by piece instead of a concat written first.
 def _strided_copy_infer(attrs, inputs):
+    if attrs.get("concat_axis") is not None:
+        inputs = OPS["concat"].infer({"axis": attrs["concat_axis"]}, inputs)
+    elif len(inputs) != 1:
+        raise OpError(f"strided_copy without concat_axis takes one input, got {len(inputs)}")
     x = inputs[0]
     for op, pairs, _ in attrs["steps"]:
         row = OPS[op]
@@ -101,6 +107,8 @@ def _strided_copy_infer(attrs, inputs):
 
 def _strided_copy_reference(attrs, xs, ws):
     env, x = attrs["_env"], xs[0]
+    if attrs.get("concat_axis") is not None:
+        (x,) = OPS["concat"].reference({"axis": attrs["concat_axis"]}, xs, {})
     for op, pairs, shape in attrs["steps"]:
         row = OPS[op]
         step = dict(step_attrs(row, pairs), _env=env, _out_shapes=[tuple(
@@ -111,6 +119,6 @@ def _strided_copy_reference(attrs, xs, ws):
 
 register(OpDef(
     name="strided_copy", category="shape", internal=True,
-    doc="a chain of reshapes, permutes, slices and constant pads of one tensor run as one copy "
-        "(attr `steps`)",
-    infer=_strided_copy_infer, reference=_strided_copy_reference))
+    doc="a chain of reshapes, permutes, slices and constant pads of one tensor (or of the concat "
+        "of its inputs) run as one copy (attrs `steps`, `concat_axis`)",
+    inputs=("*xs",), infer=_strided_copy_infer, reference=_strided_copy_reference))

@@ -21,13 +21,19 @@ chain did, and write only the outputs.
 A chain is fused only where it saves a pass: at least two steps that move bytes (reshapes are
 views), or a split whose other outputs' chains are fused (its copy of that output moves the same
 bytes as the fused one). A lone permute, slice or pad keeps its own lowering.
+
+A fused chain that starts at a concat read by nothing else reads the concat's pieces itself
+(attr `concat_axis`): the concat is not written at all. ShuffleNet's block output (the concat of
+its two branches) goes straight into the next block's shuffled halves. Only where the pieces and
+everything inside the concat axis have static sizes (the kernel splits an offset into a row of
+the concat and a position in it by constants), and at most MAX_PIECES pieces.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ait_build.ir.dims import Dim
+from ait_build.ir.dims import Dim, numel
 from ait_build.ir.graph import Graph, Node
 from ait_build.ops import strided_view
 from ait_build.ops.opdef import norm_axis
@@ -36,6 +42,7 @@ from ait_build.passes.rewrite import (Uses, free_name, insert_before, node_names
                                       remove_nodes, summary)
 
 LINKS = ("reshape", "flatten", "permute", "transpose", "slice", "split", "pad")
+MAX_PIECES = 8  # concat pieces a strided copy reads (one pointer argument each)
 VIEWS = ("reshape",)  # steps that move no bytes on their own
 
 
@@ -103,6 +110,19 @@ def _chains(graph: Graph, uses: Uses) -> tuple:
     return chains, cut
 
 
+def _absorbed_concat(graph: Graph, uses: Uses, chain: Chain) -> Node | None:
+    """The concat that `chain` (and the others of its family) can read piece by piece."""
+    concat = uses.made_by(chain.source, "concat")
+    if concat is None or uses.only_reader(chain.source) is not chain.nodes[0]:
+        return None
+    shape = graph.tensors[chain.source].shape
+    axis = norm_axis(concat.attrs["axis"], len(shape))
+    pieces = [graph.tensors[t].shape[axis] for t in concat.inputs]
+    if len(pieces) > MAX_PIECES or not numel(shape[axis + 1:]).is_static:
+        return None
+    return concat if all(d.is_static for d in pieces) else None
+
+
 def _moves(chain: Chain) -> int:
     return sum(1 for op, _, _ in chain.steps if op not in VIEWS)
 
@@ -117,13 +137,25 @@ def run(graph: Graph, target) -> str:
     fused = [ts for ts in families.values() if any(_moves(chains[t]) >= 2 for t in ts)]
     replaced = {id(n): n for ts in fused for t in ts for n in chains[t].nodes}
     names = node_names(graph) - {n.name for n in replaced.values()}
-    for t in (t for ts in fused for t in ts):
-        chain = chains[t]
-        last = chain.nodes[-1]
-        name = free_name(names, last.name)
-        names.add(name)
-        insert_before(graph, last, Node(name, "strided_copy", [chain.source], [t],
-                                        {"steps": chain.steps}, {}, last.loc))
+    concats = 0
+    for ts in fused:
+        concat = _absorbed_concat(graph, uses, chains[ts[0]])
+        if concat is not None:
+            replaced[id(concat)] = concat
+            concats += 1
+        for t in ts:
+            chain = chains[t]
+            last = chain.nodes[-1]
+            name = free_name(names, last.name)
+            names.add(name)
+            inputs, attrs = [chain.source], {"steps": chain.steps}
+            if concat is not None:
+                inputs = list(concat.inputs)
+                attrs["concat_axis"] = norm_axis(concat.attrs["axis"],
+                                                 len(graph.tensors[chain.source].shape))
+            insert_before(graph, last, Node(name, "strided_copy", inputs, [t], attrs, {},
+                                            last.loc))
     remove_nodes(graph, replaced.values())
     count = sum(len(ts) for ts in fused)
-    return summary((count, f"chains of {len(replaced)} data-movement ops -> strided copies"))
+    return summary((count, f"chains of {len(replaced) - concats} data-movement ops -> strided "
+                           "copies"), (concats, "concats read piece by piece"))

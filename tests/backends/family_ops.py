@@ -94,10 +94,11 @@ LAYOUT_SWAPS = dict(
 
 
 # chains of data movement that passes/fuse_data_movement.py makes one strided_copy: ShuffleNet's
-# channel shuffle -> split halves (one channel-padded to 64 as pad_channels does before a 1x1
-# conv), an NCHW image -> NHWC -> channel pad, a pad before a permute and a strided slice (pad
-# value -1.5, bounds on an outer axis), a chain cut at a value that is also an output, and one
-# through a reshape that is no strided view (left as it is); built optimized by
+# concat -> channel shuffle -> split halves (one channel-padded to 64 as pad_channels does before
+# a 1x1 conv), read from the concat's pieces, an NCHW image -> NHWC -> channel pad, a pad before a
+# permute and a strided slice (pad value -1.5, bounds on an outer axis), a chain cut at a value
+# that is also an output, one through a reshape that is no strided view (left as it is) and a
+# swap of the inner axes then a slice (cpu: the tiled transpose); built optimized by
 # cpu/test_movement_chains.py, cuda_op_groups.py (also on the host) and the hipcc test
 MOVEMENT_CHAINS = dict(
     inputs={"a": {"shape": ["batch", 6, 5, 58]}, "b": {"shape": ["batch", 6, 5, 58]},
@@ -120,5 +121,8 @@ MOVEMENT_CHAINS = dict(
            n("s_swap", "permute", ["s"], dims=[0, 1, 3, 2]),
            n("s_flat", "reshape", ["s_swap"], shape=["batch", 4, 72]),
            n("s_odd", "reshape", ["s_flat"], shape=["batch", 4, 8, 9]),
-           n("odd_relu", "relu", ["s_odd"])],
-    outputs=["left", "right", "img_pad", "pad_perm_slice", "s_t", "s_t_cut", "odd_relu"])
+           n("odd_relu", "relu", ["s_odd"]),
+           n("swap_rows", "permute", ["s"], dims=[0, 1, 3, 2]),
+           n("swap_cut", "slice", ["swap_rows"], axis=1, start=1, end=3)],
+    outputs=["left", "right", "img_pad", "pad_perm_slice", "s_t", "s_t_cut", "odd_relu",
+             "swap_cut"])

@@ -35,19 +35,31 @@ def fused(graph) -> dict:
 
 
 def test_channel_shuffle_split_and_pad_become_one_copy_per_half():
-    after, summary = check_pass(model(SHUFFLE, AB, "[left, right]"), fuse_data_movement.run)
-    assert ops(after) == ["concat", "strided_copy", "relu", "strided_copy"]
+    g = model(SHUFFLE, AB, "[left, right]")
+    after, summary = check_pass(g, fuse_data_movement.run)
+    assert ops(after) == ["strided_copy", "relu", "strided_copy"]
     assert fused(after) == {"halves:0": ["reshape", "permute", "reshape", "slice"],
                             "right": ["reshape", "permute", "reshape", "slice", "pad"]}
-    assert all(n.inputs == ["cat"] for n in after.nodes if n.op == "strided_copy")
-    assert summary == "2 chains of 5 data-movement ops -> strided copies"
+    # each half reads the concat's pieces: the concat is not written
+    assert all(n.inputs == ["a", "b"] and n.attrs["concat_axis"] == 3
+               for n in after.nodes if n.op == "strided_copy")
+    assert summary == ("2 chains of 5 data-movement ops -> strided copies, "
+                       "1 concats read piece by piece")
     right = after.node("right")
-    view = strided_view.compose(after.tensors["cat"].shape, right.attrs["steps"])
+    view = strided_view.compose(g.tensors["cat"].shape, right.attrs["steps"])
     # channel j of the padded half reads cat channel (10 + j) // 2 + 10 * (j % 2): outer axis
     # of 8 pairs (5 in range), inner axis of the 2 groups; the first pair starts at channel 5
     assert [(a.size, a.stride, a.lo, a.hi) for a in strided_view.merged(view.axes)] == \
         [(Dim.of("batch") * 12, 20, None, None), (8, 1, 0, 5), (2, 10, None, None)]
     assert view.base == 5 and view.value == 0.0
+
+
+def test_a_concat_read_elsewhere_is_written_and_the_chains_read_it():
+    after, summary = check_pass(model(SHUFFLE, AB, "[left, right, cat]"), fuse_data_movement.run)
+    assert ops(after) == ["concat", "strided_copy", "relu", "strided_copy"]
+    assert all(n.inputs == ["cat"] and "concat_axis" not in n.attrs
+               for n in after.nodes if n.op == "strided_copy")
+    assert summary == "2 chains of 5 data-movement ops -> strided copies"
 
 
 def test_a_value_read_elsewhere_cuts_the_chain_there():
@@ -106,9 +118,10 @@ def test_pads_of_two_values_are_two_passes():
 
 # -- random chains ------------------------------------------------------------------------------
 
-def view_gather(view, axes, x: np.ndarray, shape) -> np.ndarray:
+def view_gather(view, axes, xs: list, axis, shape) -> np.ndarray:
     """What a kernel computes: out (row-major over `axes`) = x.flat[base + sum i * stride] where
-    every index is in range, the pad value elsewhere."""
+    every index is in range, the pad value elsewhere; x is the concat of `xs` along `axis` (when
+    not None), read as the kernel does: an offset is a row of the concat and a place in it."""
     sizes = [a.size.value for a in axes]
     index = np.indices(sizes) if sizes else np.zeros((0,), int)
     offset = np.full(sizes, view.base.value, dtype=np.int64)
@@ -117,9 +130,19 @@ def view_gather(view, axes, x: np.ndarray, shape) -> np.ndarray:
         offset = offset + index[k] * a.stride.value
         if not a.full:
             inside &= (index[k] >= a.lo) & (index[k] < a.hi)
-    flat = x.reshape(-1)
-    got = np.where(inside, flat[np.where(inside, offset, 0)], np.float32(view.value or 0.0))
-    return got.reshape(shape)
+    offset = np.where(inside, offset, 0)
+    if axis is None:
+        values = xs[0].reshape(-1)[offset]
+    else:
+        widths = [int(np.prod(x.shape[axis:])) for x in xs]
+        row, at = np.divmod(offset, sum(widths))
+        values = np.zeros(sizes, np.float32)
+        first = 0
+        for x, width in zip(xs, widths):
+            mine = (at >= first) & (at < first + width)
+            values[mine] = x.reshape(-1)[(row * width + at - first)[mine]]
+            first += width
+    return np.where(inside, values, np.float32(view.value or 0.0)).reshape(shape)
 
 
 def factor_pairs(n: int) -> list:
@@ -129,8 +152,15 @@ def factor_pairs(n: int) -> list:
 @st.composite
 def chains(draw):
     shape = draw(st.lists(st.integers(1, 5), min_size=2, max_size=4))
-    in_shape = list(shape)
+    in_shapes = {"x": list(shape)}
     entries, outputs, last, value = [], [], "x", draw(st.sampled_from([0.0, -1.5]))
+    if draw(st.booleans()):  # the chain starts at a concat of two inputs
+        axis = draw(st.integers(0, len(shape) - 1))
+        extra = draw(st.integers(1, 3))
+        in_shapes["y"] = shape[:axis] + [extra] + shape[axis + 1:]
+        entries.append(dict(name="cat", op="concat", inputs=["x", "y"], axis=axis))
+        shape[axis] += extra
+        last = "cat"
     for i in range(draw(st.integers(2, 6))):
         name, rank = f"n{i}", len(shape)
         kind = draw(st.sampled_from(["permute", "slice", "pad", "reshape", "split"]))
@@ -173,17 +203,18 @@ def chains(draw):
             outputs.append(f"{name}:{1 - keep}")
             name, shape[axis] = f"{name}:{keep}", [cut, shape[axis] - cut][keep]
         last = name
-    return in_shape, entries, outputs + [last]
+    return in_shapes, entries, outputs + [last]
 
 
 @settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(chains())
 def test_random_chains_fuse_into_views_that_match_the_ops(chain):
-    in_shape, entries, outputs = chain
+    in_shapes, entries, outputs = chain
     assume(entries)
+    inputs = ", ".join(f"{k}: {{shape: {json.dumps(v)}}}" for k, v in in_shapes.items())
     text = ("apiVersion: ait-build/v1\nkind: Model\nname: chain\ndtype: float32\n"
-            f"inputs: {{x: {{shape: {json.dumps(in_shape)}}}}}\n"
+            f"inputs: {{{inputs}}}\n"
             "weights: {random: {seed: 0}}\n"
             f"graph: {json.dumps(entries)}\noutputs: {json.dumps(outputs)}\n")
     g = load_text(text)
@@ -194,8 +225,10 @@ def test_random_chains_fuse_into_views_that_match_the_ops(chain):
         if node.op != "strided_copy":
             continue
         assert any(op != "reshape" for op, _, _ in node.attrs["steps"])
-        x = values[node.inputs[0]]
-        view = strided_view.compose(after.tensors[node.inputs[0]].shape, node.attrs["steps"])
+        xs = [values[t] for t in node.inputs]
+        axis = node.attrs.get("concat_axis")
+        joined = xs[0] if axis is None else np.concatenate(xs, axis)
+        view = strided_view.compose(joined.shape, node.attrs["steps"])
         want = values[node.output]
         for axes in (view.axes, strided_view.merged(view.axes)):
-            np.testing.assert_array_equal(view_gather(view, axes, x, want.shape), want)
+            np.testing.assert_array_equal(view_gather(view, axes, xs, axis, want.shape), want)

@@ -1,6 +1,7 @@
 """Chains of data movement built optimized for cpu (the group is MOVEMENT_CHAINS, which the GPU
 tests build too): the optimizer makes each chain one strided_copy (passes/fuse_data_movement.py),
-a strided copy or the tiled transpose where the view has no bounds, else one padded_copy pass;
+a strided copy or the tiled transpose where the view has no bounds and one input, else one
+padded_copy pass (which also reads a concat's pieces in place of the concat);
 the library matches the reference of the spec as written (every chain unfused) at two batch
 sizes, in float32 and float16."""
 
@@ -28,13 +29,17 @@ def test_optimizer_fuses_the_chains(spec):
     assert fused == {"halves:0": ["reshape", "permute", "reshape", "slice"],
                      "right": ["reshape", "permute", "reshape", "slice", "pad"],
                      "img_pad": ["permute", "pad"], "pad_perm_slice": ["pad", "permute", "slice"],
-                     "s_t_cut": ["slice", "pad"]}
+                     "s_t_cut": ["slice", "pad"], "swap_cut": ["permute", "slice"]}
+    # the shuffled halves read the concat's pieces: the concat is gone
+    halves = [n for n in graph.nodes if n.output in ("halves:0", "right")]
+    assert all(n.inputs == ["a", "b"] and n.attrs["concat_axis"] == 3 for n in halves)
+    assert not [n for n in graph.nodes if n.op == "concat"]
     # the output s_t is written and read by the chain after it; the reshape to [8, 9] of a
     # [12, 6] swap is no strided view: that chain stays as written
     assert [n.output for n in graph.nodes if n.op in ("permute", "reshape")] == \
         ["s_t", "s_swap", "s_flat", "s_odd"]
     assert dict(report)["fuse_data_movement"] == \
-        "5 chains of 12 data-movement ops -> strided copies"
+        "6 chains of 14 data-movement ops -> strided copies, 1 concats read piece by piece"
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
