@@ -36,6 +36,17 @@ def concat_pieces(lw) -> tuple:
     return tuple(pieces), at
 
 
+def inner_axis(axes) -> int:
+    """The axis a cpu thread walks along inside a row: the last, unless it is short (under 8)
+    and another axis but the outermost is longer (the longest of those)."""
+    last = len(axes) - 1
+    sizes = {k: a.size.value for k, a in enumerate(axes) if 0 < k and a.size.is_static}
+    if last < 2 or sizes.get(last, 8) >= 8:
+        return last
+    longest = max(sizes, key=lambda k: (sizes[k], k))
+    return longest if sizes[longest] > sizes[last] else last
+
+
 def padded_copy(lw, out: str, view: strided_view.View) -> None:
     """One pass writing `out` from the view `view` of the node's input (or of the concat of its
     inputs), the pad value out of range."""
@@ -48,6 +59,7 @@ def padded_copy(lw, out: str, view: strided_view.View) -> None:
     inputs = [f"in{k}" for k in range(len(pieces))] or ["in"]
     context = dict(rank=rank, rows=" * ".join(f"n{k}" for k in range(rank - 1)) or "1",
                    outer_dims=tuple(reversed(range(rank - 1))), ctype=ctype,
+                   inner=inner_axis(axes),
                    fill=fill_literal(lw, out, view.value or 0.0), static_sizes=static,
                    inputs=tuple(inputs), piece_first=tuple(p[0] for p in pieces),
                    piece_width=tuple(p[1] for p in pieces), piece_row=row)

@@ -98,11 +98,13 @@ LAYOUT_SWAPS = dict(
 # a 1x1 conv), read from the concat's pieces, an NCHW image -> NHWC -> channel pad, a pad before a
 # permute and a strided slice (pad value -1.5, bounds on an outer axis), a chain cut at a value
 # that is also an output, one through a reshape that is no strided view (left as it is) and a
-# swap of the inner axes then a slice (cpu: the tiled transpose); built optimized by
+# swap of the inner axes then a slice (cpu: the tiled transpose), and a transposed concat whose
+# rows cross from one piece into the other; built optimized by
 # cpu/test_movement_chains.py, cuda_op_groups.py (also on the host) and the hipcc test
 MOVEMENT_CHAINS = dict(
     inputs={"a": {"shape": ["batch", 6, 5, 58]}, "b": {"shape": ["batch", 6, 5, 58]},
-            "img": {"shape": ["batch", 3, 8, 8]}, "s": {"shape": ["batch", 4, 6, 12]}},
+            "img": {"shape": ["batch", 3, 8, 8]}, "s": {"shape": ["batch", 4, 6, 12]},
+            "c1": {"shape": ["batch", 4, 3]}, "c2": {"shape": ["batch", 4, 5]}},
     graph=[n("cat", "concat", ["a", "b"], axis=3),
            n("view", "reshape", ["cat"], shape=["batch", 6, 5, 2, 58]),
            n("shuffled", "permute", ["view"], dims=[0, 1, 2, 4, 3]),
@@ -123,6 +125,9 @@ MOVEMENT_CHAINS = dict(
            n("s_odd", "reshape", ["s_flat"], shape=["batch", 4, 8, 9]),
            n("odd_relu", "relu", ["s_odd"]),
            n("swap_rows", "permute", ["s"], dims=[0, 1, 3, 2]),
-           n("swap_cut", "slice", ["swap_rows"], axis=1, start=1, end=3)],
+           n("swap_cut", "slice", ["swap_rows"], axis=1, start=1, end=3),
+           n("joined", "concat", ["c1", "c2"], axis=2),
+           n("joined_t", "permute", ["joined"], dims=[0, 2, 1]),
+           n("across", "slice", ["joined_t"], axis=1, start=1, end=7)],
     outputs=["left", "right", "img_pad", "pad_perm_slice", "s_t", "s_t_cut", "odd_relu",
-             "swap_cut"])
+             "swap_cut", "across"])

@@ -29,17 +29,19 @@ def test_optimizer_fuses_the_chains(spec):
     assert fused == {"halves:0": ["reshape", "permute", "reshape", "slice"],
                      "right": ["reshape", "permute", "reshape", "slice", "pad"],
                      "img_pad": ["permute", "pad"], "pad_perm_slice": ["pad", "permute", "slice"],
-                     "s_t_cut": ["slice", "pad"], "swap_cut": ["permute", "slice"]}
+                     "s_t_cut": ["slice", "pad"], "swap_cut": ["permute", "slice"],
+                     "across": ["permute", "slice"]}
     # the shuffled halves read the concat's pieces: the concat is gone
     halves = [n for n in graph.nodes if n.output in ("halves:0", "right")]
     assert all(n.inputs == ["a", "b"] and n.attrs["concat_axis"] == 3 for n in halves)
+    assert graph.node("across").inputs == ["c1", "c2"]
     assert not [n for n in graph.nodes if n.op == "concat"]
     # the output s_t is written and read by the chain after it; the reshape to [8, 9] of a
     # [12, 6] swap is no strided view: that chain stays as written
     assert [n.output for n in graph.nodes if n.op in ("permute", "reshape")] == \
         ["s_t", "s_swap", "s_flat", "s_odd"]
     assert dict(report)["fuse_data_movement"] == \
-        "6 chains of 14 data-movement ops -> strided copies, 1 concats read piece by piece"
+        "7 chains of 16 data-movement ops -> strided copies, 2 concats read piece by piece"
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
