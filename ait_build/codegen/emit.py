@@ -175,7 +175,8 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, compiler: dic
 
 def _tuning(plan: ModelPlan) -> dict:
     """Where the GEMM/conv configurations came from: the profile file (relative to its project),
-    how many calls it covered and how many borrowed a nearby problem's choice."""
+    how many calls it covered, how many borrowed a nearby problem's choice and (where any) how
+    many ran the backend's estimate."""
     report = plan.tuning
     if report is None or not report.calls:
         return {"calls": 0}
@@ -183,7 +184,7 @@ def _tuning(plan: ModelPlan) -> dict:
         plan.target.source)))
     profile = os.path.relpath(report.profile, root) if report.profile else ""
     return {"profile": profile, "calls": report.calls, "profiled": report.profiled,
-            "nearby": report.nearby}
+            "nearby": report.nearby, **({"estimated": report.estimated} if report.estimated else {})}
 
 
 def target_file(target) -> dict:

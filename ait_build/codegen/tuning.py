@@ -59,6 +59,9 @@ class Tunable:
     operands: tuple  # (pointer parameter, present) flags, for the profiling driver
     candidates: tuple  # every Config the backend offers for this call
     ladder: tuple  # the heuristic's Configs, tried in order (the last takes anything)
+    # (extent) -> the Config the backend's estimate ranks first, or None: calls without a
+    # profile entry run the heuristic
+    estimate: Callable | None = field(default=None, compare=False, hash=False)
 
     @property
     def problem_text(self) -> str:
@@ -154,6 +157,16 @@ def _problem_distance(text: str, problem: tuple) -> float:
 
 
 # -- choosing per call ----------------------------------------------------------------------------
+def estimated_choices(plan, tunable: Tunable) -> tuple:
+    """(extent, Config) buckets of the backend's estimate at the extents a profile would measure
+    (the call's extent at the dims' min, opt and max), or () without an estimate."""
+    if tunable.estimate is None or not all(isinstance(v, int) for _, v in tunable.problem):
+        return ()
+    extents = sorted({tunable.extent.eval(plan.graph.bounds_env(which))
+                      for which in ("min", "opt", "max")} - {0})
+    return tuple((extent, tunable.estimate(extent)) for extent in extents)
+
+
 def selector(extent: Dim, buckets: list) -> str:
     """C++ expression of the configuration index for a run-time extent: the bucket whose
     measured extent is the smallest at or above it, the last beyond."""
@@ -180,6 +193,7 @@ class TuningReport:
     writes_to: str = ""  # where `ait-build profile` would write the missing entries
     profiled: int = 0
     nearby: int = 0  # of the calls without an entry, those borrowing a nearby problem's choice
+    estimated: int = 0  # of the others, those running the backend's estimate
     warnings: list = field(default_factory=list)  # entries naming configurations not there
 
     @property
@@ -195,8 +209,9 @@ class TuningReport:
 
     def _coverage(self) -> str:
         where = os.path.relpath(self.profile) if self.profile else "no profile_cache"
-        heuristic = self.unprofiled - self.nearby
+        heuristic = self.unprofiled - self.nearby - self.estimated
         how = [f"{_uses(self.nearby)} the choice profiled for a nearby problem"] if self.nearby else []
+        how += [f"{_uses(self.estimated)} the estimate's choice"] if self.estimated else []
         how += [f"{_uses(heuristic)} the heuristic"] if heuristic else []
         into = f" into {os.path.relpath(self.writes_to)}" if self.writes_to else ""
         return (f"{self.unprofiled} of {self.calls} GEMM/conv calls have no entry in {where}: "
@@ -221,6 +236,8 @@ def finalize(plan, profile: Profile) -> TuningReport:
         chosen = [profile.choices(c.tunable) for c in calls]
         exact = [bool(ch) for ch in chosen]
         chosen = [ch or profile.nearby_choices(c.tunable) for c, ch in zip(calls, chosen)]
+        borrowed = [bool(ch) for ch in chosen]
+        chosen = [ch or estimated_choices(plan, c.tunable) for c, ch in zip(calls, chosen)]
         ladder = calls[0].tunable.ladder
         if all(chosen):  # keep only the ladder's last: it takes any call (unaligned pointers)
             ladder = ladder[-1:]
@@ -228,13 +245,14 @@ def finalize(plan, profile: Profile) -> TuningReport:
                                         key=lambda c: c.name)
         index = {c.name: i for i, c in enumerate(configs)}
         kernel = calls[0].make(tuple(configs), tuple(range(len(ladder))))
-        for i, call, ch, is_exact in zip(indices, calls, chosen, exact):
+        for i, call, ch, is_exact, is_borrowed in zip(indices, calls, chosen, exact, borrowed):
             report.warnings += [w for w in profile.unknown_configs(call.tunable)
                                 if w not in report.warnings]
             step = plan.steps[i]
             report.calls += 1
             report.profiled += is_exact
-            report.nearby += bool(ch) and not is_exact
+            report.nearby += is_borrowed and not is_exact
+            report.estimated += bool(ch) and not is_borrowed
             scratch = step.scratch_shared
             if ch:
                 expr = selector(call.tunable.extent, [(e, index[c.name]) for e, c in ch])

@@ -5,8 +5,9 @@ CUTLASS 2.x, mma.sync; `sm90`: CUTLASS 3.x, TMA and wgmma) that picks its templa
 context that template adds. Each is compiled in a translation unit of its own
 (backends/gpu/gemm.py). `gemm_candidates` and `conv_candidates` list what a call may run, by
 element type, operand alignment and the target's kernel family; their first entries form the
-heuristic's ladder (what a build without a profile runs): the largest tile whose tiles still
-cover every multiprocessor, else a small one.
+heuristic's ladder (what a call without a profile entry or an estimate runs, estimate.py, and
+what a configuration its pointers cannot take falls back to): the largest tile whose tiles
+still cover every multiprocessor, else a small one.
 
 Why these: the sm80 tiles span the shapes CUTLASS's own profiler sweeps for f16 tensor ops;
 the sm90 ones cover Hopper's schedules (cooperative 128-row tiles; ping-pong 64-row ones that
@@ -126,6 +127,17 @@ SM80_NARROW = (
     sm80((256, 32, 32), (64, 32, 32), 4),
     sm80((64, 64, 64), (32, 32, 64), 5),
 )
+# convs over at most 48 channels on a side (EfficientNet's 24 and 48): 32-column tiles with
+# 32-deep steps
+# (a step is one filter tap's channels: 64-deep steps waste more than half of 24), and a
+# 64-row tile that halves a block's registers and shared memory so more blocks share a
+# multiprocessor
+CONV_NARROW_CHANNELS = 48
+SM80_CONV_NARROW = (
+    sm80((64, 32, 32), (32, 32, 32), 4),
+    sm80((128, 32, 32), (32, 32, 32), 4),
+    SM80_NARROW[1],
+)
 SM90_NARROW = (
     sm90_gemm("pingpong", (64, 32, 64), (1, 1)),
     sm90_gemm("cooperative", (128, 32, 64), (1, 1)),
@@ -150,10 +162,12 @@ def gemm_candidates(dtype: str, hopper: bool, min_align: int, channels: int = 0)
     return ladder + more, ladder
 
 
-def conv_candidates(dtype: str, hopper: bool, min_align: int, channels: int) -> tuple:
-    """(candidates, ladder) of an implicit-GEMM conv; the sm90 convs are offered on Hopper
-    targets for 64-channel multiples but never in the ladder (slower than sm80 on ResNet-50
-    as a default, docs/cuda.md): only a profile picks them."""
+def conv_candidates(dtype: str, hopper: bool, min_align: int, channels: int,
+                    out_channels: int = 0) -> tuple:
+    """(candidates, ladder) of an implicit-GEMM conv over `channels` input and `out_channels`
+    output channels; the sm90 convs are offered on Hopper targets for 64-channel multiples but
+    never in the ladder (slower than sm80 on ResNet-50 as a default, docs/cuda.md): a profile or
+    the estimate picks them. Few channels (either side) add the narrow tiles."""
     if dtype == "float32":
         return (SM80_FLOAT32,), (SM80_FLOAT32,)
     ladder = (SM80_LARGE, SM80_SMALL)
@@ -162,4 +176,6 @@ def conv_candidates(dtype: str, hopper: bool, min_align: int, channels: int) -> 
         more = more + SM90_CONVS
     if channels == min_align and channels <= 8:
         more = more + FIXED_CHANNELS
+    if 0 < min(channels, out_channels or channels) <= CONV_NARROW_CHANNELS:
+        more = more + SM80_CONV_NARROW
     return ladder + more, ladder

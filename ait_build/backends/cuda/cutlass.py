@@ -22,6 +22,7 @@ float32); bfloat16 and float32 models and the GPU layer's own templates keep flo
 from __future__ import annotations
 
 from ait_build.backends.cuda.configs import conv_candidates, gemm_candidates
+from ait_build.backends.cuda.estimate import Device, ranked
 from ait_build.backends.gpu.gemm import MatrixEngine
 
 # kernel family (target.kernels) -> whether its calls may also run CUTLASS 3.x Hopper kernels
@@ -62,14 +63,31 @@ def context(lw, dtype: str, epi, aligns: tuple) -> dict:
                 inst=tc["inst"], math=tc["math"], **accumulator(lw, dtype))
 
 
-def candidates(lw, op: str, dtype: str, min_align: int, channels: int) -> tuple:
-    """(candidates, ladder) of a GEMM or conv on the target's family (checked when the target
-    loaded: backends.check_target)."""
-    hopper = FAMILIES[lw.plan.target.kernel(op, DEFAULT_FAMILY)]
+def _hopper(lw, op: str) -> bool:
+    """Whether the target's family for `op` is Hopper's (checked when the target loaded:
+    backends.check_target)."""
+    return FAMILIES[lw.plan.target.kernel(op, DEFAULT_FAMILY)]
+
+
+def candidates(lw, op: str, dtype: str, min_align: int, channels: int, out_channels: int = 0) -> tuple:
+    """(candidates, ladder) of a GEMM or conv on the target's family."""
+    hopper = _hopper(lw, op)
     if op == "gemm":
         return gemm_candidates(dtype, hopper, min_align, channels)
-    return conv_candidates(dtype, hopper, min_align, channels)
+    return conv_candidates(dtype, hopper, min_align, channels, out_channels)
+
+
+def estimate(lw, op: str, problem: tuple, configs: tuple):
+    """extent -> the configuration estimate.py ranks first for the call, or None where there is
+    nothing to rank (one candidate, sizes known only at run time, a target without the device
+    facts the estimate reads)."""
+    target = lw.plan.target
+    if (len(configs) < 2 or not all(isinstance(v, int) for _, v in problem)
+            or any(target.fact(k) is None for k in ("sm_count", "peak_fp16_tflops", "hbm_tbps"))):
+        return None
+    device, sizes = Device.of(target, _hopper(lw, op)), dict(problem)
+    return lambda extent: ranked(device, op, sizes, configs, extent)[0][1]
 
 
 CUTLASS = MatrixEngine(name="CUTLASS", element=ELEMENT, aligns=lambda dtype: tensor_op(dtype)["aligns"],
-                       context=context, candidates=candidates, parts=PARTS)
+                       context=context, candidates=candidates, parts=PARTS, estimate=estimate)

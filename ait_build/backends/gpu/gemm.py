@@ -64,10 +64,14 @@ class MatrixEngine:
     element: Mapping  # dtype -> the element type its templates (and the fallbacks') name
     aligns: Callable  # (dtype) -> the operand alignments (elements per access) it can read, widest first
     context: Callable  # (lw, dtype, epi, aligns) -> the context every kernel of a call shares
-    # (lw, op, dtype, min_align, channels) -> (candidates, ladder); channels: a conv's input
-    # channels, a GEMM's smaller static N or K (0: not both static)
+    # (lw, op, dtype, min_align, channels, out_channels) -> (candidates, ladder); channels: a
+    # conv's input channels, a GEMM's smaller static N or K (0: not both static); out_channels:
+    # a conv's output channels (0 for GEMMs)
     candidates: Callable
     parts: Mapping  # op -> configuration kind -> template of one configuration's part
+    # (lw, op, problem, candidates) -> (extent -> the Config its estimate ranks first), or None
+    # where it has none: what a call without a profile entry runs (codegen/tuning.py)
+    estimate: Callable | None = None
 
 
 def lowerings(engine: MatrixEngine) -> dict:
@@ -119,6 +123,8 @@ def tuned(engine: MatrixEngine, lw, op: str, label: str, context: dict, params: 
     sizes = {name: Dim.of(v) for name, v in fields["scalars"] if name != "alpha"}
     flops = (sizes["M"] * sizes["N"] * sizes["K"] * sizes["bo"] * sizes["bi"] if op == "gemm" else
              sizes["N"] * sizes["HO"] * sizes["WO"] * sizes["O"] * sizes["C"] * sizes["KH"] * sizes["KW"])
+    if engine.estimate is not None:
+        fields = dict(fields, estimate=engine.estimate(lw, op, fields["problem"], fields["candidates"]))
     lw.tuned_call(Tunable(**fields), make, args, group, flops=flops * 2)
 
 
@@ -263,7 +269,7 @@ def lower_conv2d(engine: MatrixEngine, lw) -> None:
         params += [("int", p) for p in WINDOW]
         aligns = (align_in, align_in, align_out)
         context = engine.context(lw, dtype, epi, aligns)
-        candidates, ladder = engine.candidates(lw, "conv2d", dtype, min(aligns), cv)
+        candidates, ladder = engine.candidates(lw, "conv2d", dtype, min(aligns), cv, ov)
         window = [win[p.lower()] for p in WINDOW]
         scalars = list(zip(("N", "H", "W", "C", "HO", "WO", "O"), dims)) + list(zip(WINDOW, window))
         args = [lw.dst(out), lw.src(x), wt] + epi.args(lw) + sizes + [str(v) for v in window]

@@ -95,7 +95,7 @@ def context(lw, dtype: str, epi, aligns: tuple) -> dict:
                 **{f"layout_{k}": v for k, v in LAYOUT.items()})
 
 
-def candidates(lw, op: str, dtype: str, min_align: int, channels: int) -> tuple:
+def candidates(lw, op: str, dtype: str, min_align: int, channels: int, out_channels: int = 0) -> tuple:
     """(candidates, ladder): the configurations whose LDS fits the target's (device.smem_per_block,
     64 KiB on gfx90a), largest tile first."""
     lds = lw.plan.target.fact("smem_per_block", 65536)

@@ -70,9 +70,10 @@ def fp16acc_target(target: str, out_dir: str) -> str:
 
 def heuristic_target(target: str, out_dir: str) -> str:
     """targets/<target>.yaml copied to out_dir/<target>_heuristic.yaml without its
-    profile_cache: every tuned GEMM/conv call holds the heuristic's configurations."""
+    profile_cache and the HBM bandwidth the estimate reads (backends/cuda/estimate.py): every
+    tuned GEMM/conv call holds the heuristic's configurations."""
     return _target_copy(target, out_dir, "heuristic",
-                        lambda text: re.sub(r"(?m)^profile_cache:.*\n", "", text))
+                        lambda text: re.sub(r"(?m)^(profile_cache|  hbm_tbps):.*\n", "", text))
 
 
 def _target_copy(target: str, out_dir: str, suffix: str, edit) -> str:

@@ -117,6 +117,39 @@ def symbols(obj: str, which: str) -> set:
     return {line.split()[-1] for line in listing.stdout.splitlines() if line.strip()}
 
 
+@pytest.mark.parametrize("target_name", ["a100", "h200"])
+def test_narrow_configurations_compile(nvcc, tmp_path, target_name):
+    """The tiles for few channels, which the estimate may pick without a profile
+    (configs.SM80_CONV_NARROW, SM80_NARROW and on Hopper SM90_NARROW): tiny_cnn in float16 with
+    a profile naming each of them at an extent of its own for its 3x3 conv and 1x1 GEMM over 8
+    and 16 channels, so their kernels hold them; each part compiles on its own (a few minutes of
+    nvcc on 2 cores for h200)."""
+    from ait_build.backends.cuda.configs import SM80_CONV_NARROW, SM80_NARROW, SM90_NARROW
+    from test_tuning import entry, target_with_profile
+    conv = ("conv2d float16 act=relu align=8,8,8",
+            "h=16 w=16 c=8 ho=8 wo=8 o=8 kh=3 kw=3 sh=2 sw=2 ph=1 pw=1 dh=1 dw=1")
+    gemm = ("gemm float16 b=col act=relu align=8,8,8", "n=8 k=16 l=1")
+    gemms = SM80_NARROW + (SM90_NARROW if target_name == "h200" else ())
+    entries = [entry(conv, i + 1, c.name) for i, c in enumerate(SM80_CONV_NARROW)]
+    entries += [entry(gemm, i + 1, c.name) for i, c in enumerate(gemms)]
+    target = find_target(target_with_profile(tmp_path, entries, target_name))
+    out = tmp_path / "out"
+    emit(fp16_spec("tiny_cnn"), target, str(out))
+    wanted = {c.context for c in SM80_CONV_NARROW + gemms}
+    parts = {p.name: p for k in build_plan(fp16_spec("tiny_cnn"), target).unique_kernels()
+             if k.label in ("conv2d_relu", "gemm_relu") for p in k.parts
+             if any(set(context) <= set(p.context) for context in wanted)}
+    assert len(parts) == len(SM80_CONV_NARROW) + len(gemms), sorted(parts)
+    tc = toolchain_for(target)
+
+    def compile_one(part):
+        run_checked(tc.compile_command(str(out / part.source), str(tmp_path / f"{part.name}.o")),
+                    f"compiling {part.source} for {target_name}")
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(compile_one, parts.values()))
+
+
 @pytest.mark.parametrize("target,dtype", [("a100", "float16"), ("h200", "float16"),
                                           ("h200", "float32")])
 def test_stem_im2col_kernels_compile(nvcc, tmp_path, target, dtype):

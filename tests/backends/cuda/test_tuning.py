@@ -1,17 +1,18 @@
 """Profiled kernel choice (codegen/tuning.py), without a compiler or GPU: a build reads the
 target's profile file, gives each GEMM/conv kernel exactly the configurations its calls use,
 and passes each call the configuration measured for the bucket holding its run-time extent;
-calls without an entry run the heuristic (config -1) and the build says how many."""
+calls without an entry run the estimate's choice (backends/cuda/estimate.py) or, where there is
+none (here: a target without the device facts it reads), the heuristic (config -1), and the
+build says how many."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 
 import pytest
 
-from ait_build.codegen.tuning import selector
+from ait_build.codegen.tuning import selector, tunables
 from ait_build.errors import SpecError
 from ait_build.ir.dims import Dim
 from ait_build.pipeline import build_plan, emit, find_target
@@ -23,11 +24,16 @@ BERT_QKV = ("gemm float16 b=col act=none align=8,8,8", "n=2304 k=768 l=1")
 BERT_FFN = ("gemm float16 b=col act=gelu align=8,8,8", "n=3072 k=768 l=1")
 
 
-def target_with_profile(tmp_path, entries: list, name: str = "h200") -> str:
-    """targets/<name>.yaml copied under tmp_path, with profiles/<name>.yaml holding `entries`."""
+def target_with_profile(tmp_path, entries: list, name: str = "h200", estimate: bool = False) -> str:
+    """targets/<name>.yaml copied under tmp_path, with profiles/<name>.yaml holding `entries`;
+    without `estimate` the copy lacks the HBM bandwidth the estimate reads, so calls without an
+    entry run the heuristic (what these tests check besides the profile)."""
     os.makedirs(tmp_path / "targets", exist_ok=True)
     path = str(tmp_path / "targets" / f"{name}.yaml")
-    shutil.copy(os.path.join(ROOT, "targets", f"{name}.yaml"), path)
+    with open(os.path.join(ROOT, "targets", f"{name}.yaml"), encoding="utf-8") as fh:
+        lines = fh.readlines()
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.writelines(line for line in lines if estimate or not line.strip().startswith("hbm_tbps:"))
     lines = ["apiVersion: ait-build/v1", "kind: Profile", f"target: {name}", "entries:"]
     lines += [f"  - {e}" for e in entries] or ["  []"]
     os.makedirs(tmp_path / "profiles", exist_ok=True)
@@ -62,6 +68,32 @@ def test_without_a_profile_every_call_runs_the_heuristic(tmp_path):
     assert [p.template for p in parts] == ["cuda/gemm_sm90.cu.j2"] + ["cuda/gemm_sm80.cu.j2"] * 2
     assert dict(parts[0].context)["tile"] == "128, 256, 64"
     assert dict(gemms[0].kernel.context)["ladder"] == (0, 1, 2)
+
+
+def test_without_a_profile_calls_run_the_estimates_choice_per_bucket(tmp_path):
+    """The estimate's choice at the extent of the dims' min, opt and max (bert_base: batch x seq
+    = 1, 4096 and 1048576 rows), in buckets like a profile's; every call has a choice, so the
+    kernels keep only the ladder's last configuration (for operands a choice cannot read)."""
+    plan = build_plan(spec_path("bert_base"), find_target(target_with_profile(tmp_path, [], estimate=True)))
+    report = plan.tuning
+    assert (report.calls, report.profiled, report.estimated) == (48, 0, 48)
+    assert "48 of 48 GEMM/conv calls have no entry" in report.summary()
+    assert "48 use the estimate's choice (" in report.summary()
+    ffn = [s for s in plan.steps if s.kernel.label == "gemm_gelu"]
+    parts = ffn[0].kernel.parts
+    assert dict(ffn[0].kernel.context)["ladder"] == (0,)
+    assert dict(parts[0].context)["block"] == "64, 64, 32"  # the ladder's last: sm80 64x64
+    tunable = next(c.tunable for _, c in tunables(build_plan(
+        spec_path("bert_base"), find_target("h200"), tune=False)) if c.tunable.key == BERT_FFN)
+    rows = (1, 4096, 1048576)
+    chosen = [tunable.estimate(m) for m in rows]
+    assert chosen[0].name.startswith("sm90_pingpong_64x") and chosen[-1].name.startswith("sm90_")
+
+    def index(config):  # the part compiled for `config`
+        return next(i for i, p in enumerate(parts) if set(config.context) <= set(p.context))
+    expected = selector(Dim.of("batch") * "seq", [(m, index(c)) for m, c in zip(rows, chosen)])
+    assert "?" in expected and all(s.args[-1] == expected for s in ffn)
+    assert len(parts) == 1 + len({c.name for c in chosen})
 
 
 def test_profiled_calls_get_their_configuration_per_bucket(tmp_path):
