@@ -5,7 +5,7 @@ templates (Backend.templates, by kind). Backends spread these into their LOWER t
 from __future__ import annotations
 
 from ait_build.codegen import (concat_elementwise, data_movement, elementwise, index_ops, resize,
-                              rows_and_windows)
+                              rows_and_windows, strided_copy)
 
 # one expression per element (templates/<backend>/elementwise.*.j2)
 ELEMENTWISE = {
@@ -30,7 +30,8 @@ DATA_MOVEMENT = {
     "concat": data_movement.lower_concat,
     "concat_elementwise": concat_elementwise.lower_concat_elementwise,  # a concat + its program
     "split": data_movement.lower_split,
-    "pad": data_movement.lower_pad,
+    "pad": strided_copy.lower_pad,  # one pass: the pad value where no input lands
+    "strided_copy": strided_copy.lower_strided_copy,  # a fused chain of the ops above
     "gather": data_movement.lower_gather,
     "gather_elements": data_movement.lower_gather_elements,
     "roll": index_ops.lower_roll,

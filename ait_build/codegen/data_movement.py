@@ -67,16 +67,22 @@ def inner_transpose(lw) -> tuple | None:
     innermost axes: the output's innermost walks the input far apart while the input's
     innermost is the output's second (a CNN's NCHW -> NHWC, a layout change back); else None.
     Backends give these a tiled kernel of their own."""
-    out_shape, in_strides, out_strides = permute_strides(lw)
-    sizes, (ist, ost) = collapse(out_shape, in_strides, out_strides)
+    return transposed(*permute_strides(lw))
+
+
+def transposed(sizes, in_strides, out_strides) -> tuple | None:
+    """(sizes, input strides, output strides) after merging, when the copy swaps the two
+    innermost axes (see inner_transpose); else None."""
+    sizes, (ist, ost) = collapse(sizes, in_strides, out_strides)
     if len(sizes) < 2 or not (ist[-2] == 1 and ost[-1] == 1 and ist[-1] != 1):
         return None
     return sizes, ist, ost
 
 
-def call_transpose(lw, swap: tuple, template: str, **context) -> None:
+def call_transpose(lw, swap: tuple, template: str, src: str | None = None, **context) -> None:
     """One call of a backend's tiled transpose kernel for `inner_transpose`'s (sizes, input
-    strides, output strides); `context`: the template's own constants."""
+    strides, output strides), reading `src` (default: the node's input); `context`: the
+    template's own constants."""
     node = lw.node
     sizes, ist, ost = swap
     rank = len(sizes)
@@ -86,7 +92,7 @@ def call_transpose(lw, swap: tuple, template: str, **context) -> None:
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "in")]
     params += [("int64_t", f"{p}{k}") for p in ("n", "is", "os") for k in range(rank)]
     kernel = make_kernel("transpose", node.op, template, context, params)
-    args = [lw.dst(node.output), lw.src(node.inputs[0])]
+    args = [lw.dst(node.output), src or lw.src(node.inputs[0])]
     lw.call(kernel, args + [cexpr(v) for v in list(sizes) + list(ist) + list(ost)])
 
 

@@ -84,3 +84,41 @@ register(OpDef(
         "(attrs `pieces`, `program`)",
     inputs=("*xs",), infer=_concat_elementwise_infer, model_dtype=True,
     reference=_concat_elementwise_reference))
+
+
+# `strided_copy` is a chain of data-movement steps (reshape, permute, slice, constant pad) from
+# one input, run as one copy (passes/fuse_data_movement.py). Its attribute `steps` holds
+#     (op, ((attr, value), ...), output shape)
+# per step, in order; the shapes are the graph's (symbolic) ones, so the reference can give each
+# step its concrete output shape. The index map is ops/strided_view.py's `compose` of the steps.
+# With `concat_axis` (not None) the chain starts from the concat of its inputs along that axis,
+# which the kernel reads piece by piece instead of a concat written first.
+def _strided_copy_infer(attrs, inputs):
+    if attrs.get("concat_axis") is not None:
+        inputs = OPS["concat"].infer({"axis": attrs["concat_axis"]}, inputs)
+    elif len(inputs) != 1:
+        raise OpError(f"strided_copy without concat_axis takes one input, got {len(inputs)}")
+    x = inputs[0]
+    for op, pairs, _ in attrs["steps"]:
+        row = OPS[op]
+        (x,) = row.infer(step_attrs(row, pairs), [x])
+    return [x]
+
+
+def _strided_copy_reference(attrs, xs, ws):
+    env, x = attrs["_env"], xs[0]
+    if attrs.get("concat_axis") is not None:
+        (x,) = OPS["concat"].reference({"axis": attrs["concat_axis"]}, xs, {})
+    for op, pairs, shape in attrs["steps"]:
+        row = OPS[op]
+        step = dict(step_attrs(row, pairs), _env=env, _out_shapes=[tuple(
+            d.eval(env) for d in shape)])
+        (x,) = row.reference(step, [x], {})
+    return [x]
+
+
+register(OpDef(
+    name="strided_copy", category="shape", internal=True,
+    doc="a chain of reshapes, permutes, slices and constant pads of one tensor (or of the concat "
+        "of its inputs) run as one copy (attrs `steps`, `concat_axis`)",
+    inputs=("*xs",), infer=_strided_copy_infer, reference=_strided_copy_reference))

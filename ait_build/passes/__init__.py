@@ -11,8 +11,8 @@ from typing import Callable
 from ait_build.ir.graph import Graph, verify
 from ait_build.passes import (attention_masks, batchnorm_to_affine, eliminate_dead_code,
                               fold_batchnorm, fold_constants, fuse_attention, fuse_concat,
-                              fuse_elementwise, fuse_epilogue, fuse_layernorm, pad_channels,
-                              plan_memory, recognize_activations)
+                              fuse_data_movement, fuse_elementwise, fuse_epilogue, fuse_layernorm,
+                              pad_channels, plan_memory, recognize_activations)
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ def _pipeline() -> list:
         (fuse_epilogue, "bias add, residual add, activation -> the GEMM/conv epilogue"),
         (fuse_elementwise, "chains and small DAGs of elementwise ops -> one fused_elementwise"),
         (fuse_concat, "concat along channels read only by a per-channel program -> one kernel"),
+        (fuse_data_movement, "chains of reshape/permute/slice/split/pad -> one strided copy"),
         (plan_memory, "tensor lifetimes -> offsets in one workspace"),
     )
     return [Pass(module.__name__.rpartition(".")[2], module.run, doc) for module, doc in steps]
@@ -43,8 +44,9 @@ def _pipeline() -> list:
 
 # The order matters: folding first gives the fusions clean conv+bias ops; attention fusion runs
 # before the epilogue and elementwise fusions, which would otherwise take its scale and mask adds;
-# layernorm fusion before epilogue fusion (see fuse_layernorm.py); planning last, on the final
-# graph.
+# layernorm fusion before epilogue fusion (see fuse_layernorm.py); data-movement fusion after
+# every pass that matches reshapes and permutes (attention's heads) or adds pads (pad_channels);
+# planning last, on the final graph.
 PIPELINE: list = _pipeline()
 
 

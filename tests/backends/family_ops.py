@@ -91,3 +91,43 @@ LAYOUT_SWAPS = dict(
            n("img_nhwc", "permute", ["img"], dims=[0, 2, 3, 1]),
            n("mid_swap", "permute", ["mid"], dims=[0, 2, 3, 1])],
     outputs=["to_nchw", "to_nhwc", "img_nhwc", "mid_swap"])
+
+
+# chains of data movement that passes/fuse_data_movement.py makes one strided_copy: ShuffleNet's
+# concat -> channel shuffle -> split halves (one channel-padded to 64 as pad_channels does before
+# a 1x1 conv), read from the concat's pieces, an NCHW image -> NHWC -> channel pad, a pad before a
+# permute and a strided slice (pad value -1.5, bounds on an outer axis), a chain cut at a value
+# that is also an output, one through a reshape that is no strided view (left as it is) and a
+# swap of the inner axes then a slice (cpu: the tiled transpose), and a transposed concat whose
+# rows cross from one piece into the other; built optimized by
+# cpu/test_movement_chains.py, cuda_op_groups.py (also on the host) and the hipcc test
+MOVEMENT_CHAINS = dict(
+    inputs={"a": {"shape": ["batch", 6, 5, 58]}, "b": {"shape": ["batch", 6, 5, 58]},
+            "img": {"shape": ["batch", 3, 8, 8]}, "s": {"shape": ["batch", 4, 6, 12]},
+            "c1": {"shape": ["batch", 4, 3]}, "c2": {"shape": ["batch", 4, 5]}},
+    graph=[n("cat", "concat", ["a", "b"], axis=3),
+           n("view", "reshape", ["cat"], shape=["batch", 6, 5, 2, 58]),
+           n("shuffled", "permute", ["view"], dims=[0, 1, 2, 4, 3]),
+           n("merged", "reshape", ["shuffled"], shape=["batch", 6, 5, 116]),
+           n("halves", "split", ["merged"], axis=3, sizes=[58, 58]),
+           n("left", "relu", ["halves:0"]),
+           n("right", "pad", ["halves:1"], pads=[0, 0, 0, 0, 0, 0, 0, 6]),
+           n("img_nhwc", "permute", ["img"], dims=[0, 2, 3, 1]),
+           n("img_pad", "pad", ["img_nhwc"], pads=[0, 0, 0, 0, 0, 0, 0, 5]),
+           n("s_pad", "pad", ["s"], pads=[0, 0, 1, 2, 0, 0, 0, 4], value=-1.5),
+           n("s_cf", "permute", ["s_pad"], dims=[0, 3, 1, 2]),
+           n("pad_perm_slice", "slice", ["s_cf"], axis=2, start=1, step=2),
+           n("s_t", "permute", ["s"], dims=[0, 2, 1, 3]),
+           n("s_t_cols", "slice", ["s_t"], axis=3, start=2, end=10),
+           n("s_t_cut", "pad", ["s_t_cols"], pads=[0, 0, 0, 0, 1, 0, 0, 3]),
+           n("s_swap", "permute", ["s"], dims=[0, 1, 3, 2]),
+           n("s_flat", "reshape", ["s_swap"], shape=["batch", 4, 72]),
+           n("s_odd", "reshape", ["s_flat"], shape=["batch", 4, 8, 9]),
+           n("odd_relu", "relu", ["s_odd"]),
+           n("swap_rows", "permute", ["s"], dims=[0, 1, 3, 2]),
+           n("swap_cut", "slice", ["swap_rows"], axis=1, start=1, end=3),
+           n("joined", "concat", ["c1", "c2"], axis=2),
+           n("joined_t", "permute", ["joined"], dims=[0, 2, 1]),
+           n("across", "slice", ["joined_t"], axis=1, start=1, end=7)],
+    outputs=["left", "right", "img_pad", "pad_perm_slice", "s_t", "s_t_cut", "odd_relu",
+             "swap_cut", "across"])

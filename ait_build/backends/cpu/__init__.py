@@ -22,6 +22,7 @@ from ait_build.backends.cpu.toolchain import arch_flags, cpu_toolchain
 TEMPLATES = {
     "elementwise": "cpu/elementwise.cpp.j2",
     "copy": "cpu/copy.cpp.j2",
+    "padded_copy": "cpu/padded_copy.cpp.j2",
     "gather": "cpu/gather.cpp.j2",
     "gather_elements": "cpu/gather_elements.cpp.j2",
     "softmax": "cpu/softmax.cpp.j2",
@@ -64,6 +65,7 @@ LOWER = {
     **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
     "permute": layout.lower_permute,  # innermost axes swapped: tiles (layout.py)
     "transpose": layout.lower_permute,
+    "strided_copy": layout.lower_strided_copy,  # a fused chain; tiles where it transposes
     **shared.GENERATE,  # constant and iota (backends/shared.py)
     "embedding": lookups.lower_embedding,
     "parameter": lookups.lower_parameter,

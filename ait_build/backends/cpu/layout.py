@@ -3,11 +3,17 @@ NCHW -> NHWC input (3 channels), ShuffleNet's channel shuffles (2 groups). The s
 copy (codegen/data_movement.py) walks the output's innermost axis, here a few elements each read
 far apart in the input, with a row's index arithmetic for every few elements. The transpose
 kernel (templates/cpu/transpose.cpp.j2) reads tiles of the input's rows instead (figures in
-docs/codegen.md). Other permutes keep the shared copy."""
+docs/codegen.md). Other permutes keep the shared copy. A fused chain of data movement
+(strided_copy) whose view is such a transpose takes the same kernel."""
 
 from __future__ import annotations
 
-from ait_build.codegen import data_movement
+from ait_build.codegen import data_movement, strided_copy
+
+
+def tiled(lw, swap: tuple, src: str) -> bool:
+    data_movement.call_transpose(lw, swap, "cpu/transpose.cpp.j2", src)
+    return True
 
 
 def lower_permute(lw) -> None:
@@ -15,4 +21,9 @@ def lower_permute(lw) -> None:
     if swap is None:
         data_movement.lower_permute(lw)
         return
-    data_movement.call_transpose(lw, swap, "cpu/transpose.cpp.j2")
+    tiled(lw, swap, lw.src(lw.node.inputs[0]))
+
+
+def lower_strided_copy(lw) -> None:
+    """A fused chain of data movement (codegen/strided_copy.py), tiled where it transposes."""
+    strided_copy.lower_strided_copy(lw, tiled)

@@ -33,8 +33,9 @@ def lowerings(engine, tensor_core_attention=None) -> dict:
         **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
         "permute": transpose.lower_permute,  # innermost axes swapped: tiles (transpose.py)
         "transpose": transpose.lower_permute,
+        "strided_copy": transpose.lower_strided_copy,  # a fused chain; tiles where it transposes
         **shared.GENERATE,  # constant and iota (backends/shared.py)
-        "pad": rows.lower_pad,  # the last dim alone: one pass; else the shared fill + copy
+        "pad": rows.lower_pad,  # the last dim alone: rows in registers; else the padded copy
         "embedding": edges.lower_embedding,
         "parameter": edges.lower_parameter,
     }

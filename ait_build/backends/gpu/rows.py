@@ -5,7 +5,7 @@ only what changes the code (residual, a static row width) is compiled in."""
 
 from __future__ import annotations
 
-from ait_build.codegen import data_movement
+from ait_build.codegen import strided_copy
 from ait_build.codegen.cexpr import cexpr, elements
 from ait_build.codegen.elementwise import float_literal
 from ait_build.codegen.kernel import io_params, make_kernel
@@ -52,7 +52,7 @@ PAD_ROW_ELEMENTS = 64
 
 def lower_pad(lw) -> None:
     """A pad of the last dim alone (the image channels in front of a stem conv) writes each
-    padded row once from registers; any other pad is the shared fill + strided copy."""
+    padded row once from registers; any other pad is the shared one-pass padded copy."""
     node = lw.node
     x, out = node.inputs[0], node.output
     pads = [Dim.of(p) for p in node.attrs["pads"]]
@@ -60,7 +60,7 @@ def lower_pad(lw) -> None:
     last_only = all(p == 0 for p in pads[:-2]) and all(p.is_static for p in pads[-2:])
     if not (last_only and c_in.is_static and c_out.is_static and c_out.value <= PAD_ROW_ELEMENTS
             and lw.dtype(out) in ("float16", "bfloat16", "float32")):
-        data_movement.lower_pad(lw)
+        strided_copy.lower_pad(lw)
         return
     params = io_params(lw, out, "x") + [("int64_t", "rows"), ("float", "value")]
     kernel = make_kernel("pad_channels", node.op, lw.template("pad_channels"),

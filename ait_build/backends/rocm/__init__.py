@@ -20,7 +20,7 @@ from ait_build.backends.rocm.toolchain import ARCH_OPTIONS, arch_flags, rocm_too
 # kernel kind -> template: the GPU layer's kernels as they are, and its GEMM/conv dispatches over
 # the MFMA parts (mfma.PARTS)
 TEMPLATES = {kind: f"gpu/{kind}.cu.j2" for kind in (
-    "elementwise", "copy", "gather", "softmax", "pool2d", "global_avg_pool", "layer_norm",
+    "elementwise", "copy", "padded_copy", "gather", "softmax", "pool2d", "global_avg_pool", "layer_norm",
     "pad_channels", "attention", "gemm_simple", "conv2d_direct", "depthwise_conv2d",
     "im2col", "channel_scale", "concat_elementwise", "transpose", "gemm", "conv2d", "resize2d",
     "gather_elements")}

@@ -178,6 +178,29 @@ def write_spec(directory, name: str, inputs: dict, graph: list, outputs: list, d
     return path
 
 
+GROUP_DIMS = {"batch": {"min": 1, "max": 8, "opt": 3}}
+
+
+def group_specs(tmp_path_factory, name: str, group: dict) -> dict:
+    """dtype -> spec of an op group (tests/backends/family_ops.py) over GROUP_DIMS, in float32
+    and float16."""
+    return {dtype: write_spec(tmp_path_factory.mktemp(dtype), f"{name}_{dtype}", dims=GROUP_DIMS,
+                              dtype=dtype, **group) for dtype in ("float32", "float16")}
+
+
+def assert_matches_spec(model, spec: str, dtype: str, batches=(1, 5)) -> None:
+    """A built library's outputs against the reference of the spec as written."""
+    from ait_build.ops.reference import random_inputs, run_reference
+    from ait_build.spec.model import load_model
+    graph = load_model(spec)
+    for batch in batches:
+        inputs = random_inputs(graph, {"batch": batch}, seed=batch)
+        got = model.run(inputs)
+        for name, expected in run_reference(graph, inputs).items():
+            np.testing.assert_allclose(got[name].astype(np.float32), expected,
+                                       **tolerance(expected, dtype), err_msg=name)
+
+
 def tolerance(ref: np.ndarray, dtype: str = "float32") -> dict:
     """rtol 1e-4 for float32; atol scaled to the output's magnitude, because a kernel's rounding
     error in a sum of many products is relative to the terms, not to a result that cancels to

@@ -6,24 +6,19 @@ written at two batch sizes, in float32 and float16."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.passes import optimize
 from ait_build.pipeline import find_target
 from ait_build.spec.model import load_model
 
-from .helpers import tolerance, write_spec
+from .helpers import assert_matches_spec, group_specs
 from ..family_ops import CONCAT_NORMS
-
-B = {"batch": {"min": 1, "max": 8, "opt": 3}}
 
 
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory):
-    return {dtype: write_spec(tmp_path_factory.mktemp(dtype), f"concat_norm_{dtype}", dims=B,
-                              dtype=dtype, **CONCAT_NORMS) for dtype in ("float32", "float16")}
+    return group_specs(tmp_path_factory, "concat_norm", CONCAT_NORMS)
 
 
 def test_optimizer_fuses_where_valid(spec):
@@ -47,10 +42,4 @@ def test_optimizer_fuses_where_valid(spec):
 def test_fused_library_matches_reference(build_spec, spec, dtype):
     model, _, emission = build_spec(spec[dtype], name=f"concat_norm_{dtype}")
     assert any("concat_mul_add_relu" in k for k in emission.kernel_sources)
-    graph = load_model(spec[dtype])
-    for batch in (1, 5):
-        inputs = random_inputs(graph, {"batch": batch}, seed=batch)
-        got = model.run(inputs)
-        for name, expected in run_reference(graph, inputs).items():
-            np.testing.assert_allclose(got[name].astype(np.float32), expected,
-                                       **tolerance(expected, dtype), err_msg=name)
+    assert_matches_spec(model, spec[dtype], dtype)

@@ -18,7 +18,8 @@ import yaml
 from cuda_helpers import ROOT, bf16_spec, fp16_spec, spec_path
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))  # the op group the cpu tests build too
-from backends.family_ops import CONCAT_NORMS, IMPORT_FAMILIES, LAYOUT_SWAPS, n  # noqa: E402
+from backends.family_ops import (CONCAT_NORMS, IMPORT_FAMILIES, LAYOUT_SWAPS,  # noqa: E402
+                                 MOVEMENT_CHAINS, n)
 
 B = {"batch": {"min": 1, "max": 8, "opt": 3}}
 
@@ -429,6 +430,9 @@ GROUPS = {
     "concat_norms": CONCAT_NORMS,
     # permutes that swap the innermost axes (transpose.cu.j2), tests/backends/family_ops.py
     "layout_swaps": LAYOUT_SWAPS,
+    # chains of data movement fused into one strided_copy each: padded_copy.cu.j2 (pad bounds,
+    # the pad value in the same pass) and the strided copy, tests/backends/family_ops.py
+    "movement_chains": MOVEMENT_CHAINS,
     "lookup": dict(
         inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
                 "ids32": {"shape": ["batch", 3], "dtype": "int32"},

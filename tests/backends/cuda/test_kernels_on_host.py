@@ -2,13 +2,15 @@
 GPU thread) where no GPU is present: the depthwise convs (every window, stride, dilation, vector
 width and epilogue of the `depthwise` op group), the global average pools and squeeze-excitation's
 channel scale (`pools_and_scales`), the fused concat + batch norm + activation kernels
-(`concat_norms`), the tiled transposes (`layout_swaps`), in float16, bfloat16 and float32, against the reference
-executor with the GPU tests' single-op tolerances, and in float16 once more on tensors that start
-one element past an aligned address (the single-element fallbacks); and the explicit im2col of the
-stem convs (`stem_conv`, float16 and float32) alone, its GEMM being CUTLASS's, against NumPy's
-windows bit for bit, into 16-byte aligned rows and rows one element past. What it catches: indexing,
-bounds, tiles that overrun the image, vector widths that do not divide the channels, unaligned
-pointers; not what only a GPU shows (speed, races between blocks, the compiler's device code).
+(`concat_norms`), the tiled transposes (`layout_swaps`), the fused chains of data movement
+(`movement_chains`: strided and padded copies), in float16, bfloat16 and float32, against the
+reference executor with the GPU tests' single-op tolerances, and in float16 once more on tensors
+that start one element past an aligned address (the single-element fallbacks); and the explicit
+im2col of the stem convs (`stem_conv`, float16 and float32) alone, its GEMM being CUTLASS's,
+against NumPy's windows bit for bit, into 16-byte aligned rows and rows one element past. What it
+catches: indexing, bounds, tiles that overrun the image, vector widths that do not divide the
+channels, unaligned pointers; not what only a GPU shows (speed, races between blocks, the
+compiler's device code).
 About 5 minutes on 2 cores."""
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ pytestmark = pytest.mark.nvcc
 
 CASES = [("depthwise", "float16"), ("depthwise", "bfloat16"), ("depthwise", "float32"),
          ("pools_and_scales", "float16"), ("pools_and_scales", "bfloat16"),
-         ("concat_norms", "float16"), ("concat_norms", "float32"), ("layout_swaps", "float16")]
+         ("concat_norms", "float16"), ("concat_norms", "float32"), ("layout_swaps", "float16"),
+         ("movement_chains", "float16")]
 
 
 @pytest.mark.parametrize("group,dtype", CASES)

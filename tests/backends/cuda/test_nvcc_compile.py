@@ -5,8 +5,9 @@ rolls the importers need (cuda_op_groups' masks_and_clamps, float16), of the ops
 model families added (import_families: gather_elements, sin/cos/log/ceil/abs/sign, ceil_mode
 pools, resize2d) and of the bandwidth-bound families' own kernels (the depthwise and
 pools_and_scales groups: every tile, channel slice and vector width of their tests) and the
-fused concat + batch norm + activation kernels (concat_norms) and the tiled transposes
-(layout_swaps) and the stem convs' im2col kernels (stem_conv, alone: no CUTLASS) compile with
+fused concat + batch norm + activation kernels (concat_norms), the tiled transposes
+(layout_swaps), the fused chains of data movement (movement_chains) and the stem convs' im2col
+kernels (stem_conv, alone: no CUTLASS) compile with
 nvcc for a100 (sm_80 + compute_80 PTX) and h200 (sm_90a), and link into a library that exports
 only the C API. Where no GPU is present, create() must fail with a message (CUDA errors become
 codes, never aborts). Only the selected cases are built (`-k depthwise` compiles no CUTLASS).
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.nvcc
 
 CASES = [(model, target) for model in ("mlp", "tiny_vit", "masks_and_clamps", "import_families",
                                         "depthwise", "pools_and_scales", "concat_norms",
-                                        "layout_swaps")
+                                        "layout_swaps", "movement_chains")
          for target in ("a100", "h200")]
 
 
