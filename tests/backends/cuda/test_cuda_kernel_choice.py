@@ -247,13 +247,13 @@ def test_hopper_attention_picks_its_variant_per_call(tmp_path):
 
 
 def test_a_channel_pad_writes_each_row_once(tmp_path):
-    """A pad of the last dim alone is one kernel writing whole rows, with no fill pass; a pad of
-    other dims keeps the fill and strided copy."""
-    strided_pad = lambda s: [k for k in s if re.match(r"(pad|fill)_[0-9a-f]{8}\.cu$", k)]
+    """A pad of the last dim alone is one kernel writing whole rows; a pad of other dims is one
+    padded copy that writes the pad value in the same pass. Neither launches a fill."""
+    fills = lambda s: [k for k in s if re.match(r"(pad|fill)_[0-9a-f]{8}\.cu$", k)]
     other = kernels(op_spec("shape"), "h200", tmp_path / "s")
     (pad,) = names(other, "pad_channels")
     assert "constexpr int kIn = 6, kOut = 10, kBefore = 1;" in other[pad]
-    assert len(strided_pad(other)) == 2
+    assert not fills(other) and len(names(other, "padded_copy")) == 1
 
 
 @pytest.mark.parametrize("target", ["h200", "a100"])
