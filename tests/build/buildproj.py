@@ -83,10 +83,10 @@ class Project:
         with open(self.path(rel), "w", encoding="utf-8") as fh:
             fh.write(text.replace(old, new, 1))
 
-    def copy(self, dest: str) -> "Project":
-        """A copy at `dest` (copy_tree)."""
+    def copy(self, dest: str, shared_cache: bool = False) -> "Project":
+        """A copy at `dest` (copy_tree); `shared_cache`: its builds go through the run's CacheDir."""
         copy_tree(self.root, dest)
-        return Project(dest)
+        return Project(dest, shared_cache)
 
     def plan(self, model: str = MODEL) -> SimpleNamespace:
         """The Emission of a spec as this project's package plans it (in a subprocess)."""

@@ -60,6 +60,18 @@ def test_cuda_sources_are_byte_identical_across_paths(tmp_path):
                 assert str(tmp_path).encode() not in fh.read(), rel
 
 
+ONE_OP = """apiVersion: ait-build/v1
+kind: Model
+name: one_op
+dims: {batch: {max: 4}}
+inputs:
+  x: {shape: [batch, 8]}
+graph:
+  - {op: relu}
+outputs: [relu]
+"""
+
+
 def test_a_new_compiler_version_rebuilds_everything(tmp_path):
     """Signatures hold the compiler's version: an upgraded g++ neither reuses the objects of
     the old one nor leaves their version in the manifest."""
@@ -69,10 +81,14 @@ def test_a_new_compiler_version_rebuilds_everything(tmp_path):
                        'exec /usr/bin/g++ "$@"\n')
     wrapper.chmod(0o755)
     project = make_project(str(tmp_path / "p"))
+    with open(project.path("specs", "one_op.yaml"), "w", encoding="utf-8") as fh:
+        fh.write(ONE_OP)  # a kernel, model.cpp and build_id.cpp: every kind of object
     env = {"PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}
-    project.scons("target=cpu", env=dict(env, FAKE_GXX="12.2.0"))
-    assert not project.scons("target=cpu", env=dict(env, FAKE_GXX="12.2.0")).steps("compiling")
-    result = project.scons("target=cpu", env=dict(env, FAKE_GXX="12.3.0"))
-    assert len(result.steps("compiling")) == len(project.plan().compiled_sources), result.out
-    with open(project.out("manifest.json")) as fh:
+    project.scons("target=cpu", "model=one_op", env=dict(env, FAKE_GXX="12.2.0"))
+    assert not project.scons("target=cpu", "model=one_op",
+                             env=dict(env, FAKE_GXX="12.2.0")).steps("compiling")
+    result = project.scons("target=cpu", "model=one_op", env=dict(env, FAKE_GXX="12.3.0"))
+    assert len(result.steps("compiling")) == len(project.plan("one_op").compiled_sources) == 3, \
+        result.out
+    with open(project.path("build", "cpu", "one_op", "manifest.json")) as fh:
         assert json.load(fh)["compiler"]["version"] == "12.3.0"
