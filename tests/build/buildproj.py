@@ -24,6 +24,18 @@ from shared_cache import cache_folder
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = "mlp"
+# the smallest model a build compiles every kind of object for: one kernel, model.cpp and
+# build_id.cpp (ONE_OP.format(name=...))
+ONE_OP = """apiVersion: ait-build/v1
+kind: Model
+name: {name}
+dims: {{batch: {{max: 4}}}}
+inputs:
+  x: {{shape: [batch, 8]}}
+graph:
+  - {{name: act, op: relu}}
+outputs: [act]
+"""
 
 
 @dataclass

@@ -10,7 +10,7 @@ import os
 
 from ait_build.backends.toolchain import compiler_version
 from ait_build.pipeline import emit, find_target
-from buildproj import MODEL, NVCC_VERSION, REPO, fake_compiler, make_project
+from buildproj import MODEL, NVCC_VERSION, ONE_OP, REPO, fake_compiler, make_project
 
 HIPCC_VERSION = """HIP version: 5.2.21153-0
 Debian clang version 15.0.6
@@ -60,18 +60,6 @@ def test_cuda_sources_are_byte_identical_across_paths(tmp_path):
                 assert str(tmp_path).encode() not in fh.read(), rel
 
 
-ONE_OP = """apiVersion: ait-build/v1
-kind: Model
-name: one_op
-dims: {batch: {max: 4}}
-inputs:
-  x: {shape: [batch, 8]}
-graph:
-  - {op: relu}
-outputs: [relu]
-"""
-
-
 def test_a_new_compiler_version_rebuilds_everything(tmp_path):
     """Signatures hold the compiler's version: an upgraded g++ neither reuses the objects of
     the old one nor leaves their version in the manifest."""
@@ -82,7 +70,7 @@ def test_a_new_compiler_version_rebuilds_everything(tmp_path):
     wrapper.chmod(0o755)
     project = make_project(str(tmp_path / "p"))
     with open(project.path("specs", "one_op.yaml"), "w", encoding="utf-8") as fh:
-        fh.write(ONE_OP)  # a kernel, model.cpp and build_id.cpp: every kind of object
+        fh.write(ONE_OP.format(name="one_op"))
     env = {"PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}
     project.scons("target=cpu", "model=one_op", env=dict(env, FAKE_GXX="12.2.0"))
     assert not project.scons("target=cpu", "model=one_op",
