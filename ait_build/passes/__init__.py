@@ -12,7 +12,7 @@ from ait_build.ir.graph import Graph, verify
 from ait_build.passes import (attention_masks, batchnorm_to_affine, eliminate_dead_code,
                               fold_batchnorm, fold_constants, fuse_attention, fuse_concat,
                               fuse_elementwise, fuse_epilogue, fuse_layernorm, pad_channels,
-                              plan_memory)
+                              plan_memory, recognize_activations)
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ def _pipeline() -> list:
         (fold_constants, "compute weight-only subgraphs at build time"),
         (fold_batchnorm, "fold batch_norm into the conv2d/linear before it"),
         (batchnorm_to_affine, "other batch_norms -> x * scale + shift (fuses with an activation)"),
+        (recognize_activations, "written-out GELU, SiLU, ... -> the activation op (fuses later)"),
         (pad_channels, "pad conv/linear input channels to the target's alignment"),
         (fuse_attention, "softmax(q k^T) v pattern -> multi_head_attention; q/k/v -> one GEMM"),
         (attention_masks, "attention masks: causal part -> causal mode, always-true parts dropped"),

@@ -353,6 +353,24 @@ def pack_qkv(graph: Graph, uses: Uses, attn: Node, names: set) -> list:
     return projections
 
 
+def packed_split(graph: Graph, uses: Uses, attn: Node) -> list:
+    """When q, k and v are the three equal parts, in order, of a split along the last axis of one
+    [b, s, 3*h*d] tensor (GPT-2's c_attn), attn reads that tensor packed; returns [split]."""
+    split = uses.made_by(attn.inputs[0], "split")
+    if split is None or list(attn.inputs[:3]) != list(split.outputs) or len(split.outputs) != 3:
+        return []
+    if any(uses.only_reader(t) is not attn for t in split.outputs):
+        return []
+    src = graph.tensors[split.inputs[0]].shape
+    width = attn.attrs["num_heads"] * attn.attrs["head_dim"]
+    if len(src) != 3 or split.attrs["axis"] % 3 != 2 or \
+            any(graph.tensors[t].shape[-1] != Dim.of(width) for t in split.outputs):
+        return []
+    attn.inputs = [split.inputs[0]] + attn.inputs[3:]
+    attn.attrs["packed"] = True
+    return [split]
+
+
 def _common_prefix(names: list) -> str:
     """The shared dotted prefix ('layer.0.attention.self.') of the three projection names."""
     parts = [n.split(".") for n in names]
@@ -389,7 +407,8 @@ def run(graph: Graph, target) -> str:
         remove_nodes(graph, dead)
     packed = 0
     for attn in [n for n in graph.nodes if n.op == "multi_head_attention" and not n.attrs["packed"]]:
-        replaced = pack_qkv(graph, Uses(graph), attn, names)
+        uses = Uses(graph)
+        replaced = packed_split(graph, uses, attn) or pack_qkv(graph, uses, attn, names)
         if replaced:
             remove_nodes(graph, replaced)
             packed += 1

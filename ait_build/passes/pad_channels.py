@@ -7,6 +7,11 @@ appends zero channels and the weight gets matching zero input channels (`<op>.pa
 the extra products are zero, so the numerics are unchanged. Convs and linears that read the same
 tensor share one pad. With alignment 1 (cpu) the pass changes nothing.
 
+A conv over fewer channels than the alignment whose windows span several pixels (`gathers_windows`:
+the stem of an image model) is left alone: the GPU lowering gathers each output pixel's window
+into one GEMM row of KH*KW*C values (backends/gpu/gemm.py), so padding C would only add zero
+columns to that row. The lowering asks the same function, so the two never disagree.
+
 Output channels are left alone: padding them would need a slice after the op. Weight re-layout
 (OIHW -> OHWI, ...) is a backend choice and happens when a backend writes its weights file.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ait_build.ir.graph import Graph, Node
+from ait_build.ops.conv import window_params
 from ait_build.ops.opdef import TType
 from ait_build.passes.rewrite import add_weight, free_name, insert_before, node_names, new_value, summary
 
@@ -23,9 +29,24 @@ from ait_build.passes.rewrite import add_weight, free_name, insert_before, node_
 WEIGHT_IN_AXIS = {"conv2d": 1, "linear": 1}
 
 
+def gathers_windows(graph: Graph, node: Node, align: int) -> bool:
+    """Whether `node` is a conv that a target of channel alignment `align` runs as an explicit
+    im2col + GEMM over its unpadded channels: one group, static input channels below the
+    alignment, a window of more than one pixel (or a stride), aligned output channels."""
+    if node.op != "conv2d" or node.attrs.get("groups", 1) != 1 or align <= 1:
+        return False
+    channels = graph.tensors[node.inputs[0]].shape[-1]
+    out_channels = graph.tensors[node.output].shape[-1]
+    (kh, kw), (sh, sw), _, _ = window_params(node.attrs)
+    return (channels.is_static and channels.value < align and out_channels.is_static
+            and out_channels.value % align == 0 and (kh * kw > 1 or sh * sw > 1))
+
+
 def _needs_pad(graph: Graph, node: Node, align: int) -> int:
     """How many zero channels `node`'s input needs, or 0."""
     if node.op not in WEIGHT_IN_AXIS or node.attrs.get("groups", 1) != 1:
+        return 0
+    if gathers_windows(graph, node, align):
         return 0
     channels = graph.tensors[node.inputs[0]].shape[-1]
     if not channels.is_static:
@@ -61,6 +82,7 @@ def run(graph: Graph, target) -> str:
     names = node_names(graph)
     pads: dict = {}  # (input tensor, extra) -> pad node, shared by every op reading it
     padded = 0
+    gathered = sum(gathers_windows(graph, node, align) for node in graph.nodes)
     for node in list(graph.nodes):
         extra = _needs_pad(graph, node, align)
         if not extra:
@@ -74,4 +96,5 @@ def run(graph: Graph, target) -> str:
         padded += 1
     graph.remove_unused_tensors()
     return summary((padded, f"conv/linear inputs padded to a multiple of {align} channels"),
-                   (len(pads), "pad nodes added"))
+                   (len(pads), "pad nodes added"),
+                   (gathered, "convs left unpadded: their windows are gathered into GEMM rows"))

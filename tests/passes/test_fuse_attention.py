@@ -218,3 +218,25 @@ def test_packed_slices_with_a_bias_defined_after_them():
     after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2})
     attn = node_of(after, "multi_head_attention")
     assert summary == "1 attention patterns fused" and attn.inputs == ["qkv", "relpos:0"]
+
+
+def test_split_of_one_qkv_tensor_is_read_packed():
+    # GPT-2: one c_attn linear, split in three along the features, straight into the attention
+    g = model("""
+        - {name: qkv, op: linear, inputs: [x], out_features: 96}
+        - {name: parts, op: split, inputs: [qkv], axis: 2, sizes: [32, 32, 32], outputs: [q, k, v]}
+        - {name: a, op: multi_head_attention, inputs: [q, k, v], num_heads: 4, head_dim: 8, causal: true}
+        """, "{x: {shape: [batch, seq, 32]}}", "[a]", DIMS)
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2, "seq": 5})
+    attn = node_of(after, "multi_head_attention")
+    assert ops(after) == ["linear", "multi_head_attention"] and attn.inputs == ["qkv"]
+    assert attn.attrs["packed"] and summary == "1 q/k/v projections packed"
+    # parts in another order, or a part read elsewhere too, keep the split
+    for inputs, outputs in (("[k, q, v]", "[a]"), ("[q, k, v]", "[a, v]")):
+        g = model(f"""
+            - {{name: qkv, op: linear, inputs: [x], out_features: 96}}
+            - {{name: parts, op: split, inputs: [qkv], axis: 2, sizes: [32, 32, 32], outputs: [q, k, v]}}
+            - {{name: a, op: multi_head_attention, inputs: {inputs}, num_heads: 4, head_dim: 8}}
+            """, "{x: {shape: [batch, seq, 32]}}", outputs, DIMS)
+        after, _ = check_pass(g, fuse_attention.run, dims={"batch": 2, "seq": 5})
+        assert "split" in ops(after)

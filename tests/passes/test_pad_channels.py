@@ -5,38 +5,65 @@ from ait_build.passes import pad_channels
 from .helpers import check_pass, model, node_of, ops, target
 
 STEM = """
-- {name: stem, op: conv2d, out_channels: 16, kernel: 3, stride: 2, padding: 1}
-- {name: side, op: conv2d, inputs: [image], out_channels: 16, kernel: 3, stride: 2, padding: 1}
-- {name: y, op: add, inputs: [stem, side]}
-- {name: pool, op: global_avg_pool}
+- {name: stem, op: conv2d, out_channels: 16, kernel: 1}
+- {name: side, op: conv2d, inputs: [image], out_channels: 12, kernel: 3, stride: 2, padding: 1}
+- {name: pool, op: global_avg_pool, inputs: [stem]}
 - {name: fc, op: linear, out_features: 4}
 """
 IMG = "{image: {shape: [batch, 8, 8, 3]}}"
 
 
 def test_cpu_alignment_one_changes_nothing():
-    g = model(STEM, IMG, "[fc]")
+    g = model(STEM, IMG, "[fc, side]")
     after, summary = check_pass(g, pad_channels.run, target("cpu"))
     assert summary == ""
     assert [(n.op, n.inputs, n.weights) for n in after.nodes] == \
         [(n.op, n.inputs, n.weights) for n in g.nodes]
 
 
-def test_cuda_pads_the_three_channel_stem_once_for_both_readers():
-    g = model(STEM, IMG, "[fc]")
+def test_cuda_pads_the_three_channel_image_once_for_both_readers():
+    """A pointwise conv and one of unaligned output channels keep the pad (their windows are
+    not gathered into GEMM rows); both read the one pad."""
+    g = model(STEM, IMG, "[fc, side]")
     after, summary = check_pass(g, pad_channels.run, target("h200"))
     assert target("h200").cap("channel_alignment") == 8
-    assert ops(after) == ["pad", "conv2d", "conv2d", "add", "global_avg_pool", "linear"]
+    assert ops(after) == ["pad", "conv2d", "conv2d", "global_avg_pool", "linear"]
     pad = node_of(after, "pad")
     assert pad.attrs["pads"] == (0, 0, 0, 0, 0, 0, 0, 5)
     assert [str(d) for d in after.tensors[pad.output].shape] == ["batch", "8", "8", "8"]
     stem = after.node("stem")
     assert stem.inputs == [pad.output] and after.node("side").inputs == [pad.output]
-    padded = after.weights.get(stem.weights["weight"])
-    assert padded.shape == (16, 8, 3, 3) and not padded[:, 3:].any()
-    np.testing.assert_array_equal(padded[:, :3], g.weights.get("stem.weight"))
+    padded = after.weights.get(after.node("side").weights["weight"])
+    assert padded.shape == (12, 8, 3, 3) and not padded[:, 3:].any()
+    np.testing.assert_array_equal(padded[:, :3], g.weights.get("side.weight"))
     assert after.node("fc").inputs == ["pool"]  # 16 features are aligned already
     assert summary == "2 conv/linear inputs padded to a multiple of 8 channels, 1 pad nodes added"
+
+
+STEM_WINDOWS = """
+- {name: stem7, op: conv2d, out_channels: 16, kernel: 7, stride: 2, padding: 3}
+- {name: stem3, op: conv2d, inputs: [image], out_channels: 32, kernel: 3, stride: 2, padding: 1}
+- {name: patch, op: conv2d, inputs: [image], out_channels: 8, kernel: 4, stride: 4}
+- {name: point, op: conv2d, inputs: [image], out_channels: 16, kernel: 1}
+"""
+
+
+def test_stem_windows_over_few_channels_are_left_unpadded():
+    """Convs over fewer channels than the alignment whose windows span several pixels, with
+    aligned output channels, read the image as it is: the GPU lowering gathers their windows
+    into GEMM rows (gathers_windows); a pointwise conv of the same image is still padded."""
+    g = model(STEM_WINDOWS, IMG, "[stem7, stem3, patch, point]")
+    after, summary = check_pass(g, pad_channels.run, target("h200"))
+    assert [n.name for n in after.nodes if pad_channels.gathers_windows(after, n, 8)] == \
+        ["stem7", "stem3", "patch"]
+    for name in ("stem7", "stem3", "patch"):
+        node = after.node(name)
+        assert node.inputs == ["image"] and node.weights["weight"] == f"{name}.weight"
+    assert after.node("point").inputs == [node_of(after, "pad").output]
+    assert summary == ("1 conv/linear inputs padded to a multiple of 8 channels, 1 pad nodes "
+                       "added, 3 convs left unpadded: their windows are gathered into GEMM rows")
+    assert not any(pad_channels.gathers_windows(g, n, 1) for n in g.nodes)  # cpu, mi250
+    assert not any(pad_channels.gathers_windows(g, n, 2) for n in g.nodes)  # 3 channels >= 2
 
 
 def test_linear_features_and_depthwise_conv():

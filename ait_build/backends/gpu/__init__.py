@@ -3,11 +3,11 @@
 Python side: the lowerings every GPU backend shares (edges.py: device buffers in the model's
 dtype; rows.py: layer norm, channel pads; attention.py: fused attention on ordinary cores, which
 a backend may replace per call with a faster kernel; gemm.py: GEMMs and convs on a backend's
-`MatrixEngine`; depthwise.py: depthwise convs; squeeze_excitation.py: the global average pool
-and the gate's channel scale; transpose.py: permutes that swap the innermost axes) and `LOWER`,
-the table rows they make. Template side:
-templates/gpu/, the simple kernels and the device half of the model's run loop, written with
-CUDA's names, which a HIP build maps through its own small header.
+`MatrixEngine`; im2col.py: the window rows of convs over few channels, for those GEMMs;
+depthwise.py: depthwise convs; squeeze_excitation.py: the global average pool and the gate's
+channel scale; transpose.py: permutes that swap the innermost axes) and `LOWER`, the table rows
+they make. Template side: templates/gpu/, the simple kernels and the device half of the model's
+run loop, written with CUDA's names, which a HIP build maps through its own small header.
 """
 
 from __future__ import annotations

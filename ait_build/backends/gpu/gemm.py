@@ -5,9 +5,9 @@ element types, operand alignments, the context its kernels share and the configu
 may run. This module decides the rest, the same way for every engine: the epilogue act(acc +
 bias + residual) fused in the kernel (a per-column residual becomes the bias; a residual of
 another shape is added by a following elementwise pass), batch axes collapsed to at most two,
-pointwise and patch convs as GEMMs, implicit-GEMM convs, and the tuned call (codegen/tuning.py)
-whose kernel is a dispatch (the backend's `gemm`/`conv2d` template) over one part per
-configuration. Sizes are run-time arguments.
+pointwise and patch convs as GEMMs, convs over few input channels as im2col + GEMM (im2col.py),
+implicit-GEMM convs, and the tuned call (codegen/tuning.py) whose kernel is a dispatch (the
+backend's `gemm`/`conv2d` template) over one part per configuration. Sizes are run-time arguments.
 
 What an engine cannot take goes to the GPU layer's own templates: depthwise convolutions
 (depthwise.py), grouped ones and operands whose rows the engine cannot read (`conv2d_direct`,
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Mapping
 
-from ait_build.backends.gpu import depthwise
+from ait_build.backends.gpu import depthwise, im2col
 from ait_build.codegen import data_movement, epilogue
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.elementwise import act_fn, float_literal, hardtanh_struct
@@ -30,6 +30,7 @@ from ait_build.codegen.tuning import Tunable
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
 from ait_build.ops.epilogue import hardtanh_bounds
+from ait_build.passes.pad_channels import gathers_windows
 
 # per op: the tuned kernel's pointer parameters and size parameters (every part takes them)
 PART_PARAMS = {
@@ -232,6 +233,13 @@ def lower_conv2d(engine: MatrixEngine, lw) -> None:
     cv, ov = c.value, o.value
     align_in = alignment([c], engine.aligns(dtype))
     align_out = alignment([o], engine.aligns(dtype))
+    if gathers_windows(lw.plan.graph, node, lw.plan.target.cap("channel_alignment")):
+        # few input channels (a stem's image): explicit im2col rows, then the dense GEMM
+        rows, width = im2col.gather(lw, engine.aligns(dtype)[0])
+        wt = lw.weight("weight", partial(im2col.filter_rows, width=width), f"rows{width}",
+                       (ov, width), dtype=dtype)
+        gemm_call(engine, lw, epi, out, rows, wt, n * ho * wo, o, width, col_b=True)
+        return
     if g == 1 and align_in and align_out:  # implicit GEMM; filters KRSC (output channel major)
         wt = lw.weight("weight", lambda a: a.transpose(0, 2, 3, 1), "krsc", (ov, kh, kw, cv),
                        dtype=dtype)

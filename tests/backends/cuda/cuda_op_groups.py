@@ -122,6 +122,23 @@ GROUPS = {
                n("gap", "global_avg_pool", ["img"])],
         outputs=["c3", "c3s2d2", "c1", "c_rect", "c_odd", "c_patch", "grouped", "depthwise", "dw_s2",
                  "maxpool", "avgpool", "avgpool_x", "gap"]),
+    # stem convs over few input channels (passes/pad_channels.gathers_windows): no pad, an
+    # explicit im2col (templates/gpu/im2col.cu.j2) into GEMM rows, then the GEMM with the conv's
+    # epilogue. ResNet-50's 7x7/s2/p3 and the 3x3/s2/p1 stems over 3 channels, a residual, a
+    # dilated window over one channel and ViT-like patches; odd image sizes, so windows leave the
+    # image on every side
+    "stem_conv": dict(
+        inputs={"img": {"shape": ["batch", 19, 17, 3]}, "gray": {"shape": ["batch", 12, 11, 1]},
+                "res": {"shape": ["batch", 19, 17, 16]}},
+        graph=[n("s7_relu", "conv2d", ["img"], out_channels=16, kernel=7, stride=2, padding=3,
+                 activation="relu"),
+               n("s3_silu", "conv2d", ["img"], out_channels=32, kernel=3, stride=2, padding=1,
+                 activation="silu", bias=False),
+               n("s3_res", "conv2d", ["img", "res"], out_channels=16, kernel=3, padding=1,
+                 activation="relu"),
+               n("gray_d2", "conv2d", ["gray"], out_channels=8, kernel=5, padding=4, dilation=2),
+               n("patch4", "conv2d", ["img"], out_channels=8, kernel=4, stride=4)],
+        outputs=["s7_relu", "s3_silu", "s3_res", "gray_d2", "patch4"]),
     # grouped convs on tensor cores (backends/cuda/grouped.py): ResNeXt's group widths 8, 16, 32
     # and 64 at stride 1 and 2, RegNet's 24 and 48, three groups of 24 (a block of two groups
     # and a partial one), twice as many outputs as inputs per group, a dilated and a 1x1 one,
@@ -446,6 +463,7 @@ GROUPS["depthwise_imagenet"] = dict(
     outputs=[f"dw{i}_{size}x{c}_k{k}s{s}"
              for i, (size, c, k, s, _) in enumerate(IMAGENET_DEPTHWISE)])
 GROUPS["grouped_conv_bfloat16"] = dict(GROUPS["grouped_conv"], dtype="bfloat16")
+GROUPS["stem_conv_float32"] = dict(GROUPS["stem_conv"], dtype="float32")
 GROUPS["attention_masks_bfloat16"] = dict(GROUPS["attention_masks"], dtype="bfloat16")
 GROUPS["window_attention_bfloat16"] = dict(GROUPS["window_attention"], dtype="bfloat16")
 

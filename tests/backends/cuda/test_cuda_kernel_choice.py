@@ -246,23 +246,46 @@ def test_hopper_attention_picks_its_variant_per_call(tmp_path):
 
 
 def test_a_channel_pad_writes_each_row_once(tmp_path):
-    """ResNet-50's image pad (3 -> 8 channels before the stem conv) is one kernel writing whole
-    16-byte rows, with no fill pass; a pad of other dims keeps the fill and strided copy."""
-    srcs = kernels(spec_path("resnet50"), "h200", tmp_path / "r")
-    (pad,) = names(srcs, "pad_channels")
-    assert "constexpr int kIn = 3, kOut = 8, kBefore = 0;" in srcs[pad]
+    """A pad of the last dim alone is one kernel writing whole rows, with no fill pass; a pad of
+    other dims keeps the fill and strided copy."""
     strided_pad = lambda s: [k for k in s if re.match(r"(pad|fill)_[0-9a-f]{8}\.cu$", k)]
-    assert not strided_pad(srcs)
     other = kernels(op_spec("shape"), "h200", tmp_path / "s")
-    assert len(names(other, "pad_channels")) == 1 and len(strided_pad(other)) == 2
+    (pad,) = names(other, "pad_channels")
+    assert "constexpr int kIn = 6, kOut = 10, kBefore = 1;" in other[pad]
+    assert len(strided_pad(other)) == 2
+
+
+@pytest.mark.parametrize("target", ["h200", "a100"])
+def test_stem_conv_gathers_its_windows_then_gemm(tmp_path, target):
+    """ResNet-50's 7x7/s2/p3 stem over the 3-channel image: no pad to 8 channels, an im2col into
+    rows of 7*7*3 = 147 values and 5 zero columns (152: whole 16-byte rows of float16), then the
+    GEMM [N*112*112, 152] x [64, 152]^T with the conv's bias and relu; ViT's 16x16 patches over 3
+    channels the same (768 values a row, no zero columns) instead of a GEMM over 8 padded
+    channels (K 2048)."""
+    plan = build_plan(spec_path("resnet50"), find_target(target))
+    stem = [s for s in plan.steps if s.node == "conv1"]
+    assert [s.kernel.label for s in stem] == ["im2col", "gemm_relu"]
+    assert stem[1].args[1] == stem[0].args[0]  # the GEMM reads the rows
+    assert stem[1].args[5:8] == ("12544*d_batch", "64", "152")
+    assert dict(stem[0].kernel.context)["vec"] == 8  # 16-byte chunks
+    assert not [s for s in plan.steps if s.kernel.label.startswith("pad")]
+    srcs = kernels(spec_path("resnet50"), target, tmp_path / "r")
+    (im2col,) = names(srcs, "im2col")
+    assert "constexpr int kC = 3, kKH = 7, kKW = 7, kSH = 2, kSW = 2;" in srcs[im2col]
+    assert "constexpr int kK = kKH * kKW * kC, kWidth = 152, kVec = 8;" in srcs[im2col]
+    vit = build_plan(spec_path("vit_b16"), find_target(target)).steps
+    patch = [s for s in vit if s.node == "conv_proj"]
+    assert [s.kernel.label for s in patch] == ["im2col", "gemm"]
+    assert patch[1].args[5:8] == ("196*d_batch", "768", "768")
 
 
 def test_patch_convs_gather_then_gemm(tmp_path):
-    """A conv whose windows tile the input (ViT's 16x16 patches, kernel == stride) gathers each
-    window into a row and runs the GEMM kernels; other windows stay implicit-GEMM convs."""
-    plan_steps = build_plan(spec_path("vit_b16"), find_target("h200")).steps
-    patch = [s for s in plan_steps if s.node == "conv_proj"]
+    """A conv over aligned channels whose windows tile the input (kernel == stride) gathers each
+    window into a row with the strided copy and runs the GEMM kernels; other windows stay
+    implicit-GEMM convs."""
+    plan_steps = build_plan(op_spec("conv"), find_target("h200")).steps
+    patch = [s for s in plan_steps if s.node == "c_patch"]
     assert [s.kernel.label for s in patch] == ["patches", "gemm"]
-    assert patch[1].args[5:8] == ("196*d_batch", "768", "2048")  # M, N = O, K = 16 * 16 * 8
+    assert patch[1].args[5:8] == ("9*d_batch", "16", "72")  # M, N = O, K = 3 * 3 * 8
     srcs = kernels(op_spec("conv"), "h200", tmp_path)
     assert names(srcs, "patches") and names(srcs, "conv2d")

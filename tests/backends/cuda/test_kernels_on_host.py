@@ -4,7 +4,9 @@ width and epilogue of the `depthwise` op group), the global average pools and sq
 channel scale (`pools_and_scales`), the fused concat + batch norm + activation kernels
 (`concat_norms`), the tiled transposes (`layout_swaps`), in float16, bfloat16 and float32, against the reference
 executor with the GPU tests' single-op tolerances, and in float16 once more on tensors that start
-one element past an aligned address (the single-element fallbacks). What it catches: indexing,
+one element past an aligned address (the single-element fallbacks); and the explicit im2col of the
+stem convs (`stem_conv`, float16 and float32) alone, its GEMM being CUTLASS's, against NumPy's
+windows bit for bit, into 16-byte aligned rows and rows one element past. What it catches: indexing,
 bounds, tiles that overrun the image, vector widths that do not divide the channels, unaligned
 pointers; not what only a GPU shows (speed, races between blocks, the compiler's device code).
 About 5 minutes on 2 cores."""
@@ -19,7 +21,7 @@ from ait_build.pipeline import emit, find_target
 from ait_build.spec.model import load_model
 from cuda_helpers import op_tolerance
 from cuda_op_groups import op_spec
-from host_emulation.emulated import HostModel, build, cuda_include
+from host_emulation.emulated import HostModel, build, build_kernels, cuda_include
 
 pytestmark = pytest.mark.nvcc
 
@@ -50,3 +52,62 @@ def test_own_kernels_match_reference_on_the_host(group, dtype, tmp_path):
                                        err_msg=f"{group}/{dtype}/batch{batch}: {name}"
                                        + (" (unaligned)" if shifted else ""))
 
+
+
+def windows(x: np.ndarray, attrs: dict, width: int) -> np.ndarray:
+    """NumPy's im2col of NHWC `x`: [N, HO, WO, width], (kh, kw, c) order, zero columns after."""
+    from ait_build.ops.conv import window_params
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = window_params(attrs)
+    n, h, w, c = x.shape
+    ho, wo = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    xp = np.pad(x, [(0, 0), (ph, ph), (pw, pw), (0, 0)])
+    taps = [xp[:, r * dh:r * dh + sh * (ho - 1) + 1:sh, s * dw:s * dw + sw * (wo - 1) + 1:sw]
+            for r in range(kh) for s in range(kw)]
+    rows = np.concatenate(taps, axis=-1)
+    return np.pad(rows, [(0, 0)] * 3 + [(0, width - rows.shape[-1])])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_stem_im2col_matches_numpy_on_the_host(dtype, tmp_path):
+    """Each stem conv's im2col kernel (templates/gpu/im2col.cu.j2) writes NumPy's windows bit for
+    bit, zeros where a window leaves the image and in the padding columns, over rows that held
+    NaNs; into a 16-byte aligned slot (16-byte stores) and one element past one (the per-element
+    stores)."""
+    import ctypes
+    if cuda_include() is None:
+        pytest.skip("no CUDA headers (CUDA_HOME/include/cuda_runtime.h)")
+    from ait_build.pipeline import build_plan
+    spec = op_spec("stem_conv", dtype)
+    out = str(tmp_path / "stem")
+    emit(spec, find_target("h200"), out)
+    plan = build_plan(spec, find_target("h200"))
+    steps = [s for s in plan.steps if s.kernel.label == "im2col"]
+    assert len(steps) == 5 and not any(n.op == "pad" for n in plan.graph.nodes)
+    kernels = list({s.kernel.name: s.kernel for s in steps}.values())
+    driver = '#include "ait_cuda.h"\nnamespace ait_kernels {\n'
+    driver += "".join(f"int {k.name}(const ait::Ctx& cx, {k.params});\n" for k in kernels) + "}\n"
+    ctype = plan.backend.ctypes[dtype]
+    for k in kernels:
+        driver += (f'extern "C" int run_{k.name}(void* rows, const void* x, int64_t n, int64_t h, '
+                   f"int64_t w, int64_t ho, int64_t wo) {{\n  ait::Ctx cx{{nullptr, 4, nullptr, 0}};\n"
+                   f"  return ait_kernels::{k.name}(cx, static_cast<{ctype}*>(rows), "
+                   f"static_cast<const {ctype}*>(x), n, h, w, ho, wo);\n}}\n")
+    lib = ctypes.CDLL(build_kernels(out, kernels, driver))
+    graph = load_model(spec)
+    inputs = random_inputs(graph, {"batch": 2}, seed=2)
+    for step in steps:
+        node = graph.node(step.node)
+        x = np.ascontiguousarray(inputs[node.inputs[0]])
+        width = dict(step.kernel.context)["width"]
+        expected = windows(x, node.attrs, width)
+        for shifted in (False, True):
+            buf = np.full(expected.size + 16, np.nan, x.dtype)
+            start = (-buf.ctypes.data % 16) // x.itemsize + (1 if shifted else 0)
+            got = buf[start:start + expected.size].reshape(expected.shape)
+            h, w = x.shape[1:3]
+            run = lib[f"run_{step.kernel.name}"]
+            run.argtypes = [ctypes.c_void_p, ctypes.c_void_p] + [ctypes.c_int64] * 5
+            assert run(got.ctypes.data, x.ctypes.data, 2, h, w, *expected.shape[1:3]) == 0
+            np.testing.assert_array_equal(got.view(f"u{x.itemsize}"),
+                                          expected.view(f"u{x.itemsize}"),
+                                          err_msg=f"{step.node}/{dtype}" + (" (unaligned)" if shifted else ""))

@@ -6,7 +6,7 @@ model families added (import_families: gather_elements, sin/cos/log/ceil/abs/sig
 pools, resize2d) and of the bandwidth-bound families' own kernels (the depthwise and
 pools_and_scales groups: every tile, channel slice and vector width of their tests) and the
 fused concat + batch norm + activation kernels (concat_norms) and the tiled transposes
-(layout_swaps) compile with
+(layout_swaps) and the stem convs' im2col kernels (stem_conv, alone: no CUTLASS) compile with
 nvcc for a100 (sm_80 + compute_80 PTX) and h200 (sm_90a), and link into a library that exports
 only the C API. Where no GPU is present, create() must fail with a message (CUDA errors become
 codes, never aborts). Only the selected cases are built (`-k depthwise` compiles no CUTLASS).
@@ -114,3 +114,29 @@ def symbols(obj: str, which: str) -> set:
     """The (mangled) symbol names `nm` lists for an object file, undefined or defined ones."""
     listing = subprocess.run(["nm", which, obj], capture_output=True, text=True, check=True)
     return {line.split()[-1] for line in listing.stdout.splitlines() if line.strip()}
+
+
+@pytest.mark.parametrize("target,dtype", [("a100", "float16"), ("h200", "float16"),
+                                          ("h200", "float32")])
+def test_stem_im2col_kernels_compile(nvcc, tmp_path, target, dtype):
+    """The stem_conv group's im2col kernels (templates/gpu/im2col.cu.j2: five windows) compile
+    for the target in one translation unit (each kernel has its own namespace), and their PTX
+    writes rows with 16-byte stores (the per-element stores stay for unaligned slots)."""
+    t = find_target(target)
+    spec = op_spec("stem_conv", dtype)
+    out = tmp_path / "out"
+    emit(spec, t, str(out))
+    kernels = [k for k in build_plan(spec, t).unique_kernels() if k.label == "im2col"]
+    assert len(kernels) == 5
+    unity = out / "im2col.cu"
+    unity.write_text("".join(f'#include "{k.source}"\n' for k in kernels))
+    command = toolchain_for(t).compile_command(str(unity), str(tmp_path / "im2col.o"))
+    run_checked(command, f"compiling the im2col kernels for {target}")
+    arch = next(a for a in command if a.startswith("-gencode="))
+    ptx = [a for a in command if not a.startswith("-gencode=")]
+    ptx[ptx.index("-c")] = "-ptx"
+    ptx[-1] = str(tmp_path / "im2col.ptx")
+    ptx.insert(1, "-arch=" + arch.split("arch=")[1].split(",")[0])
+    run_checked(ptx, f"the im2col kernels' PTX for {target}")
+    text = (tmp_path / "im2col.ptx").read_text()
+    assert text.count("st.global.v4.u32") == len(kernels)

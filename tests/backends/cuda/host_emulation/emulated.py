@@ -2,7 +2,8 @@
 (prelude.h: CUDA's built-ins as thread-locals, one std::thread per GPU thread of a block;
 runtime.cpp: host memory as device memory, no graphs), so the GPU layer's own kernels can be
 checked for indexing, bounds and alignment fallbacks where there is no GPU. CUTLASS kernels
-cannot be built so: a spec run this way must use the GPU layer's own templates only."""
+cannot be built so: a spec run whole this way must use the GPU layer's own templates only; of
+any other, `build_kernels` builds some own kernels with a driver that calls them."""
 
 from __future__ import annotations
 
@@ -36,11 +37,28 @@ def host_source(text: str) -> str:
 def build(out_dir: str, name: str, workers: int = 2) -> str:
     """Compiles an emitted cuda model (out_dir/src) for the host; returns the library's path."""
     src = os.path.join(out_dir, "src")
+    sources = sorted(glob.glob(os.path.join(src, "*.cu"))) + [os.path.join(src, "model.cpp")]
+    return _library(out_dir, f"lib{name}.so", sources, [os.path.join(src, "build_id.cpp")], workers)
+
+
+def build_kernels(out_dir: str, kernels: list, driver: str, workers: int = 2) -> str:
+    """Compiles some kernels of an emitted cuda model (plan Kernels, each src/<name>.cu) with a
+    driver (C++ text calling them, its functions extern "C") into a host library."""
+    driver_path = os.path.join(out_dir, "host_driver.cpp")
+    with open(driver_path, "w") as fh:
+        fh.write(driver)
+    sources = [os.path.join(out_dir, k.source) for k in kernels]
+    return _library(out_dir, "libkernels.so", sources, [driver_path], workers)
+
+
+def _library(out_dir: str, lib_name: str, sources: list, plain: list, workers: int) -> str:
+    """`sources` (launches rewritten for the host) and `plain` C++ files, with the emulated
+    runtime, built into out_dir/host/<lib_name>."""
+    src = os.path.join(out_dir, "src")
     host_dir = os.path.join(out_dir, "host")
     os.makedirs(host_dir, exist_ok=True)
-    sources = sorted(glob.glob(os.path.join(src, "*.cu"))) + [os.path.join(src, "model.cpp")]
     jobs = []
-    for path in sources + [os.path.join(src, "build_id.cpp"), os.path.join(HERE, "runtime.cpp")]:
+    for path in sources + plain + [os.path.join(HERE, "runtime.cpp")]:
         host = os.path.join(host_dir, os.path.basename(path) + ".cpp")
         with open(path) as fh:
             text = fh.read()
@@ -57,7 +75,7 @@ def build(out_dir: str, name: str, workers: int = 2) -> str:
 
     with ThreadPoolExecutor(workers) as pool:
         list(pool.map(compile_one, jobs))
-    lib = os.path.join(host_dir, f"lib{name}.so")
+    lib = os.path.join(host_dir, lib_name)
     # -Bsymbolic: the emulated runtime's cuda* functions, even where a real libcudart is loaded
     # (torch imported in the same process)
     subprocess.run(["g++", "-shared", "-Wl,-Bsymbolic", "-o", lib] + [cmd[-1] for cmd in jobs]
