@@ -13,7 +13,10 @@ The run's processes take no transparent huge pages (prctl PR_SET_THP_DISABLE, wh
 and every process they start inherit): the libraries' big buffers and NumPy's large arrays ask
 for them (MADV_HUGEPAGE), and on a busy machine the kernel compacts memory for each such fault
 in the faulting process, seconds of system time per large model for what is only a speed hint.
-The advice is still given and recorded (tests/codegen/test_buffer.py checks it)."""
+The advice is still given and recorded (tests/codegen/test_buffer.py checks it).
+
+The files the run collects are recorded (collected_test_files), so that tests/test_collection.py
+reads the default run's own collection instead of collecting every file again in a subprocess."""
 
 from __future__ import annotations
 
@@ -50,6 +53,32 @@ def pytest_configure(config):
     if made:
         config.add_cleanup(lambda: (shutil.rmtree(made, ignore_errors=True),
                                     os.environ.pop(VARIABLE, None)))
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_COLLECTED: set = set()  # test files (relative to ROOT) this process collected
+
+
+def pytest_itemcollected(item):
+    """Every test's file, before -m or -k deselect any (an xdist worker collects every test)."""
+    _COLLECTED.add(os.path.relpath(str(item.path), ROOT))
+
+
+def pytest_collectreport(report):
+    """A module that skips itself (importorskip) was found all the same."""
+    if report.skipped and report.nodeid.endswith(".py"):
+        _COLLECTED.add(os.path.normpath(report.nodeid))
+
+
+@pytest.fixture(scope="session")
+def collected_test_files(request):
+    """The test files this run collected when it collected the whole of tests/ (the default
+    run), else None."""
+    config = request.config
+    args = [os.path.join(str(config.invocation_params.dir), a.split("::")[0]) for a in config.args]
+    if not args or any(os.path.normpath(a) not in (ROOT, os.path.join(ROOT, "tests")) for a in args):
+        return None
+    return set(_COLLECTED)
 
 
 @pytest.fixture(scope="session")

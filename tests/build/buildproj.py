@@ -24,6 +24,18 @@ from shared_cache import cache_folder
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = "mlp"
+# the smallest model a build compiles every kind of object for: one kernel, model.cpp and
+# build_id.cpp (ONE_OP.format(name=...))
+ONE_OP = """apiVersion: ait-build/v1
+kind: Model
+name: {name}
+dims: {{batch: {{max: 4}}}}
+inputs:
+  x: {{shape: [batch, 8]}}
+graph:
+  - {{name: act, op: relu}}
+outputs: [act]
+"""
 
 
 @dataclass
@@ -83,10 +95,10 @@ class Project:
         with open(self.path(rel), "w", encoding="utf-8") as fh:
             fh.write(text.replace(old, new, 1))
 
-    def copy(self, dest: str) -> "Project":
-        """A copy at `dest` (copy_tree)."""
+    def copy(self, dest: str, shared_cache: bool = False) -> "Project":
+        """A copy at `dest` (copy_tree); `shared_cache`: its builds go through the run's CacheDir."""
         copy_tree(self.root, dest)
-        return Project(dest)
+        return Project(dest, shared_cache)
 
     def plan(self, model: str = MODEL) -> SimpleNamespace:
         """The Emission of a spec as this project's package plans it (in a subprocess)."""

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from buildproj import MODEL
 
@@ -95,11 +96,25 @@ def _cache_entries(cache: str) -> dict:
     return entries
 
 
-def test_corrupt_cache_entries_are_rebuilt_not_used(built, tmp_path):
-    cache = str(tmp_path / "cache")
-    first = built.copy(str(tmp_path / "first"))
+@pytest.fixture(scope="module")
+def cached(built, tmp_path_factory):
+    """A clean build of the model through a cache of its own, shared by the tests that damage
+    the cache: each takes (the project, the cache folder) as copies of its own."""
+    root = tmp_path_factory.mktemp("cached")
+    first = built.copy(str(root / "first"))
     shutil.rmtree(first.path("build"))
-    first.scons("target=cpu", f"cache={cache}")
+    first.scons("target=cpu", f"cache={root / 'cache'}")
+    return first, str(root / "cache")
+
+
+def _own_copy(cached, tmp_path) -> tuple:
+    first, cache = cached
+    shutil.copytree(cache, tmp_path / "cache")
+    return first.copy(str(tmp_path / "first")), str(tmp_path / "cache")
+
+
+def test_corrupt_cache_entries_are_rebuilt_not_used(cached, tmp_path):
+    first, cache = _own_copy(cached, tmp_path)
     good = _outputs(first)
     entries = _cache_entries(cache)
     library = entries[good[f"lib{MODEL}.so"]]
@@ -120,11 +135,8 @@ def test_corrupt_cache_entries_are_rebuilt_not_used(built, tmp_path):
     _runs(second)
 
 
-def test_cache_entry_without_a_recorded_hash_is_not_used(built, tmp_path):
-    cache = str(tmp_path / "cache")
-    first = built.copy(str(tmp_path / "first"))
-    shutil.rmtree(first.path("build"))
-    first.scons("target=cpu", f"cache={cache}")
+def test_cache_entry_without_a_recorded_hash_is_not_used(cached, tmp_path):
+    first, cache = _own_copy(cached, tmp_path)
     for dirpath, _, files in os.walk(cache):
         for name in files:
             if name.endswith(".sha256"):

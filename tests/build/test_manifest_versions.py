@@ -10,7 +10,7 @@ import os
 
 from ait_build.backends.toolchain import compiler_version
 from ait_build.pipeline import emit, find_target
-from buildproj import MODEL, NVCC_VERSION, REPO, fake_compiler, make_project
+from buildproj import MODEL, NVCC_VERSION, ONE_OP, REPO, fake_compiler, make_project
 
 HIPCC_VERSION = """HIP version: 5.2.21153-0
 Debian clang version 15.0.6
@@ -69,10 +69,14 @@ def test_a_new_compiler_version_rebuilds_everything(tmp_path):
                        'exec /usr/bin/g++ "$@"\n')
     wrapper.chmod(0o755)
     project = make_project(str(tmp_path / "p"))
+    with open(project.path("specs", "one_op.yaml"), "w", encoding="utf-8") as fh:
+        fh.write(ONE_OP.format(name="one_op"))
     env = {"PATH": f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}"}
-    project.scons("target=cpu", env=dict(env, FAKE_GXX="12.2.0"))
-    assert not project.scons("target=cpu", env=dict(env, FAKE_GXX="12.2.0")).steps("compiling")
-    result = project.scons("target=cpu", env=dict(env, FAKE_GXX="12.3.0"))
-    assert len(result.steps("compiling")) == len(project.plan().compiled_sources), result.out
-    with open(project.out("manifest.json")) as fh:
+    project.scons("target=cpu", "model=one_op", env=dict(env, FAKE_GXX="12.2.0"))
+    assert not project.scons("target=cpu", "model=one_op",
+                             env=dict(env, FAKE_GXX="12.2.0")).steps("compiling")
+    result = project.scons("target=cpu", "model=one_op", env=dict(env, FAKE_GXX="12.3.0"))
+    assert len(result.steps("compiling")) == len(project.plan("one_op").compiled_sources) == 3, \
+        result.out
+    with open(project.path("build", "cpu", "one_op", "manifest.json")) as fh:
         assert json.load(fh)["compiler"]["version"] == "12.3.0"

@@ -16,19 +16,10 @@ import sys
 import numpy as np
 import pytest
 
-from buildproj import make_project
+from buildproj import ONE_OP, make_project
 
 FOLDER = "sp ace $(touch PWNED_SH) `touch PWNED_TICK` ${HOME}"
-SPEC = """apiVersion: ait-build/v1
-kind: Model
-name: tiny
-dims: {batch: {max: 4}}
-inputs:
-  x: {shape: [batch, 8]}
-graph:
-  - {name: act, op: relu}
-outputs: [act]
-"""
+SPEC = ONE_OP.format(name="tiny")
 
 
 class Checkout:

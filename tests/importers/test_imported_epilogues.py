@@ -41,9 +41,22 @@ def unfused(graph) -> list:
     return found
 
 
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """imported(name) -> (spec, weights, graph): each model exported and imported once for the
+    module's tests (the optimizer and the reference work on copies of the graph)."""
+    done = {}
+
+    def run(name: str):
+        if name not in done:
+            done[name] = import_case(CASE, tmp_path_factory.mktemp(name), name, {"name": name})
+        return done[name]
+    return run
+
+
 @pytest.mark.parametrize("name", ["mobilenet_v3_large", "efficientnet_b0"])
-def test_no_activation_is_left_after_a_gemm(name, tmp_path):
-    _, _, graph = import_case(CASE, tmp_path, name, {"name": name})
+def test_no_activation_is_left_after_a_gemm(name, imported):
+    _, _, graph = imported(name)
     for target in ("cpu", "h200"):
         after, _ = optimize(graph, find_target(target))
         assert unfused(after) == [], (target, unfused(after))
@@ -52,9 +65,9 @@ def test_no_activation_is_left_after_a_gemm(name, tmp_path):
         assert want <= acts, (target, acts)
 
 
-def test_mobilenet_v3_builds_for_cpu_and_matches(tmp_path, build_spec):
+def test_mobilenet_v3_builds_for_cpu_and_matches(imported, build_spec):
     name = "mobilenet_v3_large"
-    spec, _, graph = import_case(CASE, tmp_path, name, {"name": name})
+    spec, _, graph = imported(name)
     model, _, _ = build_spec(spec, name=name)
     got = model.run(IMAGE)[graph.outputs[0]]
     ref = run_reference(graph, IMAGE)[graph.outputs[0]]
