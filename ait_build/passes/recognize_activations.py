@@ -75,8 +75,8 @@ def _match(graph: Graph, uses: Uses, group: list) -> tuple | None:
         members = _reads_only(group, t)
         for sink in reversed(members):
             nodes = _ancestors(members, sink)
-            inner = [n.output for n in nodes if n is not sink]
-            if len(nodes) < 2 or any(r not in nodes for o in inner for r in uses.of(o)) or \
+            inner, ids = [n.output for n in nodes if n is not sink], {id(n) for n in nodes}
+            if len(nodes) < 2 or any(id(r) not in ids for o in inner for r in uses.of(o)) or \
                     any(o in graph.outputs for o in inner):
                 continue
             src, out = graph.tensors[t], graph.tensors[sink.output]
@@ -91,10 +91,10 @@ def _match(graph: Graph, uses: Uses, group: list) -> tuple | None:
 def run(graph: Graph, target) -> str:
     replaced = 0
     taken: set = set()
+    uses = Uses(graph)
     for root in reversed(list(graph.nodes)):
         if id(root) in taken or not fusable(root):
             continue
-        uses = Uses(graph)
         group = grow(graph, uses, root, taken)
         taken.update(id(n) for n in group)
         found = _match(graph, uses, group) if len(group) >= 2 else None
@@ -106,4 +106,5 @@ def run(graph: Graph, target) -> str:
                                                   dict(attrs), {}, sink.loc)
         remove_nodes(graph, nodes[:-1])
         replaced += 1
+        uses = Uses(graph)  # only a replacement changes who reads what
     return summary((replaced, "written-out activations recognised"))
