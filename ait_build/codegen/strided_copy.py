@@ -109,8 +109,7 @@ def lower_strided_copy(lw, tiled=None) -> None:
 def lower_pad(lw) -> None:
     """A constant pad: one pass (padded_copy), the pad value written where no input lands."""
     node = lw.node
-    step = ("pad", (("pads", tuple(node.attrs["pads"])), ("value", node.attrs["value"])),
-            tuple(lw.shape(node.output)))
+    step = strided_view.pad_step(node.attrs, lw.shape(node.output))
     view = strided_view.compose(lw.shape(node.inputs[0]), [step])
     if view is None:  # a pad of a symbolic dim: the fill and the strided copy
         data_movement.lower_pad(lw)

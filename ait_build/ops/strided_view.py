@@ -210,6 +210,11 @@ def apply(view: View, op: str, attrs: dict, in_shape, out_shape) -> View | None:
     raise ValueError(op)
 
 
+def pad_step(attrs: dict, out_shape) -> tuple:
+    """A `pad` node's step of a `strided_copy` (its pads and value), as `then` reads it."""
+    return ("pad", (("pads", tuple(attrs["pads"])), ("value", attrs["value"])), tuple(out_shape))
+
+
 def then(view: View, step, in_shape) -> View | None:
     """`view` (of a tensor of `in_shape`) followed by one step of a `strided_copy`'s `steps`
     ((op, ((attr, value), ...), output shape)), or None when that is not one view."""

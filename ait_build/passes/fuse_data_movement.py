@@ -65,7 +65,7 @@ def _steps(graph: Graph, node: Node) -> list:
     if node.op == "slice":
         return [("slice", tuple(sorted(node.attrs.items())), out)]
     if node.op == "pad":
-        return [("pad", (("pads", tuple(node.attrs["pads"])), ("value", node.attrs["value"])), out)]
+        return [strided_view.pad_step(node.attrs, out)]
     x = shape(node.inputs[0])
     axis = norm_axis(node.attrs["axis"], len(x))
     steps, at = [], Dim.of(0)
