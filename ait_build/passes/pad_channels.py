@@ -27,6 +27,9 @@ from ait_build.passes.rewrite import add_weight, free_name, insert_before, node_
 
 # op -> axis of its weight that holds the input channels
 WEIGHT_IN_AXIS = {"conv2d": 1, "linear": 1}
+# the input rows one output pixel's window spans must fit the im2col kernel's shared-memory strip
+# (backends/gpu/im2col.STRIP_BYTES, 24 KB) in float32; a wider window pads its channels instead
+STRIP_ELEMENTS = 6 * 1024
 
 
 def gathers_windows(graph: Graph, node: Node, align: int) -> bool:
@@ -37,9 +40,10 @@ def gathers_windows(graph: Graph, node: Node, align: int) -> bool:
         return False
     channels = graph.tensors[node.inputs[0]].shape[-1]
     out_channels = graph.tensors[node.output].shape[-1]
-    (kh, kw), (sh, sw), _, _ = window_params(node.attrs)
+    (kh, kw), (sh, sw), _, (_, dw) = window_params(node.attrs)
     return (channels.is_static and channels.value < align and out_channels.is_static
-            and out_channels.value % align == 0 and (kh * kw > 1 or sh * sw > 1))
+            and out_channels.value % align == 0 and (kh * kw > 1 or sh * sw > 1)
+            and kh * ((kw - 1) * dw + 1) * channels.value <= STRIP_ELEMENTS)
 
 
 def _needs_pad(graph: Graph, node: Node, align: int) -> int:

@@ -66,6 +66,23 @@ def test_stem_windows_over_few_channels_are_left_unpadded():
     assert not any(pad_channels.gathers_windows(g, n, 2) for n in g.nodes)  # 3 channels >= 2
 
 
+def test_window_wider_than_the_strip_is_padded_instead():
+    """A window whose input rows do not fit the im2col kernel's shared-memory strip (a 31x31 conv
+    dilated 8 over 7 channels: 31 rows of 241 pixels) keeps the pad + implicit-GEMM conv; a
+    21x21 one undilated is gathered. The GPU lowering's tiles fit that strip."""
+    from ait_build.backends.gpu.im2col import STRIP_BYTES, tile_pixels
+    g = model("""
+        - {name: wide, op: conv2d, out_channels: 8, kernel: 31, padding: 120, dilation: 8}
+        - {name: near, op: conv2d, inputs: [image], out_channels: 8, kernel: 21, padding: 10}
+        """, "{image: {shape: [batch, 64, 64, 7]}}", "[wide, near]")
+    assert [n.name for n in g.nodes if pad_channels.gathers_windows(g, n, 8)] == ["near"]
+    resnet_stem = dict(kh=7, kw=7, sh=2, sw=2, dh=1, dw=1)
+    assert tile_pixels(resnet_stem, 3, 2) == 64
+    near = dict(kh=21, kw=21, sh=1, sw=1, dh=1, dw=1)
+    tile = tile_pixels(near, 7, 4)
+    assert 1 <= tile < 64 and 21 * (tile - 1 + 21) * 7 * 4 <= STRIP_BYTES
+
+
 def test_linear_features_and_depthwise_conv():
     g = model("""
         - {name: dw, op: conv2d, out_channels: 3, kernel: 3, padding: 1, groups: 3}

@@ -7,7 +7,8 @@ the matrix engine reads; the conv is then the dense GEMM of those rows with the 
 (gemm.py), with the conv's fused epilogue. Rather than padding the image to 8 channels and
 running an implicit-GEMM conv whose reduction is mostly zeros (ResNet-50's 7x7 stem: 392
 reduced values of which 147 are real), the GEMM reduces over K = 152 and the rows are written
-once with 16-byte stores (templates/gpu/im2col.cu.j2: one thread per 16-byte chunk of a row).
+once with 16-byte stores (templates/gpu/im2col.cu.j2: a block per run of output pixels of one
+row, its windows' input rows staged in shared memory, the run's rows stored as one span).
 """
 
 from __future__ import annotations
@@ -17,6 +18,20 @@ import numpy as np
 from ait_build.codegen.cexpr import cexpr
 from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.op_geometry import conv_geometry
+
+
+STRIP_BYTES = 24 * 1024  # shared memory a block's strip of input rows may take
+
+
+def tile_pixels(win: dict, channels: int, itemsize: int) -> int:
+    """Output pixels of one row a block gathers: the most, up to 64, whose strip (the KH input
+    rows their windows cover) fits in STRIP_BYTES; at least 1 (passes/pad_channels keeps a
+    window too large for that off this path)."""
+    tile = 64
+    while tile > 1 and win["kh"] * ((tile - 1) * win["sw"] + (win["kw"] - 1) * win["dw"] + 1) \
+            * channels * itemsize > STRIP_BYTES:
+        tile //= 2
+    return tile
 
 
 def row_width(k: int, align: int) -> int:
@@ -45,7 +60,7 @@ def gather(lw, align: int) -> tuple:
     params = [(f"{ctype}*", "rows"), (f"const {ctype}*", "x")]
     params += [("int64_t", p) for p in ("N", "H", "W", "HO", "WO")]
     context = dict(ctype=ctype, bits=f"uint{8 * itemsize}_t", channels=c.value, width=width,
-                   vec=vec, **win)
+                   vec=vec, tile=tile_pixels(win, c.value, itemsize), **win)
     kernel = make_kernel("im2col", node.op, lw.template("im2col"), context, params)
     lw.call(kernel, [rows, lw.src(x)] + [cexpr(v) for v in (n, h, w, ho, wo)])
     return rows, width

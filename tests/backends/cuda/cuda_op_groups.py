@@ -130,7 +130,7 @@ GROUPS = {
     # image on every side
     "stem_conv": dict(
         inputs={"img": {"shape": ["batch", 19, 17, 3]}, "gray": {"shape": ["batch", 12, 11, 1]},
-                "res": {"shape": ["batch", 19, 17, 16]}},
+                "res": {"shape": ["batch", 19, 17, 16]}, "wide": {"shape": ["batch", 15, 150, 3]}},
         graph=[n("s7_relu", "conv2d", ["img"], out_channels=16, kernel=7, stride=2, padding=3,
                  activation="relu"),
                n("s3_silu", "conv2d", ["img"], out_channels=32, kernel=3, stride=2, padding=1,
@@ -138,8 +138,12 @@ GROUPS = {
                n("s3_res", "conv2d", ["img", "res"], out_channels=16, kernel=3, padding=1,
                  activation="relu"),
                n("gray_d2", "conv2d", ["gray"], out_channels=8, kernel=5, padding=4, dilation=2),
-               n("patch4", "conv2d", ["img"], out_channels=8, kernel=4, stride=4)],
-        outputs=["s7_relu", "s3_silu", "s3_res", "gray_d2", "patch4"]),
+               n("patch4", "conv2d", ["img"], out_channels=8, kernel=4, stride=4),
+               # rows of 148 output pixels: two whole tiles of 64 and a partial one; an 11x11/s4 window
+               # whose strip takes tiles of 32 pixels in float32 (backends/gpu/im2col.tile_pixels)
+               n("wide_s1", "conv2d", ["wide"], out_channels=16, kernel=3),
+               n("wide_11s4", "conv2d", ["wide"], out_channels=8, kernel=11, stride=4, padding=2)],
+        outputs=["s7_relu", "s3_silu", "s3_res", "gray_d2", "patch4", "wide_s1", "wide_11s4"]),
     # grouped convs on tensor cores (backends/cuda/grouped.py): ResNeXt's group widths 8, 16, 32
     # and 64 at stride 1 and 2, RegNet's 24 and 48, three groups of 24 (a block of two groups
     # and a partial one), twice as many outputs as inputs per group, a dilated and a 1x1 one,

@@ -85,7 +85,7 @@ def test_stem_im2col_matches_numpy_on_the_host(dtype, tmp_path):
     emit(spec, find_target("h200"), out)
     plan = build_plan(spec, find_target("h200"))
     steps = [s for s in plan.steps if s.kernel.label == "im2col"]
-    assert len(steps) == 5 and not any(n.op == "pad" for n in plan.graph.nodes)
+    assert len(steps) == 7 and not any(n.op == "pad" for n in plan.graph.nodes)
     kernels = list({s.kernel.name: s.kernel for s in steps}.values())
     driver = '#include "ait_cuda.h"\nnamespace ait_kernels {\n'
     driver += "".join(f"int {k.name}(const ait::Ctx& cx, {k.params});\n" for k in kernels) + "}\n"

@@ -163,7 +163,7 @@ def test_stem_im2col_kernels_compile_for_gfx90a(tmp_path):
         out = tmp_path / dtype
         emit(spec, target, str(out))
         kernels = [k for k in build_plan(spec, target).unique_kernels() if k.label == "im2col"]
-        assert len(kernels) == 5
+        assert len(kernels) == 7
         unity = out / "im2col.cu"
         unity.write_text("".join(f'#include "{k.source}"\n' for k in kernels))
         proc = subprocess.run(tc.compile_command(str(unity), str(tmp_path / f"{dtype}.o")),
