@@ -3,10 +3,13 @@
 twin, on the same inputs and GPU, in one process; and our library's time per graph node with
 its TFLOP/s and GB/s against the measured ceilings (ait_build/bench/step_report.py: an event after
 every kernel call). Prints the kernels that take the most time per call and writes them as JSON.
-Builds with SCons first, like `ait-build bench`.
+Builds with SCons first, like `ait-build bench`. A case names a model under specs/ or a spec file
+(an imported one is compared with its rebuilt `source:` module, as `bench --vs torch` does);
+`--ours-only` leaves PyTorch out.
 
     python bench/cuda_profile.py --target h200 --cases "bert_base:8x4096 vit_b16:256" \
         --out profile.json
+    python bench/cuda_profile.py --cases build/zoo/efficientnet_v2_s.yaml:128 --ours-only --top 30
 """
 
 from __future__ import annotations
@@ -46,13 +49,14 @@ def kernel_table(torch, fn, calls: int, top: int) -> dict:
             "kernels": [{"name": n[:160], "ms": ms, "launches": c} for n, ms, c in rows[:top]]}
 
 
-def profile_case(torch, name: str, target: str, dims: dict, calls: int, top: int) -> dict:
-    from ait_build.bench.models import torch_twin
+def profile_case(torch, name: str, target: str, dims: dict, calls: int, top: int,
+                 ours_only: bool = False) -> dict:
+    from ait_build.bench.source_twin import comparison_twin
     from ait_build.build.invoke import build
     from ait_build.runtime.inputs import make_inputs
     from ait_build.runtime import Model
     from ait_build.spec.model import load_model
-    spec = os.path.join(ROOT, "specs", f"{name}.yaml")
+    spec = name if name.endswith((".yaml", ".yml")) else os.path.join(ROOT, "specs", f"{name}.yaml")
     out, graph = build(spec, target, quiet=True), load_model(spec)
     os.environ["AIT_CUDA_GRAPHS"] = "0"
     row = {"model": name, "dims": dims}
@@ -67,7 +71,9 @@ def profile_case(torch, name: str, target: str, dims: dict, calls: int, top: int
                                              max(calls, 5))
         row["kinds"] = step_report.by_kind(row["nodes"])
         print(step_report.text(row["nodes"]))
-    twin = torch_twin(graph, name)
+    if ours_only:
+        return row
+    twin = comparison_twin(spec, graph, graph.name)
     module = twin.module.half().cuda()
     args = [a.cuda().half() if a.is_floating_point() else a.cuda() for a in twin.to_args(inputs)]
     with torch.inference_mode():
@@ -82,15 +88,16 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=3)
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--out", default="")
+    parser.add_argument("--ours-only", action="store_true", help="leave PyTorch's kernels out")
     args = parser.parse_args()
     import torch
     report = {"target": args.target, "device": torch.cuda.get_device_name(),
               "torch": torch.__version__, "calls": args.calls, "results": []}
     for case in args.cases.split():
         name, dims = parse_case(case)
-        row = profile_case(torch, name, args.target, dims, args.calls, args.top)
+        row = profile_case(torch, name, args.target, dims, args.calls, args.top, args.ours_only)
         report["results"].append(row)
-        for side in ("ait_build", "torch_eager"):
+        for side in ("ait_build",) + (() if args.ours_only else ("torch_eager",)):
             t = row[side]
             print(f"{args.target} {name} {dims} {side}: {t['total_ms']:.3f} ms of kernels per call")
             for k in t["kernels"]:

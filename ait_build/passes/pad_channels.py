@@ -32,18 +32,23 @@ WEIGHT_IN_AXIS = {"conv2d": 1, "linear": 1}
 STRIP_ELEMENTS = 6 * 1024
 
 
-def gathers_windows(graph: Graph, node: Node, align: int) -> bool:
+def gathers_windows(graph: Graph, node: Node, align: int, below: int = 0) -> bool:
     """Whether `node` is a conv that a target of channel alignment `align` runs as an explicit
     im2col + GEMM over its unpadded channels: one group, static input channels below the
-    alignment, a window of more than one pixel (or a stride), aligned output channels."""
+    alignment, a window of more than one pixel (or a stride), aligned output channels. A target's
+    `im2col_channels` (`below`) extends that to aligned channels below it when the outputs are at
+    least as many (a GEMM of that width is compute-bound enough to pay for writing the rows)."""
     if node.op != "conv2d" or node.attrs.get("groups", 1) != 1 or align <= 1:
         return False
     channels = graph.tensors[node.inputs[0]].shape[-1]
     out_channels = graph.tensors[node.output].shape[-1]
+    if not (channels.is_static and out_channels.is_static):
+        return False
+    c, o = channels.value, out_channels.value
     (kh, kw), (sh, sw), _, (_, dw) = window_params(node.attrs)
-    return (channels.is_static and channels.value < align and out_channels.is_static
-            and out_channels.value % align == 0 and (kh * kw > 1 or sh * sw > 1)
-            and kh * ((kw - 1) * dw + 1) * channels.value <= STRIP_ELEMENTS)
+    few = c < align or (c < below and o >= below)
+    return (few and o % align == 0 and (kh * kw > 1 or sh * sw > 1)
+            and kh * ((kw - 1) * dw + 1) * c <= STRIP_ELEMENTS)
 
 
 def _needs_pad(graph: Graph, node: Node, align: int) -> int:

@@ -26,9 +26,12 @@ COMPILER_FIELDS = ("cxx", "flags", "link_flags", "min_version")
 DEVICE_FIELDS = ("cores", "sm_count", "smem_per_block", "peak_fp16_tflops", "peak_fp32_tflops",
                  "hbm_tbps", "memory_gb", "l2_mb", "simd")
 CAPABILITY_FIELDS = ("dtypes", "fused_epilogue", "fused_attention", "fused_layernorm",
-                     "channel_alignment", "cuda_graphs")
+                     "channel_alignment", "im2col_channels", "cuda_graphs")
+# im2col_channels 0: only convs over fewer channels than the alignment gather their windows
 CAPABILITY_DEFAULTS = {"dtypes": ("float32",), "fused_epilogue": True, "fused_attention": True,
-                       "fused_layernorm": True, "channel_alignment": 1, "cuda_graphs": False}
+                       "fused_layernorm": True, "channel_alignment": 1, "im2col_channels": 0,
+                       "cuda_graphs": False}
+INT_CAPABILITIES = {"channel_alignment": 1, "im2col_channels": 0}  # key -> its least value
 # precision.accumulate: what the tensor-core GEMMs and convs of float16 models accumulate in,
 # one of the backend's `accumulate` (float16: an opt-in); bfloat16 models keep float32 (tensor
 # cores have no bfloat16 accumulate) and float32 models their 3xTF32.
@@ -162,11 +165,11 @@ def load_target(path: str, backends) -> Target:
                     if dtype not in ALL_DTYPES:
                         raise SpecError(f"unknown dtype '{dtype}' in capabilities.dtypes"
                                         + did_you_mean(dtype, ALL_DTYPES), raw[key].where(i))
-            elif key == "channel_alignment":
+            elif key in INT_CAPABILITIES:
                 caps[key] = get(raw, key, int, "capabilities")
-                if caps[key] < 1:
-                    raise SpecError(f"'channel_alignment' in capabilities must be at least 1, got "
-                                    f"{caps[key]}", raw.where(key))
+                if caps[key] < INT_CAPABILITIES[key]:
+                    raise SpecError(f"'{key}' in capabilities must be at least "
+                                    f"{INT_CAPABILITIES[key]}, got {caps[key]}", raw.where(key))
             else:
                 caps[key] = get(raw, key, bool, "capabilities")
     precision = _precision(doc, backend, backends)

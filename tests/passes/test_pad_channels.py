@@ -83,6 +83,20 @@ def test_window_wider_than_the_strip_is_padded_instead():
     assert 1 <= tile < 64 and 21 * (tile - 1 + 21) * 7 * 4 <= STRIP_BYTES
 
 
+def test_im2col_channels_gathers_aligned_convs_into_as_many_outputs():
+    """Below a target's im2col_channels (the sm90 targets: 64), a conv over aligned channels is
+    gathered too when it has at least that many outputs; fewer outputs keep the implicit GEMM
+    (its rows would cost more to write than the narrow GEMM saves)."""
+    g = model("""
+        - {name: up, op: conv2d, out_channels: 64, kernel: 3, padding: 1}
+        - {name: level, op: conv2d, inputs: [image], out_channels: 16, kernel: 3, padding: 1}
+        - {name: point, op: conv2d, inputs: [image], out_channels: 64, kernel: 1}
+        - {name: wide, op: conv2d, inputs: [up], out_channels: 128, kernel: 3, padding: 1}
+        """, "{image: {shape: [batch, 8, 8, 16]}}", "[level, point, wide]")
+    assert [n.name for n in g.nodes if pad_channels.gathers_windows(g, n, 8, 64)] == ["up"]
+    assert not any(pad_channels.gathers_windows(g, n, 8) for n in g.nodes)
+
+
 def test_linear_features_and_depthwise_conv():
     g = model("""
         - {name: dw, op: conv2d, out_channels: 3, kernel: 3, padding: 1, groups: 3}

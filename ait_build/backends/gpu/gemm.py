@@ -239,8 +239,11 @@ def lower_conv2d(engine: MatrixEngine, lw) -> None:
     cv, ov = c.value, o.value
     align_in = alignment([c], engine.aligns(dtype))
     align_out = alignment([o], engine.aligns(dtype))
-    if gathers_windows(lw.plan.graph, node, lw.plan.target.cap("channel_alignment")):
-        # few input channels (a stem's image): explicit im2col rows, then the dense GEMM
+    target = lw.plan.target
+    if gathers_windows(lw.plan.graph, node, target.cap("channel_alignment"),
+                       target.cap("im2col_channels")):
+        # few input channels (a stem's image, or below the target's im2col_channels): explicit
+        # im2col rows, then the dense GEMM
         rows, width = im2col.gather(lw, engine.aligns(dtype)[0])
         wt = lw.weight("weight", partial(im2col.filter_rows, width=width), f"rows{width}",
                        (ov, width), dtype=dtype)

@@ -142,8 +142,14 @@ GROUPS = {
                # rows of 148 output pixels: two whole tiles of 64 and a partial one; an 11x11/s4 window
                # whose strip takes tiles of 32 pixels in float32 (backends/gpu/im2col.tile_pixels)
                n("wide_s1", "conv2d", ["wide"], out_channels=16, kernel=3),
-               n("wide_11s4", "conv2d", ["wide"], out_channels=8, kernel=11, stride=4, padding=2)],
-        outputs=["s7_relu", "s3_silu", "s3_res", "gray_d2", "patch4", "wide_s1", "wide_11s4"]),
+               n("wide_11s4", "conv2d", ["wide"], out_channels=8, kernel=11, stride=4, padding=2),
+               # 16 aligned channels into 64: gathered below the sm90 targets' im2col_channels
+               # (16-byte chunks of whole taps), an implicit-GEMM conv on a100; into 16: one there
+               n("c16_64", "conv2d", ["res"], out_channels=64, kernel=3, padding=1, activation="relu"),
+               n("c16_64_s2", "conv2d", ["res"], out_channels=64, kernel=3, stride=2, padding=1),
+               n("c16_16", "conv2d", ["res"], out_channels=16, kernel=3, padding=1)],
+        outputs=["s7_relu", "s3_silu", "s3_res", "gray_d2", "patch4", "wide_s1", "wide_11s4",
+                 "c16_64", "c16_64_s2", "c16_16"]),
     # grouped convs on tensor cores (backends/cuda/grouped.py): ResNeXt's group widths 8, 16, 32
     # and 64 at stride 1 and 2, RegNet's 24 and 48, three groups of 24 (a block of two groups
     # and a partial one), twice as many outputs as inputs per group, a dilated and a 1x1 one,

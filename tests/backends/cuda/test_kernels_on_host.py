@@ -3,7 +3,9 @@ GPU thread) where no GPU is present: the depthwise convs (every window, stride, 
 width and epilogue of the `depthwise` op group), the global average pools and squeeze-excitation's
 channel scale (`pools_and_scales`), the fused concat + batch norm + activation kernels
 (`concat_norms`), the tiled transposes (`layout_swaps`), the fused chains of data movement
-(`movement_chains`: strided and padded copies), in float16, bfloat16 and float32, against the
+(`movement_chains`: strided and padded copies), the elementwise template (`elementwise`: its
+vector and per-element paths) and the importers' ops (`import_families`), in float16, bfloat16
+and float32, against the
 reference executor with the GPU tests' single-op tolerances, and in float16 once more on tensors
 that start one element past an aligned address (the single-element fallbacks); and the explicit
 im2col of the stem convs (`stem_conv`, float16 and float32) alone, its GEMM being CUTLASS's,
@@ -85,7 +87,7 @@ def test_stem_im2col_matches_numpy_on_the_host(dtype, tmp_path):
     emit(spec, find_target("h200"), out)
     plan = build_plan(spec, find_target("h200"))
     steps = [s for s in plan.steps if s.kernel.label == "im2col"]
-    assert len(steps) == 7 and not any(n.op == "pad" for n in plan.graph.nodes)
+    assert len(steps) == 9 and not any(n.op == "pad" for n in plan.graph.nodes)
     kernels = list({s.kernel.name: s.kernel for s in steps}.values())
     driver = '#include "ait_cuda.h"\nnamespace ait_kernels {\n'
     driver += "".join(f"int {k.name}(const ait::Ctx& cx, {k.params});\n" for k in kernels) + "}\n"
