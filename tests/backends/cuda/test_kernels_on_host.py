@@ -17,6 +17,8 @@ About 5 minutes on 2 cores."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -77,15 +79,22 @@ def test_stem_im2col_matches_numpy_on_the_host(dtype, tmp_path):
     """Each stem conv's im2col kernel (templates/gpu/im2col.cu.j2) writes NumPy's windows bit for
     bit, zeros where a window leaves the image and in the padding columns, over rows that held
     NaNs; into a 16-byte aligned slot (16-byte stores) and one element past one (the per-element
-    stores)."""
+    stores). On an h200 copy with `im2col_channels: 64`, so that the two convs over 16 channels
+    take the whole-chunk path (16-byte loads into the strip, 16-byte copies out of it)."""
     import ctypes
     if cuda_include() is None:
         pytest.skip("no CUDA headers (CUDA_HOME/include/cuda_runtime.h)")
-    from ait_build.pipeline import build_plan
+    from ait_build.pipeline import build_plan, load_target
+    text = open(find_target("h200").source, encoding="utf-8").read()
+    copy = tmp_path / "h200_im2col.yaml"
+    copy.write_text(re.sub(r"\n  im2col_channels: \d+", "\n  im2col_channels: 64",
+                           text.replace("\nname: h200\n", "\nname: h200_im2col\n", 1)))
+    target = load_target(str(copy))
+    assert target.cap("im2col_channels") == 64
     spec = op_spec("stem_conv", dtype)
     out = str(tmp_path / "stem")
-    emit(spec, find_target("h200"), out)
-    plan = build_plan(spec, find_target("h200"))
+    emit(spec, target, out)
+    plan = build_plan(spec, target)
     steps = [s for s in plan.steps if s.kernel.label == "im2col"]
     assert len(steps) == 9 and not any(n.op == "pad" for n in plan.graph.nodes)
     kernels = list({s.kernel.name: s.kernel for s in steps}.values())
