@@ -34,7 +34,8 @@ pytestmark = pytest.mark.nvcc
 CASES = [("depthwise", "float16"), ("depthwise", "bfloat16"), ("depthwise", "float32"),
          ("pools_and_scales", "float16"), ("pools_and_scales", "bfloat16"),
          ("concat_norms", "float16"), ("concat_norms", "float32"), ("layout_swaps", "float16"),
-         ("movement_chains", "float16"), ("elementwise", "float16"), ("import_families", "float16")]
+         ("movement_chains", "float16"), ("elementwise", "float16"), ("import_families", "float16"),
+         ("shape", "float16")]
 
 
 @pytest.mark.parametrize("group,dtype", CASES)
