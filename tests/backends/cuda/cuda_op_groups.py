@@ -143,8 +143,9 @@ GROUPS = {
                # whose strip takes tiles of 32 pixels in float32 (backends/gpu/im2col.tile_pixels)
                n("wide_s1", "conv2d", ["wide"], out_channels=16, kernel=3),
                n("wide_11s4", "conv2d", ["wide"], out_channels=8, kernel=11, stride=4, padding=2),
-               # 16 aligned channels into 64: gathered below the sm90 targets' im2col_channels
-               # (16-byte chunks of whole taps), an implicit-GEMM conv on a100; into 16: one there
+               # 16 aligned channels into 64: gathered where a target sets im2col_channels (16-byte
+               # chunks of whole taps; test_kernels_on_host's h200 copy), else an implicit-GEMM
+               # conv; into 16: always one
                n("c16_64", "conv2d", ["res"], out_channels=64, kernel=3, padding=1, activation="relu"),
                n("c16_64_s2", "conv2d", ["res"], out_channels=64, kernel=3, stride=2, padding=1),
                n("c16_16", "conv2d", ["res"], out_channels=16, kernel=3, padding=1)],

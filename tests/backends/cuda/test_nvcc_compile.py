@@ -153,15 +153,16 @@ def test_narrow_configurations_compile(nvcc, tmp_path, target_name):
 @pytest.mark.parametrize("target,dtype", [("a100", "float16"), ("h200", "float16"),
                                           ("h200", "float32")])
 def test_stem_im2col_kernels_compile(nvcc, tmp_path, target, dtype):
-    """The stem_conv group's im2col kernels (templates/gpu/im2col.cu.j2: seven windows, nine on sm90) compile
-    for the target in one translation unit (each kernel has its own namespace), and their PTX
-    writes rows with 16-byte stores (the per-element stores stay for unaligned slots)."""
+    """The stem_conv group's im2col kernels (templates/gpu/im2col.cu.j2: seven windows; nine with
+    `im2col_channels`) compile for the target in one translation unit (each kernel has its own
+    namespace), and their PTX writes rows with 16-byte stores (the per-element stores stay for
+    unaligned slots)."""
     t = find_target(target)
     spec = op_spec("stem_conv", dtype)
     out = tmp_path / "out"
     emit(spec, t, str(out))
     kernels = [k for k in build_plan(spec, t).unique_kernels() if k.label == "im2col"]
-    assert len(kernels) == (9 if t.cap("im2col_channels") else 7)  # sm90: two over 16 channels
+    assert len(kernels) == (9 if t.cap("im2col_channels") else 7)  # + the two over 16 channels
     unity = out / "im2col.cu"
     unity.write_text("".join(f'#include "{k.source}"\n' for k in kernels))
     command = toolchain_for(t).compile_command(str(unity), str(tmp_path / "im2col.o"))
