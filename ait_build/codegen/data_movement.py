@@ -79,10 +79,11 @@ def transposed(sizes, in_strides, out_strides) -> tuple | None:
     return sizes, ist, ost
 
 
-def call_transpose(lw, swap: tuple, template: str, src: str | None = None, **context) -> None:
-    """One call of a backend's tiled transpose kernel for `inner_transpose`'s (sizes, input
-    strides, output strides), reading `src` (default: the node's input); `context`: the
-    template's own constants."""
+def call_transpose(lw, swap: tuple, template: str, src: str | None = None,
+                   label: str = "transpose", **context) -> None:
+    """One call of a backend's transpose kernel for `inner_transpose`'s (sizes, input strides,
+    output strides), reading `src` (default: the node's input); `context`: the template's own
+    constants."""
     node = lw.node
     sizes, ist, ost = swap
     rank = len(sizes)
@@ -91,7 +92,7 @@ def call_transpose(lw, swap: tuple, template: str, src: str | None = None, **con
                    outer_dims=tuple(reversed(range(rank - 2))), ctype=ctype)
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "in")]
     params += [("int64_t", f"{p}{k}") for p in ("n", "is", "os") for k in range(rank)]
-    kernel = make_kernel("transpose", node.op, template, context, params)
+    kernel = make_kernel(label, node.op, template, context, params)
     args = [lw.dst(node.output), src or lw.src(node.inputs[0])]
     lw.call(kernel, args + [cexpr(v) for v in list(sizes) + list(ist) + list(ost)])
 

@@ -82,15 +82,22 @@ CONCAT_NORMS = dict(
 
 # permutes that swap the innermost axes (GPU: transpose.cu.j2's 32 x 32 tiles): ShuffleNet's
 # layout changes both ways (58 channels x 28 x 28 pixels: partial tiles), one with a dim between
-# (merged), and a 3-channel image (the strided copy: a side under 16); the GPU tests build it
+# (merged); and 3-channel images to NHWC and back (GPU: short_transpose.cu.j2), with pixels in
+# whole 16-byte vectors and with a partial last one; the GPU tests build it
 LAYOUT_SWAPS = dict(
     inputs={"nhwc": {"shape": ["batch", 28, 28, 58]}, "nchw": {"shape": ["batch", 58, 7, 7]},
-            "img": {"shape": ["batch", 3, 20, 20]}, "mid": {"shape": ["batch", 40, 3, 24]}},
+            "img": {"shape": ["batch", 3, 20, 20]}, "mid": {"shape": ["batch", 40, 3, 24]},
+            "odd_img": {"shape": ["batch", 3, 5, 7]}, "img_hwc": {"shape": ["batch", 4, 6, 3]},
+            "odd_hwc": {"shape": ["batch", 5, 7, 3]}},
     graph=[n("to_nchw", "permute", ["nhwc"], dims=[0, 3, 1, 2]),
            n("to_nhwc", "permute", ["nchw"], dims=[0, 2, 3, 1]),
            n("img_nhwc", "permute", ["img"], dims=[0, 2, 3, 1]),
-           n("mid_swap", "permute", ["mid"], dims=[0, 2, 3, 1])],
-    outputs=["to_nchw", "to_nhwc", "img_nhwc", "mid_swap"])
+           n("mid_swap", "permute", ["mid"], dims=[0, 2, 3, 1]),
+           n("odd_img_nhwc", "permute", ["odd_img"], dims=[0, 2, 3, 1]),
+           n("img_nchw", "permute", ["img_hwc"], dims=[0, 3, 1, 2]),
+           n("odd_nchw", "permute", ["odd_hwc"], dims=[0, 3, 1, 2])],
+    outputs=["to_nchw", "to_nhwc", "img_nhwc", "mid_swap", "odd_img_nhwc", "img_nchw",
+             "odd_nchw"])
 
 
 # chains of data movement that passes/fuse_data_movement.py makes one strided_copy: ShuffleNet's

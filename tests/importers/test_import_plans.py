@@ -42,7 +42,7 @@ def test_small_vit_attention_is_packed_with_no_copies(tmp_path):
     text = open(spec).read()
     assert "packed: true" in text, text
     kernels = _kernels(spec)
-    assert kernels["permute"] == 1, kernels  # the input image, NCHW -> NHWC
+    assert kernels["short_transpose"] == 1, kernels  # the input image, NCHW -> NHWC
     assert kernels["slice"] == 1, kernels  # the class token, x[:, 0]
     assert kernels["fmha"] + kernels["attention"] == 2, kernels  # head_dim 8: not fmha
     assert kernels["add"] == 1, kernels  # the position embedding
@@ -52,5 +52,5 @@ def test_vit_b16_plans_the_hand_written_kernels(tmp_path):
     spec = _import("bench.import_models:vit_b16", "image:batch,3,224,224", "batch=1:256:64",
                    tmp_path, "vit_b16", "float16")
     imported = _kernels(spec)
-    imported.subtract({"permute": 1})
+    imported.subtract({"short_transpose": 1})  # the input image, NCHW -> NHWC
     assert +imported == _kernels(os.path.join(ROOT, "specs", "vit_b16.yaml"))
