@@ -57,6 +57,9 @@ class ModelPlan:
     kernels: dict = field(default_factory=dict)  # name -> Kernel
     layout: Layout = field(default_factory=Layout)
     notes: list = field(default_factory=list)
+    # node -> what an earlier node's kernel already did of its work (e.g. a depthwise conv's
+    # per-tile sums for the global average pool that reads it: backends/gpu/depthwise.py)
+    handed_on: dict = field(default_factory=dict)
     tuning: object = None  # tuning.TuningReport once finalized
     position: int = 0  # 0: input conversions, i + 1: node i, len(nodes) + 1: output conversions
 

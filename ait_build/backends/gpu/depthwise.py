@@ -22,7 +22,11 @@ How the tile is chosen (`plan_tile`), in three steps:
   the memory time (input and output once at the multiprocessor's share of HBM, slowed where the
   resident blocks' staged bytes in flight are too few to keep it busy).
 `bench/gpu_families.py` times the planned tile beside the estimate's next candidates
-(`candidates`) on the H200. The epilogue's silu, sigmoid, hardswish and hardsigmoid take the
+(`candidates`) on the H200.
+
+Where a global average pool reads the conv's output (squeeze-excitation's squeeze), each block
+also writes its tile's float32 sums per channel, and the pool only adds an image's tiles
+(`pool_reader`; squeeze_excitation.py): the output is not read a second time. The epilogue's silu, sigmoid, hardswish and hardsigmoid take the
 template's fast-math forms (`FAST_ACTS`).
 """
 
@@ -135,11 +139,22 @@ def plan_tile(itemsize: int, channels: int, ho, wo, win: dict) -> Tile:
     return found[0][1]
 
 
+def pool_reader(lw, epi, ho, wo):
+    """The global average pool reading the node's output, where the conv's kernel can sum its
+    tiles for it: the output final when the kernel stores it (no residual added later) and its
+    size static (the tiles an image has)."""
+    if epi.later is not None or not (Dim.of(ho).is_static and Dim.of(wo).is_static):
+        return None
+    out = lw.node.output
+    return next((n for n in lw.plan.graph.nodes
+                 if n.op == "global_avg_pool" and n.inputs[0] == out), None)
+
+
 def lower(lw, epi, label: str) -> None:
     """One depthwise conv node with its epilogue (gemm.Epilogue) and kernel label."""
     node = lw.node
     dims, _, win, sizes, size_params = conv_geometry(lw)
-    _, _, _, c, ho, wo, _ = dims
+    n, _, _, c, ho, wo, _ = dims
     kh, kw, cv = win["kh"], win["kw"], c.value
     dtype, ctype = lw.dtype(node.output), lw.ctype(node.output)
     weights = lw.weight("weight", lambda a: a.transpose(2, 3, 1, 0).reshape(kh, kw, cv), "hwc",
@@ -148,8 +163,16 @@ def lower(lw, epi, label: str) -> None:
               (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
     itemsize = 4 if dtype == "float32" else 2
     tile = plan_tile(itemsize, cv, ho, wo, win)
+    args = [lw.dst(node.output), lw.src(node.inputs[0]), weights] + epi.args(lw) + sizes
+    pool = pool_reader(lw, epi, ho, wo)
+    if pool is not None:
+        tiles = _cdiv(Dim.of(ho).value, tile.th) * _cdiv(Dim.of(wo).value, tile.gw * tile.px)
+        sums = f"{pool.name}:tile_sums"
+        params.append(("float*", "tile_sums"))
+        args.append(lw.plan.add_slot(sums, "float", (n, tiles, c)).var)
+        lw.plan.handed_on[pool.name] = (sums, tiles)
     context = dict(ctype=ctype, act_fn=FAST_ACTS.get(epi.fn, epi.fn), channels=cv,
-                   **asdict(tile), **win)
+                   pooled=pool is not None, **asdict(tile), **win)
     kernel = make_kernel(label, "conv2d", lw.template("depthwise_conv2d"), context, params)
-    lw.call(kernel, [lw.dst(node.output), lw.src(node.inputs[0]), weights] + epi.args(lw) + sizes)
+    lw.call(kernel, args)
     epi.finish(lw, node.output)

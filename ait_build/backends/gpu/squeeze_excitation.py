@@ -3,7 +3,8 @@
 The global average pool (templates/gpu/global_avg_pool.cu.j2) reads whole pixels' channels in
 16-byte vectors; where the images alone would not fill the device it splits each image's pixels
 into ranges and adds their float32 partial sums in a second kernel, in scratch that this
-lowering reserves (at most MAX_PARTIALS rows of C floats).
+lowering reserves (at most MAX_PARTIALS rows of C floats). Where the depthwise conv that writes
+the pool's input summed its tiles already (depthwise.pool_reader), only that second kernel runs.
 
 The gate's mul `x[N, H, W, C] * s[N, 1, 1, C]` (MobileNetV3's and EfficientNet's blocks as the
 importers write them) runs as templates/gpu/channel_scale.cu.j2, a pass over x in 16-byte
@@ -33,10 +34,20 @@ def lower_global_avg_pool(lw) -> None:
     node = lw.node
     x = node.inputs[0]
     n, h, w, c = lw.shape(x)
+    if node.name in lw.plan.handed_on:  # the tiles' sums of the conv that wrote x
+        sums, tiles = lw.plan.handed_on[node.name]
+        params = [(f"{lw.ctype(node.output)}*", "out"), ("const float*", "tile_sums")]
+        params += [("int64_t", p) for p in ("N", "HW", "C", "tiles")]
+        kernel = make_kernel("global_avg_pool_of_tiles", node.op, lw.template("global_avg_pool"),
+                             dict(ctype=lw.ctype(node.output), max_partials=MAX_PARTIALS,
+                                  min_range_bytes=MIN_RANGE_BYTES, from_tiles=True), params)
+        lw.call(kernel, [lw.dst(node.output), lw.src(sums), cexpr(n), cexpr(h * w), cexpr(c),
+                         str(tiles)])
+        return
     params = io_params(lw, node.output, "x") + [("int64_t", p) for p in ("N", "HW", "C")]
     kernel = make_kernel("global_avg_pool", node.op, lw.template("global_avg_pool"),
                          dict(ctype=lw.ctype(node.output), max_partials=MAX_PARTIALS,
-                              min_range_bytes=MIN_RANGE_BYTES), params)
+                              min_range_bytes=MIN_RANGE_BYTES, from_tiles=False), params)
     dims = lw.plan.graph.dims
     channels, pixels = bounds(Dim.of(c), dims)[1], bounds(Dim.of(h * w), dims)[1]
     # scratch only where an image's channel tile can fill two ranges

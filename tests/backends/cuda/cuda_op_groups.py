@@ -402,22 +402,36 @@ GROUPS = {
     # single channels over 12; 49 to 4096 pixels, the largest image in ranges of pixels whose
     # partial sums a second kernel adds) and squeeze-excitation's channel scale
     # (channel_scale.cu.j2: per image, shared by every image, either operand first; 12
-    # channels take single channels); no GEMM, so the host-emulation test runs it too
+    # channels take single channels); pools of depthwise convs' outputs, which the conv's
+    # kernel sums by tiles (backends/gpu/depthwise.pool_reader): one also scaled by the gate,
+    # one over 12 channels, one with a residual, one in several channel slices with partial
+    # tiles; no GEMM, so the host-emulation test runs it too
     "pools_and_scales": dict(
         inputs={"img": {"shape": ["batch", 14, 14, 64]}, "odd": {"shape": ["batch", 9, 9, 12]},
                 "big": {"shape": ["batch", 40, 40, 16]}, "small": {"shape": ["batch", 7, 7, 64]},
                 "huge": {"shape": ["batch", 64, 64, 32]},
                 "gate": {"shape": ["batch", 1, 1, 64]}, "shared": {"shape": [1, 1, 1, 64]},
-                "gate12": {"shape": ["batch", 1, 1, 12]}},
+                "gate12": {"shape": ["batch", 1, 1, 12]}, "wide": {"shape": ["batch", 15, 17, 136]},
+                "res12": {"shape": ["batch", 9, 9, 12]}},
         graph=[n("gap", "global_avg_pool", ["img"], keepdims=True),
                n("gap_odd", "global_avg_pool", ["odd"]), n("gap_big", "global_avg_pool", ["big"]),
                n("gap_small", "global_avg_pool", ["small"]),
                n("gap_huge", "global_avg_pool", ["huge"]),
                n("scaled", "mul", ["img", "gate"]), n("scaled_first", "mul", ["gate", "img"]),
                n("scaled_shared", "mul", ["img", "shared"]),
-               n("scaled_odd", "mul", ["odd", "gate12"])],
+               n("scaled_odd", "mul", ["odd", "gate12"]),
+               n("dw_img", "conv2d", ["img"], out_channels=64, kernel=3, groups=64, padding=1,
+                 activation="silu"),
+               n("gap_dw", "global_avg_pool", ["dw_img"], keepdims=True),
+               n("dw_scaled", "mul", ["dw_img", "gap_dw"]),
+               n("dw_odd_res", "conv2d", ["odd", "res12"], out_channels=12, kernel=3, groups=12,
+                 padding=1, activation="relu"),
+               n("gap_dw_odd", "global_avg_pool", ["dw_odd_res"]),
+               n("dw_wide", "conv2d", ["wide"], out_channels=136, kernel=5, groups=136,
+                 stride=2, padding=2, bias=False),
+               n("gap_dw_wide", "global_avg_pool", ["dw_wide"])],
         outputs=["gap", "gap_odd", "gap_big", "gap_small", "gap_huge", "scaled", "scaled_first",
-                 "scaled_shared", "scaled_odd"]),
+                 "scaled_shared", "scaled_odd", "dw_scaled", "gap_dw_odd", "gap_dw_wide"]),
     # squeeze-excitation blocks as the importers write them: MobileNetV3's (relu, then the
     # add 3 -> relu6 -> div 6 hardsigmoid the epilogue takes) and EfficientNet's (silu, sigmoid)
     "squeeze_excitation": dict(
