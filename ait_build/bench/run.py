@@ -34,6 +34,7 @@ from ait_build.pipeline import find_target
 from ait_build.runtime import load_manifest
 from ait_build.runtime.inputs import make_inputs
 from ait_build.runtime.manifest import libraries_text
+from ait_build.spec.model import load_model
 from ait_build.spec.yamlfile import load_yaml, plain
 
 
@@ -119,11 +120,26 @@ def time_sides(ctx, sides: list, inputs: dict, clock, warmup: int, runs: int) ->
     return prepared
 
 
+def prebuilt_dir(spec: str, target: str) -> str:
+    """build/TARGET/NAME of the spec, which must hold a library and its weights already."""
+    name = load_model(spec).name
+    folder = os.path.join(project_root(), "build", target, name)
+    missing = [f for f in ("manifest.json", "weights.safetensors")
+               if not os.path.isfile(os.path.join(folder, f))]
+    if missing:
+        raise AitError(f"--prebuilt: {os.path.relpath(folder)} has no {' or '.join(missing)}; build "
+                       f"the spec for {target} first (`ait-build build {os.path.relpath(spec)} "
+                       f"--target {target}`), here or on another machine")
+    return folder
+
+
 def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
               warmup: int | None, dims: dict, jobs: int | None = None, dtype: str | None = None,
-              in_process: bool = False, compile_mode: str = "default", on_case=None) -> dict:
+              in_process: bool = False, compile_mode: str = "default", on_case=None,
+              prebuilt: bool = False) -> dict:
     """The report; runs/warmup None: the backend's defaults. A cuda build is timed by
-    bench_cuda.run_bench (compile_mode, and on_case(report) after each case)."""
+    bench_cuda.run_bench (compile_mode, and on_case(report) after each case). `prebuilt`: time
+    the library already in build/TARGET/NAME (built on another machine) without SCons."""
     unknown = [v for v in vs if v not in COMPETITORS]
     if unknown:
         raise AitError(f"unknown --vs {', '.join(unknown)}; choose from {', '.join(COMPETITORS)}")
@@ -134,7 +150,7 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
         bench_cuda.check(vs)  # before a build that would be for nothing
     if dtype:
         spec = dtype_variant(spec, dtype, project_root())
-    build_dir = build(spec, target, jobs=jobs)
+    build_dir = prebuilt_dir(spec, target) if prebuilt else build(spec, target, jobs=jobs)
     manifest = load_manifest(os.path.join(build_dir, "manifest.json"))
     if manifest.device == "cuda":
         report = bench_cuda.run_bench(Context(spec, twin_name, build_dir), manifest, target,

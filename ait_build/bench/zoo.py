@@ -154,7 +154,7 @@ def bench_cases(model: ZooModel, batches: list | None, seqs) -> list:
 
 
 def bench_model(model: ZooModel, target: str, batches: list, seq, compile_mode: str,
-                deadline: float, folder: str, progress) -> dict:
+                deadline: float, folder: str, progress, prebuilt: bool = False) -> dict:
     """`ait-build bench` in a process of its own; its JSON report (what it finished)."""
     tag = model.name + (f"_seq{seq}" if seq else "")
     report_path = os.path.join(folder, tag + ".json")
@@ -164,6 +164,8 @@ def bench_model(model: ZooModel, target: str, batches: list, seq, compile_mode: 
            "--batch", ",".join(map(str, batches)), "--vs", "torch", "--json", report_path]
     if seq:
         cmd += ["--dim", f"seq={seq}"]
+    if prebuilt:
+        cmd.append("--prebuilt")
     # cpu (a check, not the benchmark): the float16 spec as built, a few runs
     cmd += ["--compile-mode", compile_mode] if target != "cpu" else ["--runs", "5"]
     start = time.time()
@@ -226,6 +228,8 @@ def parser() -> argparse.ArgumentParser:
                    help="imports at once")
     p.add_argument("--reimport", action="store_true", help="import even where build/zoo "
                    "holds the spec already")
+    p.add_argument("--prebuilt", action="store_true", help="bench: the libraries already in "
+                   "build/TARGET as they are, without SCons (built on another machine)")
     p.add_argument("--out", default=os.path.join(ZOO_DIR, "results"), help="results folder")
     p.add_argument("--import-one", help=argparse.SUPPRESS)
     return p
@@ -297,7 +301,7 @@ def run(args) -> int:
                     progress(f"bench {model.name}{f' seq {seq}' if seq else ''}: no time left")
                     continue
                 out["reports"].append(bench_model(model, args.target, case_batches, seq, mode,
-                                                  deadline, folder, progress))
+                                                  deadline, folder, progress, args.prebuilt))
                 save()
     save()
     table = markdown(out["rows"], args.no_compile)

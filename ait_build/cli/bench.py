@@ -53,6 +53,9 @@ def add_arguments(p) -> None:
     p.add_argument("--steps", action="store_true",
                    help="then time each kernel call of every case and print where the time goes, "
                    "per graph node (with TFLOP/s and GB/s)")
+    p.add_argument("--prebuilt", action="store_true",
+                   help="time the library already in build/TARGET/NAME as it is, without SCons "
+                   "(e.g. built on a machine with the toolchain, copied here)")
     p.add_argument("--json", metavar="FILE", help="write the results to this file")
 
 
@@ -64,7 +67,8 @@ def run(args) -> int:
     report = bench_run.run_bench(args.spec, args.target, batches, vs, args.runs, args.warmup,
                                  dims_of(args.dim), args.jobs, args.dtype, args.in_process,
                                  args.compile_mode,
-                                 on_case=lambda r: bench_run.write_json(r, args.json))
+                                 on_case=lambda r: bench_run.write_json(r, args.json),
+                                 prebuilt=args.prebuilt)
     if report.get("clock") == bench_cuda.CLOCK:  # timed on a CUDA device: its own table
         print(bench_cuda.table(report))
     else:

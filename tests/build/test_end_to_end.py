@@ -143,6 +143,36 @@ def test_cli_build_then_bench(project, tmp_path, monkeypatch, capsys, mode):
                     row["ait_build"]["median_ms"] / row[name]["median_ms"])
 
 
+def test_bench_prebuilt_times_the_library_as_it_is(project, tmp_path, monkeypatch, capsys):
+    """`bench --prebuilt`: the library already in build/TARGET/NAME, no SCons (a machine without
+    the toolchain); a spec never built there is a one-line error saying how to build it."""
+    from ait_build.bench import run as bench_run
+    from ait_build.cli.main import main
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("--prebuilt ran SCons")
+
+    monkeypatch.setattr(bench_run, "build", no_build)
+    monkeypatch.chdir(project.root)
+    report = str(tmp_path / "prebuilt.json")
+    assert main(["bench", "mlp", "--prebuilt", "--runs", "2", "--warmup", "1", "--json",
+                 report]) == 0
+    with open(report) as fh:
+        data = json.load(fh)
+    assert data["build_dir"].endswith(os.path.join("build", "cpu", "mlp"))
+    assert data["results"][0]["ait_build"]["median_ms"] > 0
+    capsys.readouterr()
+    spec = os.path.join(project.root, "specs", "never_built.yaml")
+    with open(os.path.join(project.root, "specs", "mlp.yaml")) as fh:
+        text = fh.read()
+    with open(spec, "w") as fh:
+        fh.write(text.replace("name: mlp", "name: never_built"))
+    assert main(["bench", spec, "--prebuilt"]) == 1
+    err = capsys.readouterr().err
+    assert "--prebuilt: build/cpu/never_built has no manifest.json or weights.safetensors" in err
+    assert "ait-build build specs/never_built.yaml --target cpu" in err
+
+
 def test_bench_steps_times_every_node(project, tmp_path, monkeypatch, capsys):
     """`bench --steps`: the per-node table of each case, from the library's time_steps(), with
     the linear layers' FLOPs (2 * rows * in * out) and every node's bytes."""
