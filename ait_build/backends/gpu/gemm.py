@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Mapping
 
-from ait_build.backends.gpu import depthwise, im2col
+from ait_build.backends.gpu import depthwise, im2col, stem
 from ait_build.codegen import data_movement, epilogue
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.elementwise import act_fn, float_literal, hardtanh_struct
@@ -242,8 +242,11 @@ def lower_conv2d(engine: MatrixEngine, lw) -> None:
     target = lw.plan.target
     if gathers_windows(lw.plan.graph, node, target.cap("channel_alignment"),
                        target.cap("im2col_channels")):
-        # few input channels (a stem's image, or below the target's im2col_channels): explicit
-        # im2col rows, then the dense GEMM
+        # few input channels (a stem's image, or below the target's im2col_channels): into few
+        # outputs directly (stem.py), else explicit im2col rows, then the dense GEMM
+        if stem.takes(win, cv, ov, target.cap("direct_stem_outputs")):
+            stem.lower(lw, epi, label_of("stem_conv", epi))
+            return
         rows, width = im2col.gather(lw, engine.aligns(dtype)[0])
         wt = lw.weight("weight", partial(im2col.filter_rows, width=width), f"rows{width}",
                        (ov, width), dtype=dtype)

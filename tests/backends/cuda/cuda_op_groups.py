@@ -123,26 +123,27 @@ GROUPS = {
                n("gap", "global_avg_pool", ["img"])],
         outputs=["c3", "c3s2d2", "c1", "c_rect", "c_odd", "c_patch", "grouped", "depthwise", "dw_s2",
                  "maxpool", "avgpool", "avgpool_x", "gap"]),
-    # stem convs over few input channels (passes/pad_channels.gathers_windows): no pad, an
-    # explicit im2col (templates/gpu/im2col.cu.j2) into GEMM rows, then the GEMM with the conv's
-    # epilogue. ResNet-50's 7x7/s2/p3 and the 3x3/s2/p1 stems over 3 channels, a residual, a
-    # dilated window over one channel and ViT-like patches; odd image sizes, so windows leave the
-    # image on every side
+    # stem convs over few input channels (passes/pad_channels.gathers_windows) into more outputs
+    # than a target's direct_stem_outputs: no pad, an explicit im2col (templates/gpu/im2col.cu.j2)
+    # into GEMM rows, then the GEMM with the conv's epilogue. ResNet-50's 7x7/s2/p3 and the
+    # 3x3/s2/p1 stems over 3 channels, a residual, a dilated window over one channel and ViT-like
+    # patches; odd image sizes, so windows leave the image on every side
     "stem_conv": dict(
         inputs={"img": {"shape": ["batch", 19, 17, 3]}, "gray": {"shape": ["batch", 12, 11, 1]},
-                "res": {"shape": ["batch", 19, 17, 16]}, "wide": {"shape": ["batch", 15, 150, 3]}},
-        graph=[n("s7_relu", "conv2d", ["img"], out_channels=16, kernel=7, stride=2, padding=3,
+                "res": {"shape": ["batch", 19, 17, 16]}, "wide": {"shape": ["batch", 15, 150, 3]},
+                "res40": {"shape": ["batch", 19, 17, 40]}},
+        graph=[n("s7_relu", "conv2d", ["img"], out_channels=40, kernel=7, stride=2, padding=3,
                  activation="relu"),
-               n("s3_silu", "conv2d", ["img"], out_channels=32, kernel=3, stride=2, padding=1,
+               n("s3_silu", "conv2d", ["img"], out_channels=48, kernel=3, stride=2, padding=1,
                  activation="silu", bias=False),
-               n("s3_res", "conv2d", ["img", "res"], out_channels=16, kernel=3, padding=1,
+               n("s3_res", "conv2d", ["img", "res40"], out_channels=40, kernel=3, padding=1,
                  activation="relu"),
-               n("gray_d2", "conv2d", ["gray"], out_channels=8, kernel=5, padding=4, dilation=2),
-               n("patch4", "conv2d", ["img"], out_channels=8, kernel=4, stride=4),
+               n("gray_d2", "conv2d", ["gray"], out_channels=40, kernel=5, padding=4, dilation=2),
+               n("patch4", "conv2d", ["img"], out_channels=40, kernel=4, stride=4),
                # rows of 148 output pixels: two whole tiles of 64 and a partial one; an 11x11/s4 window
                # whose strip takes tiles of 32 pixels in float32 (backends/gpu/im2col.tile_pixels)
-               n("wide_s1", "conv2d", ["wide"], out_channels=16, kernel=3),
-               n("wide_11s4", "conv2d", ["wide"], out_channels=8, kernel=11, stride=4, padding=2),
+               n("wide_s1", "conv2d", ["wide"], out_channels=40, kernel=3),
+               n("wide_11s4", "conv2d", ["wide"], out_channels=40, kernel=11, stride=4, padding=2),
                # 16 aligned channels into 64: gathered where a target sets im2col_channels (16-byte
                # chunks of whole taps; test_kernels_on_host's h200 copy), else an implicit-GEMM
                # conv; into 16: always one
@@ -151,6 +152,26 @@ GROUPS = {
                n("c16_16", "conv2d", ["res"], out_channels=16, kernel=3, padding=1)],
         outputs=["s7_relu", "s3_silu", "s3_res", "gray_d2", "patch4", "wide_s1", "wide_11s4",
                  "c16_64", "c16_64_s2", "c16_16"]),
+    # the same stems into 8 to 32 outputs (MobileNet's and EfficientNet's): on a target with
+    # direct_stem_outputs (h200) a direct kernel on the CUDA cores (templates/gpu/stem_conv.cu.j2,
+    # no CUTLASS, so the host-emulation test runs it too), elsewhere (a100) im2col + GEMM
+    "direct_stems": dict(
+        inputs={"img": {"shape": ["batch", 19, 17, 3]}, "gray": {"shape": ["batch", 12, 11, 1]},
+                "res": {"shape": ["batch", 19, 17, 16]}, "wide": {"shape": ["batch", 15, 150, 3]}},
+        graph=[n("s7_relu", "conv2d", ["img"], out_channels=16, kernel=7, stride=2, padding=3,
+                 activation="relu"),
+               n("s3_silu", "conv2d", ["img"], out_channels=32, kernel=3, stride=2, padding=1,
+                 activation="silu", bias=False),
+               n("s3_hardswish", "conv2d", ["img"], out_channels=24, kernel=3, stride=2,
+                 padding=1, activation="hardswish"),
+               n("s3_res", "conv2d", ["img", "res"], out_channels=16, kernel=3, padding=1,
+                 activation="relu"),
+               n("gray_d2", "conv2d", ["gray"], out_channels=8, kernel=5, padding=4, dilation=2),
+               n("patch4", "conv2d", ["img"], out_channels=8, kernel=4, stride=4),
+               n("wide_s1", "conv2d", ["wide"], out_channels=16, kernel=3),
+               n("wide_11s4", "conv2d", ["wide"], out_channels=8, kernel=11, stride=4, padding=2)],
+        outputs=["s7_relu", "s3_silu", "s3_hardswish", "s3_res", "gray_d2", "patch4", "wide_s1",
+                 "wide_11s4"]),
     # grouped convs on tensor cores (backends/cuda/grouped.py): ResNeXt's group widths 8, 16, 32
     # and 64 at stride 1 and 2, RegNet's 24 and 48, three groups of 24 (a block of two groups
     # and a partial one), twice as many outputs as inputs per group, a dilated and a 1x1 one,
@@ -493,6 +514,7 @@ GROUPS["depthwise_imagenet"] = dict(
              for i, (size, c, k, s, _) in enumerate(IMAGENET_DEPTHWISE)])
 GROUPS["grouped_conv_bfloat16"] = dict(GROUPS["grouped_conv"], dtype="bfloat16")
 GROUPS["stem_conv_float32"] = dict(GROUPS["stem_conv"], dtype="float32")
+GROUPS["direct_stems_float32"] = dict(GROUPS["direct_stems"], dtype="float32")
 GROUPS["attention_masks_bfloat16"] = dict(GROUPS["attention_masks"], dtype="bfloat16")
 GROUPS["window_attention_bfloat16"] = dict(GROUPS["window_attention"], dtype="bfloat16")
 

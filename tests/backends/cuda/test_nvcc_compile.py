@@ -27,9 +27,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from ait_build.backends import toolchain_for
-from ait_build.pipeline import build_plan, emit, find_target
-from cuda_helpers import (c_create, compile_and_link, fp16_spec, fp16acc_target, run_checked,
-                          spec_path, unity_build)
+from ait_build.pipeline import build_plan, emit, find_target, load_target
+from cuda_helpers import (c_create, compile_and_link, direct_stems_target, fp16_spec,
+                          fp16acc_target, run_checked, spec_path, unity_build)
 from cuda_op_groups import GROUPS, op_spec
 
 pytestmark = pytest.mark.nvcc
@@ -148,6 +148,33 @@ def test_narrow_configurations_compile(nvcc, tmp_path, target_name):
 
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(compile_one, parts.values()))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_direct_stem_kernels_compile(nvcc, tmp_path, dtype):
+    """The direct_stems group's convs on an h200 copy with `direct_stem_outputs: 32`
+    (templates/gpu/stem_conv.cu.j2) compile for sm_90a in one translation unit, and their PTX
+    stores a pixel's outputs with 16-byte stores (the per-output stores stay for unaligned
+    pointers)."""
+    t = load_target(direct_stems_target("h200", str(tmp_path)))
+    spec = op_spec("direct_stems", dtype)
+    out = tmp_path / "out"
+    emit(spec, t, str(out))
+    kernels = [k for k in build_plan(spec, t).unique_kernels() if k.template.endswith("stem_conv.cu.j2")]
+    assert len(kernels) == 8  # every conv of the group, none as im2col + GEMM
+    unity = out / "stems.cu"
+    unity.write_text("".join(f'#include "{k.source}"\n' for k in kernels))
+    command = toolchain_for(t).compile_command(str(unity), str(tmp_path / "stems.o"))
+    run_checked(command, "compiling the direct stem kernels")
+    arch = next(a for a in command if a.startswith("-gencode="))
+    ptx = [a for a in command if not a.startswith("-gencode=")]
+    ptx[ptx.index("-c")] = "-ptx"
+    ptx[-1] = str(tmp_path / "stems.ptx")
+    ptx.insert(1, "-arch=" + arch.split("arch=")[1].split(",")[0])
+    run_checked(ptx, "the direct stem kernels' PTX")
+    entries = (tmp_path / "stems.ptx").read_text().split(".entry")[1:]
+    assert len(entries) == 2 * len(kernels)  # vector and per-output instantiations
+    assert sum("st.global.v4" in e for e in entries) == len(kernels)
 
 
 @pytest.mark.parametrize("target,dtype", [("a100", "float16"), ("h200", "float16"),

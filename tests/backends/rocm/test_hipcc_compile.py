@@ -141,9 +141,11 @@ def test_fused_concat_norm_and_transpose_kernels_compile_for_gfx90a(tmp_path, gr
 
 def test_stem_im2col_kernels_compile_for_gfx90a(tmp_path):
     """The GPU layer's im2col (templates/gpu/im2col.cu.j2), which a GPU target gathers stem
-    windows with when its channel_alignment exceeds the image's channels, compiles with hipcc
-    for gfx90a. mi250 itself (channel_alignment 1) runs those convs as MFMA implicit GEMMs, so
-    the check renders the cuda op group's stem convs for a copy of it with channel_alignment 8."""
+    windows with when its channel_alignment exceeds the image's channels, and its direct stem
+    conv (templates/gpu/stem_conv.cu.j2, where the target sets direct_stem_outputs) compile with
+    hipcc for gfx90a. mi250 itself (channel_alignment 1) runs those convs as MFMA implicit GEMMs,
+    so the check renders the cuda op groups' stem convs for a copy of it with channel_alignment 8
+    and direct_stem_outputs 32."""
     if shutil.which("hipcc") is None:
         pytest.skip("hipcc is not on PATH")
     from ait_build.backends import toolchain_for
@@ -153,19 +155,23 @@ def test_stem_im2col_kernels_compile_for_gfx90a(tmp_path):
     with open(os.path.join(ROOT, "targets", "mi250.yaml"), encoding="utf-8") as fh:
         text = fh.read().replace("\nname: mi250\n", "\nname: mi250_aligned\n", 1)
     aligned = tmp_path / "mi250_aligned.yaml"
-    aligned.write_text(re.sub(r"channel_alignment: 1 ", "channel_alignment: 8 ", text))
+    aligned.write_text(re.sub(r"channel_alignment: 1 ", "channel_alignment: 8 ", text)
+                       .replace("\ncapabilities:\n", "\ncapabilities:\n  direct_stem_outputs: 32\n", 1))
     target = load_target(str(aligned))
     assert target.cap("channel_alignment") == 8
     assert find_target("mi250").cap("channel_alignment") == 1
     tc = toolchain_for(target)
-    for dtype in ("float16", "float32"):
-        spec = op_spec("stem_conv", dtype)
-        out = tmp_path / dtype
+    for group, dtype, kind, count in (("stem_conv", "float16", "im2col", 7),
+                                      ("stem_conv", "float32", "im2col", 7),
+                                      ("direct_stems", "float16", "stem_conv", 8)):
+        spec = op_spec(group, dtype)
+        out = tmp_path / f"{group}_{dtype}"
         emit(spec, target, str(out))
-        kernels = [k for k in build_plan(spec, target).unique_kernels() if k.label == "im2col"]
-        assert len(kernels) == 7
-        unity = out / "im2col.cu"
+        kernels = [k for k in build_plan(spec, target).unique_kernels()
+                   if k.template.endswith(f"/{kind}.cu.j2")]
+        assert len(kernels) == count
+        unity = out / "stems.cu"
         unity.write_text("".join(f'#include "{k.source}"\n' for k in kernels))
-        proc = subprocess.run(tc.compile_command(str(unity), str(tmp_path / f"{dtype}.o")),
+        proc = subprocess.run(tc.compile_command(str(unity), str(out / "stems.o")),
                               capture_output=True, text=True, env=tc.environ())
-        assert proc.returncode == 0, f"{dtype}:\n{proc.stderr[-4000:]}"
+        assert proc.returncode == 0, f"{group} {dtype}:\n{proc.stderr[-4000:]}"
