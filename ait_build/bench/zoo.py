@@ -16,6 +16,9 @@ Steps, each optional (`--steps`):
 - render: the generated sources for the target without compiling (a check on a machine
   without the GPU toolchain).
 - build: one parallel SCons run over every spec, through build/cache.
+- weights: each built library's weights file written again (random, from the spec's seed) and
+  checked against its manifest: for libraries built elsewhere and copied without their weights
+  (with `--prebuilt`, the GPU machine then needs no toolchain).
 - bench: `ait-build bench SPEC --target T --vs torch` per model (and seq), each in its own
   process: our library with and without CUDA graphs, PyTorch eager, eager + CUDA graph and
   torch.compile (`auto`: reduce-overhead at batch 1, default above; `--no-compile` leaves it
@@ -43,7 +46,7 @@ from ait_build.bench.zoo_specs import (BY_NAME, QUICK, ZOO, ZOO_DIR, ZooModel, i
                                        imported_already, spec_path)
 from ait_build.bench.zoo_table import markdown, summary_rows
 
-STEPS = ("import", "render", "build", "bench")
+STEPS = ("import", "render", "build", "weights", "bench")
 
 
 def import_all(models: list, jobs: int, deadline: float, log, progress) -> dict:
@@ -126,6 +129,32 @@ def render_all(models: list, target: str, progress) -> dict:
             except Exception as exc:  # any failure is a finding of the run, reported per model
                 out[model.name] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
                 progress(f"render {model.name} for {target}: FAILED {out[model.name]['error']}")
+    return out
+
+
+def write_weights(models: list, target: str, progress) -> dict:
+    """name -> {'ok', 'bytes'}: each built library's weights file written again from its spec's
+    plan (random, from the spec's seed: no toolchain needed), where the libraries were built on
+    another machine and copied without their weights; its digest must be the manifest's."""
+    import hashlib
+    from ait_build.codegen import weights_file
+    from ait_build.codegen.emit import weights_layout
+    from ait_build.codegen.plan import weight_arrays
+    from ait_build.pipeline import build_plan
+    out = {}
+    for model in models:
+        folder = os.path.join("build", target, model.name)
+        with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as fh:
+            want = json.load(fh)["weights"]
+        plan = build_plan(spec_path(model), target)
+        blob = weights_file.file_bytes(weights_layout(plan), weight_arrays(plan))
+        ok = hashlib.sha256(blob).hexdigest() == want["sha256"]
+        if ok:
+            with open(os.path.join(folder, want["file"]), "wb") as fh:
+                fh.write(blob)
+        out[model.name] = {"ok": ok, "bytes": len(blob)}
+        progress(f"weights {model.name}: " + (f"{len(blob) / 1e6:.0f} MB" if ok else
+                                              "FAILED: not the weights its library was built with"))
     return out
 
 
@@ -286,6 +315,11 @@ def run(args) -> int:
     if "build" in steps and time.time() < deadline:
         with open(os.path.join(args.out, "build.log"), "a", encoding="utf-8") as log:
             out["build"] = build_all(models, args.target, args.jobs, deadline, log, progress)
+        save()
+    if "weights" in steps:
+        built = [m for m in models
+                 if os.path.isfile(os.path.join("build", args.target, m.name, "manifest.json"))]
+        out["weights"] = write_weights(built, args.target, progress)
         save()
     if "bench" in steps:
         folder = os.path.join(ZOO_DIR, "reports")

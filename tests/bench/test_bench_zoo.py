@@ -122,3 +122,37 @@ def test_random_weights_with_constants_reach_the_source_module(tmp_path, monkeyp
     assert got.dtype == torch.float32 and got64.dtype == torch.float64
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(got64.numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def test_weights_step_writes_the_weights_a_library_was_built_with(tmp_path, monkeypatch):
+    """Libraries built elsewhere and copied without their weights: the weights step writes each
+    file again from the spec's seed where its digest is the manifest's, and refuses (writing
+    nothing) where the library was built from other weights."""
+    import json
+    import shutil
+    from ait_build.build.invoke import build
+    monkeypatch.chdir(tmp_path)
+    os.makedirs("build/zoo")
+    shutil.copy(os.path.join(REPO, "specs", "mlp.yaml"), "build/zoo/mlp.yaml")
+    folder = build("build/zoo/mlp.yaml", "cpu", cache=os.path.join(REPO, "build", "cache"),
+                   root=str(tmp_path), quiet=True)
+    weights = os.path.join(folder, "weights.safetensors")
+    with open(weights, "rb") as fh:
+        built = fh.read()
+    os.unlink(weights)
+    model = zoo_specs.ZooModel("mlp", "", (), (), (1,))
+    lines = []
+    assert zoo.write_weights([model], "cpu", lines.append) == {"mlp": {"ok": True,
+                                                                       "bytes": len(built)}}
+    with open(weights, "rb") as fh:
+        assert fh.read() == built
+    os.unlink(weights)
+    manifest = os.path.join(folder, "manifest.json")
+    with open(manifest) as fh:
+        record = json.load(fh)
+    record["weights"]["sha256"] = "0" * 64  # as if built from other weights
+    with open(manifest, "w") as fh:
+        json.dump(record, fh)
+    assert zoo.write_weights([model], "cpu", lines.append)["mlp"]["ok"] is False
+    assert not os.path.exists(weights)
+    assert lines[-1] == "weights mlp: FAILED: not the weights its library was built with"
