@@ -60,6 +60,7 @@ class ModelPlan:
     # node -> what an earlier node's kernel already did of its work (e.g. a depthwise conv's
     # per-tile sums for the global average pool that reads it: backends/gpu/depthwise.py)
     handed_on: dict = field(default_factory=dict)
+    _readers: dict | None = field(default=None, repr=False, compare=False)  # tensor -> readers
     tuning: object = None  # tuning.TuningReport once finalized
     position: int = 0  # 0: input conversions, i + 1: node i, len(nodes) + 1: output conversions
 
@@ -90,6 +91,13 @@ class ModelPlan:
 
     def at_max(self, dim) -> int:
         return Dim.of(dim).eval(self.graph.bounds_env("max"))
+
+    def readers(self, tensor: str) -> list:
+        """The nodes that read `tensor`, from an index built once (lowering does not change the
+        graph)."""
+        if self._readers is None:
+            self._readers = self.graph.consumers()
+        return self._readers.get(tensor, [])
 
     def scratch(self) -> tuple:
         """(shared, per-thread) scratch bytes: the largest any step needs."""

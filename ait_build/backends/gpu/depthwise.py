@@ -146,7 +146,7 @@ def pool_reader(lw, epi, ho, wo):
     if epi.later is not None or not (Dim.of(ho).is_static and Dim.of(wo).is_static):
         return None
     out = lw.node.output
-    return next((n for n in lw.plan.graph.nodes
+    return next((n for n in lw.plan.readers(out)
                  if n.op == "global_avg_pool" and n.inputs[0] == out), None)
 
 
