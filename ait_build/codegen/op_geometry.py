@@ -11,6 +11,13 @@ from ait_build.ir.dims import Dim
 from ait_build.ops.conv import window_params
 
 
+def conv_kernel_params(ctype: str, weight_ctype: str, size_params: list) -> list:
+    """The (type, name) parameters the GPU conv kernels take: out, x, w (stored as
+    `weight_ctype`), bias and res, then conv_geometry's sizes."""
+    return [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {weight_ctype}*", "w"),
+            (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
+
+
 def residual_mode(out_shape, res_shape) -> str | None:
     """'full' (same elements as the output), 'row' (one value per output column) or None."""
     strides = broadcast_strides(res_shape, out_shape)

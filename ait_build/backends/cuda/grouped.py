@@ -20,7 +20,7 @@ from functools import partial
 from ait_build.backends.gpu import gemm
 from ait_build.codegen.cexpr import cexpr
 from ait_build.codegen.kernel import make_kernel
-from ait_build.codegen.op_geometry import conv_geometry
+from ait_build.codegen.op_geometry import conv_geometry, conv_kernel_params
 from ait_build.codegen.tuning import Config, Tunable
 from ait_build.ir.dims import Dim
 
@@ -82,8 +82,7 @@ def lower_conv2d(engine, lw) -> None:
     # KRSC per output channel: [O][KH][KW][C/G], each group's filters contiguous
     wt = lw.weight("weight", lambda a: a.transpose(0, 2, 3, 1), "krsc", (o.value, kh, kw, cg),
                    dtype=dtype)
-    params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {ctype}*", "w"),
-              (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
+    params = conv_kernel_params(ctype, ctype, size_params)
     params += [("int", "G")] + [("int", p) for p in gemm.WINDOW]
     window = [win[p.lower()] for p in gemm.WINDOW]
     args = [lw.dst(out), lw.src(node.inputs[0]), wt] + epi.args(lw) + sizes + [str(groups)]

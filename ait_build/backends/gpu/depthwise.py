@@ -26,8 +26,10 @@ How the tile is chosen (`plan_tile`), in three steps:
 
 Where a global average pool reads the conv's output (squeeze-excitation's squeeze), each block
 also writes its tile's float32 sums per channel, and the pool only adds an image's tiles
-(`pool_reader`; squeeze_excitation.py): the output is not read a second time. The epilogue's silu, sigmoid, hardswish and hardsigmoid take the
-template's fast-math forms (`FAST_ACTS`).
+(`pool_reader`; squeeze_excitation.py): the output is not read a second time.
+
+The epilogue's silu, sigmoid, hardswish and hardsigmoid take the template's fast-math forms
+(`FAST_ACTS`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ait_build.codegen.kernel import make_kernel
-from ait_build.codegen.op_geometry import conv_geometry
+from ait_build.codegen.op_geometry import conv_geometry, conv_kernel_params
 from ait_build.ir.dims import Dim
 
 MAX_THREADS = 256
@@ -159,8 +161,7 @@ def lower(lw, epi, label: str) -> None:
     dtype, ctype = lw.dtype(node.output), lw.ctype(node.output)
     weights = lw.weight("weight", lambda a: a.transpose(2, 3, 1, 0).reshape(kh, kw, cv), "hwc",
                         (kh, kw, cv))
-    params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), ("const float*", "w"),
-              (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
+    params = conv_kernel_params(ctype, "float", size_params)
     itemsize = 4 if dtype == "float32" else 2
     tile = plan_tile(itemsize, cv, ho, wo, win)
     args = [lw.dst(node.output), lw.src(node.inputs[0]), weights] + epi.args(lw) + sizes

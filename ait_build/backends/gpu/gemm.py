@@ -25,7 +25,7 @@ from ait_build.codegen import data_movement, epilogue
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.elementwise import act_fn, float_literal, hardtanh_struct
 from ait_build.codegen.kernel import make_kernel
-from ait_build.codegen.op_geometry import conv_geometry, matmul_geometry
+from ait_build.codegen.op_geometry import conv_geometry, conv_kernel_params, matmul_geometry
 from ait_build.codegen.tuning import Tunable
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
@@ -270,8 +270,7 @@ def lower_conv2d(engine: MatrixEngine, lw) -> None:
                                "patches")
             gemm_call(engine, lw, epi, out, rows, wt, n * ho * wo, o, c * (kh * kw), col_b=True)
             return
-        params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {ctype}*", "w"),
-                  (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
+        params = conv_kernel_params(ctype, ctype, size_params)
         params += [("int", p) for p in WINDOW]
         aligns = (align_in, align_in, align_out)
         context = engine.context(lw, dtype, epi, aligns)
@@ -293,8 +292,7 @@ def lower_conv2d(engine: MatrixEngine, lw) -> None:
     # grouped or unaligned channels: direct, weights [KH][KW][C/G][O]
     cg = cv // g
     wt = lw.weight("weight", lambda a: a.transpose(2, 3, 1, 0), "hwio", (kh, kw, cg, ov), dtype=dtype)
-    params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {ctype}*", "w"),
-              (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
+    params = conv_kernel_params(ctype, ctype, size_params)
     context = dict(element=engine.element[dtype], ctype=ctype, act=epi.functor,
                    act_fn=epi.fn, **win, groups=g)
     kernel = make_kernel(label_of("conv2d_direct", epi), "conv2d", lw.template("conv2d_direct"),

@@ -13,7 +13,7 @@ many outputs, whose float32 filters fit the kernel's shared memory, take this pa
 from __future__ import annotations
 
 from ait_build.codegen.kernel import make_kernel
-from ait_build.codegen.op_geometry import conv_geometry
+from ait_build.codegen.op_geometry import conv_geometry, conv_kernel_params
 
 FILTER_BYTES = 40 * 1024  # float32 [KH][KW][C][O] in one block's shared memory
 
@@ -33,8 +33,7 @@ def lower(lw, epi, label: str) -> None:
     ctype = lw.ctype(node.output)
     weights = lw.weight("weight", lambda a: a.transpose(2, 3, 1, 0), "hwio", (kh, kw, cv, ov),
                         dtype="float32")
-    params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), ("const float*", "w"),
-              (f"const {ctype}*", "bias"), (f"const {ctype}*", "res")] + size_params
+    params = conv_kernel_params(ctype, "float", size_params)
     context = dict(ctype=ctype, act_fn=epi.fn, channels=cv, outputs=ov, **win)
     kernel = make_kernel(label, "conv2d", lw.template("stem_conv"), context, params)
     lw.call(kernel, [lw.dst(node.output), lw.src(node.inputs[0]), weights] + epi.args(lw) + sizes)
