@@ -137,9 +137,7 @@ def write_weights(models: list, target: str, progress) -> dict:
     plan (random, from the spec's seed: no toolchain needed), where the libraries were built on
     another machine and copied without their weights; its digest must be the manifest's."""
     import hashlib
-    from ait_build.codegen import weights_file
-    from ait_build.codegen.emit import weights_layout
-    from ait_build.codegen.plan import weight_arrays
+    from ait_build.codegen.emit import weights_bytes
     from ait_build.pipeline import build_plan
     out = {}
     for model in models:
@@ -147,7 +145,7 @@ def write_weights(models: list, target: str, progress) -> dict:
         with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as fh:
             want = json.load(fh)["weights"]
         plan = build_plan(spec_path(model), target)
-        blob = weights_file.file_bytes(weights_layout(plan), weight_arrays(plan))
+        blob = weights_bytes(plan)
         ok = hashlib.sha256(blob).hexdigest() == want["sha256"]
         if ok:
             with open(os.path.join(folder, want["file"]), "wb") as fh:

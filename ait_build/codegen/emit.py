@@ -217,6 +217,15 @@ def write_if_changed(path: str, data: bytes) -> bool:
     return True
 
 
+def weights_bytes(plan: ModelPlan, wl=None) -> bytes:
+    """The weights file of the plan's library (laid out as `wl`, default weights_layout(plan))."""
+    try:
+        return weights_file.file_bytes(wl if wl is not None else weights_layout(plan),
+                                       weight_arrays(plan))
+    except ValueError as exc:
+        raise AitError(f"internal: {exc}") from None
+
+
 def write_library(plan: ModelPlan, out_dir: str, compiler: dict,
                   launcher: dict | None = None) -> Emission:
     """Renders every file of the model library into out_dir (only changed files are written);
@@ -224,10 +233,7 @@ def write_library(plan: ModelPlan, out_dir: str, compiler: dict,
     launcher (none: no field), which the build_id leaves out as it changes no output."""
     planned = emission(plan)
     wl = weights_layout(plan)
-    try:
-        blob = weights_file.file_bytes(wl, weight_arrays(plan))
-    except ValueError as exc:
-        raise AitError(f"internal: {exc}") from None
+    blob = weights_bytes(plan, wl)
     sources = render_kernels(plan)
     record = manifest(plan, sources, blob, compiler)
     record["build_id"] = json_sha256(record)  # what the library returns from build_id()
