@@ -68,13 +68,6 @@ def fp16acc_target(target: str, out_dir: str) -> str:
                         lambda text: text + "precision: {accumulate: float16}\n")
 
 
-def direct_stems_target(target: str, out_dir: str, outputs: int = 32) -> str:
-    """targets/<target>.yaml copied to out_dir/<target>_direct_stems.yaml with
-    `direct_stem_outputs: outputs` (stems into that many outputs run templates/gpu/stem_conv.cu.j2)."""
-    return _target_copy(target, out_dir, "direct_stems", lambda text: re.sub(
-        r"(?m)^  direct_stem_outputs: \d+", f"  direct_stem_outputs: {outputs}", text))
-
-
 def heuristic_target(target: str, out_dir: str) -> str:
     """targets/<target>.yaml copied to out_dir/<target>_heuristic.yaml without its
     profile_cache and the HBM bandwidth the estimate reads (backends/cuda/estimate.py): every

@@ -280,6 +280,19 @@ def test_stem_conv_gathers_its_windows_then_gemm(tmp_path, target):
     assert patch[1].args[5:8] == ("196*d_batch", "768", "768")
 
 
+@pytest.mark.parametrize("target,direct", [("h200", True), ("h100", True), ("a100", False)])
+def test_stems_into_few_outputs_run_directly_on_hopper(target, direct):
+    """The stock Hopper targets run every stem of the direct_stems group (3 or 1 channels into 8 to
+    32 outputs) as one direct kernel (templates/gpu/stem_conv.cu.j2), no im2col rows and no GEMM;
+    the a100 gathers them into rows for a GEMM (its direct_stem_outputs is 0: not timed there)."""
+    plan = build_plan(op_spec("direct_stems"), find_target(target))
+    convs = [n.name for n in plan.graph.nodes if n.op == "conv2d"]
+    stems = {s.node for s in plan.steps if s.kernel.template.endswith("stem_conv.cu.j2")}
+    rows = {s.node for s in plan.steps if s.kernel.label == "im2col"}
+    assert len(convs) == 8
+    assert (stems, rows) == ((set(convs), set()) if direct else (set(), set(convs)))
+
+
 def test_patch_convs_gather_then_gemm(tmp_path):
     """A conv over aligned channels whose windows tile the input (kernel == stride) gathers each
     window into a row with the strided copy and runs the GEMM kernels; other windows stay

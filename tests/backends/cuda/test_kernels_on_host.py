@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 from ait_build.ops.reference import random_inputs, run_reference
-from ait_build.pipeline import emit, find_target, load_target
+from ait_build.pipeline import emit, find_target
 from ait_build.spec.model import load_model
-from cuda_helpers import direct_stems_target, op_tolerance
+from cuda_helpers import op_tolerance
 from cuda_op_groups import op_spec
 from host_emulation.emulated import HostModel, build, build_kernels, cuda_include
 
@@ -45,9 +45,7 @@ def test_own_kernels_match_reference_on_the_host(group, dtype, tmp_path):
     spec = op_spec(group, dtype)
     graph = load_model(spec)
     out = str(tmp_path / graph.name)
-    # the direct stems on an h200 copy that opts in (the stock one does not yet: docs/cuda.md)
-    target = load_target(direct_stems_target("h200", str(tmp_path))) \
-        if group == "direct_stems" else find_target("h200")
+    target = find_target("h200")  # its stems into <= 32 outputs run directly (direct_stems)
     assert group != "direct_stems" or target.cap("direct_stem_outputs") == 32
     emission = emit(spec, target, out)
     assert not any("sm80" in s or "sm90" in s for s in emission.compiled_sources)  # no CUTLASS

@@ -27,8 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from ait_build.backends import toolchain_for
-from ait_build.pipeline import build_plan, emit, find_target, load_target
-from cuda_helpers import (c_create, compile_and_link, direct_stems_target, fp16_spec,
+from ait_build.pipeline import build_plan, emit, find_target
+from cuda_helpers import (c_create, compile_and_link, fp16_spec,
                           fp16acc_target, run_checked, spec_path, unity_build)
 from cuda_op_groups import GROUPS, op_spec
 
@@ -152,11 +152,11 @@ def test_narrow_configurations_compile(nvcc, tmp_path, target_name):
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_direct_stem_kernels_compile(nvcc, tmp_path, dtype):
-    """The direct_stems group's convs on an h200 copy with `direct_stem_outputs: 32`
-    (templates/gpu/stem_conv.cu.j2) compile for sm_90a in one translation unit, and their PTX
+    """The direct_stems group's convs on the h200 (`direct_stem_outputs: 32`,
+    templates/gpu/stem_conv.cu.j2) compile for sm_90a in one translation unit, and their PTX
     stores a pixel's outputs with 16-byte stores (the per-output stores stay for unaligned
     pointers)."""
-    t = load_target(direct_stems_target("h200", str(tmp_path)))
+    t = find_target("h200")
     spec = op_spec("direct_stems", dtype)
     out = tmp_path / "out"
     emit(spec, t, str(out))
