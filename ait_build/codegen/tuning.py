@@ -114,19 +114,26 @@ class Profile:
                 "uses another choice" for e in self.entries.get(tunable.key, ())
                 if e.config not in names]
 
-    def nearby_choices(self, tunable: Tunable) -> tuple:
-        """The buckets of the closest profiled problem of the call's family within NEARBY_RATIO
-        in every size (see there), or ()."""
-        best, best_distance = (), math.inf
-        for (family, problem), entries in self.entries.items():
-            if family != tunable.family or problem == tunable.problem_text:
-                continue
-            distance = _problem_distance(problem, tunable.problem)
-            if distance < best_distance:
-                buckets = _usable(entries, tunable)
-                if buckets:
-                    best, best_distance = buckets, distance
-        return best
+    def nearby_choices(self, tunable: Tunable, extents: list) -> tuple:
+        """(extent, Config) for those of the call's `extents` that a profiled problem of its
+        family measured nearby: within NEARBY_RATIO in every size and in the extent itself (a
+        choice measured at 6272 rows says nothing of 196). Per extent the closest such entry
+        wins (summed |log ratio| of the sizes and the extent); () where none is near."""
+        chosen = []
+        for extent in extents:
+            best, best_distance = None, math.inf
+            for (family, problem), entries in self.entries.items():
+                if family != tunable.family or problem == tunable.problem_text:
+                    continue
+                distance = _problem_distance(problem, tunable.problem)
+                buckets = _usable(entries, tunable) if distance < best_distance else ()
+                for measured, config in buckets:
+                    total = distance + _size_distance(measured, extent)
+                    if total < best_distance:
+                        best, best_distance = config, total
+            if best is not None:
+                chosen.append((extent, best))
+        return tuple(chosen)
 
 
 def _usable(entries: tuple, tunable: Tunable) -> tuple:
@@ -144,27 +151,48 @@ def _problem_distance(text: str, problem: tuple) -> float:
         return math.inf
     distance = 0.0
     for (_, _, value), (_, size) in zip(pairs, problem):
-        try:
-            profiled = int(value)
-        except ValueError:
-            return math.inf
-        if profiled == size:
+        if value == str(size):
             continue
-        if min(profiled, size) <= 0 or max(profiled, size) > NEARBY_RATIO * min(profiled, size):
-            return math.inf
-        distance += abs(math.log(profiled / size))
+        if not (isinstance(size, int) and value.lstrip("-").isdigit()):
+            return math.inf  # a name, not a size: only the same one matches
+        distance += _size_distance(int(value), size)
     return distance
 
 
+def _size_distance(profiled: int, size: int) -> float:
+    """|log(profiled / size)|, 0 for equal sizes, infinite for a zero against a non-zero or
+    beyond NEARBY_RATIO."""
+    if profiled == size:
+        return 0.0
+    if min(profiled, size) <= 0 or max(profiled, size) > NEARBY_RATIO * min(profiled, size):
+        return math.inf
+    return abs(math.log(profiled / size))
+
+
 # -- choosing per call ----------------------------------------------------------------------------
-def estimated_choices(plan, tunable: Tunable) -> tuple:
-    """(extent, Config) buckets of the backend's estimate at the extents a profile would measure
-    (the call's extent at the dims' min, opt and max), or () without an estimate."""
+def call_extents(plan, tunable: Tunable) -> list:
+    """The call's extent at the dims' min, opt and max (the extents a profile measures), sorted,
+    without zero."""
+    return sorted({tunable.extent.eval(plan.graph.bounds_env(which))
+                   for which in ("min", "opt", "max")} - {0})
+
+
+def estimated_choices(tunable: Tunable, extents: list) -> tuple:
+    """(extent, Config) buckets of the backend's estimate at `extents`, or () without an
+    estimate."""
     if tunable.estimate is None:  # the engine has none for this call (e.g. run-time sizes)
         return ()
-    extents = sorted({tunable.extent.eval(plan.graph.bounds_env(which))
-                      for which in ("min", "opt", "max")} - {0})
     return tuple((extent, tunable.estimate(extent)) for extent in extents)
+
+
+def borrowed_or_estimated(plan, profile: Profile, tunable: Tunable) -> tuple:
+    """Buckets of a call without an entry: per extent, a nearby problem's measured choice, else
+    the estimate's; and whether any extent borrowed."""
+    extents = call_extents(plan, tunable)
+    borrowed = profile.nearby_choices(tunable, extents)
+    have = {extent for extent, _ in borrowed}
+    estimated = estimated_choices(tunable, [e for e in extents if e not in have])
+    return tuple(sorted(borrowed + estimated, key=lambda bucket: bucket[0])), bool(borrowed)
 
 
 def selector(extent: Dim, buckets: list) -> str:
@@ -235,9 +263,10 @@ def finalize(plan, profile: Profile) -> TuningReport:
         calls = [plan.steps[i].tuning for i in indices]
         chosen = [profile.choices(c.tunable) for c in calls]
         exact = [bool(ch) for ch in chosen]
-        chosen = [ch or profile.nearby_choices(c.tunable) for c, ch in zip(calls, chosen)]
-        borrowed = [bool(ch) for ch in chosen]
-        chosen = [ch or estimated_choices(plan, c.tunable) for c, ch in zip(calls, chosen)]
+        borrowed = [False] * len(calls)
+        for j, call in enumerate(calls):
+            if not exact[j]:
+                chosen[j], borrowed[j] = borrowed_or_estimated(plan, profile, call.tunable)
         ladder = calls[0].tunable.ladder
         if all(chosen):  # keep only the ladder's last: it takes any call (unaligned pointers)
             ladder = ladder[-1:]

@@ -133,13 +133,14 @@ def test_emitted_sources_follow_the_profile(tmp_path):
 
 def test_a_call_without_an_entry_borrows_the_closest_profiled_problem_of_its_family(tmp_path):
     # QKV (n=2304) has no entry; n=2560 is within NEARBY_RATIO (1.11x), closer than n=2000
-    # (1.15x); the attention output (n=768) is beyond it from both: it runs the heuristic
+    # (1.15x); the attention output (n=768) is beyond it from both: it runs the heuristic.
+    # The entries are measured at 4096 rows, the spec's opt (batch 32 x seq 128).
     near = ("gemm float16 b=col act=none align=8,8,8", "n=2560 k=768 l=1")
     nearer_but_other_k = ("gemm float16 b=col act=none align=8,8,8", "n=2304 k=512 l=1")
     farther = ("gemm float16 b=col act=none align=8,8,8", "n=2000 k=768 l=1")
-    entries = [entry(near, 128, "sm90_pingpong_64x64x64_c1x1"),
-               entry(farther, 128, "sm90_coop_128x128x64_c1x1_streamk"),
-               entry(nearer_but_other_k, 128, "sm90_coop_256x128x64_c1x2")]
+    entries = [entry(near, 4096, "sm90_pingpong_64x64x64_c1x1"),
+               entry(farther, 4096, "sm90_coop_128x128x64_c1x1_streamk"),
+               entry(nearer_but_other_k, 4096, "sm90_coop_256x128x64_c1x2")]
     plan = build_plan(spec_path("bert_base"), find_target(target_with_profile(tmp_path, entries)))
     report = plan.tuning
     assert (report.calls, report.profiled, report.nearby) == (48, 0, 12)
@@ -152,6 +153,36 @@ def test_a_call_without_an_entry_borrows_the_closest_profiled_problem_of_its_fam
     assert all(s.args[-1] == str(index) for s in qkv), names
     out = [s for s in plan.steps if s.node.endswith(".attention.output.dense")]
     assert out and all(s.args[-1] == "-1" for s in out)
+
+
+def test_a_borrowed_choice_covers_only_the_rows_it_was_measured_near(tmp_path):
+    """A nearby problem's entry measured at 128 rows says nothing of the call's 1, 4096 and
+    1048576 rows (bert_base's min, opt and max): no extent borrows it (RegNetX's 6272-row
+    choice at ResNeXt-101's 196 rows slowed ResNeXt). With the estimate, a call borrows where
+    an entry is near (4096 rows) and runs the estimate's choice at the other extents."""
+    near = ("gemm float16 b=col act=none align=8,8,8", "n=2560 k=768 l=1")
+    far_rows = [entry(near, 128, "sm90_pingpong_64x64x64_c1x1")]
+    plan = build_plan(spec_path("bert_base"), find_target(target_with_profile(tmp_path, far_rows)))
+    assert (plan.tuning.calls, plan.tuning.nearby) == (48, 0)
+    qkv = [s for s in plan.steps if s.node.endswith(".attention.self.qkv")]
+    assert qkv and all(s.args[-1] == "-1" for s in qkv)
+
+    near_rows = [entry(near, 4096, "sm90_coop_256x128x64_c1x2")]
+    target = find_target(target_with_profile(tmp_path / "mixed", near_rows, estimate=True))
+    plan = build_plan(spec_path("bert_base"), target)
+    assert (plan.tuning.calls, plan.tuning.nearby, plan.tuning.estimated) == (48, 12, 36)
+    qkv = [s for s in plan.steps if s.node.endswith(".attention.self.qkv")]
+    tunable = next(c.tunable for _, c in tunables(build_plan(spec_path("bert_base"), target,
+                   tune=False)) if c.tunable.problem_text == "n=2304 k=768 l=1")
+    parts = qkv[0].kernel.parts
+
+    def index(name):  # the part compiled for the configuration called `name`
+        config = next(c for c in tunable.candidates if c.name == name)
+        return next(i for i, p in enumerate(parts) if set(config.context) <= set(p.context))
+    rows = {1: tunable.estimate(1).name, 4096: "sm90_coop_256x128x64_c1x2",
+            1048576: tunable.estimate(1048576).name}
+    expected = selector(Dim.of("batch") * "seq", [(m, index(n)) for m, n in rows.items()])
+    assert all(s.args[-1] == expected for s in qkv), (expected, qkv[0].args[-1])
 
 
 def test_entries_naming_unknown_configurations_are_ignored(tmp_path):
