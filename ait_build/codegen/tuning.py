@@ -281,7 +281,7 @@ def finalize(plan, profile: Profile) -> TuningReport:
             report.calls += 1
             report.profiled += is_exact
             report.nearby += is_borrowed and not is_exact
-            report.estimated += bool(ch) and not is_borrowed
+            report.estimated += bool(ch) and not is_borrowed and not is_exact
             scratch = step.scratch_shared
             if ch:
                 expr = selector(call.tunable.extent, [(e, index[c.name]) for e, c in ch])

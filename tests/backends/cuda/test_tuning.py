@@ -167,10 +167,15 @@ def test_a_borrowed_choice_covers_only_the_rows_it_was_measured_near(tmp_path):
     qkv = [s for s in plan.steps if s.node.endswith(".attention.self.qkv")]
     assert qkv and all(s.args[-1] == "-1" for s in qkv)
 
-    near_rows = [entry(near, 4096, "sm90_coop_256x128x64_c1x2")]
+    near_rows = [entry(near, 4096, "sm90_coop_256x128x64_c1x2"),
+                 entry(BERT_FFN, 4096, "sm90_coop_256x128x64_c1x2")]  # the FFN's own entry
     target = find_target(target_with_profile(tmp_path / "mixed", near_rows, estimate=True))
     plan = build_plan(spec_path("bert_base"), target)
-    assert (plan.tuning.calls, plan.tuning.nearby, plan.tuning.estimated) == (48, 12, 36)
+    report = plan.tuning
+    assert (report.calls, report.profiled, report.nearby, report.estimated) == (48, 12, 12, 24)
+    assert "36 of 48 GEMM/conv calls have no entry" in report.summary()
+    assert "12 use the choice profiled for a nearby problem and 24 use the estimate's" in \
+        report.summary()
     qkv = [s for s in plan.steps if s.node.endswith(".attention.self.qkv")]
     tunable = next(c.tunable for _, c in tunables(build_plan(spec_path("bert_base"), target,
                    tune=False)) if c.tunable.problem_text == "n=2304 k=768 l=1")
