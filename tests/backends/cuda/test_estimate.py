@@ -1,11 +1,12 @@
 """The estimate that picks the configuration of a call without a profile entry
 (backends/cuda/estimate.py), held against what the profiles measured: for every entry of
-profiles/h200.yaml and profiles/a100.yaml (the seed models', and on h200 also EfficientNetV2-S's,
-ShuffleNetV2's and GPT-2 medium's), the candidates a build offers for the entry's family and
-problem (configs.py) are ranked at the entry's extent. The first must be the measured winner in
-at least MATCHES entries, where the old heuristic (the ladder: the first tile whose blocks cover
-every multiprocessor) matched LADDER_MATCHES, and the estimate must rank the winner within CLOSE
-of its own choice in at least CLOSE_ENTRIES. A seed call's own Tunable chooses the same."""
+profiles/h200.yaml and profiles/a100.yaml (the seed models', and on h200 also those of the public
+benchmark's models; grouped convs, which the estimate does not model, left out), the candidates a
+build offers for the entry's family and problem (configs.py) are ranked at the entry's extent.
+The first must be the measured winner in at least MATCHES entries, where the old heuristic (the
+ladder: the first tile whose blocks cover every multiprocessor) matched LADDER_MATCHES, and the
+estimate must rank the winner within CLOSE of its own choice in at least CLOSE_ENTRIES. A seed
+call's own Tunable chooses the same."""
 
 from __future__ import annotations
 
@@ -21,11 +22,12 @@ from ait_build.spec.profile import profile_path, read_profile
 from cuda_helpers import spec_path
 
 SEEDS = ("bert_base", "resnet50", "vit_b16")
-# of 271 (h200) and 105 (a100) entries; measured: 131 and 80 matched, 254 and 104 close
-MATCHES = {"h200": 126, "a100": 78}
-LADDER_MATCHES = {"h200": 23, "a100": 31}
+# of 501 (h200, grouped convs left out) and 105 (a100) entries; measured: 195 and 80 matched,
+# 473 and 104 close
+MATCHES = {"h200": 190, "a100": 78}
+LADDER_MATCHES = {"h200": 31, "a100": 31}
 CLOSE = 1.25
-CLOSE_ENTRIES = {"h200": 250, "a100": 100}
+CLOSE_ENTRIES = {"h200": 469, "a100": 100}
 
 
 def offered(family: str, problem: dict, hopper: bool) -> tuple:
@@ -57,6 +59,8 @@ def test_the_estimate_picks_the_profiled_winners(name):
             seeds.setdefault(call.tunable.key, call.tunable)
     matches = ladder_matches = close = entries = 0
     for (family, text), measured in read_profile(profile_path(target)).items():
+        if family.startswith("conv2d_grouped"):  # no estimate: such calls run the heuristic
+            continue
         problem = {k: int(v) for k, v in (item.split("=") for item in text.split())}
         kind = family.split()[0]
         candidates, ladder = offered(family, problem, device.hopper)
@@ -71,7 +75,7 @@ def test_the_estimate_picks_the_profiled_winners(name):
                                             device.sm_count).name == e.config
             close += (estimate_us(device, kind, problem, by_name[e.config], e.extent)
                       <= CLOSE * estimate_us(device, kind, problem, choice, e.extent))
-    assert entries == {"h200": 271, "a100": 105}[name]
+    assert entries == {"h200": 501, "a100": 105}[name]
     assert ladder_matches == LADDER_MATCHES[name]
     assert matches >= MATCHES[name] > ladder_matches
     assert close >= CLOSE_ENTRIES[name]
