@@ -56,7 +56,7 @@ CONVS = dict(
            n("pre", "relu", ["e"]), dw("dw_block", "e", 116, 3, padding=1),
            n("dw_sum", "add", ["dw_block", "pre"]), n("dw_out", "relu", ["dw_sum"]),
            # grouped: group widths 8 (two groups a vector), 4, 48 (three vectors a group),
-           # 32, 12 and 3 (vectors across group boundaries), 13 (not whole vectors)
+           # 32, 64 (four), 12 and 3 (vectors across group boundaries), 13 (not whole vectors)
            n("g8", "conv2d", ["d"], out_channels=48, kernel=3, padding=1, groups=6,
              activation="relu"),
            n("g8s2", "conv2d", ["g"], out_channels=104, kernel=3, stride=2, padding=1,
@@ -65,6 +65,7 @@ CONVS = dict(
            n("g48", "conv2d", ["f"], out_channels=96, kernel=3, padding=1, groups=2,
              activation="relu"),
            n("g32", "conv2d", ["f"], out_channels=96, kernel=[1, 3], padding=[0, 1], groups=3),
+           n("g64", "conv2d", ["f"], out_channels=128, kernel=3, padding=1, groups=2),  # 4 a group
            n("g12", "conv2d", ["d"], out_channels=48, kernel=5, stride=2, padding=2, groups=4),
            n("g6", "conv2d", ["d"], out_channels=24, kernel=3, dilation=2, padding=2, groups=8),
            n("g13", "conv2d", ["g"], out_channels=26, kernel=3, groups=2, padding=1),
@@ -85,7 +86,7 @@ CONVS = dict(
            n("shuffle", "permute", ["groups2"], dims=[0, 1, 2, 4, 3]),
            n("to_nchw", "permute", ["a"], dims=[0, 3, 1, 2])],
     outputs=["dw3", "dw3s2", "dw5", "dw5s2", "dw7", "dw_small", "dw_rect", "dw_col", "dw_out",
-             "g8", "g8s2", "g4", "g48", "g32", "g12", "g6", "g13", "g_out", "max3s2", "max2",
+             "g8", "g8s2", "g4", "g48", "g32", "g64", "g12", "g6", "g13", "g_out", "max3s2", "max2",
              "max_rect", "avg3", "avg3_pad", "avg2", "to_nhwc", "shuffle", "to_nchw"])
 
 
@@ -104,7 +105,7 @@ def test_kernels_picked(built):
     assert {k for k, v in kinds.items() if v == "depthwise"} == {
         "dw3", "dw3s2", "dw5", "dw5s2", "dw7", "dw_small", "dw_rect", "dw_col", "dw_block"}
     assert {k for k, v in kinds.items() if v == "grouped"} == {
-        "g8", "g8s2", "g4", "g48", "g32", "g12", "g6", "g13", "g_block"}
+        "g8", "g8s2", "g4", "g48", "g32", "g64", "g12", "g6", "g13", "g_block"}
     assert {k for k, v in steps.items() if v.startswith("transpose")} == {
         "to_nhwc", "shuffle", "to_nchw"}
 
