@@ -119,20 +119,20 @@ class Profile:
         family measured nearby: within NEARBY_RATIO in every size and in the extent itself (a
         choice measured at 6272 rows says nothing of 196). Per extent the closest such entry
         wins (summed |log ratio| of the sizes and the extent); () where none is near."""
+        near = []  # (distance in sizes, measured extent, Config) of every usable nearby entry
+        for (family, problem), entries in self.entries.items():
+            if family != tunable.family or problem == tunable.problem_text:
+                continue
+            distance = _problem_distance(problem, tunable.problem)
+            if distance < math.inf:
+                near += [(distance, measured, config)
+                         for measured, config in _usable(entries, tunable)]
         chosen = []
         for extent in extents:
-            best, best_distance = None, math.inf
-            for (family, problem), entries in self.entries.items():
-                if family != tunable.family or problem == tunable.problem_text:
-                    continue
-                distance = _problem_distance(problem, tunable.problem)
-                buckets = _usable(entries, tunable) if distance < best_distance else ()
-                for measured, config in buckets:
-                    total = distance + _size_distance(measured, extent)
-                    if total < best_distance:
-                        best, best_distance = config, total
-            if best is not None:
-                chosen.append((extent, best))
+            total, config = min(((d + _size_distance(m, extent), c) for d, m, c in near),
+                                key=lambda pair: pair[0], default=(math.inf, None))
+            if total < math.inf:
+                chosen.append((extent, config))
         return tuple(chosen)
 
 
@@ -153,7 +153,7 @@ def _problem_distance(text: str, problem: tuple) -> float:
     for (_, _, value), (_, size) in zip(pairs, problem):
         if value == str(size):
             continue
-        if not (isinstance(size, int) and value.lstrip("-").isdigit()):
+        if not (isinstance(size, int) and value.isdigit()):
             return math.inf  # a name, not a size: only the same one matches
         distance += _size_distance(int(value), size)
     return distance
