@@ -3,12 +3,13 @@ linear layers and convs): in MKL's packed layout, or in the panels of our own GE
 AIT_CPU_GEMM=own). A small C++ program multiplies through the headers with and without
 the copies and checks both against a loop in double, over the splits gemm_tile makes (one part,
 parts by columns, parts by rows, one or several row chunks per part), transposed and scaled
-weights, accumulation, and for the panels the tails: rows past a multiple of 4, columns past a
-multiple of 64, K past a pass of 1024. It builds against MKL (skipped where the mkl-devel wheel
+weights, accumulation, and for the panels the tails: rows past a multiple of the tile's (4 on
+AVX-512, 6 on AVX2), columns past a multiple of 64 (and of the AVX2 tile's 16), K past a pass
+(1024 on AVX-512, 256 on AVX2). It builds against MKL (skipped where the mkl-devel wheel
 is not installed; CI installs it on x86-64) and against OpenBLAS. Built models (linears, and
 convs with more output channels than K) match the reference at batch sizes that take each
-split, with packing on and off and with either GEMM. The panels need AVX-512: on a CPU without
-it AIT_CPU_GEMM=own falls back to the BLAS, which the tests check instead."""
+split, with packing on and off and with either GEMM. The panels need AVX-512 or AVX2 with FMA:
+on a CPU with neither AIT_CPU_GEMM=own falls back to the BLAS, which the tests check instead."""
 
 from __future__ import annotations
 
@@ -122,8 +123,8 @@ def program(request, tmp_path_factory):
 
 @pytest.fixture(params=["blas", "own"])
 def gemm(request, monkeypatch):
-    """AIT_CPU_GEMM for the handles created in this test; 'own' needs AVX-512 (else the BLAS
-    runs)."""
+    """AIT_CPU_GEMM for the handles created in this test; 'own' needs AVX-512 or AVX2 with FMA
+    (else the BLAS runs)."""
     monkeypatch.setenv("AIT_CPU_GEMM", request.param)
     return request.param
 
@@ -134,7 +135,9 @@ def run(exe, *args) -> list:
 
 
 def test_the_chosen_gemm_runs(program, gemm):
-    want = gemm == "own" and "avx512f" in cpu_flags() and os.uname().machine == "x86_64"
+    flags = cpu_flags()
+    tiles = "avx512f" in flags or {"avx2", "fma"} <= flags
+    want = gemm == "own" and tiles and os.uname().machine == "x86_64"
     assert run(program, "own") == [str(int(want))]
 
 
@@ -155,6 +158,7 @@ def test_cache_keeps_one_copy_per_request(program, gemm):
     (200, 3000, 16, 1),  # under 256 rows but a tile over 2 MiB: two row chunks, not one call
     (6, 70, 2500, 2),    # panels: 4 + 2 rows, 64 + 6 columns, K in three passes
     (1, 1000, 2048, 2),  # one row (a classifier at batch 1): two passes, partial panels
+    (13, 37, 300, 1),    # AVX2 tiles: 6 + 6 + 1 rows, 16 + 16 + 5 columns, two passes of K
 ])
 @pytest.mark.parametrize("trans_b", ["n", "t"])
 def test_packed_and_plain_gemms_match_a_loop(program, gemm, m, n, k, parts, trans_b):

@@ -155,7 +155,7 @@ def test_winograd_convs_match_reference(convs, batch):
 @pytest.mark.parametrize("gemm", ["blas", "own"])
 def test_either_gemm_matches_reference(convs, monkeypatch, gemm):
     """The tile GEMMs multiply U in our panels in a handle that chose our GEMM
-    (AIT_CPU_GEMM=own, ait_panel.h; on a CPU without AVX-512 the BLAS runs either way)."""
+    (AIT_CPU_GEMM=own, ait_panel.h; on a CPU without AVX-512 or AVX2 the BLAS runs either way)."""
     from .helpers import CModel
     model, graph, out_dir, emission = convs
     monkeypatch.setenv("AIT_CPU_GEMM", gemm)

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ait_cpu.h"
@@ -202,8 +203,9 @@ static void math() {
 // -- ait_panel.h, ait_packed.h ---------------------------------------------------------------
 
 static void panels() {
-  // rows past a multiple of 4, columns past 64, K past one pass of 1024
-  const int64_t M = 6, N = 70, K = 1030;
+  // rows past a multiple of 4 (AVX-512) and of 6 (AVX2), columns past 64 and past 16 (AVX2's
+  // tile), K past one pass of 1024 (AVX-512) and several of 256 (AVX2)
+  const int64_t M = 7, N = 70, K = 1030;
   std::vector<float> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(N * K));
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7) % 11) - 5.0f;
   for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 5) % 13) * 0.25f - 1.5f;
@@ -216,20 +218,28 @@ static void panels() {
     const float b01 = trans ? b[static_cast<size_t>(1 * ldb)] : b[1];  // B[0][1]
     CHECK(packed[1] == 0.5f * b01);
 #if AIT_PANEL_GEMM
-    if (!__builtin_cpu_supports("avx512f")) continue;  // the tiles are AVX-512 code
-    for (bool accumulate : {false, true}) {
-      std::vector<float> c(static_cast<size_t>(M * N), accumulate ? 1.0f : 99.0f);
-      ait::panel_gemm(M, N, K, a.data(), K, packed.data(), c.data(), N, accumulate);
-      double worst = 0.0;
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j) {
-          double want = accumulate ? 1.0 : 0.0;
-          for (int64_t k = 0; k < K; ++k)
-            want += 0.5 * a[static_cast<size_t>(i * K + k)] *
-                    (trans ? b[static_cast<size_t>(j * ldb + k)] : b[static_cast<size_t>(k * ldb + j)]);
-          worst = std::max(worst, std::fabs(c[static_cast<size_t>(i * N + j)] - want));
-        }
-      CHECK(worst == 0.0);  // sums of eighths below 2^12: exact in float32, in any order
+    // each ISA's tiles where this CPU runs them
+    using Gemm = void (*)(int64_t, int64_t, int64_t, const float*, int64_t, const float*, float*,
+                          int64_t, bool);
+    const std::pair<bool, Gemm> isas[] = {{ait::panel_avx512(), ait::panel_gemm_avx512},
+                                          {ait::panel_avx2(), ait::panel_gemm_avx2}};
+    for (const auto& [runs, gemm] : isas) {
+      if (!runs) continue;
+      for (bool accumulate : {false, true}) {
+        std::vector<float> c(static_cast<size_t>(M * N), accumulate ? 1.0f : 99.0f);
+        gemm(M, N, K, a.data(), K, packed.data(), c.data(), N, accumulate);
+        double worst = 0.0;
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j) {
+            double want = accumulate ? 1.0 : 0.0;
+            for (int64_t k = 0; k < K; ++k) {
+              const size_t at = static_cast<size_t>(trans ? j * ldb + k : k * ldb + j);
+              want += 0.5 * a[static_cast<size_t>(i * K + k)] * b[at];
+            }
+            worst = std::max(worst, std::fabs(c[static_cast<size_t>(i * N + j)] - want));
+          }
+        CHECK(worst == 0.0);  // sums of eighths below 2^12: exact in float32, in any order
+      }
     }
 #endif
   }
