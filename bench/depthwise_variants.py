@@ -37,23 +37,16 @@ def alternatives(planned, ranked: list) -> list:
 
 
 def variants(kernel, dtype: str, ho: int, wo: int) -> list:
-    """The planned kernel and its re-renderings with alternatives() of its tile; for a conv on
-    the rows kernel (depthwise_conv2d_rows.cu.j2), the tiled kernel of the planner's best tile."""
+    """The planned kernel and its re-renderings with alternatives() of its tile."""
     ctx = dict(kernel.context)
     itemsize = 2 if dtype in ("float16", "bfloat16") else 4
     ranked = [t for _, t in candidates(itemsize, ctx["channels"], ho, wo, ctx)]
-    params = [tuple(p.rsplit(" ", 1)) for p in kernel.params.split(", ")]
-    if kernel.template.endswith("_rows.cu.j2"):
-        tiled = {k: v for k, v in ctx.items() if k not in ("px", "th", "warps")}
-        tiled.update(pooled=False, **asdict(ranked[0]))
-        return [kernel, make_kernel(f"{kernel.label}_tiles", kernel.op,
-                                    kernel.template.replace("_rows.cu.j2", ".cu.j2"), tiled,
-                                    params)]
     planned = next(t for t in ranked if all(getattr(t, k) == ctx[k] for k in TILE_KEYS))
     out = [kernel]
     for tile in alternatives(planned, ranked):
         out.append(make_kernel(f"{kernel.label}_s{tile.slice}p{tile.px}g{tile.gw}t{tile.th}",
-                               kernel.op, kernel.template, dict(ctx, **asdict(tile)), params))
+                               kernel.op, kernel.template, dict(ctx, **asdict(tile)),
+                               [tuple(p.rsplit(" ", 1)) for p in kernel.params.split(", ")]))
     return out
 
 
@@ -141,12 +134,7 @@ def sweep(plan, info: dict, backend, toolchain, folder: str, batch: int, runs: i
                 if fn(*args):
                     raise RuntimeError(f"{kern.name} failed")
             ctx = dict(kern.context)
-            if "warps" in ctx:  # the rows kernel: 32 channels a block, a warp per strip
-                shape = dict(kernel="rows", slice=32, px=ctx["px"], gw=ctx["warps"],
-                             th=ctx["th"], threads=32 * ctx["warps"])
-            else:
-                shape = dict(kernel="tiles", **{k: ctx[k] for k in ("slice", "px", "gw", "th")},
-                             threads=ctx["slice"] // ctx["vec"] * ctx["gw"] * ctx["th"])
-            rows.append(dict(node=step.node, **shape, planned=kern is ks[0],
-                             ms=time_ms(call, runs)))
+            rows.append(dict(node=step.node, **{k: ctx[k] for k in ("slice", "px", "gw", "th")},
+                             threads=ctx["slice"] // ctx["vec"] * ctx["gw"] * ctx["th"],
+                             planned=kern is ks[0], ms=time_ms(call, runs)))
     return rows

@@ -189,7 +189,7 @@ def main() -> int:
         print("\ndepthwise kernel tiles (channel slice, strip, strips x rows): ms; * planned")
 
         def tile(v: dict) -> str:
-            return f"{v['kernel']}({v['slice']},{v['px']},{v['gw']}x{v['th']})"
+            return f"({v['slice']},{v['px']},{v['gw']}x{v['th']})"
         for node in dict.fromkeys(v["node"] for v in report["variants"]):
             mine = [v for v in report["variants"] if v["node"] == node]
             best = min(mine, key=lambda v: v["ms"])

@@ -28,14 +28,8 @@ Where a global average pool reads the conv's output (squeeze-excitation's squeez
 also writes its tile's float32 sums per channel, and the pool only adds an image's tiles
 (`pool_reader`; squeeze_excitation.py): the output is not read a second time.
 
-Large windows at stride 1 (5x5, 7x7: `rows_fit`) take another kernel,
-templates/gpu/depthwise_conv2d_rows.cu.j2: a thread walks one channel's strip of output columns
-down the image, reading each input row once from global memory and keeping the window's weights
-and the rows of sums in registers, so that the FMA pipes, not shared memory, set its pace
-(`plan_rows`). Where a pool reads the output, the tiled kernel runs, as it writes the tile sums.
-
-The epilogue's silu, sigmoid, hardswish and hardsigmoid take the templates' fast-math forms
-(`FAST_ACTS`, templates/gpu/_fast_acts.j2).
+The epilogue's silu, sigmoid, hardswish and hardsigmoid take the template's fast-math forms
+(`FAST_ACTS`).
 """
 
 from __future__ import annotations
@@ -135,33 +129,6 @@ def candidates(itemsize: int, channels: int, ho: int, wo: int, win: dict) -> lis
     return out
 
 
-@dataclass(frozen=True)
-class Rows:
-    px: int  # output columns per thread
-    th: int  # output rows per thread
-    warps: int  # strips per block, one warp each
-
-
-ROWS_REGISTERS = 128  # floats a thread keeps: the window's weights, KH rows of sums, one input row
-
-
-def rows_fit(win: dict) -> bool:
-    """Whether the rows kernel takes the conv: stride 1, no dilation, a window of 25 taps or more
-    (at 3x3 the tiled kernel's shared memory keeps up with its FMAs)."""
-    return (win["sh"], win["sw"], win["dh"], win["dw"]) == (1, 1, 1, 1) and \
-        win["kh"] * win["kw"] >= 25
-
-
-def plan_rows(ho: int, wo: int, win: dict) -> Rows:
-    """Strip width PX (4-8 columns) wasting the fewest columns past the image, the widest of those
-    whose registers fit; rows per thread 2 KH (the KH - 1 rows of halo each strip reads again come
-    from L2), at most the image's height; four strips a block where the image has them."""
-    kh, kw = win["kh"], win["kw"]
-    fits = [p for p in range(4, 9) if kh * kw + kh * p + p + kw - 1 <= ROWS_REGISTERS] or [1]
-    px = min(fits, key=lambda p: (_cdiv(wo, p) * p - wo, -p))
-    return Rows(px, max(1, min(2 * kh, ho)), max(1, min(4, _cdiv(wo, px))))
-
-
 def _size(d) -> int:
     d = Dim.of(d)
     return d.value if d.is_static else UNKNOWN_SIZE
@@ -195,26 +162,18 @@ def lower(lw, epi, label: str) -> None:
     weights = lw.weight("weight", lambda a: a.transpose(2, 3, 1, 0).reshape(kh, kw, cv), "hwc",
                         (kh, kw, cv))
     params = conv_kernel_params(ctype, "float", size_params)
-    args = [lw.dst(node.output), lw.src(node.inputs[0]), weights] + epi.args(lw) + sizes
-    pool = pool_reader(lw, epi, ho, wo)
-    act_fn = FAST_ACTS.get(epi.fn, epi.fn)
-    if pool is None and rows_fit(win):
-        rows = plan_rows(_size(ho), _size(wo), win)
-        context = dict(ctype=ctype, act_fn=act_fn, channels=cv, **asdict(rows), **win)
-        lw.call(make_kernel(label, "conv2d", lw.template("depthwise_conv2d_rows"), context,
-                            params), args)
-        epi.finish(lw, node.output)
-        return
     itemsize = 4 if dtype == "float32" else 2
     tile = plan_tile(itemsize, cv, ho, wo, win)
+    args = [lw.dst(node.output), lw.src(node.inputs[0]), weights] + epi.args(lw) + sizes
+    pool = pool_reader(lw, epi, ho, wo)
     if pool is not None:
         tiles = _cdiv(Dim.of(ho).value, tile.th) * _cdiv(Dim.of(wo).value, tile.gw * tile.px)
         sums = f"{pool.name}:tile_sums"
         params.append(("float*", "tile_sums"))
         args.append(lw.plan.add_slot(sums, "float", (n, tiles, c)).var)
         lw.plan.handed_on[pool.name] = (sums, tiles)
-    context = dict(ctype=ctype, act_fn=act_fn, channels=cv, pooled=pool is not None,
-                   **asdict(tile), **win)
+    context = dict(ctype=ctype, act_fn=FAST_ACTS.get(epi.fn, epi.fn), channels=cv,
+                   pooled=pool is not None, **asdict(tile), **win)
     kernel = make_kernel(label, "conv2d", lw.template("depthwise_conv2d"), context, params)
     lw.call(kernel, args)
     epi.finish(lw, node.output)
