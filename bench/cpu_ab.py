@@ -2,10 +2,10 @@
 run by run in one process so that every side sees the same load.
 
 Each side is a build folder, optionally followed by `:NAME=VALUE,...`: the variables are set
-before that side's model handle is created (the library reads AIT_NUM_THREADS and
-AIT_PACK_WEIGHTS at create). Every run goes through the library's time_steps() entry
-(bench/cpu_layers.py); per side it prints the median and minimum of the whole run, the sum of
-each step's minimum, and those minimums summed per kernel kind.
+while that side's model handle is created, then unset for the next side (the library reads
+AIT_NUM_THREADS, AIT_PACK_WEIGHTS and AIT_CPU_GEMM at create). Every run goes through the
+library's time_steps() entry (bench/cpu_layers.py); per side it prints the median and minimum of
+the whole run, the sum of each step's minimum, and those minimums summed per kernel kind.
 
     python bench/cpu_ab.py build/cpu_mkl/bert_base_float32 \
         build/cpu_mkl/bert_base_float32:AIT_PACK_WEIGHTS=0 --batch 1 --dim seq=128 --runs 10
@@ -26,11 +26,18 @@ from cpu_layers import Library  # noqa: E402
 
 
 def side(arg: str, dims: dict) -> Library:
+    """The side's library, its handle created under its settings; the environment is restored
+    after, so that a later side sees none of them."""
     build, _, settings = arg.partition(":")
+    saved = dict(os.environ)
     for item in filter(None, settings.split(",")):
         name, _, value = item.partition("=")
         os.environ[name] = value
-    return Library(build, dims)
+    try:
+        return Library(build, dims)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def summary(name: str, lib: Library) -> str:

@@ -59,8 +59,11 @@ class PackedWeights {
 #endif
   }
 
-  // whether model weights multiply in panel_gemm (ait_panel.h), as chosen at the handle's creation
-  bool own_gemm() const { return own_gemm_; }
+  // whether a product of `rows` rows with a model weight multiplies in panel_gemm (ait_panel.h),
+  // as chosen at the handle's creation
+  bool own_gemm(int64_t rows) const {
+    return own_gemm_ == OwnGemm::kAll || (own_gemm_ == OwnGemm::kNarrow && rows <= kNarrowRows);
+  }
 
   // the same operand in panels for panel_gemm; null when the copy cannot be allocated
   const float* panels(const float* b, int64_t K, int64_t N, int64_t ldb, bool trans, float alpha) {
@@ -88,7 +91,7 @@ class PackedWeights {
     return dst;
   }
 
-  const bool own_gemm_ = own_gemm_chosen();
+  const OwnGemm own_gemm_ = own_gemm_chosen();
   std::shared_mutex mu_;
   std::map<Key, float*> packed_;
 };

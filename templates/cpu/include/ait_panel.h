@@ -4,7 +4,8 @@
 // rows x 64 columns (16 accumulators) over K in passes of 1024; on AVX2, 6 rows x 16 columns (12
 // accumulators) over K in passes of 256. On AVX-512 it outruns the BLAS on AMD CPUs and not on
 // Intel's, whose two FMA units want the panel faster than the L2 gives it where K is long; on
-// AVX2 it matched MKL (figures in docs/benchmarks.md): hence the default of own_gemm_chosen().
+// AVX2 it matched MKL except on products of one or two rows, where it took half the time (figures
+// in docs/benchmarks.md): hence the defaults of own_gemm_chosen().
 // x86-64 only; elsewhere the BLAS multiplies.
 #pragma once
 
@@ -53,16 +54,24 @@ inline bool panel_avx2() {
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
-// Whether products with a model weight run on panel_gemm, read when a handle is created:
-// AIT_CPU_GEMM=own or blas chooses; by default own on AMD CPUs with AVX-512 and the BLAS
-// elsewhere. (The AVX2 tiles run where asked for: on a Zen 3 VM they were about level with MKL on
-// one core and no faster in the models on two threads; docs/benchmarks.md.)
-inline bool own_gemm_chosen() {
-  if (!panel_avx512() && !panel_avx2()) return false;
+// Products with a model weight of at most this many rows (a classifier or pooler at batch 1):
+// on AMD CPUs without AVX-512 these run on panel_gemm by default, where the AVX2 tiles of one
+// and two rows took 0.61-0.77x the time of MKL's packed sgemm on a Zen 3 core
+constexpr int64_t kNarrowRows = 2;
+
+// Which products with a model weight run on panel_gemm: none, those of at most kNarrowRows rows,
+// or all. Read when a handle is created: AIT_CPU_GEMM=own (all) or blas (none) chooses; by
+// default all on AMD CPUs with AVX-512, the narrow ones on AMD CPUs with AVX2 only (their wider
+// products measured no faster than MKL in the models there; docs/benchmarks.md), none elsewhere.
+enum class OwnGemm { kNone, kNarrow, kAll };
+
+inline OwnGemm own_gemm_chosen() {
+  if (!panel_avx512() && !panel_avx2()) return OwnGemm::kNone;
   const char* v = std::getenv("AIT_CPU_GEMM");
-  if (v != nullptr && std::strcmp(v, "own") == 0) return true;
-  if (v != nullptr && std::strcmp(v, "blas") == 0) return false;
-  return panel_avx512() && __builtin_cpu_is("amd") != 0;
+  if (v != nullptr && std::strcmp(v, "own") == 0) return OwnGemm::kAll;
+  if (v != nullptr && std::strcmp(v, "blas") == 0) return OwnGemm::kNone;
+  if (__builtin_cpu_is("amd") == 0) return OwnGemm::kNone;
+  return panel_avx512() ? OwnGemm::kAll : OwnGemm::kNarrow;
 }
 
 typedef float panel_vec __attribute__((vector_size(64)));  // AVX-512: 16 floats
@@ -219,7 +228,9 @@ inline void panel_gemm(int64_t m, int64_t n, int64_t K, const float* a, int64_t 
 }
 #else
 #define AIT_PANEL_GEMM 0
-inline bool own_gemm_chosen() { return false; }
+constexpr int64_t kNarrowRows = 2;
+enum class OwnGemm { kNone, kNarrow, kAll };
+inline OwnGemm own_gemm_chosen() { return OwnGemm::kNone; }
 inline void panel_gemm(int64_t, int64_t, int64_t, const float*, int64_t, const float*, float*,
                        int64_t, bool) {}
 #endif

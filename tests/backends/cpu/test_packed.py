@@ -23,7 +23,7 @@ from ait_build.codegen.render import templates_dir
 from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
-from .helpers import cpu_flags, tolerance, write_spec
+from .helpers import cpu_flags, cpu_vendor, tolerance, write_spec
 
 PROGRAM = r"""
 #include <algorithm>
@@ -71,7 +71,7 @@ static int compare(int64_t M, int64_t N, int64_t K, int nt, bool trans_b, float 
 static int cache() {
   std::vector<float> b(64 * 48, 1.0f);
   ait::PackedWeights packs;
-  const bool own = packs.own_gemm();
+  const bool own = packs.own_gemm(1000);
   auto get = [&](const float* p, int64_t n) { return own ? packs.panels(p, 64, n, 48, false, 1.0f)
                                                           : packs.get(p, 64, n, 48, false, 1.0f); };
   const float* whole = get(b.data(), 48);
@@ -85,7 +85,11 @@ static int cache() {
 
 int main(int argc, char** argv) {
   if (std::strcmp(argv[1], "cache") == 0) return cache();
-  if (std::strcmp(argv[1], "own") == 0) return std::printf("%d\n", ait::PackedWeights().own_gemm()) < 0;
+  if (std::strcmp(argv[1], "own") == 0) {  // for products of 1, 2, 3 and 1000 rows
+    ait::PackedWeights packs;
+    return std::printf("%d %d %d %d\n", packs.own_gemm(1), packs.own_gemm(2), packs.own_gemm(3),
+                       packs.own_gemm(1000)) < 0;
+  }
   return compare(std::atoll(argv[1]), std::atoll(argv[2]), std::atoll(argv[3]), std::atoi(argv[4]),
                  argv[5][0] == 't', static_cast<float>(std::atof(argv[6])), argv[7][0] == 'a');
 }
@@ -134,16 +138,28 @@ def run(exe, *args) -> list:
                           text=True).stdout.split()
 
 
+def has_tiles(flags: set) -> bool:
+    return os.uname().machine == "x86_64" and ("avx512f" in flags or {"avx2", "fma"} <= flags)
+
+
 def test_the_chosen_gemm_runs(program, gemm):
+    want = gemm == "own" and has_tiles(cpu_flags())
+    assert run(program, "own") == [str(int(want))] * 4
+
+
+def test_the_default_gemm_by_cpu_and_rows(program, monkeypatch):
+    """Unforced: our GEMM for every product on AMD CPUs with AVX-512, for products of at most two
+    rows on AMD CPUs with AVX2 only, the BLAS elsewhere."""
+    monkeypatch.delenv("AIT_CPU_GEMM", raising=False)
     flags = cpu_flags()
-    tiles = "avx512f" in flags or {"avx2", "fma"} <= flags
-    want = gemm == "own" and tiles and os.uname().machine == "x86_64"
-    assert run(program, "own") == [str(int(want))]
+    amd = cpu_vendor() == "AuthenticAMD" and has_tiles(flags)
+    narrow, wide = amd, amd and "avx512f" in flags
+    assert run(program, "own") == [str(int(x)) for x in (narrow, narrow, wide, wide)]
 
 
 def test_cache_keeps_one_copy_per_request(program, gemm):
     got = run(program, "cache")  # made, same again, a slice differs, the other layout differs
-    if run(program, "own") == ["1"] or "packed_mkl" in program:
+    if run(program, "own")[-1] == "1" or "packed_mkl" in program:  # panels for wide products
         assert got == ["1", "1", "1", "1"]
     else:  # OpenBLAS has no packed layout: nothing to cache (the panels still are)
         assert got == ["0", "1", "0", "1"]
