@@ -7,8 +7,9 @@ the passes and the plan come before (ait_build/pipeline.py).
 
 Layout of the folder:
     <name>.h              the C API
-    manifest.json         inputs, outputs, dims, kernels with source hashes, compiler, weights hash,
-                          and build_id: the hash of all of that, which the library also returns
+    manifest.json         inputs, outputs, dims, kernels with source hashes, the other sources'
+                          hashes, compiler, weights hash, and build_id: the hash of all of that,
+                          which the library also returns
     weights.safetensors   folded weights in the layout the kernels read
     src/model.cpp         owns workspace and weights, calls the kernels in order
     src/build_id.cpp      build_id(): the manifest's build_id (its own file, so that a changed
@@ -105,24 +106,34 @@ def render_kernels(plan: ModelPlan) -> dict:
     return out
 
 
-def render_model(plan: ModelPlan, wl: weights_file.WeightsLayout, build_id: str) -> dict:
-    """relative path -> text of the header, the model source and the build id source."""
-    out = {}
+def _model_names(plan: ModelPlan) -> dict:
+    """What the header, model and build id templates share: names, dims, inputs and outputs."""
     ios = {"inputs": [dict(name=i.name, dtype=i.dtype, shape=_shape_text(i.shape))
                       for i in plan.io(plan.graph.inputs)],
            "outputs": [dict(name=o.name, dtype=o.dtype, shape=_shape_text(o.shape))
                        for o in plan.io(plan.graph.outputs)]}
     dims = [dict(name=d.name, min=d.min, max=d.max) for d in plan.dims]
-    common = dict(model=plan.name, target=plan.target.name, cname=plan.cname,
-                  CNAME=plan.cname.upper(), dims=dims, **ios)
-    header = f"{plan.name}.h"
+    return dict(model=plan.name, target=plan.target.name, cname=plan.cname,
+                CNAME=plan.cname.upper(), dims=dims, header=f"{plan.name}.h", **ios)
+
+
+def render_build_id(plan: ModelPlan, build_id: str) -> dict:
+    """relative path -> text of the build id source."""
+    return {ID_SOURCE: render(ID_TEMPLATE, dict(_model_names(plan), build_id=build_id))}
+
+
+def render_model(plan: ModelPlan, wl: weights_file.WeightsLayout) -> dict:
+    """relative path -> text of the header and the model source (which calls each kernel with
+    its configuration: the manifest hashes it, so that a changed choice changes the build_id)."""
+    out = {}
+    common = _model_names(plan)
+    header = common["header"]
     out[header] = render(HEADER_TEMPLATE, dict(common, step_timing=plan.backend.step_timing))
-    out[ID_SOURCE] = render(ID_TEMPLATE, dict(common, header=header, build_id=build_id))
     shared, per_thread = plan.scratch()
     groups = [dict(size=size, start=g.start, end=g.end, tensors=c_comment(", ".join(g.tensors))[:100])
               for g, size in zip(plan.layout.groups, plan.layout.size_exprs())]
     out[MODEL_SOURCE] = render(plan.backend.model_template, dict(
-        common, header=header, kernels=[dict(name=k.name, params=k.params)
+        common, kernels=[dict(name=k.name, params=k.params)
                                         for k in plan.unique_kernels()],
         header_len=len(wl.header), header_hash=wl.header_hash, data_len=wl.data_len,
         arena_bytes=wl.arena_bytes,
@@ -147,6 +158,11 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, compiler: dic
     kernels = [{"name": k.name, "op": k.op, "source": k.source,
                 "sha256": hashlib.sha256(sources[k.source].encode()).hexdigest()}
                for k in plan.unique_kernels()]
+    # the other generated sources (model source, header, support headers) by hash: a build that
+    # differs only there (a call's configuration, a header's code) gets another build_id
+    kernel_sources = {k["source"] for k in kernels}
+    others = {path: hashlib.sha256(text.encode()).hexdigest()
+              for path, text in sorted(sources.items()) if path not in kernel_sources}
     return {
         "name": plan.name,
         "c_name": plan.cname,
@@ -159,6 +175,7 @@ def manifest(plan: ModelPlan, sources: dict, weights_bytes: bytes, compiler: dic
         "inputs": _io(plan, plan.graph.inputs),
         "outputs": _io(plan, plan.graph.outputs),
         "kernels": kernels,
+        "sources": others,
         "kernel_calls": len(plan.steps),
         "steps": [{"node": s.node, "kernel": s.kernel.name} for s in plan.steps],
         "workspace_bytes": plan.workspace_bytes(),
@@ -235,9 +252,10 @@ def write_library(plan: ModelPlan, out_dir: str, compiler: dict,
     wl = weights_layout(plan)
     blob = weights_bytes(plan, wl)
     sources = render_kernels(plan)
+    sources.update(render_model(plan, wl))
     record = manifest(plan, sources, blob, compiler)
     record["build_id"] = json_sha256(record)  # what the library returns from build_id()
-    sources.update(render_model(plan, wl, record["build_id"]))
+    sources.update(render_build_id(plan, record["build_id"]))
     if launcher:
         record["launcher"] = launcher
     data = {path: text.encode() for path, text in sources.items()}

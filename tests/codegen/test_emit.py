@@ -4,6 +4,7 @@ weights file being a plain safetensors file in the kernels' layout."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -100,12 +101,39 @@ def test_header_and_manifest_shape(tmp_path, cpu_target):
     assert [k["source"] for k in manifest["kernels"]] == emission.kernel_sources
     for k in manifest["kernels"]:
         with open(os.path.join(out, k["source"]), "rb") as fh:
-            import hashlib
             assert hashlib.sha256(fh.read()).hexdigest() == k["sha256"]
+    # every other generated source but the build id's own, by hash (the model source holds each
+    # call's configuration, the support headers the kernels' shared code)
+    generated = [f for f in emission.files if f.startswith("src/") or f.endswith(".h")]
+    assert sorted(manifest["sources"]) == sorted(
+        set(generated) - set(emission.kernel_sources) - {"src/build_id.cpp"})
+    assert "src/model.cpp" in manifest["sources"] and "mlp.h" in manifest["sources"]
+    for path, sha in manifest["sources"].items():
+        with open(os.path.join(out, path), "rb") as fh:
+            assert hashlib.sha256(fh.read()).hexdigest() == sha, path
     assert manifest["weights"]["file"] == "weights.safetensors"
     assert manifest["weights"]["bytes"] == os.path.getsize(os.path.join(out, "weights.safetensors"))
     assert manifest["compiler"]["cxx"] == "g++" and manifest["compiler"]["version"]
     assert manifest["workspace_bytes"] > 0 and manifest["memory_plan"] == "optimizer"
+
+
+def test_a_changed_model_source_changes_the_build_id(tmp_path, cpu_target, monkeypatch):
+    """A build that differs only in the model source (another configuration for a call, as a
+    changed profile gives) is another build: its manifest and build_id differ."""
+    from ait_build.codegen import emit as emit_module
+    render_model = emit_module.render_model
+    ids = []
+    for extra in ("", "// another configuration\n"):
+        def changed(plan, wl, extra=extra):
+            out = render_model(plan, wl)
+            out["src/model.cpp"] += extra
+            return out
+        monkeypatch.setattr(emit_module, "render_model", changed)
+        out = str(tmp_path / f"v{len(ids)}")
+        emit(MLP, cpu_target, out)
+        with open(os.path.join(out, "manifest.json")) as fh:
+            ids.append(json.load(fh)["build_id"])
+    assert ids[0] != ids[1]
 
 
 def test_weights_file_holds_the_kernel_layout(tmp_path, cpu_target):
