@@ -43,6 +43,10 @@ inline void pack_panels(const float* b, int64_t K, int64_t N, int64_t ldb, bool 
 #define AIT_PANEL_GEMM 1
 #define AIT_PANEL_AVX512 __attribute__((target("avx512f")))
 #define AIT_PANEL_AVX2 __attribute__((target("avx2,fma")))
+// the shared tile and loop (no ISA of their own) are inlined into each ISA's code, which
+// compiles them for it; each ISA's entry takes in every call it makes (one function, as measured)
+#define AIT_PANEL_INLINE __attribute__((always_inline))
+#define AIT_PANEL_FLAT __attribute__((flatten))
 
 // Which tile this CPU runs: AVX-512's where it has it, else AVX2's (with FMA), else none
 inline bool panel_avx512() {
@@ -77,48 +81,27 @@ inline OwnGemm own_gemm_chosen() {
 typedef float panel_vec __attribute__((vector_size(64)));  // AVX-512: 16 floats
 typedef float panel_vec8 __attribute__((vector_size(32)));  // AVX2: 8 floats
 
-// AVX-512: R rows of C (leading dimension ldc) x one panel's 64 columns (four vectors), over k in
-// [k0, k1); `load`: add to what C holds, else start from zero
-template <int R>
-AIT_PANEL_AVX512 inline void panel_tile(const float* a, int64_t lda, const float* panel,
+// R rows of C (leading dimension ldc) x V vectors of type Vec (their lanes each, side by side)
+// of a panel (`panel` points at the tile's first column; the panel's rows kPanelCols apart), over
+// k in [k0, k1); `load`: add to what C holds, else start from zero. R V accumulators, V vectors
+// of B and a broadcast: AVX-512 takes 4 rows x 4 vectors (64 columns) of its 32 registers, AVX2
+// 6 rows x 2 vectors (16 columns) of its 16, and one or two rows 64 or 32 columns, so that eight
+// sums, not two or four, are in flight behind the FMA latency.
+template <class Vec, int R, int V>
+AIT_PANEL_INLINE inline void panel_tile(const float* a, int64_t lda, const float* panel,
                                         int64_t k0, int64_t k1, float* c, int64_t ldc, bool load) {
-  panel_vec acc[R][4];
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < 4; ++v) {
-      if (load) std::memcpy(&acc[r][v], c + r * ldc + 16 * v, 64);
-      else acc[r][v] = panel_vec{};
-    }
-  const float* b = panel + k0 * kPanelCols;
-  for (int64_t k = k0; k < k1; ++k, b += kPanelCols) {
-    panel_vec bv[4];  // one load each (a single memcpy of all four went through the stack)
-    for (int v = 0; v < 4; ++v) std::memcpy(&bv[v], b + 16 * v, 64);
-    for (int r = 0; r < R; ++r) {
-      const float x = a[r * lda + k];
-      for (int v = 0; v < 4; ++v) acc[r][v] += x * bv[v];
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int v = 0; v < 4; ++v) std::memcpy(c + r * ldc + 16 * v, &acc[r][v], 64);
-}
-
-// AVX2: R rows x V vectors (8 V columns) of a panel (`panel` points at its first column; the
-// panel's rows kPanelCols apart): R V accumulators, V vectors of B and a broadcast within the 16
-// registers. Six rows take 16 columns (12 accumulators); one or two rows take 64 or 32, so that
-// eight sums, not two or four, are in flight behind the FMA latency.
-template <int R, int V>
-AIT_PANEL_AVX2 inline void panel_tile8(const float* a, int64_t lda, const float* panel,
-                                       int64_t k0, int64_t k1, float* c, int64_t ldc, bool load) {
-  panel_vec8 acc[R][V];
+  constexpr int kLanes = sizeof(Vec) / sizeof(float);
+  Vec acc[R][V];
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < V; ++v) {
-      if (load) std::memcpy(&acc[r][v], c + r * ldc + 8 * v, 32);
-      else acc[r][v] = panel_vec8{};
+      if (load) std::memcpy(&acc[r][v], c + r * ldc + kLanes * v, sizeof(Vec));
+      else acc[r][v] = Vec{};
     }
   const float* b = panel + k0 * kPanelCols;
   for (int64_t k = k0; k < k1; ++k, b += kPanelCols) {
-    panel_vec8 bv[V];
+    Vec bv[V];  // one load each (a single memcpy of all of them went through the stack)
 #pragma GCC unroll 8
-    for (int v = 0; v < V; ++v) std::memcpy(&bv[v], b + 8 * v, 32);
+    for (int v = 0; v < V; ++v) std::memcpy(&bv[v], b + kLanes * v, sizeof(Vec));
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
       const float x = a[r * lda + k];
@@ -127,7 +110,7 @@ AIT_PANEL_AVX2 inline void panel_tile8(const float* a, int64_t lda, const float*
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int v = 0; v < V; ++v) std::memcpy(c + r * ldc + 8 * v, &acc[r][v], 32);
+    for (int v = 0; v < V; ++v) std::memcpy(c + r * ldc + kLanes * v, &acc[r][v], sizeof(Vec));
 }
 
 // One ISA's tiles: rows per tile (kRows), K per pass (kDepth; the AVX2 tile's 16 columns of a
@@ -140,10 +123,10 @@ struct PanelAvx512 {
   AIT_PANEL_AVX512 static void tile(int64_t rows, const float* a, int64_t lda, const float* panel,
                                     int64_t k0, int64_t k1, float* c, int64_t ldc, bool load) {
     switch (rows) {
-      case 4: panel_tile<4>(a, lda, panel, k0, k1, c, ldc, load); break;
-      case 3: panel_tile<3>(a, lda, panel, k0, k1, c, ldc, load); break;
-      case 2: panel_tile<2>(a, lda, panel, k0, k1, c, ldc, load); break;
-      default: panel_tile<1>(a, lda, panel, k0, k1, c, ldc, load); break;
+      case 4: panel_tile<panel_vec, 4, 4>(a, lda, panel, k0, k1, c, ldc, load); break;
+      case 3: panel_tile<panel_vec, 3, 4>(a, lda, panel, k0, k1, c, ldc, load); break;
+      case 2: panel_tile<panel_vec, 2, 4>(a, lda, panel, k0, k1, c, ldc, load); break;
+      default: panel_tile<panel_vec, 1, 4>(a, lda, panel, k0, k1, c, ldc, load); break;
     }
   }
 };
@@ -154,12 +137,12 @@ struct PanelAvx2 {
   AIT_PANEL_AVX2 static void tile(int64_t rows, const float* a, int64_t lda, const float* panel,
                                   int64_t k0, int64_t k1, float* c, int64_t ldc, bool load) {
     switch (rows) {
-      case 6: panel_tile8<6, 2>(a, lda, panel, k0, k1, c, ldc, load); break;
-      case 5: panel_tile8<5, 2>(a, lda, panel, k0, k1, c, ldc, load); break;
-      case 4: panel_tile8<4, 2>(a, lda, panel, k0, k1, c, ldc, load); break;
-      case 3: panel_tile8<3, 2>(a, lda, panel, k0, k1, c, ldc, load); break;
-      case 2: panel_tile8<2, 4>(a, lda, panel, k0, k1, c, ldc, load); break;
-      default: panel_tile8<1, 8>(a, lda, panel, k0, k1, c, ldc, load); break;
+      case 6: panel_tile<panel_vec8, 6, 2>(a, lda, panel, k0, k1, c, ldc, load); break;
+      case 5: panel_tile<panel_vec8, 5, 2>(a, lda, panel, k0, k1, c, ldc, load); break;
+      case 4: panel_tile<panel_vec8, 4, 2>(a, lda, panel, k0, k1, c, ldc, load); break;
+      case 3: panel_tile<panel_vec8, 3, 2>(a, lda, panel, k0, k1, c, ldc, load); break;
+      case 2: panel_tile<panel_vec8, 2, 4>(a, lda, panel, k0, k1, c, ldc, load); break;
+      default: panel_tile<panel_vec8, 1, 8>(a, lda, panel, k0, k1, c, ldc, load); break;
     }
   }
 };
@@ -167,12 +150,11 @@ struct PanelAvx2 {
 // C [m, n] (leading dimension ldc; `accumulate`: C += the product) = A [m, K] (row-major, lda)
 // times the panels of op(B)'s n columns, in Isa's tiles: per pass of K, per panel, per tile of
 // rows, the tiles across the panel (the rows of A they share stay in L1). Columns past n go
-// through a scratch tile. Inlined into each ISA's entry below, so that it is compiled for it.
+// through a scratch tile.
 template <class Isa>
-__attribute__((always_inline)) inline void panel_gemm_tiles(int64_t m, int64_t n, int64_t K,
-                                                            const float* a, int64_t lda,
-                                                            const float* panels, float* c,
-                                                            int64_t ldc, bool accumulate) {
+AIT_PANEL_INLINE inline void panel_gemm_tiles(int64_t m, int64_t n, int64_t K, const float* a,
+                                              int64_t lda, const float* panels, float* c,
+                                              int64_t ldc, bool accumulate) {
   constexpr int64_t kRows = Isa::kRows;
   for (int64_t k0 = 0; k0 < K; k0 += Isa::kDepth) {
     const int64_t k1 = std::min(K, k0 + Isa::kDepth);
@@ -205,15 +187,17 @@ __attribute__((always_inline)) inline void panel_gemm_tiles(int64_t m, int64_t n
   }
 }
 
-AIT_PANEL_AVX512 inline void panel_gemm_avx512(int64_t m, int64_t n, int64_t K, const float* a,
-                                               int64_t lda, const float* panels, float* c,
-                                               int64_t ldc, bool accumulate) {
+AIT_PANEL_AVX512 AIT_PANEL_FLAT inline void panel_gemm_avx512(int64_t m, int64_t n, int64_t K,
+                                                              const float* a, int64_t lda,
+                                                              const float* panels, float* c,
+                                                              int64_t ldc, bool accumulate) {
   panel_gemm_tiles<PanelAvx512>(m, n, K, a, lda, panels, c, ldc, accumulate);
 }
 
-AIT_PANEL_AVX2 inline void panel_gemm_avx2(int64_t m, int64_t n, int64_t K, const float* a,
-                                           int64_t lda, const float* panels, float* c, int64_t ldc,
-                                           bool accumulate) {
+AIT_PANEL_AVX2 AIT_PANEL_FLAT inline void panel_gemm_avx2(int64_t m, int64_t n, int64_t K,
+                                                          const float* a, int64_t lda,
+                                                          const float* panels, float* c,
+                                                          int64_t ldc, bool accumulate) {
   panel_gemm_tiles<PanelAvx2>(m, n, K, a, lda, panels, c, ldc, accumulate);
 }
 
