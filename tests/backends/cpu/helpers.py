@@ -211,20 +211,21 @@ def tolerance(ref: np.ndarray, dtype: str = "float32") -> dict:
     return {"rtol": rtol, "atol": max(scale, 1.0) * rtol * 0.2 if rtol else 0}
 
 
-def cpu_vendor() -> str:
-    """The CPU's vendor_id as /proc/cpuinfo lists it ('' where there is none)."""
+def _cpuinfo(field: str) -> str:
+    """The value of the first /proc/cpuinfo line of `field` ('' where there is none)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            line = next((line for line in fh if line.startswith("vendor_id")), "")
+            line = next((line for line in fh if line.startswith(field)), "")
     except OSError:
         return ""
     return line.partition(":")[2].strip()
 
 
+def cpu_vendor() -> str:
+    """The CPU's vendor_id as /proc/cpuinfo lists it ('' where there is none)."""
+    return _cpuinfo("vendor_id")
+
+
 def cpu_flags() -> set:
     """The CPU's feature flags as /proc/cpuinfo lists them (empty where there is none)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            return set(next((line for line in fh if line.startswith("flags")), "").split())
-    except OSError:
-        return set()
+    return set(_cpuinfo("flags").split())
