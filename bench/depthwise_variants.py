@@ -4,7 +4,8 @@ estimate (backends/gpu/depthwise.py: candidates) that differs from the planned o
 width, in the channel slice, and in the block's size (at least 1.5 times more or fewer threads),
 every one its own translation unit compiled with the target's nvcc line, linked with one C entry
 per variant into a library, and timed from PyTorch with CUDA events. Whether the estimate ranks
-the tiles as the GPU does."""
+the tiles as the GPU does; each variant's output is also compared with the planned kernel's
+(`max_diff`: every tile sums each output's products in the same order, so it must be 0)."""
 
 from __future__ import annotations
 
@@ -123,6 +124,7 @@ def sweep(plan, info: dict, backend, toolchain, folder: str, batch: int, runs: i
         weight = torch.randn(k, k, c, device="cuda", dtype=torch.float32)
         bias = torch.randn(c, device="cuda", dtype=tdtype)
         out = torch.empty(n, ho, wo, c, device="cuda", dtype=tdtype)
+        first = None  # the planned kernel's output: every variant must give the same
         for kern in ks:
             fn = lib[f"v{index[kern.name]}"]
             fn.argtypes = [ctypes.c_void_p, ctypes.c_int] + [ctypes.c_void_p] * 5 + \
@@ -134,7 +136,14 @@ def sweep(plan, info: dict, backend, toolchain, folder: str, batch: int, runs: i
                 if fn(*args):
                     raise RuntimeError(f"{kern.name} failed")
             ctx = dict(kern.context)
-            rows.append(dict(node=step.node, **{k: ctx[k] for k in ("slice", "px", "gw", "th")},
+            out.zero_()
+            call()
+            torch.cuda.synchronize()
+            if first is None:
+                first = out.clone()
+            diff = (out.float() - first.float()).abs().max().item()
+            rows.append(dict(node=step.node,
+                             **{k: ctx[k] for k in ("slice", "px", "gw", "th")},
                              threads=ctx["slice"] // ctx["vec"] * ctx["gw"] * ctx["th"],
-                             planned=kern is ks[0], ms=time_ms(call, runs)))
+                             planned=kern is ks[0], ms=time_ms(call, runs), max_diff=diff))
     return rows

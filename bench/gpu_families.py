@@ -189,7 +189,8 @@ def main() -> int:
         print("\ndepthwise kernel tiles (channel slice, strip, strips x rows): ms; * planned")
 
         def tile(v: dict) -> str:
-            return f"({v['slice']},{v['px']},{v['gw']}x{v['th']})"
+            wrong = f" DIFFERS by {v['max_diff']:.3g}" if v.get("max_diff", 0) else ""
+            return f"({v['slice']},{v['px']},{v['gw']}x{v['th']}){wrong}"
         for node in dict.fromkeys(v["node"] for v in report["variants"]):
             mine = [v for v in report["variants"] if v["node"] == node]
             best = min(mine, key=lambda v: v["ms"])
