@@ -33,15 +33,17 @@ SHAPE_ONLY = ("aten.new_zeros", "aten.new_ones", "aten.new_full", "aten.new_empt
               "aten.zeros_like", "aten.ones_like", "aten.full_like", "aten.empty_like")
 NEVER_FOLD = ("aten._assert_tensor_metadata", "aten.sym_size", "aten.rand", "aten.randn",
               "aten.bernoulli", "aten.dropout", "aten.native_dropout")
-# ops that only view, copy or cast what they read: of a parameter alone they stay run-time ops,
-# so the parameter stays a weight under its state_dict name (a linear's transposed weight)
+# ops that only view, copy, cast or look up what they read: of a parameter (and index tables)
+# they stay run-time ops, so the parameter stays a weight under its state_dict name (a linear's
+# transposed weight; Swin's relative position bias table, gathered by its index: the build
+# folds the lookup, and a module compared with the spec, or new weights, give the same bias)
 VIEWS = ("aten.t.", "aten.transpose.", "aten.permute.", "aten.view.", "aten.reshape.",
          "aten._unsafe_view.", "aten.unsqueeze.", "aten.squeeze.", "aten.expand.",
          "aten.slice.Tensor", "aten.select.", "aten.clone.", "aten.contiguous.", "aten.alias.",
          "aten.detach.", "aten._to_copy.", "aten.to.", "aten.type_as.", "aten.flatten.",
          "aten.unflatten.", "aten.view_as.", "aten.reshape_as.", "aten.expand_as.",
          "aten.lift_fresh_copy.", "aten.embedding.", "aten.index_select.", "aten.split",
-         "aten.chunk.", "aten.unbind.", "aten.numpy_T.")
+         "aten.chunk.", "aten.unbind.", "aten.numpy_T.", "aten.index.Tensor")
 
 
 def load_factory(target: str, args_json: str | None):

@@ -7,7 +7,8 @@ the backends see one form; where a weight is more useful as a role of the consum
 vector added to a GEMM), the epilogue fusion pass turns the read into that role.
 
 Not folded: graph outputs, symbolic shapes (they depend on the batch), non-model dtypes, and
-nodes whose result is much larger than their inputs (an `expand` would only bloat the weights).
+nodes whose result is much larger than their inputs (an `expand` would only bloat the weights),
+except lookups (`gather`), whose result the run would compute anyway.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from ait_build.passes.rewrite import (add_weight, free_name, node_names, positio
 
 GROWTH_LIMIT = 2  # a folded result may hold this many times its inputs' elements (+ SMALL)
 SMALL = 4096
+# lookups in a weight table by constant indices fold whatever their growth (Swin's relative
+# position bias: a 169-row table read at 49 x 49 positions per head)
+LOOKUPS = ("gather",)
 
 
 def _foldable(graph: Graph, node: Node, known: dict) -> bool:
@@ -29,6 +33,8 @@ def _foldable(graph: Graph, node: Node, known: dict) -> bool:
         return False
     if not all(d.is_static for t in outs for d in t.shape):
         return False
+    if node.op in LOOKUPS:  # its result is what the run would compute each call
+        return True
     size_in = sum(known[t].size for t in node.inputs)
     size_out = sum(numel(t.shape).value for t in outs)
     return size_out <= GROWTH_LIMIT * size_in + SMALL

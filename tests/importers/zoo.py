@@ -301,13 +301,20 @@ def transformers_model(kind: str, seed: int = 7):
     return transformers.GPT2Model(config).eval()
 
 
-def small_swin(seed: int = 8):
+def small_swin(seed: int | None = 8):
     """torchvision's SwinTransformer class at a small size: two stages of a plain and a shifted
-    window block (window 4 over 8x8 patches, so the shift and its mask are real), patch merging."""
+    window block (window 4 over 8x8 patches, so the shift and its mask are real), patch merging.
+    With seed None its weights come from whatever the random generator holds, as torchvision's
+    own factories (swin_s) draw them."""
     from torchvision.models.swin_transformer import SwinTransformer
-    torch.manual_seed(seed)
+    if seed is not None:
+        torch.manual_seed(seed)
     return SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4],
                            window_size=[4, 4], stochastic_depth_prob=0.0, num_classes=10).eval()
+
+
+def small_swin_unseeded():
+    return small_swin(seed=None)
 
 
 def small_convnext(seed: int = 9):

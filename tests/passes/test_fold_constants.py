@@ -47,3 +47,21 @@ def test_folding_never_bloats_weights():
     after, summary = check_pass(g, fold_constants.run)
     assert summary == ""  # expand would grow 1 value to 32768; what reads it stays unfolded too
     assert node_of(after, "expand").name == "big" and after.node("z").op == "relu"
+
+
+def test_lookups_fold_whatever_their_growth():
+    # Swin-S's relative position bias: a 169 x 12 table read at 49 x 49 positions (28812 values
+    # from 4429: more than an expand may grow); the run would compute the same every call
+    g = model("""
+        - {name: table, op: parameter, shape: [169, 12], weights: {value: bias_table}}
+        - {name: index, op: parameter, shape: [2401], dtype: int64, weights: {value: bias_index}}
+        - {name: rows, op: gather, inputs: [table, index], axis: 0}
+        - {name: bias, op: reshape, inputs: [rows], shape: [1, 49, 49, 12]}
+        - {name: y, op: add, inputs: [x, bias]}
+        """, "{x: {shape: [batch, 49, 49, 12]}}", "[y]")
+    index = np.random.default_rng(0).integers(0, 169, 2401)
+    g.weights.set("bias_index", index)
+    after, summary = check_pass(g, fold_constants.run)
+    assert summary == "2 nodes folded into weights" and "gather" not in ops(after)
+    np.testing.assert_array_equal(after.weights.get("bias.folded_weight"),
+                                  g.weights.get("bias_table")[index].reshape(1, 49, 49, 12))
