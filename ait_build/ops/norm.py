@@ -1,5 +1,5 @@
-"""Normalization: batch_norm (inference, channels last), layer_norm (last dim, optional fused
-residual add), softmax."""
+"""Normalization: batch_norm (inference, channels last), layer_norm and rms_norm (last dim,
+optional fused residual add), softmax."""
 
 from __future__ import annotations
 
@@ -82,6 +82,32 @@ register(OpDef(
     notes="torch.nn.functional.layer_norm with normalized_shape = the last dim only.",
     reference=lambda attrs, xs, ws: [layer_norm(xs[0] + xs[1] if len(xs) > 1 else xs[0],
                                                 attrs["eps"], ws.get("weight"), ws.get("bias"))]))
+
+
+def _rms_params(attrs, inputs):
+    c = Dim.of(require_static(inputs[0].shape[-1], "rms_norm normalized dim"))
+    return {"weight": ParamSpec((c,), "ones")} if attrs["affine"] else {}
+
+
+def rms_norm(x, eps, weight=None):
+    mean_square = (x.astype(np.float64) ** 2).mean(axis=-1, keepdims=True)
+    y = (x / np.sqrt(mean_square + eps)).astype(np.float32)
+    return y * weight if weight is not None else y
+
+
+register(OpDef(
+    name="rms_norm", category="norm",
+    doc="x / sqrt(mean(x^2) + eps) over the last dim, times `weight` (T5, LLaMA); with a second "
+        "input, of (x + residual)",
+    inputs=("x", "residual?"),
+    attrs=(Attr("eps", "float", 1e-6, doc="added to the mean of the squares"),
+           Attr("affine", "bool", True, doc="scale by `weight`")),
+    infer=_ln_infer, params=_rms_params,
+    weight_shapes=(("weight", "[last dim] (with affine: true)"),),
+    notes="torch.nn.functional.rms_norm with normalized_shape = the last dim only; the "
+          "statistics in float32 whatever the storage (as T5's and LLaMA's norms compute them).",
+    reference=lambda attrs, xs, ws: [rms_norm(xs[0] + xs[1] if len(xs) > 1 else xs[0],
+                                              attrs["eps"], ws.get("weight"))]))
 
 
 def softmax(x, axis):

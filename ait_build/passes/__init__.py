@@ -12,7 +12,7 @@ from ait_build.ir.graph import Graph, verify
 from ait_build.passes import (attention_masks, batchnorm_to_affine, eliminate_dead_code,
                               fold_batchnorm, fold_constants, fuse_attention, fuse_concat,
                               fuse_data_movement, fuse_elementwise, fuse_epilogue, fuse_layernorm,
-                              pad_channels, plan_memory, recognize_activations)
+                              fuse_rmsnorm, pad_channels, plan_memory, recognize_activations)
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ def _pipeline() -> list:
         (fold_batchnorm, "fold batch_norm into the conv2d/linear before it"),
         (batchnorm_to_affine, "other batch_norms -> x * scale + shift (fuses with an activation)"),
         (recognize_activations, "written-out GELU, SiLU, ... -> the activation op (fuses later)"),
+        (fuse_rmsnorm, "written-out RMS norms (T5, LLaMA) -> rms_norm (float32 statistics)"),
         (pad_channels, "pad conv/linear input channels to the target's alignment"),
         (fuse_attention, "softmax(q k^T) v pattern -> multi_head_attention; q/k/v -> one GEMM"),
         (attention_masks, "attention masks: causal part -> causal mode, always-true parts dropped"),

@@ -93,6 +93,7 @@ EXAMPLES = {
     "batch_norm": ({"x": ["batch", 56, 56, 64]}, "{name: bn1, op: batch_norm, inputs: [x]}"),
     "layer_norm": ({"x": ["batch", "seq", 768], "residual": ["batch", "seq", 768]},
                    "{name: ln, op: layer_norm, inputs: [x, residual], eps: 1.0e-12}"),
+    "rms_norm": ({"x": ["batch", "seq", 768]}, "{name: norm, op: rms_norm, inputs: [x]}"),
     "softmax": ({"scores": ["batch", 12, "seq", "seq"]}, "{op: softmax, inputs: [scores]}"),
     "multi_head_attention": (
         {"qkv": ["batch", "seq", 2304], "mask": ["batch", 1, 1, "seq"]},

@@ -13,8 +13,13 @@ def n(name, op, inputs, **attrs):
 
 IMPORT_FAMILIES = dict(
     inputs={"x": {"shape": ["batch", 5, 8]}, "i": {"shape": ["batch", 5, 8], "dtype": "int64"},
-            "img": {"shape": ["batch", 7, 6, 3]}},
-    graph=[n("picks", "iota", [], shape=["batch", 5, 3], axis=2, start=-1, step=3,
+            "img": {"shape": ["batch", 7, 6, 3]}, "w64": {"shape": ["batch", 3, 64]},
+            "r64": {"shape": ["batch", 3, 64]}, "w100": {"shape": ["batch", 3, 100]}},
+    # T5's and LLaMA's norm (fuse_rmsnorm.py): on the GPU a row of 64 takes the warp-per-row
+    # kernel, one of 100 (not a multiple of 8) the block-per-row one
+    graph=[n("rms", "rms_norm", ["w64"]), n("rms_res", "rms_norm", ["w64", "r64"], eps=1e-5),
+           n("rms_plain", "rms_norm", ["w100"], affine=False),
+           n("picks", "iota", [], shape=["batch", 5, 3], axis=2, start=-1, step=3,
              dtype="int32"),  # -1, 2, 5 of 8
            n("picked", "gather_elements", ["x", "picks"], axis=2),
            n("img_picks", "iota", [], shape=["batch", 4, 6, 3], axis=3, start=-2, step=3),
@@ -43,7 +48,7 @@ IMPORT_FAMILIES = dict(
              coordinates="pytorch_half_pixel"),
            n("bilinear_down", "resize2d", ["img"], size=[4, 3], mode="linear",
              coordinates="asymmetric")],
-    outputs=["picked", "picked_mid", "sin", "cos", "log", "ceil", "abs", "abs_i", "sign", "sign_i", "max_ceil",
+    outputs=["rms", "rms_res", "rms_plain", "picked", "picked_mid", "sin", "cos", "log", "ceil", "abs", "abs_i", "sign", "sign_i", "max_ceil",
              "max_ceil_pad", "avg_ceil", "avg_ceil_pad", "nearest", "nearest_exact",
              "nearest_down", "nearest_ceil", "bilinear", "bilinear_corners", "bilinear_one",
              "bilinear_down"])

@@ -1,4 +1,5 @@
-"""batch_norm (inference, channels last), layer_norm (with the fused residual), softmax."""
+"""batch_norm (inference, channels last), layer_norm and rms_norm (with the fused residual),
+softmax."""
 
 import math
 
@@ -41,6 +42,23 @@ def test_layer_norm_normalizes_x_plus_residual(tmp_path):
     # and the residual really is added: x alone normalizes to [-1.22, 0, 1.22]
     out = run1(tmp_path, "layer_norm", {"x": v(1, 2, 3), "r": v(0, 0, 0)}, weights=ws, eps=0.0)
     np.testing.assert_allclose(out, [5 - math.sqrt(1.5), 6, 7 + math.sqrt(1.5)], rtol=1e-6)
+
+
+def test_rms_norm_values(tmp_path):
+    # no centering: [3, 4] has a mean square of 12.5, so it scales by 1 / sqrt(12.5)
+    out = run1(tmp_path, "rms_norm", {"x": v(3, 4)}, weights={"weight": v(1, 2)}, eps=0.0)
+    np.testing.assert_allclose(out, np.array([3, 8]) / math.sqrt(12.5), rtol=1e-6)
+    out = run1(tmp_path, "rms_norm", {"x": v(1, 2), "r": v(2, 2)}, weights={"weight": v(1, 1)},
+               eps=0.0)
+    np.testing.assert_allclose(out, np.array([3, 4]) / math.sqrt(12.5), rtol=1e-6)
+
+
+def test_rms_norm_weight_and_eps(tmp_path):
+    assert weights_of(tmp_path, "rms_norm", {"x": [2, 6]}) == {"weight": ("n.weight", [6])}
+    assert weights_of(tmp_path, "rms_norm", {"x": [2, 6]}, affine=False) == {}
+    # eps 1e-6 by default (T5's): a zero row stays zero, not NaN
+    out = run1(tmp_path, "rms_norm", {"x": v(0, 0)}, affine=False)
+    np.testing.assert_array_equal(out, [0, 0])
 
 
 def test_layer_norm_without_affine_has_no_weights(tmp_path):

@@ -30,7 +30,8 @@ def graph_json(capsys, path, tgt, stage):
 
 def test_pipeline_is_one_named_list():
     assert pass_names() == ["eliminate_dead_code", "fold_constants", "fold_batchnorm",
-                            "batchnorm_to_affine", "recognize_activations", "pad_channels", "fuse_attention",
+                            "batchnorm_to_affine", "recognize_activations", "fuse_rmsnorm",
+                            "pad_channels", "fuse_attention",
                             "attention_masks", "fuse_layernorm", "fuse_epilogue",
                             "fuse_elementwise", "fuse_concat", "fuse_data_movement",
                                 "plan_memory"]

@@ -60,6 +60,7 @@ LOWER = {
     "multi_head_attention": gemm.lower_attention,
     # rows and windows
     "layer_norm": norm.lower_layer_norm,
+    "rms_norm": norm.lower_layer_norm,
     **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
     "global_avg_pool": squeeze_excite.lower_global_avg_pool,  # nothing where a gate's kernel pools
     **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)

@@ -28,6 +28,7 @@ def lowerings(engine, tensor_core_attention=None) -> dict:
         "multi_head_attention": attention_lowering(tensor_core_attention),
         # rows and windows
         "layer_norm": rows.lower_layer_norm,
+        "rms_norm": rows.lower_layer_norm,  # the same kernel without centering or bias
         **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
         "global_avg_pool": squeeze_excitation.lower_global_avg_pool,  # ranges split in scratch
         **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)

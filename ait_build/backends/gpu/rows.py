@@ -1,4 +1,4 @@
-"""GPU lowering of layer_norm (+residual) and of pads of the last dim, shared by the GPU backends
+"""GPU lowering of layer_norm and rms_norm (+residual) and of pads of the last dim, shared by the GPU backends
 (softmax and the pools are every backend's: codegen/rows_and_windows.py). Storage in the model's
 dtype, float32 math; sizes are run-time arguments, so one kernel serves every layer of a kind and
 only what changes the code (residual, a static row width) is compiled in."""
@@ -28,19 +28,22 @@ def warp_row_layout(width, dtype: str) -> dict:
 
 
 def lower_layer_norm(lw) -> None:
+    """layer_norm, and rms_norm on the same template (no centering, no bias)."""
     node = lw.node
     x, out = node.inputs[0], node.output
     has_res = len(node.inputs) > 1
     affine = bool(node.attrs["affine"])
+    center = node.op == "layer_norm"
+    roles = (["weight"] + (["bias"] if center else [])) if affine else []
     params = io_params(lw, out, "x", *(["res"] if has_res else []))
-    params += [("const float*", "weight"), ("const float*", "bias")] if affine else []
+    params += [("const float*", role) for role in roles]
     params += [("int64_t", "rows"), ("int64_t", "C"), ("float", "eps")]
-    context = dict(has_residual=has_res, affine=affine, ctype=lw.ctype(out),
+    context = dict(has_residual=has_res, affine=affine, center=center, ctype=lw.ctype(out),
                    **warp_row_layout(lw.shape(x)[-1], lw.dtype(out)))
-    kernel = make_kernel("layer_norm" + ("_res" if has_res else ""), node.op,
+    kernel = make_kernel(node.op + ("_res" if has_res else ""), node.op,
                          lw.template("layer_norm"), context, params)
     args = [lw.dst(out), lw.src(x)] + ([lw.src(node.inputs[1])] if has_res else [])
-    args += [lw.weight("weight"), lw.weight("bias")] if affine else []
+    args += [lw.weight(role) for role in roles]
     args += [cexpr(elements(lw.shape(x)[:-1])), cexpr(lw.shape(x)[-1]),
              float_literal(node.attrs["eps"])]
     lw.call(kernel, args)
