@@ -8,7 +8,7 @@ vector added to a GEMM), the epilogue fusion pass turns the read into that role.
 
 Not folded: graph outputs, symbolic shapes (they depend on the batch), non-model dtypes, and
 nodes whose result is much larger than their inputs (an `expand` would only bloat the weights),
-except lookups (`gather`), whose result the run would compute anyway.
+except lookups (`gather`, `embedding`), whose result the run would compute anyway.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from ait_build.passes.rewrite import (add_weight, free_name, node_names, positio
 GROWTH_LIMIT = 2  # a folded result may hold this many times its inputs' elements (+ SMALL)
 SMALL = 4096
 # lookups in a weight table by constant indices fold whatever their growth (Swin's relative
-# position bias: a 169-row table read at 49 x 49 positions per head)
-LOOKUPS = ("gather",)
+# position bias: a 169-row table read at 49 x 49 positions per head; T5's, an embedding of 32
+# buckets read at 128 x 128 query-key distances)
+LOOKUPS = ("gather", "embedding")
 
 
 def _foldable(graph: Graph, node: Node, known: dict) -> bool:

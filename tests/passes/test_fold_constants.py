@@ -65,3 +65,19 @@ def test_lookups_fold_whatever_their_growth():
     assert summary == "2 nodes folded into weights" and "gather" not in ops(after)
     np.testing.assert_array_equal(after.weights.get("bias.folded_weight"),
                                   g.weights.get("bias_table")[index].reshape(1, 49, 49, 12))
+
+
+def test_an_embedding_of_constant_ids_folds():
+    # T5's position bias: 32 buckets x 12 heads read at 128 x 128 constant bucket ids
+    g = model("""
+        - {name: buckets, op: parameter, shape: [128, 128], dtype: int64, weights: {value: ids}}
+        - {name: bias, op: embedding, inputs: [buckets], num_embeddings: 32, embedding_dim: 12,
+           weights: {weight: table}}
+        - {name: y, op: add, inputs: [x, bias]}
+        """, "{x: {shape: [batch, 128, 128, 12]}}", "[y]")
+    ids = np.random.default_rng(1).integers(0, 32, (128, 128))
+    g.weights.set("ids", ids)
+    after, summary = check_pass(g, fold_constants.run)
+    assert summary == "1 nodes folded into weights" and "embedding" not in ops(after)
+    np.testing.assert_array_equal(after.weights.get("bias.folded_weight"),
+                                  g.weights.get("table")[ids])
