@@ -10,6 +10,8 @@ the rebuilt source module (bench's comparison module, with the spec's weights lo
 
     python bench/stage_errors.py build/zoo/swin_s.yaml --points features.1,features.3,norm,head \\
         --target h200 --batch 1,8 --json stage_errors.json
+    python bench/stage_errors.py small_swin.yaml --points features.0.2,norm,head --target cpu \\
+        --device cpu            # a check of the tool where there is no GPU (tests/bench)
 """
 
 from __future__ import annotations
@@ -38,13 +40,13 @@ def probe_spec(spec: str, points: list) -> str:
     return path
 
 
-def module_outputs(model, modules: dict, x, dtype) -> dict:
+def module_outputs(model, modules: dict, x, dtype, device: str = "cuda") -> dict:
     """node -> the output of its module (`modules`: node -> module path) for one call of a
     copy of `model` in `dtype`, as float32 (a copy: converting the model itself to float16 would
     round the float32 reference's weights of the next call)."""
     import copy
     import torch
-    model = copy.deepcopy(model).to("cuda", dtype)
+    model = copy.deepcopy(model).to(device, dtype)
     got = {}
 
     def keep(node, out):
@@ -53,7 +55,7 @@ def module_outputs(model, modules: dict, x, dtype) -> dict:
     hooks = [model.get_submodule(path).register_forward_hook(
         lambda _m, _i, out, node=node: keep(node, out)) for node, path in modules.items()]
     with torch.no_grad():
-        model(*[a.to("cuda", dtype) if a.is_floating_point() else a.to("cuda") for a in x])
+        model(*[a.to(device, dtype) if a.is_floating_point() else a.to(device) for a in x])
     for hook in hooks:
         hook.remove()
     return got
@@ -65,7 +67,7 @@ def relative_l2(value, reference) -> float:
     return float(np.linalg.norm(value - reference) / np.linalg.norm(reference))
 
 
-def main() -> int:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("spec", help="a spec imported from PyTorch (with its `source:`)")
     ap.add_argument("--points", required=True,
@@ -73,7 +75,9 @@ def main() -> int:
     ap.add_argument("--target", default="h200")
     ap.add_argument("--batch", default="1", help="batches, comma-separated")
     ap.add_argument("--json", help="file to write the rows to")
-    args = ap.parse_args()
+    ap.add_argument("--device", default="cuda",
+                    help="where PyTorch runs (cpu: a check of the tool with a cpu build)")
+    args = ap.parse_args(argv)
 
     import torch
     from ait_build.bench.models import load_spec_weights
@@ -97,8 +101,8 @@ def main() -> int:
         inputs = make_inputs(library.manifest, graph, {"batch": batch}, seed=0)
         ours = library.run(inputs, {"batch": batch})
         x = to_source_args(inputs, graph, source.layouts)
-        reference = module_outputs(model, modules, x, torch.float32)
-        half = module_outputs(model, modules, x, torch.float16)
+        reference = module_outputs(model, modules, x, torch.float32, args.device)
+        half = module_outputs(model, modules, x, torch.float16, args.device)
         for p in points:
             row = {"batch": batch, "point": p, "shape": list(reference[p].shape),
                    "ours": relative_l2(ours[p], reference[p]),
