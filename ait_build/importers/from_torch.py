@@ -46,6 +46,16 @@ VIEWS = ("aten.t.", "aten.transpose.", "aten.permute.", "aten.view.", "aten.resh
          "aten.chunk.", "aten.unbind.", "aten.numpy_T.", "aten.index.Tensor")
 
 
+def _one_integer_index(node) -> bool:
+    """False for an aten.index.Tensor that the run-time gather cannot take (several index
+    tensors, a bool mask): of known tensors it is computed here. True for every other op."""
+    if not _target_name(node).startswith("aten.index.Tensor"):
+        return True
+    given = [a for a in node.args[1] if a is not None]
+    val = getattr(given[0], "meta", {}).get("val") if len(given) == 1 else None
+    return str(getattr(val, "dtype", "")) in ("torch.int64", "torch.int32")
+
+
 def load_factory(target: str, args_json: str | None):
     """MODULE:FACTORY -> the eval-mode module the factory returns (kwargs from --args JSON)."""
     import torch
@@ -230,7 +240,7 @@ class TorchTranslator:
         if any(key.startswith(p) for p in NEVER_FOLD) or not _static_tensor(node):
             return False
         shape_only = any(key.startswith(p) for p in SHAPE_ONLY)
-        computes = not any(key.startswith(p) for p in VIEWS)
+        computes = not any(key.startswith(p) for p in VIEWS) or not _one_integer_index(node)
         args = [a for a in _flat(node.args) + _flat(node.kwargs) if hasattr(a, "op")]
         for a in args:
             if a in self.consts or a in self.param_tensors:

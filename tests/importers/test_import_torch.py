@@ -176,3 +176,19 @@ def test_float_inputs_take_the_spec_dtype(tmp_path):
     spec, _, _ = write_spec(graph, str(tmp_path / "rcnn16.yaml"), "test import")
     text = open(spec).read()
     assert "dtype: float16" in text and "float32" not in text and "op: cast" not in text, text
+
+
+def test_a_parameter_looked_up_by_an_index_table_stays_a_weight(tmp_path):
+    """table[index] (Swin's relative position bias) keeps the table as a weight of its own name
+    (the build folds the lookup, from whatever weights the spec has); table[rows, cols], which
+    the run-time gather cannot take, is still computed at import."""
+    _, _, graph = import_case(("tests.importers.zoo:lookups", ["x:batch,3,4"], ["batch=1:2:1"],
+                               None), tmp_path, "lookups")
+    assert "table" in graph.weight_names()
+    assert [n.op for n in graph.nodes if n.op == "gather"] == ["gather"]
+    from tests.importers.zoo import lookups
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    with torch.no_grad():
+        want = lookups()(torch.from_numpy(x)).numpy()
+    got = run_reference(graph, {"x": x})[graph.outputs[0]]
+    assert rel_error(got, want) < RTOL

@@ -355,3 +355,22 @@ class Scans(nn.Module):
 
 def scans():
     return Scans()
+
+
+class _Lookups(nn.Module):
+    """A parameter read through one integer index table, and through two at once."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(11)
+        self.table = nn.Parameter(torch.randn(6, 4))
+        self.register_buffer("index", torch.tensor([5, 0, 2]))
+        self.register_buffer("rows", torch.tensor([1, 3, 4, 0]))
+        self.register_buffer("cols", torch.tensor([2, 0, 3, 1]))
+
+    def forward(self, x):  # x [batch, 3, 4]
+        return x * self.table[self.rows, self.cols] + self.table[self.index]
+
+
+def lookups():
+    return _Lookups().eval()
