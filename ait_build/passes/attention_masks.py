@@ -22,24 +22,18 @@ import math
 
 from ait_build.ir.graph import Graph, Node
 from ait_build.passes.mask_values import CAUSAL, TRUE, Const, MaskValues
-from ait_build.passes.rewrite import (Uses, free_name, infer, new_value, node_names, position,
-                                      remove_nodes, summary)
+from ait_build.passes.rewrite import (Uses, constant_fill, free_name, infer, new_value,
+                                      node_names, position, remove_nodes, summary)
 
 MASKED = -1e4  # a fill at or below this masks a score (exp underflows to 0 in float32)
-
-
-def fill(uses: Uses, t: str):
-    """The value of a `constant` node making `t`, else None."""
-    node = uses.made_by(t, "constant")
-    return float(node.attrs["value"]) if node is not None else None
 
 
 def masked_bias(uses: Uses, bias: str):
     """(where node, mask) when `bias` is where(mask, 0, fill <= MASKED), else None."""
     node = uses.made_by(bias, "where")
-    if node is None or fill(uses, node.inputs[1]) != 0:
+    if node is None or constant_fill(uses, node.inputs[1]) != 0:
         return None
-    masked = fill(uses, node.inputs[2])
+    masked = constant_fill(uses, node.inputs[2])
     if masked is None or not (masked <= MASKED or math.isinf(masked) and masked < 0):
         return None
     return node, node.inputs[0]
@@ -93,7 +87,8 @@ class Rewriter:
 
     def bias(self, attn: Node, where: Node, keep: list) -> str:
         """where(and of `keep`, 0, fill), made once per set of terms, just before `attn`."""
-        key = (tuple(keep), fill(self.uses, where.inputs[2]))  # each layer has its own fills
+        # each layer has its own fills
+        key = (tuple(keep), constant_fill(self.uses, where.inputs[2]))
         if key in self.made:
             return self.made[key]
         mask = keep[0]

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 from ait_build.ir.dims import Dim
 from ait_build.ir.graph import Graph, Node
-from ait_build.passes.rewrite import Uses, add_weight, position, remove_nodes, summary
+from ait_build.passes.rewrite import (Uses, add_weight, constant_fill, position, remove_nodes,
+                                      summary)
 
 
 def _scalar_constant(uses: Uses, tensor: str):
-    """The value of a one-element `constant` node's output, else None."""
+    """The value of a one-element `constant` node's output (it broadcasts to nothing larger),
+    else None."""
     node = uses.made_by(tensor, "constant")
     if node is None or any(not d.is_static or d.value != 1 for d in node.attrs["shape"]):
         return None
-    return node.attrs["value"]
+    return constant_fill(uses, tensor)
 
 
 def _only(uses: Uses, tensor: str, op: str, reader: Node) -> Node | None:
@@ -53,7 +55,7 @@ def _mean_square(graph: Graph, uses: Uses, tensor: str, reader: Node):
     x = square.inputs[0]
     shape = graph.tensors[x].shape
     rows_shape = graph.tensors[rows.output].shape
-    if len(rows_shape) != 4 or rows_shape[1] != shape[-1] or \
+    if not shape[-1].is_static or len(rows_shape) != 4 or rows_shape[1] != shape[-1] or \
             any(not d.is_static or d.value != 1 for d in rows_shape[2:]) or \
             tuple(graph.tensors[back.output].shape) != tuple(shape[:-1]) + (Dim.of(1),):
         return None
@@ -88,7 +90,8 @@ def _weight_after(graph: Graph, uses: Uses, tensor: str):
     """(mul node, parameter node) when `tensor`'s only reader multiplies it by a parameter of
     the last dim's size (shaped [C] or [1, ..., 1, C]), else None."""
     mul = uses.only_reader(tensor)
-    if mul is None or mul.op != "mul" or mul.attrs.get("scalar") is not None or len(mul.inputs) != 2:
+    if mul is None or mul.op != "mul" or mul.attrs.get("scalar") is not None or \
+            len(mul.inputs) != 2:
         return None
     other = mul.inputs[1] if mul.inputs[0] == tensor else mul.inputs[0]
     param = uses.made_by(other, "parameter")
@@ -102,15 +105,13 @@ def _weight_after(graph: Graph, uses: Uses, tensor: str):
 
 def run(graph: Graph, target) -> str:
     fused = 0
+    uses, removed = Uses(graph), set()  # ids of the nodes earlier matches took
     for node in [n for n in graph.nodes if n.op in ("mul", "div")]:
-        if not any(n is node for n in graph.nodes):
-            continue  # taken by an earlier match
-        uses = Uses(graph)
-        found = _normalized(graph, uses, node)
-        c = found and graph.tensors[found[0]].shape[-1]
-        if not found or not c.is_static:
+        found = id(node) not in removed and _normalized(graph, uses, node)
+        if not found:
             continue
         x, eps, dead = found
+        c = graph.tensors[x].shape[-1]
         weighted = _weight_after(graph, uses, node.output)
         attrs, weights, out = {"eps": eps, "affine": weighted is not None}, {}, node.output
         if weighted is not None:
@@ -119,10 +120,10 @@ def run(graph: Graph, target) -> str:
             weights = {"weight": add_weight(graph, f"{node.name}.weight", value, graph.dtype)}
             out = mul.output
             dead += [mul] + ([param] if uses.only_reader(param.output) is mul else [])
-        norm = Node(node.name, "rms_norm", [x], [out], attrs, weights, node.loc)
-        at = position(graph, node)
-        graph.nodes.insert(at, norm)
+        graph.nodes.insert(position(graph, node),
+                           Node(node.name, "rms_norm", [x], [out], attrs, weights, node.loc))
         remove_nodes(graph, [node] + dead)
+        removed |= {id(n) for n in [node] + dead}
+        uses = Uses(graph)
         fused += 1
-    graph.remove_unused_tensors()
     return summary((fused, "RMS norms fused"))

@@ -30,7 +30,8 @@ from ait_build.passes.fuse_epilogue import DATA_INPUTS
 from ait_build.ir.placement import place_groups
 
 VIEW_OPS = ("reshape", "flatten")
-ROW_OPS = ("batch_norm", "layer_norm", "rms_norm", "softmax")  # each output row depends on its input row only
+# each output row depends on its input row only
+ROW_OPS = ("batch_norm", "layer_norm", "rms_norm", "softmax")
 ALIGNMENT = 64
 
 

@@ -40,6 +40,12 @@ class Uses:
         return node if node is not None and (not ops or node.op in ops) else None
 
 
+def constant_fill(uses: Uses, tensor: str) -> float | None:
+    """The value of the `constant` node making `tensor`, else None."""
+    node = uses.made_by(tensor, "constant")
+    return float(node.attrs["value"]) if node is not None else None
+
+
 def replace_uses(graph: Graph, old: str, new: str) -> None:
     """Every read of tensor `old` (and the graph output, if it is one) now reads `new`."""
     for n in graph.nodes:

@@ -1,5 +1,5 @@
-"""GPU lowering of layer_norm and rms_norm (+residual) and of pads of the last dim, shared by the GPU backends
-(softmax and the pools are every backend's: codegen/rows_and_windows.py). Storage in the model's
+"""GPU lowering of layer_norm and rms_norm (+residual) and of pads of the last dim, shared by the
+GPU backends (softmax and the pools are every backend's: codegen/rows_and_windows.py). Storage in the model's
 dtype, float32 math; sizes are run-time arguments, so one kernel serves every layer of a kind and
 only what changes the code (residual, a static row width) is compiled in."""
 
