@@ -42,16 +42,20 @@ register(OpDef(
     infer=_bn_infer, params=_bn_params, reference=_bn_reference))
 
 
-def _ln_infer(attrs, inputs):
-    x = inputs[0]
-    if len(x.shape) < 1:
-        raise OpError("layer_norm needs rank >= 1")
-    require_float(x, "layer_norm input")
-    require_static(x.shape[-1], "layer_norm normalized (last) dim")
-    if len(inputs) > 1 and tuple(inputs[1].shape) != tuple(x.shape):
-        raise OpError(f"layer_norm residual {shape_str(inputs[1].shape)} differs from input "
-                      f"{shape_str(x.shape)}")
-    return [TType(x.shape, same_float_dtype(inputs))]
+def _row_norm_infer(op: str):
+    """The shape rule of a norm over the last dim with an optional residual, its errors naming
+    `op`."""
+    def infer(attrs, inputs):
+        x = inputs[0]
+        if len(x.shape) < 1:
+            raise OpError(f"{op} needs rank >= 1")
+        require_float(x, f"{op} input")
+        require_static(x.shape[-1], f"{op} normalized (last) dim")
+        if len(inputs) > 1 and tuple(inputs[1].shape) != tuple(x.shape):
+            raise OpError(f"{op} residual {shape_str(inputs[1].shape)} differs from input "
+                          f"{shape_str(x.shape)}")
+        return [TType(x.shape, same_float_dtype(inputs))]
+    return infer
 
 
 def _ln_params(attrs, inputs):
@@ -76,7 +80,7 @@ register(OpDef(
     inputs=("x", "residual?"),
     attrs=(Attr("eps", "float", 1e-5, doc="added to the variance"),
            Attr("affine", "bool", True, doc="scale by `weight` and add `bias`")),
-    infer=_ln_infer, params=_ln_params,
+    infer=_row_norm_infer("layer_norm"), params=_ln_params,
     weight_shapes=(("weight", "[last dim] (with affine: true)"),
                    ("bias", "[last dim] (with affine: true)")),
     notes="torch.nn.functional.layer_norm with normalized_shape = the last dim only.",
@@ -102,7 +106,7 @@ register(OpDef(
     inputs=("x", "residual?"),
     attrs=(Attr("eps", "float", 1e-6, doc="added to the mean of the squares"),
            Attr("affine", "bool", True, doc="scale by `weight`")),
-    infer=_ln_infer, params=_rms_params,
+    infer=_row_norm_infer("rms_norm"), params=_rms_params,
     weight_shapes=(("weight", "[last dim] (with affine: true)"),),
     notes="torch.nn.functional.rms_norm with normalized_shape = the last dim only; the "
           "statistics in float32 whatever the storage (as T5's and LLaMA's norms compute them).",

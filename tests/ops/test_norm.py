@@ -92,6 +92,8 @@ def test_softmax_rows_sum_to_one_along_axis(tmp_path):
     ("layer_norm", {"x": [2, 4], "r": ([2, 4], "float16")}, {}, "different dtypes"),
     ("layer_norm", {"x": [2, "c"]}, {}, "normalized .* must be static"),
     ("layer_norm", {"x": ([2, 4], "int64")}, {}, "float tensor"),
+    ("rms_norm", {"x": [2, 4], "r": [1, 4]}, {}, r"rms_norm residual \[1, 4\] differs"),
+    ("rms_norm", {"x": [2, "c"]}, {}, "rms_norm normalized .* must be static"),
     ("softmax", {"x": [2, 4]}, {"axis": 2}, "axis 2 is out of range for a rank-2 tensor"),
     ("softmax", {"x": [2, 4]}, {"axis": -3}, "axis -3 is out of range"),
     ("softmax", {"x": ([2, 4], "int32")}, {}, "float tensor"),
