@@ -6,7 +6,7 @@ output is another node's (T5: `model.encoder.block.3.layer.1.add=model.encoder.b
 a module returning a tuple gives its first tensor). A copy of the spec with the nodes as outputs
 is written beside the spec (so its weights files resolve), built for the target, and run with
 the spec's weights and seeded inputs, while forward hooks take the same modules' outputs from
-the rebuilt source module (bench's comparison module, with the spec's weights loaded).
+bench's comparison module (the source rebuilt, with the spec's weights loaded).
 
     python bench/stage_errors.py build/zoo/swin_s.yaml --points features.1,features.3,norm,head \\
         --target h200 --batch 1,8 --json stage_errors.json
@@ -61,12 +61,6 @@ def module_outputs(model, modules: dict, x, dtype, device: str = "cuda") -> dict
     return got
 
 
-def relative_l2(value, reference) -> float:
-    value = np.asarray(value, np.float64).reshape(reference.shape)
-    reference = reference.astype(np.float64)
-    return float(np.linalg.norm(value - reference) / np.linalg.norm(reference))
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("spec", help="a spec imported from PyTorch (with its `source:`)")
@@ -80,8 +74,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import torch
-    from ait_build.bench.models import load_spec_weights
-    from ait_build.bench.source_twin import read_source, rebuild_module, to_source_args
+    from ait_build.bench.run import rel_l2
+    from ait_build.bench.source_twin import comparison_twin
     from ait_build.build.invoke import build
     from ait_build.runtime import Model
     from ait_build.runtime.inputs import make_inputs
@@ -92,25 +86,26 @@ def main(argv=None) -> int:
     points = list(modules)
     spec = probe_spec(args.spec, points)
     graph = load_model(spec)
-    source, _ = read_source(args.spec)
-    model = rebuild_module(source, args.spec).eval()
-    load_spec_weights(model, graph, strict=False)
+    # bench's comparison module (the spec's weights loaded; an edited spec is refused), whose
+    # children keep the source's module paths
+    twin = comparison_twin(args.spec, load_model(args.spec), graph.name)
     library = Model(build(spec, args.target))
     rows = []
     for batch in (int(b) for b in args.batch.split(",")):
         inputs = make_inputs(library.manifest, graph, {"batch": batch}, seed=0)
         ours = library.run(inputs, {"batch": batch})
-        x = to_source_args(inputs, graph, source.layouts)
-        reference = module_outputs(model, modules, x, torch.float32, args.device)
-        half = module_outputs(model, modules, x, torch.float16, args.device)
+        x = twin.to_args(inputs)
+        reference = module_outputs(twin.module, modules, x, torch.float32, args.device)
+        half = module_outputs(twin.module, modules, x, torch.float16, args.device)
         for p in points:
+            want = {p: reference[p]}
             row = {"batch": batch, "point": p, "shape": list(reference[p].shape),
-                   "ours": relative_l2(ours[p], reference[p]),
-                   "torch_float16": relative_l2(half[p], reference[p])}
+                   "ours": rel_l2({p: np.asarray(ours[p]).reshape(want[p].shape)}, want),
+                   "torch_float16": rel_l2({p: half[p]}, want)}
             rows.append(row)
             print(f"batch {batch} {p:<20} ours {row['ours']:.2e}  PyTorch float16 "
-                  f"{row['torch_float16']:.2e}  ours/theirs {row['ours'] / row['torch_float16']:.2f}",
-                  flush=True)
+                  f"{row['torch_float16']:.2e}  ours/theirs "
+                  f"{row['ours'] / row['torch_float16']:.2f}", flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)
