@@ -48,8 +48,8 @@ IMPORT_FAMILIES = dict(
              coordinates="pytorch_half_pixel"),
            n("bilinear_down", "resize2d", ["img"], size=[4, 3], mode="linear",
              coordinates="asymmetric")],
-    outputs=["rms", "rms_res", "rms_plain", "picked", "picked_mid", "sin", "cos", "log", "ceil", "abs", "abs_i", "sign", "sign_i", "max_ceil",
-             "max_ceil_pad", "avg_ceil", "avg_ceil_pad", "nearest", "nearest_exact",
+    outputs=["rms", "rms_res", "rms_plain", "picked", "picked_mid", "sin", "cos", "log", "ceil",
+             "abs", "abs_i", "sign", "sign_i", "max_ceil", "max_ceil_pad", "avg_ceil", "avg_ceil_pad", "nearest", "nearest_exact",
              "nearest_down", "nearest_ceil", "bilinear", "bilinear_corners", "bilinear_one",
              "bilinear_down"])
 
