@@ -28,6 +28,7 @@ import numpy as np
 
 from ait_build.ir.dims import Dim
 from ait_build.ir.graph import Graph
+from ait_build.passes.rewrite import permute_dims
 
 
 @dataclass(frozen=True)
@@ -321,6 +322,22 @@ def _where(mv, node):
     return None
 
 
+def _permute(mv, node):
+    """Axes move; output axis i is input axis dims[i]."""
+    value = mv.of(node.inputs[0])
+    if not isinstance(value, (Ramp, Tri)):
+        return value
+    dims = permute_dims(mv.graph, node)
+    rank = len(dims)
+
+    def moved(axis: int) -> int:
+        return dims.index(axis % rank) - rank
+
+    if isinstance(value, Ramp):
+        return Ramp(moved(value.axis), value.start, value.step)
+    return Tri(moved(value.q), moved(value.k), value.offset)
+
+
 def _parameter(mv, node):
     """A weight: constant, or a lower-triangular boolean table (a causal buffer, sliced from
     its top-left corner) over its last two axes."""
@@ -343,5 +360,5 @@ RULES = {
     "identity": lambda mv, node: mv.of(node.inputs[0]),
     **{op: _on_numbers(_compare) for op in COMPARE}, **{op: _on_numbers(_arith) for op in ARITH},
     "logical_and": _logical, "logical_or": _logical, "logical_not": _logical, "where": _where,
-    "parameter": _parameter,
+    "parameter": _parameter, "permute": _permute, "transpose": _permute,
 }

@@ -172,3 +172,62 @@ def test_a_lower_triangular_weight_is_causal():
     assert MaskValues(g, Uses(g)).of("out") == CAUSAL
     g.weights.set(g.nodes[0].weights["value"], np.ones((1, 1, 6, 6), bool))
     assert MaskValues(g, Uses(g)).of("out") == TRUE
+
+
+# T5 without an attention mask: its position bias, laid out [q, k, 1, heads], masked by an all-true
+# [batch, 1, q, k] mask permuted to match, then permuted back to [batch, heads, q, k]
+T5_BIAS = """
+    - {name: qkv, op: linear, inputs: [x], out_features: 96}
+    - {name: ones, op: constant, shape: [batch, 1, 5, 5], value: 1.0, dtype: bool}
+    - {name: mask, op: permute, inputs: [ones], dims: [2, 3, 0, 1]}
+    - {name: fill, op: constant, shape: [1, 1, 1, 1], value: -3.4e+38}
+    - {name: masked, op: where, inputs: [mask, VALUES, fill]}
+    - {name: bias, op: permute, inputs: [masked], dims: [2, 3, 0, 1]}
+    - {name: out, op: multi_head_attention, inputs: [qkv, bias], num_heads: 4, head_dim: 8,
+       packed: true}
+"""
+T5_INPUTS = "{x: {shape: [batch, 5, 32]}}"
+
+
+def test_an_always_true_mask_over_a_bias_weight_leaves_the_weight_laid_out():
+    g = model("    - {name: table, op: parameter, shape: [5, 5, 1, 4]}" +
+              T5_BIAS.replace("VALUES", "table"), T5_INPUTS, "[out]")
+    after, summary = check_pass(g, attention_masks.run, dims={"batch": 3})
+    assert summary == "1 always-true attention masks dropped"
+    assert ops(after) == ["linear", "parameter", "multi_head_attention"]
+    bias = after.tensors[node_of(after, "multi_head_attention").inputs[1]]
+    assert [str(d) for d in bias.shape] == ["1", "4", "5", "5"]  # one bias for every batch
+
+
+def test_an_always_true_mask_over_computed_values_permutes_them():
+    g = model("""
+    - {name: scores, op: linear, inputs: [x], out_features: 20}
+    - {name: table, op: reshape, inputs: [scores], shape: [batch, 5, 5, 4]}
+    - {name: values, op: permute, inputs: [table], dims: [1, 2, 0, 3]}""" +
+              T5_BIAS.replace("VALUES", "values"), T5_INPUTS, "[out]")
+    after, summary = check_pass(g, attention_masks.run, dims={"batch": 2})
+    assert summary == "1 always-true attention masks dropped"
+    assert "where" not in ops(after) and "constant" not in ops(after)
+
+
+def test_a_padding_mask_over_a_bias_keeps_the_bias():
+    per_head = ATTENTION.replace("[mask, zero, fill]", "[mask, per_head, fill]")
+    g = model(POSITIONS + PADDING + """
+    - {name: mask, op: logical_and, inputs: [q_ok, keep_k]}
+    - {name: table, op: linear, inputs: [x], out_features: 4}
+    - {name: per_head, op: reshape, inputs: [table], shape: [batch, 4, 1, seq]}""" + per_head,
+              INPUTS, "[out]", dims=DIMS)
+    after, summary = run_on(g)
+    assert summary == "1 attention biases made smaller"
+    where = node_of(after, "where")
+    assert where.inputs[1] == "per_head" and where.inputs[0] == "keep_k"
+
+
+def test_values_move_with_a_permute():
+    got = values_of(POSITIONS + """
+    - {name: causal, op: less_equal, inputs: [kv, qi]}
+    - {name: moved, op: permute, inputs: [causal], dims: [2, 3, 0, 1]}
+    - {name: back, op: permute, inputs: [moved], dims: [2, 3, 0, 1]}
+    - {name: out, op: transpose, inputs: [back], dim0: 0, dim1: 1}""")
+    assert got["causal"] == CAUSAL and got["moved"] == Tri(-4, -3, 0)
+    assert got["back"] == CAUSAL and got["out"] == CAUSAL
