@@ -219,6 +219,33 @@ class Lower:
             attrs["count_include_pad"] = bool(count_include_pad)
         return self.emit(op, [x], _lean(attrs, POOL_DEFAULTS), perm=NHWC)
 
+    def adaptive_avg_pool(self, x: Value, sizes) -> Value:
+        """Adaptive average pooling of the source's last len(sizes) axes to `sizes`: a mean
+        where every size is 1, avg_pool2d where an image divides evenly, else, axis by axis, a
+        product with that axis' averaging matrix (PyTorch's windows: output i of m over n inputs
+        averages inputs [floor(i n / m), ceil((i + 1) n / m)), of unequal sizes or overlapping
+        where m does not divide n, e.g. VGG's 7x7 from a 5x5 or 10x10 map)."""
+        sizes = [int(s) for s in sizes]
+        axes = list(range(x.rank - len(sizes), x.rank))
+        if all(s == 1 for s in sizes):
+            return self.mean(x, axes, keepdim=True)
+        spans = [x.source_shape[a] for a in axes]
+        if not all(d.is_static for d in spans):
+            self.fail(f"adaptive average pooling to {sizes} of a symbolic size "
+                      f"{[str(d) for d in spans]}")
+        spans = [d.value for d in spans]
+        if x.rank == 4 and all(n % m == 0 for n, m in zip(spans, sizes)):
+            kernel = [n // m for n, m in zip(spans, sizes)]
+            return x if kernel == [1, 1] else self.pool("avg_pool2d", x, kernel, kernel, 0)
+        for axis, n, m in zip(axes, spans, sizes):
+            if n == m:
+                continue
+            rows = self.transpose(x, axis, -1)
+            averages = self.g.constant(averaging_matrix(n, m), self.path, "window_means",
+                                       self.where)
+            x = self.transpose(self.matmul(rows, averages), axis, -1)
+        return x
+
     def resize(self, x: Value, size, mode: str, coordinates: str, rounding: str = "floor"):
         """An NCHW image resampled to `size` ([height, width]): resize2d, NHWC."""
         if x.rank != 4:
@@ -524,6 +551,15 @@ CONV_DEFAULTS = {"stride": 1, "padding": 0, "dilation": 1, "groups": 1, "bias": 
 RESIZE_DEFAULTS = {"mode": "nearest", "coordinates": "asymmetric", "rounding": "floor"}
 POOL_DEFAULTS = {"stride": None, "padding": 0, "dilation": 1, "count_include_pad": True,
                  "ceil_mode": False}
+
+
+def averaging_matrix(n: int, m: int) -> np.ndarray:
+    """[n, m]: column i averages inputs [floor(i n / m), ceil((i + 1) n / m)) (adaptive pooling)."""
+    out = np.zeros((n, m), np.float32)
+    for i in range(m):
+        start, end = i * n // m, -(-(i + 1) * n // m)
+        out[start:end, i] = 1.0 / (end - start)
+    return out
 
 
 def promote(a: str, b: str) -> str:

@@ -166,19 +166,11 @@ def _avg_pool(t, node):
                         ceil_mode=bool(arg(node, 4, "ceil_mode", False)))
 
 
-@handles("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default")
+@handles("aten.adaptive_avg_pool2d.default", "aten._adaptive_avg_pool2d.default",
+         "aten.adaptive_avg_pool3d.default", "aten._adaptive_avg_pool3d.default",
+         "aten.adaptive_avg_pool1d.default")
 def _adaptive_avg_pool(t, node):
-    x = t.tensor(node.args[0])
-    out = [int(s) for s in node.args[1]]
-    h, w = x.source_shape[2:]
-    if out == [1, 1]:
-        return t.lower.mean(x, [2, 3], keepdim=True)
-    if not (h.is_static and w.is_static) or h.value % out[0] or w.value % out[1]:
-        raise AitError(f"adaptive_avg_pool2d to {out} from {h}x{w} (only even divisions)")
-    kh, kw = h.value // out[0], w.value // out[1]
-    if (kh, kw) == (1, 1):
-        return x
-    return t.lower.pool("avg_pool2d", x, [kh, kw], [kh, kw], 0)
+    return t.lower.adaptive_avg_pool(t.tensor(node.args[0]), node.args[1])
 
 
 RESIZES = {  # ATen op -> (mode, coordinates, rounding); bilinear's depend on align_corners
@@ -211,15 +203,6 @@ def _upsample(t, node):
             raise AitError(f"a scale factor of {scale} from size {d.value} to {out} (the factor "
                            "must give a whole size, or pass size= instead)")
     return t.lower.resize(x, size, mode, coordinates, rounding)
-
-
-@handles("aten.adaptive_avg_pool3d.default", "aten._adaptive_avg_pool3d.default",
-         "aten.adaptive_avg_pool1d.default")
-def _adaptive_avg_pool_nd(t, node):
-    x = t.tensor(node.args[0])
-    if any(int(s) != 1 for s in node.args[1]):
-        raise AitError(f"adaptive average pooling to {list(node.args[1])} (only to size 1)")
-    return t.lower.mean(x, list(range(2, x.rank)), keepdim=True)
 
 
 @handles("aten.mean.dim")

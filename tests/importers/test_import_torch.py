@@ -192,3 +192,16 @@ def test_a_parameter_looked_up_by_an_index_table_stays_a_weight(tmp_path):
         want = lookups()(torch.from_numpy(x)).numpy()
     got = run_reference(graph, {"x": x})[graph.outputs[0]]
     assert rel_error(got, want) < RTOL
+
+
+def test_adaptive_average_pools_of_any_size_build_on_cpu(tmp_path, build_spec):
+    """Adaptive average pooling where the output size does not divide the input's (windows of
+    unequal sizes, overlapping, or repeating inputs when the output is larger), in 1, 2 and 3
+    dims: built for cpu, matched against PyTorch."""
+    case = ("tests.importers.zoo:adaptive_pools", ["x:batch,3,5,10"], ["batch=1:2:1"], None)
+    spec, _, graph = import_case(case, tmp_path, "adaptive_pools")
+    x = np.random.default_rng(2).standard_normal((2, 3, 5, 10)).astype(np.float32)
+    (want,) = torch_outputs(case[0], {"x": x})
+    assert rel_error(run_reference(graph, {"x": x})[graph.outputs[0]], want) < RTOL
+    model, _, _ = build_spec(spec, name="adaptive_pools")
+    assert rel_error(model.run({"x": x})[graph.outputs[0]], want) < RTOL

@@ -374,3 +374,26 @@ class _Lookups(nn.Module):
 
 def lookups():
     return _Lookups().eval()
+
+
+class _AdaptivePools(nn.Module):
+    """Adaptive average pools whose windows are of unequal sizes, overlap or repeat inputs
+    (VGG's and AlexNet's classifier pools on an image that is not 224 square)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):  # x [batch, 3, 5, 10]
+        y = self.conv(x)
+        uneven = F.adaptive_avg_pool2d(y, (3, 7)).flatten(1)         # 5 -> 3, 10 -> 7
+        grown = F.adaptive_avg_pool2d(y[:, :, :2, :2], 3).flatten(1)  # 2 -> 3: inputs repeat
+        halves = F.adaptive_avg_pool2d(y, (5, 5)).flatten(1)          # even: avg_pool2d
+        rows = F.adaptive_avg_pool1d(y.flatten(2), 4)                 # 50 -> 4
+        frames = F.adaptive_avg_pool3d(y.unsqueeze(2).expand(-1, -1, 3, -1, -1), (2, 1, 3))
+        return torch.cat([uneven, grown, halves, rows.flatten(1), frames.flatten(1)], 1)
+
+
+def adaptive_pools():
+    torch.manual_seed(12)
+    return _AdaptivePools().eval()
