@@ -78,11 +78,10 @@ def comparison_twin(spec: str, graph, name: str):
 
 
 def rebuild_module(source, shown: str):
-    """The factory's module, as the import made it (NoComparison when it cannot be imported)."""
-    import torch
+    """The factory's module, as the import made it (load_factory seeds the factory's random
+    draws the same way), or NoComparison when it cannot be imported."""
     from ait_build.importers.from_torch import load_factory
     import json
-    torch.manual_seed(0)  # weights come from the spec; buffers a factory draws stay the same
     try:
         return load_factory(source.factory, json.dumps(source.args))
     except AitError as exc:

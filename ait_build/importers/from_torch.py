@@ -79,7 +79,13 @@ def load_factory(target: str, args_json: str | None):
         raise AitError(f"--args is not JSON: {exc}") from None
     if not isinstance(kwargs, dict):
         raise AitError("--args must be a JSON object of keyword arguments")
-    model = factory(**kwargs)
+    # under a fixed seed, so that a factory drawing its weights at random (torchvision's with
+    # weights=None) makes the same module at import and when `bench --vs torch` rebuilds it:
+    # parameters the import folded into constants (Swin V2's position-bias MLP and logit
+    # scale) are not in the spec, and the rebuilt module must have the same ones
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = factory(**kwargs)
     if not isinstance(model, torch.nn.Module):
         raise AitError(f"'{target}' returned a {type(model).__name__}, not a torch.nn.Module")
     return model.eval()

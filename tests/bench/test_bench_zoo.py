@@ -83,14 +83,16 @@ def test_the_table_puts_ours_beside_the_best_pytorch_mode():
 
 @pytest.mark.torch
 @pytest.mark.skipif(importlib.util.find_spec("torchvision") is None, reason="needs torchvision")
-@pytest.mark.parametrize("factory", ["small_swin", "small_swin_unseeded"])
+@pytest.mark.parametrize("factory", ["small_swin", "small_swin_unseeded", "small_swin_v2_unseeded"])
 def test_random_weights_with_constants_reach_the_source_module(factory, tmp_path, monkeypatch):
     """A zoo spec: random weights, the import's constants (a Swin's index tables and shift
     masks) in a small file. bench's module gets the same values: it computes what the spec's
     reference executor computes. Also for a factory that draws its weights from the generator's
     state at the time (torchvision's swin_s), imported after other draws: its relative position
     bias tables must reach the spec as weights, not as biases computed from the import's tables,
-    which the module bench rebuilds (seeded) does not have."""
+    which the module bench rebuilds (seeded) does not have. And for one whose parameters the
+    import folds into constants (Swin V2's position-bias MLP): the import and the rebuild call
+    the factory under the same seed, so the rebuilt module has the parameters folded."""
     import torch
     from ait_build.bench.source_twin import comparison_twin
     from ait_build.ops.reference import random_inputs, run_reference

@@ -317,6 +317,20 @@ def small_swin_unseeded():
     return small_swin(seed=None)
 
 
+def small_swin_v2_unseeded():
+    """Swin V2's blocks, weights drawn unseeded: the import folds parameters into constants (the
+    continuous position bias MLP over its coordinate table, the clamped logit scale), which a
+    rebuilt module has only if it draws the same weights."""
+    from functools import partial
+
+    from torchvision.models.swin_transformer import (PatchMergingV2, SwinTransformer,
+                                                     SwinTransformerBlockV2)
+    return SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4],
+                           window_size=[4, 4], stochastic_depth_prob=0.0, num_classes=10,
+                           block=SwinTransformerBlockV2,
+                           downsample_layer=partial(PatchMergingV2)).eval()
+
+
 def small_convnext(seed: int = 9):
     """torchvision's ConvNeXt class at a small size; layer scale 0.5, not 1e-6, so the blocks'
     branches count in the output next to their residuals."""
