@@ -284,6 +284,36 @@ class Lower:
         out = kept if keepdim else tuple(d for i, d in enumerate(shape) if i not in axes)
         return self.reshape(pooled, out)
 
+    def max(self, x: Value, axes, keepdim: bool) -> Value:
+        """The largest element over source `axes` (neighbouring, a static number of them):
+        max_pool2d with one window over all of them, of an NHWC image's H and W as they are,
+        else of [outer, count, 1, inner] (torch.amax, max(dim) values, adaptive max pooling to
+        size 1, ONNX ReduceMax)."""
+        axes = sorted(a % x.rank for a in axes)
+        if x.rank == 4 and axes == [2, 3] and all(d.is_static for d in x.source_shape[2:]):
+            window = [d.value for d in x.source_shape[2:]]
+            pooled = self.pool("max_pool2d", x, window, window, 0)
+            return pooled if keepdim else self.reshape(pooled, tuple(x.source_shape[:2]))
+        x = self.plain(x)
+        if axes != list(range(axes[0], axes[-1] + 1)):
+            self.fail(f"max over axes {axes}: only neighbouring axes are supported")
+        shape = x.shape
+        outer, inner = _prod(shape[:axes[0]]), _prod(shape[axes[-1] + 1:])
+        count = _prod(shape[axes[0]:axes[-1] + 1])
+        if not count.is_static:
+            self.fail(f"a max over {count} elements (only a static number)")
+        grid = self.emit("reshape", [x], {"shape": shape_attr((outer, count, Dim.of(1), inner),
+                                                               shape)}, hint="rows")
+        pooled = self.emit("max_pool2d", [grid], {"kernel": [count.value, 1]})
+        kept = tuple(Dim.of(1) if i in axes else d for i, d in enumerate(shape))
+        out = kept if keepdim else tuple(d for i, d in enumerate(shape) if i not in axes)
+        return self.reshape(pooled, out or (Dim.of(1),))  # our tensors have rank >= 1
+
+    def min(self, x: Value, axes, keepdim: bool) -> Value:
+        """The least element over `axes`: minus the largest of minus x."""
+        negated = self.binary("mul", x, -1.0)
+        return self.binary("mul", self.max(negated, axes, keepdim), -1.0)
+
     def sum(self, x: Value, axes, keepdim: bool) -> Value:
         """The sum over source `axes`: their mean times how many elements it averages."""
         axes = [a % x.rank for a in axes]

@@ -419,6 +419,12 @@ def _global_avg_pool(t, node):
     return t.lower.mean(x, list(range(2, x.rank)), True)
 
 
+@handles("GlobalMaxPool")
+def _global_max_pool(t, node):
+    x = t.tensor(node, 0)
+    return t.lower.max(x, list(range(2, x.rank)), True)
+
+
 @handles("GroupNormalization")
 def _group_norm(t, node):
     """Opset 21's GroupNormalization: scale and bias per channel (opset 18's per group is
@@ -442,7 +448,7 @@ def _instance_norm(t, node):
                       attributes(node).get("epsilon", 1e-5))
 
 
-@handles("ReduceMean", "ReduceSum", "ReduceL1", "ReduceL2")
+@handles("ReduceMean", "ReduceSum", "ReduceL1", "ReduceL2", "ReduceMax", "ReduceMin")
 def _reduce(t, node):
     attrs = attributes(node)
     x = t.tensor(node, 0)
@@ -455,4 +461,6 @@ def _reduce(t, node):
         return t.lower.mean(x, axes, keep)
     if node.op_type == "ReduceSum":
         return t.lower.sum(x, axes, keep)
+    if node.op_type in ("ReduceMax", "ReduceMin"):
+        return (t.lower.max if node.op_type == "ReduceMax" else t.lower.min)(x, axes, keep)
     return t.lower.vector_norm(x, 1 if node.op_type == "ReduceL1" else 2, axes, keep)

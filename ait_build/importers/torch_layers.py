@@ -205,6 +205,38 @@ def _upsample(t, node):
     return t.lower.resize(x, size, mode, coordinates, rounding)
 
 
+@handles("aten.amax.default", "aten.amin.default", "aten.max.dim", "aten.min.dim",
+         "aten.max.default", "aten.min.default")
+def _extreme(t, node):
+    """torch.amax/amin, and max/min over a dim (their values; the indices cannot be read) or
+    over everything."""
+    x = t.tensor(node.args[0])
+    key = _key(node)
+    if key.endswith(".dim"):
+        axes, keepdim = [node.args[1]], bool(arg(node, 2, "keepdim", False))
+    elif key.endswith(".default") and key.startswith(("aten.max", "aten.min")):
+        axes, keepdim = list(range(x.rank)), False
+    else:
+        axes = list(arg(node, 1, "dim", []) or range(x.rank))
+        keepdim = bool(arg(node, 2, "keepdim", False))
+    out = (t.lower.max if "max" in key else t.lower.min)(x, axes, keepdim)
+    return [out, None] if key.endswith(".dim") else out
+
+
+@handles("aten.adaptive_max_pool2d.default")
+def _adaptive_max_pool(t, node):
+    x = t.tensor(node.args[0])
+    sizes = [int(s) for s in node.args[1]]
+    if sizes == [1, 1]:
+        return [t.lower.max(x, [2, 3], keepdim=True), None]
+    spans = x.source_shape[2:]
+    if not all(d.is_static and d.value % m == 0 for d, m in zip(spans, sizes)):
+        raise AitError(f"adaptive_max_pool2d to {sizes} from {spans[0]}x{spans[1]} (only size 1 "
+                       "or even divisions)")
+    kernel = [d.value // m for d, m in zip(spans, sizes)]
+    return [t.lower.pool("max_pool2d", x, kernel, kernel, 0), None]
+
+
 @handles("aten.mean.dim")
 def _mean(t, node):
     dims = node.args[1]

@@ -196,17 +196,26 @@ def _linear(t, node):
     return t.lower.binary("add", out, t.tensor(bias_arg)) if bias_arg is not None else out
 
 
-@handles("aten.addmm.default")
+@handles("aten.addmm.default", "aten.baddbmm.default")
 def _addmm(t, node):
-    """bias + x @ W: transformers' Conv1D (GPT-2) with W [in, out]."""
-    if node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1:
-        raise AitError("addmm with beta or alpha is not supported")
+    """beta * bias + alpha * (x @ W): transformers' Conv1D (GPT-2, W [in, out]) as a linear;
+    BLOOM's attention scores, baddbmm(alibi, q, k^T, beta=1, alpha=1/sqrt(d)), as a matmul and
+    an add."""
+    beta, alpha = arg(node, 3, "beta", 1), arg(node, 4, "alpha", 1)
     bias, x, w = node.args[0], t.tensor(node.args[1]), node.args[2]
     weight, bias_name = t.weight_name(w), t.weight_name(bias)
-    if weight is not None and bias_name is not None and t.g.weights[bias_name].ndim == 1:
+    if (beta, alpha) == (1, 1) and weight is not None and bias_name is not None \
+            and t.g.weights[bias_name].ndim == 1 and t.g.weights[weight].ndim == 2:
         return t.lower.linear(x, weight, bias_name, t.weight_node_name(weight), in_out=True)
-    out = t.lower.matmul(x, t.tensor(w))
-    return t.lower.binary("add", out, t.operand(bias))
+    out = t.lower.matmul(x, t.tensor(w), alpha=float(alpha))
+    if beta == 0:  # the bias is not read (PyTorch ignores even its NaNs)
+        return out
+    bias = t.operand(bias)
+    if isinstance(bias, (int, float)):
+        bias = float(bias) * beta
+    elif beta != 1:
+        bias = t.lower.binary("mul", bias, float(beta))
+    return t.lower.binary("add", out, bias)
 
 
 @handles("aten.mm.default", "aten.matmul.default", "aten.bmm.default")

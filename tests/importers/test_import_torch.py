@@ -205,3 +205,26 @@ def test_adaptive_average_pools_of_any_size_build_on_cpu(tmp_path, build_spec):
     assert rel_error(run_reference(graph, {"x": x})[graph.outputs[0]], want) < RTOL
     model, _, _ = build_spec(spec, name="adaptive_pools")
     assert rel_error(model.run({"x": x})[graph.outputs[0]], want) < RTOL
+
+
+def test_max_and_min_reductions_build_on_cpu(tmp_path, build_spec):
+    """amax/amin, max/min over a dim (values), over everything, and adaptive max pooling (CBAM's
+    gates): built for cpu, matched against PyTorch."""
+    case = ("tests.importers.zoo:extremes", ["x:batch,4,6,6"], ["batch=1:2:1"], None)
+    spec, _, graph = import_case(case, tmp_path, "extremes")
+    x = np.random.default_rng(3).standard_normal((2, 4, 6, 6)).astype(np.float32)
+    (want,) = torch_outputs(case[0], {"x": x})
+    assert rel_error(run_reference(graph, {"x": x})[graph.outputs[0]], want) < RTOL
+    model, _, _ = build_spec(spec, name="extremes")
+    assert rel_error(model.run({"x": x})[graph.outputs[0]], want) < RTOL
+
+
+def test_baddbmm_and_addmm_with_beta_and_alpha(tmp_path):
+    """beta * input + alpha * (a @ b) (BLOOM's scores), in the reference against PyTorch."""
+    case = ("tests.importers.zoo:scaled_products", ["x:batch,4,5"], ["batch=1:2:1"], None)
+    _, _, graph = import_case(case, tmp_path, "scaled_products")
+    x = np.random.default_rng(4).standard_normal((2, 4, 5)).astype(np.float32)
+    want = torch_outputs(case[0], {"x": x})
+    got = run_reference(graph, {"x": x})
+    for out, expected in zip(graph.outputs, want):
+        assert rel_error(got[out], expected) < RTOL, out

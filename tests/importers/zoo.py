@@ -411,3 +411,51 @@ class _AdaptivePools(nn.Module):
 def adaptive_pools():
     torch.manual_seed(12)
     return _AdaptivePools().eval()
+
+
+class _Extremes(nn.Module):
+    """Max and min reductions as attention modules write them (CBAM: a channel gate from the
+    average and the max pool, a spatial gate from the mean and the max over channels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Conv2d(4, 4, 1)
+        self.spatial = nn.Conv2d(2, 1, 3, padding=1)
+
+    def forward(self, x):  # x [batch, 4, 6, 6]
+        gate = torch.sigmoid(self.fc(F.adaptive_avg_pool2d(x, 1)) + self.fc(F.adaptive_max_pool2d(x, 1)))
+        y = x * gate
+        most, _ = torch.max(y, dim=1, keepdim=True)
+        both = torch.cat([y.mean(1, keepdim=True), most], 1)
+        y = y * torch.sigmoid(self.spatial(both))
+        least = torch.amin(y, dim=(2, 3))                     # [batch, 4]
+        pooled = F.adaptive_max_pool2d(y, 3).flatten(1)       # 6 -> 3: even windows
+        rows, _ = y.flatten(2).min(-1)                        # [batch, 4]
+        return torch.cat([least, pooled, rows, y.amax(-1).flatten(1)], 1) * y[0].max()
+
+
+def extremes():
+    torch.manual_seed(13)
+    return _Extremes().eval()
+
+
+class _ScaledProducts(nn.Module):
+    """baddbmm and addmm with beta and alpha (BLOOM's attention scores with the ALiBi bias)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(5, 3))
+        self.b = nn.Parameter(torch.randn(3))
+        self.register_buffer("alibi", torch.arange(4.0).reshape(1, 1, 4))
+
+    def forward(self, x):  # x [batch, 4, 5]
+        scores = torch.baddbmm(self.alibi.expand(x.shape[0], 4, 4), x, x.transpose(1, 2),
+                               beta=1.0, alpha=0.25)
+        rows = torch.addmm(self.b, x.flatten(0, 1), self.w, beta=0.5, alpha=2.0)
+        kept = torch.addmm(self.b, x.flatten(0, 1), self.w)
+        return scores.flatten(1), (rows + kept).reshape(x.shape[0], -1)
+
+
+def scaled_products():
+    torch.manual_seed(14)
+    return _ScaledProducts().eval()
