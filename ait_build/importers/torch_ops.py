@@ -15,6 +15,7 @@ from ait_build.importers.torch_args import arg
 from ait_build.importers.torch_args import key as _key
 from ait_build.importers.torch_layers import HANDLERS as LAYERS
 from ait_build.importers.torch_scans import HANDLERS as SCANS
+from ait_build.ir.dims import Dim
 
 # with cumsum and diff (torch_scans.py); convolutions, recurrent layers, norms, pools, resizes
 # and reductions (torch_layers.py)
@@ -285,6 +286,30 @@ def _expand(t, node):
 @handles("aten.repeat.default")
 def _repeat(t, node):
     return t.lower.repeat(t.tensor(node.args[0]), [t.dim(r) for r in node.args[1]])
+
+
+@handles("aten.repeat_interleave.self_int")
+def _repeat_interleave(t, node):
+    """Each element `repeats` times in a row along `dim` (GPT-J's rotary sin/cos): a new axis
+    after it, expanded, merged back; without a dim, of the flattened tensor."""
+    x, repeats, axis = t.tensor(node.args[0]), arg(node, 1, "repeats"), arg(node, 2, "dim")
+    if not isinstance(repeats, int):
+        raise AitError("repeat_interleave with repeats from a tensor (only a number)")
+    if axis is None:
+        x, axis = t.lower.reshape(x, (_volume(x.source_shape),)), 0
+    axis %= x.rank
+    shape = tuple(x.source_shape)
+    spread = shape[:axis + 1] + (Dim.of(1),) + shape[axis + 1:]
+    grown = shape[:axis + 1] + (Dim.of(repeats),) + shape[axis + 1:]
+    merged = shape[:axis] + (shape[axis] * repeats,) + shape[axis + 1:]
+    return t.lower.reshape(t.lower.expand(t.lower.reshape(x, spread), grown), merged)
+
+
+def _volume(dims) -> Dim:
+    out = Dim.of(1)
+    for d in dims:
+        out = out * d
+    return out
 
 
 @handles("aten.cat.default", "aten.concat.default")

@@ -219,11 +219,15 @@ def test_max_and_min_reductions_build_on_cpu(tmp_path, build_spec):
     assert rel_error(model.run({"x": x})[graph.outputs[0]], want) < RTOL
 
 
-def test_baddbmm_and_addmm_with_beta_and_alpha(tmp_path):
-    """beta * input + alpha * (a @ b) (BLOOM's scores), in the reference against PyTorch."""
-    case = ("tests.importers.zoo:scaled_products", ["x:batch,4,5"], ["batch=1:2:1"], None)
-    _, _, graph = import_case(case, tmp_path, "scaled_products")
-    x = np.random.default_rng(4).standard_normal((2, 4, 5)).astype(np.float32)
+@pytest.mark.parametrize("factory,shape", [("scaled_products", (2, 4, 5)),
+                                           ("interleaves", (2, 3, 4))])
+def test_products_and_interleaves_match_torch(factory, shape, tmp_path):
+    """beta * input + alpha * (a @ b) (BLOOM's scores); repeat_interleave (GPT-J's rotary
+    tables): in the reference against PyTorch."""
+    case = (f"tests.importers.zoo:{factory}", ["x:batch," + ",".join(map(str, shape[1:]))],
+            ["batch=1:2:1"], None)
+    _, _, graph = import_case(case, tmp_path, factory)
+    x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
     want = torch_outputs(case[0], {"x": x})
     got = run_reference(graph, {"x": x})
     for out, expected in zip(graph.outputs, want):

@@ -459,3 +459,16 @@ class _ScaledProducts(nn.Module):
 def scaled_products():
     torch.manual_seed(14)
     return _ScaledProducts().eval()
+
+
+class _Interleaves(nn.Module):
+    """repeat_interleave by a number along a dim and of the flattened tensor (GPT-J's rotary
+    sin and cos)."""
+
+    def forward(self, x):  # x [batch, 3, 4]
+        return (x.repeat_interleave(2, dim=-1).flatten(1), torch.repeat_interleave(x, 3, 1),
+                torch.repeat_interleave(x[0], 2))
+
+
+def interleaves():
+    return _Interleaves().eval()
