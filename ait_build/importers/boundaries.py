@@ -72,4 +72,18 @@ def export_error(exc: Exception) -> AitError:
         return AitError(f"the model returns a {kind.group(1) if kind else 'non-tensor'} object "
                         "torch.export cannot flatten: return tensors only (for transformers, "
                         "use_cache=False)")
+    if first.startswith("Constraints violated"):
+        return constraint_error(text)
     return AitError(f"torch.export failed: {first}")
+
+
+def constraint_error(text: str) -> AitError:
+    """A dim whose --dim range holds sizes the model does not take (MobileBERT: seq 2)."""
+    found = []
+    for m in re.finditer(r"Not all values of (\w+) = (.*?) in the specified range (.*?) satisfy "
+                         r"the generated guard (.*?)\.?$", text, re.M):
+        name, source, guard = m.group(1), m.group(2), m.group(4)
+        found.append(f"{name} must satisfy {guard.replace(source, name)}")
+    what = "; ".join(found) or text.splitlines()[0]
+    return AitError(f"torch.export: the model does not take every size the --dim ranges allow "
+                    f"({what}): narrow the ranges, or give those sizes as numbers")

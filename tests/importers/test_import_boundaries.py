@@ -62,6 +62,17 @@ def test_a_shape_from_tensor_values_stops_in_one_line():
     assert "\n" not in text and len(text) < 400, text
 
 
+def test_a_dim_range_the_model_does_not_take_is_said_in_one_line():
+    """torch.export's 'Constraints violated' as the guard on the dim, by its name."""
+    with pytest.raises(AitError) as info:
+        _import(F + "not_every_size", ["x:batch,seq"], ["batch=1:2:1", "seq=2:16:8"])
+    text = str(info.value)
+    assert text.startswith("torch.export: the model does not take every size the --dim ranges "
+                           "allow (seq must satisfy "), text
+    assert "\n" not in text and "L['" not in text and len(text) < 400, text
+    _import(F + "not_every_size", ["x:batch,seq"], ["batch=1:2:1", "seq=3:16:8"])  # narrowed
+
+
 def test_a_detector_imports_up_to_its_head():
     pytest.importorskip("torchvision")
     said = []
