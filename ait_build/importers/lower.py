@@ -301,7 +301,8 @@ class Lower:
         outer, inner = _prod(shape[:axes[0]]), _prod(shape[axes[-1] + 1:])
         count = _prod(shape[axes[0]:axes[-1] + 1])
         if not count.is_static:
-            self.fail(f"a max over {count} elements (only a static number)")
+            self.fail(f"a max over {count} elements (only a static number: give those sizes as "
+                      "numbers in --input)")
         grid = self.emit("reshape", [x], {"shape": shape_attr((outer, count, Dim.of(1), inner),
                                                                shape)}, hint="rows")
         pooled = self.emit("max_pool2d", [grid], {"kernel": [count.value, 1]})
@@ -313,6 +314,23 @@ class Lower:
         """The least element over `axes`: minus the largest of minus x."""
         negated = self.binary("mul", x, -1.0)
         return self.binary("mul", self.max(negated, axes, keepdim), -1.0)
+
+    def argmax(self, x: Value, axis: int, keepdim: bool, smallest: bool = False) -> Value:
+        """The first position of the largest (smallest) element along source `axis`, as int64:
+        the least position whose element equals the max there (CLIP's end-of-text token).
+        Computed in float32: integers beyond 2^24 may tie."""
+        axis %= x.rank
+        n = x.source_shape[axis]
+        if not n.is_static:
+            self.fail(f"argmax over {n} elements (only a static number: give that size as a "
+                      "number in --input)")
+        values = self.cast(x, "float32") if x.dtype != "float32" else x
+        best = (self.min if smallest else self.max)(values, [axis], keepdim=True)
+        hit = self.binary("equal", values, best)
+        positions = self.reshape(self.iota((n,), "float32"),
+                                 (n,) + (Dim.of(1),) * (x.rank - axis - 1))
+        first = self.min(self.where_(hit, positions, float(n.value)), [axis], keepdim)
+        return self.cast(first, "int64")
 
     def sum(self, x: Value, axes, keepdim: bool) -> Value:
         """The sum over source `axes`: their mean times how many elements it averages."""
@@ -348,6 +366,10 @@ class Lower:
         if tuple(x.shape) == shape:
             return x
         return self.emit("reshape", [x], {"shape": shape_attr(shape, x.shape)})
+
+    def flat(self, x: Value) -> Value:
+        """x as one axis, in the source's order (torch ops given no dim)."""
+        return self.reshape(x, (_prod(x.source_shape),))
 
     def permute(self, x: Value, dims) -> Value:
         """No node: the stored tensor is the same, seen through another permutation."""

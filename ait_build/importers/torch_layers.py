@@ -223,6 +223,15 @@ def _extreme(t, node):
     return [out, None] if key.endswith(".dim") else out
 
 
+@handles("aten.argmax.default", "aten.argmin.default")
+def _argmax(t, node):
+    x, axis = t.tensor(node.args[0]), arg(node, 1, "dim")
+    keepdim = bool(arg(node, 2, "keepdim", False))
+    if axis is None:  # of the flattened tensor
+        x, axis, keepdim = t.lower.flat(x), 0, False
+    return t.lower.argmax(x, axis, keepdim, smallest="argmin" in _key(node))
+
+
 @handles("aten.adaptive_max_pool2d.default")
 def _adaptive_max_pool(t, node):
     x = t.tensor(node.args[0])

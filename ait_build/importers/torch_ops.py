@@ -296,7 +296,7 @@ def _repeat_interleave(t, node):
     if not isinstance(repeats, int):
         raise AitError("repeat_interleave with repeats from a tensor (only a number)")
     if axis is None:
-        x, axis = t.lower.reshape(x, (_volume(x.source_shape),)), 0
+        x, axis = t.lower.flat(x), 0
     axis %= x.rank
     shape = tuple(x.source_shape)
     spread = shape[:axis + 1] + (Dim.of(1),) + shape[axis + 1:]
@@ -304,12 +304,6 @@ def _repeat_interleave(t, node):
     merged = shape[:axis] + (shape[axis] * repeats,) + shape[axis + 1:]
     return t.lower.reshape(t.lower.expand(t.lower.reshape(x, spread), grown), merged)
 
-
-def _volume(dims) -> Dim:
-    out = Dim.of(1)
-    for d in dims:
-        out = out * d
-    return out
 
 
 @handles("aten.cat.default", "aten.concat.default")
@@ -473,6 +467,15 @@ def _index(t, node):
         if all(size == x.source_shape[i] for (i, _), (size, _) in zip(given, spots)) and \
                 [p for _, p in spots] == sorted(p for _, p in spots):
             return t.lower.reshape(x, shape)
+    # x[arange(b), idx] with idx [b] (CLIP's pooled token): row i takes x[i, idx[i]], a gather
+    # of one element per row along axis 1
+    if [i for i, _ in given] == [0, 1] and given[0][1] in t.iota:
+        b, rest = x.source_shape[0], tuple(x.source_shape[2:])
+        idx = t.tensor(given[1][1])
+        if t.iota[given[0][1]] == (b, 0) and idx.rank == 1 and idx.dtype != "bool":
+            one = (Dim.of(1),) * (len(rest) + 1)
+            index = t.lower.expand(t.lower.reshape(idx, (b,) + one), (b, Dim.of(1)) + rest)
+            return t.lower.reshape(t.lower.gather_elements(x, index, 1), (b,) + rest)
     raise AitError("advanced indexing with several index tensors")
 
 

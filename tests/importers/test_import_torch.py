@@ -232,3 +232,16 @@ def test_products_and_interleaves_match_torch(factory, shape, tmp_path):
     got = run_reference(graph, {"x": x})
     for out, expected in zip(graph.outputs, want):
         assert rel_error(got[out], expected) < RTOL, out
+
+
+def test_argmax_and_a_row_gather_build_on_cpu(tmp_path, build_spec):
+    """argmax/argmin (first position, ties included) and x[arange(b), idx] (CLIP's pooled
+    token): built for cpu, the same integers as PyTorch, the gathered rows equal."""
+    case = ("tests.importers.zoo:pooled", ["ids:batch,7:int64"], ["batch=1:2:1"], None)
+    spec, _, graph = import_case(case, tmp_path, "pooled")
+    ids = np.array([[3, 9, 3, 49, 0, 49, 7], [1, 1, 1, 2, 2, 0, 3]], np.int64)  # ties
+    want = torch_outputs(case[0], {"ids": ids})
+    model, _, _ = build_spec(spec, name="pooled")
+    for got in (run_reference(graph, {"ids": ids}), model.run({"ids": ids})):
+        for out, expected in zip(graph.outputs, want):
+            np.testing.assert_array_equal(got[out], expected, err_msg=out)

@@ -472,3 +472,24 @@ class _Interleaves(nn.Module):
 
 def interleaves():
     return _Interleaves().eval()
+
+
+class _Pooled(nn.Module):
+    """CLIP's pooled token: the hidden state at each row's argmax of the ids, x[arange(b), idx];
+    argmin and argmax of floats along other axes, and of everything."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 6)
+
+    def forward(self, ids):  # ids [batch, 7]
+        h = self.embed(ids)
+        pooled = h[torch.arange(h.shape[0]), ids.argmax(dim=-1)]
+        firsts = (ids == 3).int().argmax(-1)
+        return (pooled, h.argmin(1), h.argmax(-1, keepdim=True).flatten(1), firsts,
+                h[0].argmax().reshape(1))
+
+
+def pooled():
+    torch.manual_seed(15)
+    return _Pooled().eval()
