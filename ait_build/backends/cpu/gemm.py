@@ -20,7 +20,7 @@ IM2COL_FLOATS = 393216
 ATTENTION_SCORE_FLOATS = 65536
 
 # Convs of at most this many input channels (images: 1, 3 or 4) take the direct path where the
-# vectors are AVX-512 (templates/cpu/_conv2d_direct.j2): im2col would gather runs of only KW*C
+# vectors are AVX-512 or AVX2 (templates/cpu/_conv2d_direct.j2): im2col would gather runs of only KW*C
 # floats per kernel row (21 for ResNet-50's 7x7 stem). Only while a tile's weight panel, taps x 64
 # floats, stays in a 48 KiB L1 (the stem: 147 taps; ViT-B/16's 16x16 patches, 768, do not).
 # Figures in docs/codegen.md, "conv2d: which algorithm".

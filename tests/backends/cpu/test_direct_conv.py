@@ -1,9 +1,10 @@
 """The cpu backend's direct conv path for few input channels (templates/cpu/_conv2d_direct.j2):
 which convs take it, and that built models match the reference on both of the kernel's copies
-(the AVX-512 copy runs the direct path; the base copy of an AVX2 target keeps im2col). The shapes
-cover tails of fewer than 6 output pixels, channel panels of 64 + 16 and of 48, strides,
-asymmetric windows and padding, vertical dilation, a per-column residual and a residual the
-memory plan puts on the output (the kernel accumulates onto it), and images of a few rows."""
+(the AVX-512 copy runs it with vectors of 16 floats, the base copy of an AVX2 target with 8: panels
+of 16 channels). The shapes cover tails of fewer than 6 output pixels, channel panels of 64 + 16
+and of 48, strides, asymmetric windows and padding, vertical dilation, a per-column residual and
+a residual the memory plan puts on the output (the kernel accumulates onto it), and images of a
+few rows."""
 
 from __future__ import annotations
 
