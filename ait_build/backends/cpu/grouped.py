@@ -58,6 +58,17 @@ def pack(weight: np.ndarray, groups: int, vb: int) -> np.ndarray:
     return np.ascontiguousarray(blocks.reshape(vectors // vb, kh, kw, cin, vb * LANES))
 
 
+def half_inputs(groups: int, c: int, o: int) -> int:
+    """CG where each half (8 output channels) of every vector is one group reading its inputs at
+    k offset half * CG (the other half of its packed weights zeros), which an AVX2 copy can skip;
+    else 0. Not where a vector's first input was moved back to stay inside the tensor (the last
+    vector of a width that is not a multiple of 16)."""
+    cg, og = c // groups, o // groups
+    starts, cin = vector_inputs(groups, c, o)
+    unmoved = all(start == LANES * v // og * cg for v, start in enumerate(starts))
+    return cg if og == 8 and cin == 2 * cg and unmoved else 0
+
+
 def direct_grouped(groups: int, c: int, o: int) -> bool:
     """Grouped convs that are not depthwise take the direct kernel."""
     return groups > 1 and not groups == c == o
@@ -75,7 +86,9 @@ def lower(lw, epi, label, common, sizes, size_params, win, dims, flops) -> None:
     wt = lw.weight("weight", lambda a: pack(a, g, vb), "grouped",
                    (blocks, kh, kw, cin, vb * LANES))
     bias = lw.weight("bias") if epi.has_bias else None
-    context = dict(epi.context(), **win, groups=g, cin=cin, vb=vb, channel_vectors=True)
+    half_cin = half_inputs(g, cv, ov)
+    context = dict(epi.context(), **win, groups=g, cin=cin, vb=vb, half_cin=half_cin,
+                   channel_vectors=True)
     params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
     kernel = make_kernel(label, "conv2d", "cpu/grouped_conv2d.cpp.j2", context,
                          params + size_params)

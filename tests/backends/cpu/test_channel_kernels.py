@@ -140,6 +140,13 @@ def test_packing_is_the_grouped_conv(groups, c, o):
                             weight[oc].transpose(1, 2, 0)) for oc in range(o)])
     np.testing.assert_allclose(got[:o], want, rtol=1e-5, atol=1e-5)
     assert not got[o:].any()  # the last vector's lanes past O are zero
+    half = grouped.half_inputs(groups, c, o)
+    if half:  # each 8-lane half of a vector reads only inputs [half * h, half * (h + 1))
+        lanes = packed.reshape(-1, 3, 2, cin, 2, 8)  # [vectors][KH][KW][CIN][half][8]
+        for h in (0, 1):
+            outside = np.ones(cin, bool)
+            outside[half * h:half * (h + 1)] = False
+            assert not lanes[:, :, :, outside, h].any()
 
 
 def test_rule():
@@ -151,6 +158,12 @@ def test_rule():
     assert grouped.block_vectors(55, 440) == 1  # RegNetY's 8-wide groups
     assert grouped.vector_inputs(55, 440, 440)[1] == 16
     assert grouped.vector_inputs(32, 128, 128)[1] == 16  # 4 groups of 4
+    assert grouped.half_inputs(26, 208, 208) == 8  # RegNetY-400MF: a half-vector a group
+    assert grouped.half_inputs(55, 440, 440) == 0  # ... but 27.5 vectors: the last one moved
+    assert grouped.half_inputs(32, 256, 256) == 8  # ResNeXt-101 32x8d's first stage
+    assert grouped.half_inputs(13, 104, 104) == 0  # the last vector's inputs moved back
+    assert grouped.half_inputs(32, 128, 128) == 0  # groups of 4
+    assert grouped.half_inputs(21, 1008, 1008) == 0  # 48-wide groups
 
 
 @pytest.mark.parametrize("copy", ["avx512", "base"])
