@@ -30,9 +30,11 @@ DIRECT_MAX_TAPS = 192
 
 def direct_conv(win: dict, groups: int, c: int, o: int) -> bool:
     """Whether a conv takes the direct path: few input channels and taps, output channels in
-    whole 16-float vectors, a kernel wider than 1x1, no grouping or horizontal dilation."""
+    whole 8-float vectors (the AVX-512 copy takes it for whole 16-float ones only, else keeps
+    im2col: ShuffleNet's and EfficientNetV2's 24), a kernel wider than 1x1, no grouping or
+    horizontal dilation."""
     return (groups == 1 and c <= DIRECT_MAX_CHANNELS and win["kh"] * win["kw"] > 1 and
-            win["kh"] * win["kw"] * c <= DIRECT_MAX_TAPS and o % 16 == 0 and win["dw"] == 1)
+            win["kh"] * win["kw"] * c <= DIRECT_MAX_TAPS and o % 8 == 0 and win["dw"] == 1)
 
 
 class Epilogue(epilogue.Epilogue):

@@ -47,11 +47,14 @@ CONVS = dict(
            n("block", "conv2d", ["rgba"], out_channels=16, kernel=3, padding=1),
            n("sum", "add", ["block", "pre"]), n("block_out", "relu", ["sum"]),
            n("pool", "global_avg_pool", ["block_out"]),
+           # direct on the AVX2 copy only: 24 output channels, three 8-float vectors
+           n("odd_out", "conv2d", ["img"], out_channels=24, kernel=3),
            # not direct: too many channels, output channels not whole vectors, 1x1
            n("wide_in", "conv2d", ["res"], out_channels=16, kernel=3, padding=1),
-           n("odd_out", "conv2d", ["img"], out_channels=24, kernel=3),
+           n("odd12", "conv2d", ["img"], out_channels=12, kernel=3),
            n("pointwise", "conv2d", ["img"], out_channels=32, kernel=1)],
-    outputs=["stem", "short_conv", "gray_res", "dilated", "pool", "wide_in", "odd_out", "pointwise"])
+    outputs=["stem", "short_conv", "gray_res", "dilated", "pool", "wide_in", "odd_out", "odd12",
+             "pointwise"])
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +68,8 @@ def test_rule():
     win = dict(kh=7, kw=7, dh=1, dw=1)
     assert direct_conv(win, 1, 3, 64)  # ResNet-50's stem
     assert not direct_conv(win, 1, 8, 64)  # enough channels for im2col's runs
-    assert not direct_conv(win, 1, 3, 40)  # 40 output channels: not whole 16-float vectors
+    assert direct_conv(win, 1, 3, 24)  # ShuffleNet's stem: whole 8-float vectors (AVX2 copy)
+    assert not direct_conv(win, 1, 3, 36)  # not whole 8-float vectors
     assert not direct_conv(dict(win, dw=2), 1, 3, 64)  # a pixel's taps not one run
     assert not direct_conv(win, 3, 3, 48)  # grouped
     assert not direct_conv(dict(win, kh=1, kw=1), 1, 3, 64)  # 1x1: the input is the GEMM's A
@@ -76,7 +80,7 @@ def test_kernels_picked(built):
     with open(os.path.join(built[0], "manifest.json")) as fh:
         steps = {s["node"]: s["kernel"] for s in json.load(fh)["steps"] if s.get("node")}
     direct = {node for node, kernel in steps.items() if kernel.startswith("conv2d_direct")}
-    assert direct == {"stem", "short_conv", "gray_res", "dilated", "block"}
+    assert direct == {"stem", "short_conv", "gray_res", "dilated", "block", "odd_out"}
 
 
 @pytest.mark.parametrize("copy", ["avx512", "base"])
