@@ -92,7 +92,9 @@ class Rewriter:
         causal = square and CAUSAL in values
         keep = [t for t, v in zip(terms, values) if v != TRUE and not (causal and v == CAUSAL)]
         zero = constant_fill(self.uses, where.inputs[1]) == 0
-        if len(keep) == len(terms) or not (zero or self.can_lay_out(attn, where, keep, layout)):
+        if len(keep) == len(terms):
+            return
+        if (layout or not zero) and not self.can_lay_out(attn, where, keep, layout, zero):
             return
         attn.attrs["causal"] = attn.attrs["causal"] or causal
         self.causal += causal
@@ -108,18 +110,21 @@ class Rewriter:
         else:
             self.removed += 1
 
-    def can_lay_out(self, attn: Node, where: Node, keep: list, layout: list) -> bool:
-        """Whether the values other than 0 can stand for the bias: `layout`'s permutes need the
-        rank they had (a weight's own rank is padded at build time), and a bias read per batch
-        (bias_period) keeps its form."""
+    def can_lay_out(self, attn: Node, where: Node, keep: list, layout: list, zero: bool) -> bool:
+        """Whether the new bias can be made when the values are not 0 or the `where` is seen
+        through permutes: a bias read per batch (bias_period) keeps its form, and `layout`'s
+        permutes need the rank they had (a weight's own rank is padded at build time); with
+        every term dropped and values of 0 there is no bias to lay out."""
         if attn.attrs.get("bias_period"):
             return False
-        rank = len(self.graph.tensors[where.output].shape)
+        if not layout or (zero and not keep):
+            return True
         values = where.inputs[1]
         if not keep and self.uses.made_by(values, "parameter") is not None:
             return True
         kept = keep + where.inputs[1:] if keep else [values]
-        return not layout or max(len(self.graph.tensors[t].shape) for t in kept) == rank
+        rank = len(self.graph.tensors[where.output].shape)
+        return max(len(self.graph.tensors[t].shape) for t in kept) == rank
 
     def bias(self, attn: Node, where: Node, keep: list) -> str:
         """where(and of `keep`, values, fill), made once per set of terms, just before `attn`."""

@@ -231,3 +231,19 @@ def test_values_move_with_a_permute():
     - {name: out, op: transpose, inputs: [back], dim0: 0, dim1: 1}""")
     assert got["causal"] == CAUSAL and got["moved"] == Tri(-4, -3, 0)
     assert got["back"] == CAUSAL and got["out"] == CAUSAL
+
+
+def test_a_padding_mask_seen_through_permutes_keeps_its_layout():
+    """where(mask, 0, fill) transposed twice on its way to the attention: the padding term stays,
+    laid out as the permutes lay it out, and the outputs are unchanged."""
+    through = ATTENTION.replace(
+        "{name: bias, op: where, inputs: [mask, zero, fill]}",
+        "{name: masked, op: where, inputs: [mask, zero, fill]}\n"
+        "    - {name: swapped, op: permute, inputs: [masked], dims: [0, 1, 3, 2]}\n"
+        "    - {name: bias, op: transpose, inputs: [swapped], dim0: 2, dim1: 3}")
+    g = model(POSITIONS + PADDING + "    - {name: mask, op: logical_and, inputs: [q_ok, keep_k]}"
+              + through, INPUTS, "[out]", dims=DIMS)
+    after, summary = run_on(g)
+    assert summary == "1 attention biases made smaller"
+    bias = after.tensors[node_of(after, "multi_head_attention").inputs[3]]
+    assert [str(d) for d in bias.shape] == ["batch", "1", "1", "seq"]
