@@ -305,7 +305,6 @@ def _repeat_interleave(t, node):
     return t.lower.reshape(t.lower.expand(t.lower.reshape(x, spread), grown), merged)
 
 
-
 @handles("aten.cat.default", "aten.concat.default")
 def _cat(t, node):
     xs = [t.tensor(a) for a in node.args[0]]
