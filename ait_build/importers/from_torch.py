@@ -317,6 +317,11 @@ class TorchTranslator:
             value = self.values.get(arg)
             if isinstance(value, Value):
                 return value
+            source = arg.args[0] if _target_name(arg) == "getitem" and arg.args else None
+            if isinstance(self.values.get(source), list):  # an output its handler does not make
+                raise AitError(f"output {arg.args[1]} of {_target_name(source)} is not "
+                               "translated (of max/min over a dim and max pooling, only the "
+                               "values are, not the indices)")
             raise AitError(f"'{arg.name}' is not a tensor we could translate")
         raise AitError(f"expected a tensor, got {arg!r}")
 

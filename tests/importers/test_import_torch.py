@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 
 from cases import CASES, CLASSES, LIBRARY, RESNET18, rel_error, torch_outputs  # noqa: E402
 
+from ait_build.errors import AitError  # noqa: E402
 from ait_build.importers.from_torch import import_torch  # noqa: E402
 from ait_build.importers.options import dims_for, parse_dim, parse_input  # noqa: E402
 from ait_build.importers.simplify import simplify  # noqa: E402
@@ -245,3 +246,10 @@ def test_argmax_and_a_row_gather_build_on_cpu(tmp_path, build_spec):
     for got in (run_reference(graph, {"ids": ids}), model.run({"ids": ids})):
         for out, expected in zip(graph.outputs, want):
             np.testing.assert_array_equal(got[out], expected, err_msg=out)
+
+
+def test_reading_the_indices_of_a_max_says_which_output(tmp_path):
+    with pytest.raises(AitError) as info:
+        import_case(("tests.importers.zoo:max_indices", ["x:2,5"], [], None), tmp_path, "mi")
+    assert "output 1 of aten.max.dim is not translated" in str(info.value), str(info.value)
+    assert "not the indices" in str(info.value)
