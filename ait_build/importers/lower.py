@@ -271,18 +271,24 @@ class Lower:
             pooled = self.emit("global_avg_pool", [grid])  # [N, C]
             return self.reshape(pooled, (n, c) + (Dim.of(1),) * (x.rank - 2) if keepdim
                                 else (n, c))
+        pooled, out = self._over_rows(x, axes, keepdim, "mean",
+                                      lambda grid, count: self.emit("global_avg_pool", [grid]))
+        return self.reshape(pooled, out)
+
+    def _over_rows(self, x: Value, axes: list, keepdim: bool, what: str, reduce) -> tuple:
+        """(reduce(grid, count), the reduction's shape): x in the source's order seen as
+        [outer, count, 1, inner], the neighbouring sorted `axes` in the count."""
         x = self.plain(x)
         if axes != list(range(axes[0], axes[-1] + 1)):
-            self.fail(f"mean over axes {axes}: only neighbouring axes are supported")
+            self.fail(f"{what} over axes {axes}: only neighbouring axes are supported")
         shape = x.shape
         outer, inner = _prod(shape[:axes[0]]), _prod(shape[axes[-1] + 1:])
         count = _prod(shape[axes[0]:axes[-1] + 1])
         grid = self.emit("reshape", [x], {"shape": shape_attr((outer, count, Dim.of(1), inner),
                                                                shape)}, hint="rows")
-        pooled = self.emit("global_avg_pool", [grid])  # [outer, inner]
         kept = tuple(Dim.of(1) if i in axes else d for i, d in enumerate(shape))
         out = kept if keepdim else tuple(d for i, d in enumerate(shape) if i not in axes)
-        return self.reshape(pooled, out)
+        return reduce(grid, count), out
 
     def max(self, x: Value, axes, keepdim: bool) -> Value:
         """The largest element over source `axes` (neighbouring, a static number of them):
@@ -294,20 +300,13 @@ class Lower:
             window = [d.value for d in x.source_shape[2:]]
             pooled = self.pool("max_pool2d", x, window, window, 0)
             return pooled if keepdim else self.reshape(pooled, tuple(x.source_shape[:2]))
-        x = self.plain(x)
-        if axes != list(range(axes[0], axes[-1] + 1)):
-            self.fail(f"max over axes {axes}: only neighbouring axes are supported")
-        shape = x.shape
-        outer, inner = _prod(shape[:axes[0]]), _prod(shape[axes[-1] + 1:])
-        count = _prod(shape[axes[0]:axes[-1] + 1])
-        if not count.is_static:
-            self.fail(f"a max over {count} elements (only a static number: give those sizes as "
-                      "numbers in --input)")
-        grid = self.emit("reshape", [x], {"shape": shape_attr((outer, count, Dim.of(1), inner),
-                                                               shape)}, hint="rows")
-        pooled = self.emit("max_pool2d", [grid], {"kernel": [count.value, 1]})
-        kept = tuple(Dim.of(1) if i in axes else d for i, d in enumerate(shape))
-        out = kept if keepdim else tuple(d for i, d in enumerate(shape) if i not in axes)
+        def window(grid, count):  # one max_pool2d window over the whole count
+            if not count.is_static:
+                self.fail(f"a max over {count} elements (only a static number: give those "
+                          "sizes as numbers in --input)")
+            return self.emit("max_pool2d", [grid], {"kernel": [count.value, 1]})
+
+        pooled, out = self._over_rows(x, axes, keepdim, "max", window)
         return self.reshape(pooled, out or (Dim.of(1),))  # our tensors have rank >= 1
 
     def min(self, x: Value, axes, keepdim: bool) -> Value:
