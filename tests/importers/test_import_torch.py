@@ -195,29 +195,30 @@ def test_a_parameter_looked_up_by_an_index_table_stays_a_weight(tmp_path):
     assert rel_error(got, want) < RTOL
 
 
+def check_built_against_torch(case, x, tmp_path, build_spec, name) -> None:
+    """The case imported, its reference and its cpu build matched against PyTorch on `x`."""
+    spec, _, graph = import_case(case, tmp_path, name)
+    (want,) = torch_outputs(case[0], {"x": x})
+    assert rel_error(run_reference(graph, {"x": x})[graph.outputs[0]], want) < RTOL
+    model, _, _ = build_spec(spec, name=name)
+    assert rel_error(model.run({"x": x})[graph.outputs[0]], want) < RTOL
+
+
 def test_adaptive_average_pools_of_any_size_build_on_cpu(tmp_path, build_spec):
     """Adaptive average pooling where the output size does not divide the input's (windows of
     unequal sizes, overlapping, or repeating inputs when the output is larger), in 1, 2 and 3
     dims: built for cpu, matched against PyTorch."""
     case = ("tests.importers.zoo:adaptive_pools", ["x:batch,3,5,10"], ["batch=1:2:1"], None)
-    spec, _, graph = import_case(case, tmp_path, "adaptive_pools")
     x = np.random.default_rng(2).standard_normal((2, 3, 5, 10)).astype(np.float32)
-    (want,) = torch_outputs(case[0], {"x": x})
-    assert rel_error(run_reference(graph, {"x": x})[graph.outputs[0]], want) < RTOL
-    model, _, _ = build_spec(spec, name="adaptive_pools")
-    assert rel_error(model.run({"x": x})[graph.outputs[0]], want) < RTOL
+    check_built_against_torch(case, x, tmp_path, build_spec, "adaptive_pools")
 
 
 def test_max_and_min_reductions_build_on_cpu(tmp_path, build_spec):
     """amax/amin, max/min over a dim (values), over everything, and adaptive max pooling (CBAM's
     gates): built for cpu, matched against PyTorch."""
     case = ("tests.importers.zoo:extremes", ["x:batch,4,6,6"], ["batch=1:2:1"], None)
-    spec, _, graph = import_case(case, tmp_path, "extremes")
     x = np.random.default_rng(3).standard_normal((2, 4, 6, 6)).astype(np.float32)
-    (want,) = torch_outputs(case[0], {"x": x})
-    assert rel_error(run_reference(graph, {"x": x})[graph.outputs[0]], want) < RTOL
-    model, _, _ = build_spec(spec, name="extremes")
-    assert rel_error(model.run({"x": x})[graph.outputs[0]], want) < RTOL
+    check_built_against_torch(case, x, tmp_path, build_spec, "extremes")
 
 
 @pytest.mark.parametrize("factory,shape", [("scaled_products", (2, 4, 5)),
