@@ -1,7 +1,9 @@
 """Other tiles of the depthwise kernel on the same convs (bench/gpu_families.py, unless
---no-variants): each conv's planned kernel re-rendered with the best tile of the planner's own
-estimate (backends/gpu/depthwise.py: candidates) that differs from the planned one in the strip
-width, in the channel slice, and in the block's size (at least 1.5 times more or fewer threads),
+--no-variants): each conv's planned kernel re-rendered with the planned tile in the other
+staging (a float32 window or one in the input's type, `raw_window`) and with the best tile of the
+planner's own estimate (backends/gpu/depthwise.py: candidates) that differs from the planned one
+in the staging, in the strip width, in the channel slice, and in the block's size (at least 1.5
+times more or fewer threads),
 every one its own translation unit compiled with the target's nvcc line, linked with one C entry
 per variant into a library, and timed from PyTorch with CUDA events. Whether the estimate ranks
 the tiles as the GPU does; each variant's output is also compared with the planned kernel's
@@ -13,7 +15,7 @@ import ctypes
 import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from ait_build.backends.gpu.depthwise import candidates
 from ait_build.codegen.emit import render_kernel
@@ -21,15 +23,18 @@ from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.render import render
 
 FAMILIES = ("efficientnet_b0", "convnext")  # MobileNetV3's convs have EfficientNet's shapes
-TILE_KEYS = ("slice", "vec", "px", "gw", "th", "gvec")
+TILE_KEYS = ("slice", "vec", "px", "gw", "th", "gvec", "raw_window")
 
 
 def alternatives(planned, ranked: list) -> list:
-    """The first tile of `ranked` (best first) with another strip width, another slice, and a
-    block at least 1.5 times larger or smaller than `planned`, without repeats."""
-    tests = (lambda t: t.px != planned.px, lambda t: t.slice != planned.slice,
+    """The planned tile in the other staging, then the first tile of `ranked` (best first) with
+    the other staging, another strip width, another slice, and a block at least 1.5 times larger
+    or smaller than `planned`, without repeats."""
+    tests = (lambda t: t.raw_window != planned.raw_window, lambda t: t.px != planned.px,
+             lambda t: t.slice != planned.slice,
              lambda t: not 2 / 3 < t.threads / planned.threads < 1.5)
-    out = []
+    twin = replace(planned, raw_window=not planned.raw_window)
+    out = [twin] if twin in ranked else []
     for test in tests:
         tile = next((t for t in ranked if test(t) and t != planned and t not in out), None)
         if tile is not None:
@@ -41,11 +46,15 @@ def variants(kernel, dtype: str, ho: int, wo: int) -> list:
     """The planned kernel and its re-renderings with alternatives() of its tile."""
     ctx = dict(kernel.context)
     itemsize = 2 if dtype in ("float16", "bfloat16") else 4
-    ranked = [t for _, t in candidates(itemsize, ctx["channels"], ho, wo, ctx)]
+    both = (candidates(itemsize, ctx["channels"], ho, wo, ctx, raw_windows=raw)
+            for raw in (False, True))
+    ranked = [t for _, t in sorted((e for found in both for e in found),
+                                   key=lambda e: (e[0], -e[1].threads))]
     planned = next(t for t in ranked if all(getattr(t, k) == ctx[k] for k in TILE_KEYS))
     out = [kernel]
     for tile in alternatives(planned, ranked):
-        out.append(make_kernel(f"{kernel.label}_s{tile.slice}p{tile.px}g{tile.gw}t{tile.th}",
+        raw = "r" if tile.raw_window else ""
+        out.append(make_kernel(f"{kernel.label}_s{tile.slice}p{tile.px}g{tile.gw}t{tile.th}{raw}",
                                kernel.op, kernel.template, dict(ctx, **asdict(tile)),
                                [tuple(p.rsplit(" ", 1)) for p in kernel.params.split(", ")]))
     return out
@@ -143,7 +152,7 @@ def sweep(plan, info: dict, backend, toolchain, folder: str, batch: int, runs: i
                 first = out.clone()
             diff = (out.float() - first.float()).abs().max().item()
             rows.append(dict(node=step.node,
-                             **{k: ctx[k] for k in ("slice", "px", "gw", "th")},
+                             **{k: ctx[k] for k in ("slice", "px", "gw", "th", "raw_window")},
                              threads=ctx["slice"] // ctx["vec"] * ctx["gw"] * ctx["th"],
                              planned=kern is ks[0], ms=time_ms(call, runs), max_diff=diff))
     return rows

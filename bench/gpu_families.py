@@ -186,11 +186,13 @@ def main() -> int:
             plan, paths["depthwise"][2], plan.backend, toolchain_for(target),
             os.path.join(ROOT, "build", "bench_families_variants", args.target), args.batch,
             args.runs)
-        print("\ndepthwise kernel tiles (channel slice, strip, strips x rows): ms; * planned")
+        print("\ndepthwise kernel tiles (channel slice, strip, strips x rows[, raw window]): ms; "
+              "* planned")
 
         def tile(v: dict) -> str:
             wrong = f" DIFFERS by {v['max_diff']:.3g}" if v.get("max_diff", 0) else ""
-            return f"({v['slice']},{v['px']},{v['gw']}x{v['th']}){wrong}"
+            raw = ",raw" if v.get("raw_window") else ""
+            return f"({v['slice']},{v['px']},{v['gw']}x{v['th']}{raw}){wrong}"
         for node in dict.fromkeys(v["node"] for v in report["variants"]):
             mine = [v for v in report["variants"] if v["node"] == node]
             best = min(mine, key=lambda v: v["ms"])

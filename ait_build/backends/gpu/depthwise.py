@@ -3,7 +3,14 @@ GPU backends: templates/gpu/depthwise_conv2d.cu.j2, a kernel built for memory ba
 stages its output tile's input window in shared memory with coalesced loads, then each thread
 computes a strip of outputs from there), with the node's epilogue (bias, same-shaped residual,
 activation) fused. Weights are float32 [KH][KW][C] (`<weight>@hwc`): the kernel computes in
-float32 and converts each input once, when it stages it, so its weights need no conversion.
+float32 (converting each input when it stages it, or with `raw_window` when it reads it), so
+its weights need no conversion.
+
+Where the target has `async_copy` (cp.async: sm80+), the window stays in the input's type in
+shared memory, copied without passing through registers (`raw_window`): half the shared memory
+of a float32 window for 16-bit inputs, no registers for loads in flight, so more blocks stay
+resident; each read is converted instead. On the H200 it was faster than the float32 window on
+each of the 16 ImageNet convs timed (bench/results/h200/depthwise_raw/).
 
 How the tile is chosen (`plan_tile`), in three steps:
 - channels per thread (`vec`): 4 (one 16-byte float32 vector of shared memory) where C allows,
@@ -60,6 +67,7 @@ class Tile:
     gw: int  # strips across the tile's width
     th: int  # output rows of the tile (one per thread row)
     gvec: int  # elements per global access where the pointers allow
+    raw_window: bool = False  # the window staged in the input's type (cp.async), not float32
 
     @property
     def threads(self) -> int:
@@ -89,30 +97,55 @@ def global_vector(channels: int, slice_: int, itemsize: int) -> int:
     return g
 
 
-def candidates(itemsize: int, channels: int, ho: int, wo: int, win: dict) -> list:
+def registers(tile: Tile, win: dict, itemsize: int, loads: int) -> int:
+    """Registers a thread of the tile needs, as ptxas gave them for sm_90a (within ~8 on the
+    ImageNet convs): its accumulators, a kernel row of weights and the columns a strip reads
+    (more at stride 2); with a float32 window also the staged loads in flight (up to 16 a
+    thread, `loads`), which rule at stride 2."""
+    compute = 20 + (tile.px + win["kw"]) * tile.vec + (8 if win["sw"] > 1 else 0)
+    if tile.raw_window:
+        return compute
+    batch = min(16, loads)
+    return max(compute + 8, 32 + batch * (tile.gvec * itemsize // 4 + 1))
+
+
+def candidates(itemsize: int, channels: int, ho: int, wo: int, win: dict,
+               raw_windows: bool = False, pooled: bool = False) -> list:
     """(estimated multiprocessor cycles per output element, Tile) of every tile that fits, best
-    first."""
+    first; with `raw_windows` (the target's async_copy) tiles staging their window in the
+    input's type, else in float32 (on the H200 the first were faster on each of 16 ImageNet
+    convs, 5-45%: docs/cuda.md); `pooled`: the window's shared memory must hold the tile's
+    float32 sums."""
     kh, kw, sh, sw, dh, dw = (win[k] for k in ("kh", "kw", "sh", "sw", "dh", "dw"))
     vec = 4 if channels % 4 == 0 else 1
-    stage = 1.5 if itemsize == 2 else 0.75  # load, convert and store one staged element
     # input and output once: the halo's rows and columns come again from L2
     moved = (ho * sh * wo * sw + ho * wo) * channels * itemsize
     out = []
+    staged = itemsize if raw_windows else 4  # bytes of a staged element
+    # issuing one staged element: a copy holding no registers, or a load, conversion and store
+    stage = 0.5 if raw_windows else (1.5 if itemsize == 2 else 0.75)
     for cs in channel_slices(channels, vec, itemsize):
         lanes_across = cs // vec
+        gvec = global_vector(channels, cs, itemsize)
         for px in range(1, 9):
-            regs = 32 + (px + kw) * vec  # accumulators and a kernel row of weights
             xw = (px - 1) * sw + (kw - 1) * dw + 1
             per_output = kh * kw * vec + kh * (xw + kw) / px + 8 * vec
+            if raw_windows and itemsize != 4:
+                per_output += kh * xw * vec / px  # each read converted
             for gw in range(1, _cdiv(wo, px) + 1):
                 for th in range(1, ho + 1):
-                    threads = lanes_across * gw * th
+                    tile = Tile(cs, vec, px, gw, th, gvec, raw_windows)
+                    threads = tile.threads
                     rows = (th - 1) * sh + (kh - 1) * dh + 1
                     cols = (gw * px - 1) * sw + (kw - 1) * dw + 1
-                    shared = (rows * cols + kh * kw) * cs * 4
+                    shared = rows * cols * cs * staged + kh * kw * cs * 4
                     if threads > MAX_THREADS or shared > SHARED_BYTES:
                         break
+                    if pooled and rows * cols * staged < th * gw * 4:
+                        continue
                     lanes = _cdiv(threads, 32) * 32
+                    loads = _cdiv(rows * cols * cs // gvec, threads)
+                    regs = _cdiv(registers(tile, win, itemsize, loads), 8) * 8
                     resident = min(32, SM_SHARED_BYTES // shared, 65536 // (regs * lanes))
                     if resident * lanes // 32 < MIN_RESIDENT_WARPS:
                         continue
@@ -123,8 +156,7 @@ def candidates(itemsize: int, channels: int, ho: int, wo: int, win: dict) -> lis
                     in_flight = resident * rows * cols * cs * itemsize / 2
                     memory = moved / BYTES_PER_CYCLE / min(1.0, in_flight / IN_FLIGHT_BYTES)
                     cycles = max(issue, memory) + issue / 20  # fewer instructions break ties
-                    out.append((cycles / (ho * wo * channels),
-                                Tile(cs, vec, px, gw, th, global_vector(channels, cs, itemsize))))
+                    out.append((cycles / (ho * wo * channels), tile))
     out.sort(key=lambda e: (e[0], -e[1].threads))
     return out
 
@@ -134,8 +166,9 @@ def _size(d) -> int:
     return d.value if d.is_static else UNKNOWN_SIZE
 
 
-def plan_tile(itemsize: int, channels: int, ho, wo, win: dict) -> Tile:
-    found = candidates(itemsize, channels, _size(ho), _size(wo), win)
+def plan_tile(itemsize: int, channels: int, ho, wo, win: dict, raw_windows: bool = False,
+              pooled: bool = False) -> Tile:
+    found = candidates(itemsize, channels, _size(ho), _size(wo), win, raw_windows, pooled)
     if not found:
         raise ValueError(f"depthwise conv: no tile of {channels} channels fits a {win} window")
     return found[0][1]
@@ -163,9 +196,10 @@ def lower(lw, epi, label: str) -> None:
                         (kh, kw, cv))
     params = conv_kernel_params(ctype, "float", size_params)
     itemsize = 4 if dtype == "float32" else 2
-    tile = plan_tile(itemsize, cv, ho, wo, win)
-    args = [lw.dst(node.output), lw.src(node.inputs[0]), weights] + epi.args(lw) + sizes
     pool = pool_reader(lw, epi, ho, wo)
+    tile = plan_tile(itemsize, cv, ho, wo, win, lw.plan.target.cap("async_copy"),
+                     pool is not None)
+    args = [lw.dst(node.output), lw.src(node.inputs[0]), weights] + epi.args(lw) + sizes
     if pool is not None:
         tiles = _cdiv(Dim.of(ho).value, tile.th) * _cdiv(Dim.of(wo).value, tile.gw * tile.px)
         sums = f"{pool.name}:tile_sums"

@@ -28,22 +28,28 @@ def test_depthwise_convs_take_the_depthwise_kernel(target):
         "dw3": (4, 16, 8), "dw5": (4, 24, 8), "dw7_res": (4, 32, 8), "dw3_c12": (4, 12, 4),
         "dw3_c5": (1, 5, 1), "dw3_slices_res": (4, 32, 8), "dw7_c132": (4, 32, 4)}
     for ctx in dw.values():
-        tile = Tile(**{k: ctx[k] for k in ("slice", "vec", "px", "gw", "th", "gvec")})
+        tile = Tile(**{k: ctx[k] for k in ("slice", "vec", "px", "gw", "th", "gvec",
+                                           "raw_window")})
         rows = (tile.th - 1) * ctx["sh"] + (ctx["kh"] - 1) * ctx["dh"] + 1
         cols = (tile.gw * tile.px - 1) * ctx["sw"] + (ctx["kw"] - 1) * ctx["dw"] + 1
+        staged = 2 if tile.raw_window else 4  # the op group is float16
         assert tile.threads <= 256
-        assert (rows * cols + ctx["kh"] * ctx["kw"]) * tile.slice * 4 <= 44 * 1024
+        assert (rows * cols * staged + ctx["kh"] * ctx["kw"] * 4) * tile.slice <= 44 * 1024
+        # windows in the input's type where the target copies without registers (cp.async)
+        assert tile.raw_window == (target == "h200")
 
 
+@pytest.mark.parametrize("raw_windows", [False, True])
 @pytest.mark.parametrize("itemsize", [2, 4])
-def test_depthwise_tiles_of_imagenet_models(itemsize):
+def test_depthwise_tiles_of_imagenet_models(itemsize, raw_windows):
     """The planned tile of every ImageNet depthwise conv: slices of whole sectors, 64-128 bytes
     (or the whole pixel), blocks of 64-256 threads; windows of stride 1 reuse inputs across
     strips of at least 5 outputs."""
     for size, c, k, s, _ in IMAGENET_DEPTHWISE:
         ho = (size + 2 * (k // 2) - k) // s + 1
         win = dict(kh=k, kw=k, sh=s, sw=s, dh=1, dw=1)
-        tile = plan_tile(itemsize, c, ho, ho, win)
+        tile = plan_tile(itemsize, c, ho, ho, win, raw_windows)
+        assert tile.raw_window == raw_windows
         slice_bytes = tile.slice * itemsize
         assert tile.slice == c or 64 <= slice_bytes <= 128 and slice_bytes % 32 == 0, \
             (size, c, k, s, tile)
