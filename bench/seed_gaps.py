@@ -6,8 +6,9 @@ the calls, the measured milliseconds, and the two bounds of the same work:
 - `bound@peak`: each node at the larger of its FLOPs at the target's dense peak and its bytes
   (inputs and output once) at HBM bandwidth, the `ceilings` the report carries;
 - `bound@measured`: the same with the FLOPs at the fastest GEMM or conv rate any node of the
-  reports reached (a rate CUTLASS shows it reaches on this GPU), and no node faster than the
-  fastest kernel of the reports (what one launch took here, the floor at small batches).
+  reports reached (a rate CUTLASS shows it reaches on this GPU; `--tflops` gives another), and
+  no node faster than the fastest kernel of the reports (what one launch took here, timed
+  alone: the floor at small batches).
 
 The sum of a case's measured kernel times is above the library's call time at batch 1 (each
 kernel is timed alone, between events; the call replays a CUDA graph), so the bound is compared
@@ -81,6 +82,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("reports", nargs="+", help="step reports (JSON) of ait-build bench --steps")
     ap.add_argument("--goals", default="", help="case=ms pairs, the case as printed")
+    ap.add_argument("--tflops", type=float, default=0.0,
+                    help="the GEMM rate of bound@measured instead of the reports' fastest")
     args = ap.parse_args()
     goals = parse_goals(args.goals)
     results = []
@@ -88,7 +91,9 @@ def main() -> int:
         with open(path, encoding="utf-8") as fh:
             results += json.load(fh)["results"]
     rate, floor_ms = measured_limits(results)
-    print(f"measured: fastest GEMM/conv {rate:.0f} TFLOP/s, fastest kernel {floor_ms * 1e3:.1f} us")
+    rate = args.tflops or rate
+    print(f"bound@measured: GEMMs and convs at {rate:.0f} TFLOP/s, no kernel under "
+          f"{floor_ms * 1e3:.1f} us")
     for result in results:
         rows, call = case_rows(result, rate, floor_ms)
         key = case_key(result)
