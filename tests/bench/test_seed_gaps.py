@@ -3,19 +3,9 @@ its FLOPs and bytes at the report's ceilings, the measured GEMM rate and the fas
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location(
-        "seed_gaps", os.path.join(REPO, "bench", "seed_gaps.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+import bench_scripts
 
 
 def _node(op, kernels, ms, flops, nbytes):
@@ -33,7 +23,7 @@ def _report():
 
 
 def test_groups_and_bounds(tmp_path, capsys):
-    tool = _tool()
+    tool = bench_scripts.load("seed_gaps")
     report = _report()
     assert [tool.group_of(s) for s in report["results"][0]["steps"]] == [
         "GEMMs and convs", "attention", "norms", "elementwise and movement"]

@@ -3,23 +3,15 @@ outputs of a cpu build, beside the same modules' outputs through forward hooks."
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 
 import pytest
 
+import bench_scripts
 from ait_build.cli.main import main
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location(
-        "stage_errors", os.path.join(REPO, "bench", "stage_errors.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.torch
@@ -31,7 +23,7 @@ def test_stage_errors_on_a_cpu_build(tmp_path, monkeypatch):
                  "x:batch,3,32,32", "--dim", "batch=1:2:1", "--dtype", "float16",
                  "-o", "small_swin.yaml"]) == 0
     points = "features.0.2,features.1.0.add_1=features.1.0,norm,head"
-    assert _tool().main(["small_swin.yaml", "--target", "cpu", "--device", "cpu", "--batch",
+    assert bench_scripts.load("stage_errors").main(["small_swin.yaml", "--target", "cpu", "--device", "cpu", "--batch",
                          "1", "--points", points, "--json", "rows.json"]) == 0
     with open("small_swin_points.yaml") as fh:  # the copy, beside the spec (its weights file)
         assert "- features.1.0.add_1\n" in fh.read()
