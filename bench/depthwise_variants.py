@@ -152,7 +152,7 @@ def sweep(plan, info: dict, backend, toolchain, folder: str, batch: int, runs: i
                 first = out.clone()
             diff = (out.float() - first.float()).abs().max().item()
             rows.append(dict(node=step.node,
-                             **{k: ctx[k] for k in ("slice", "px", "gw", "th", "raw_window")},
+                             **{k: ctx[k] for k in ("slice", "vec", "px", "gw", "th", "raw_window")},
                              threads=ctx["slice"] // ctx["vec"] * ctx["gw"] * ctx["th"],
                              planned=kern is ks[0], ms=time_ms(call, runs), max_diff=diff))
     return rows
