@@ -23,7 +23,7 @@ class HiddenStates(torch.nn.Module):
     def forward(self, input_ids):
         # GPT-2's config has use_cache=False. RoBERTa's token types are all 0 (one type): given
         # as zeros, instead of its buffer gathered at the position ids (torch.gather along a
-        # dim, which the importer does not translate)
+        # dim; the importer translates it now, the zeros keep the benchmark's figures comparable)
         extra = {"token_type_ids": torch.zeros_like(input_ids)} if self.token_types else {}
         out = self.model(input_ids=input_ids, **extra)
         if self.pooled:
