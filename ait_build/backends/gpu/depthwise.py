@@ -125,7 +125,6 @@ def candidates(itemsize: int, channels: int, ho: int, wo: int, win: dict,
     # issuing one staged element: a copy holding no registers, or a load, conversion and store
     stage = 0.5 if raw_windows else (1.5 if itemsize == 2 else 0.75)
     for cs in channel_slices(channels, vec, itemsize):
-        lanes_across = cs // vec
         gvec = global_vector(channels, cs, itemsize)
         for px in range(1, 9):
             xw = (px - 1) * sw + (kw - 1) * dw + 1
