@@ -1,6 +1,7 @@
 """The GPU layer's bandwidth kernels run on the host (host_emulation/: g++, one std::thread per
 GPU thread) where no GPU is present: the depthwise convs (every window, stride, dilation, vector
-width and epilogue of the `depthwise` op group), the global average pools and squeeze-excitation's
+width and epilogue of the `depthwise` op group; their window in the input's type as the h200
+stages it, and as float32 on a copy of it without `async_copy`), the global average pools and squeeze-excitation's
 channel scale (`pools_and_scales`), the fused concat + batch norm + activation kernels
 (`concat_norms`), the tiled transposes (`layout_swaps`), the fused chains of data movement
 (`movement_chains`: strided and padded copies), the elementwise template (`elementwise`: its
@@ -40,13 +41,38 @@ CASES = [("depthwise", "float16"), ("depthwise", "bfloat16"), ("depthwise", "flo
 
 @pytest.mark.parametrize("group,dtype", CASES)
 def test_own_kernels_match_reference_on_the_host(group, dtype, tmp_path):
+    target = find_target("h200")  # its stems into <= 32 outputs run directly (direct_stems)
+    assert group != "direct_stems" or target.cap("direct_stem_outputs") == 32
+    _matches_reference(group, dtype, target, tmp_path)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_depthwise_float32_windows_on_the_host(dtype, tmp_path):
+    """The depthwise kernel's float32 window (stage_input: targets without async_copy, as the
+    mi250), on an h200 copy that lacks it: the stock h200 stages every window in the input's
+    type."""
+    target = _h200_copy(tmp_path, "h200_sync", r"\n  async_copy: true[^\n]*", "")
+    assert not target.cap("async_copy")
+    _matches_reference("depthwise", dtype, target, tmp_path)
+
+
+def _h200_copy(tmp_path, name: str, pattern: str, replacement: str):
+    """The h200 target under another name, `pattern` in its file replaced."""
+    from ait_build.pipeline import load_target
+    text = open(find_target("h200").source, encoding="utf-8").read()
+    copy = tmp_path / f"{name}.yaml"
+    copy.write_text(re.sub(pattern, replacement,
+                           text.replace("\nname: h200\n", f"\nname: {name}\n", 1)))
+    return load_target(str(copy))
+
+
+def _matches_reference(group: str, dtype: str, target, tmp_path) -> None:
+    """The op group built for `target` on the host against the reference executor."""
     if cuda_include() is None:
         pytest.skip("no CUDA headers (CUDA_HOME/include/cuda_runtime.h)")
     spec = op_spec(group, dtype)
     graph = load_model(spec)
     out = str(tmp_path / graph.name)
-    target = find_target("h200")  # its stems into <= 32 outputs run directly (direct_stems)
-    assert group != "direct_stems" or target.cap("direct_stem_outputs") == 32
     emission = emit(spec, target, out)
     assert not any("sm80" in s or "sm90" in s for s in emission.compiled_sources)  # no CUTLASS
     model = HostModel(out, build(out, graph.name))
@@ -61,7 +87,6 @@ def test_own_kernels_match_reference_on_the_host(group, dtype, tmp_path):
             np.testing.assert_allclose(actual, expected, **op_tolerance(dtype, scale),
                                        err_msg=f"{group}/{dtype}/batch{batch}: {name}"
                                        + (" (unaligned)" if shifted else ""))
-
 
 
 def windows(x: np.ndarray, attrs: dict, width: int) -> np.ndarray:
@@ -87,12 +112,9 @@ def test_stem_im2col_matches_numpy_on_the_host(dtype, tmp_path):
     import ctypes
     if cuda_include() is None:
         pytest.skip("no CUDA headers (CUDA_HOME/include/cuda_runtime.h)")
-    from ait_build.pipeline import build_plan, load_target
-    text = open(find_target("h200").source, encoding="utf-8").read()
-    copy = tmp_path / "h200_im2col.yaml"
-    copy.write_text(re.sub(r"\n  im2col_channels: \d+", "\n  im2col_channels: 64",
-                           text.replace("\nname: h200\n", "\nname: h200_im2col\n", 1)))
-    target = load_target(str(copy))
+    from ait_build.pipeline import build_plan
+    target = _h200_copy(tmp_path, "h200_im2col", r"\n  im2col_channels: \d+",
+                        "\n  im2col_channels: 64")
     assert target.cap("im2col_channels") == 64
     spec = op_spec("stem_conv", dtype)
     out = str(tmp_path / "stem")
