@@ -92,6 +92,8 @@ class Toolchain:
         compiler) and libraries; no include or library paths (those differ per machine)."""
         out = {"cxx": self.cxx, "flags": list(self.flags), "version": self.version(),
                "libraries": dict(self.libraries)}
+        if self.defines:  # a target's capabilities that change the code (cuda: dependent launch)
+            out["defines"] = list(self.defines)
         if self.host_prefix:
             host = host_compiler(self.flags)
             out["host"] = {"cxx": host, "version": compiler_version(host)}

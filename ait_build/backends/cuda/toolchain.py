@@ -92,13 +92,22 @@ def nvcc_wheel_lib_dirs(cxx: str) -> tuple:
     return ()
 
 
+def dependent_launch_defines(target) -> tuple:
+    """capabilities.dependent_launch: every kernel of ours waits for the previous one in
+    ait::await_previous_kernels() and launches as a programmatic dependent (gpu/ait_gpu.h.j2);
+    CUTLASS's own sm90 GEMM kernels do the same with its grid dependency control."""
+    if not target.cap("dependent_launch"):
+        return ()
+    return ("AIT_DEPENDENT_LAUNCH=1", "CUTLASS_ENABLE_GDC_FOR_SM90=1")
+
+
 def cuda_toolchain(target) -> Toolchain:
     own = tuple(target.flags) + arch_flags(target.arch)
     flags = own + tuple(f for f in CUDA_EXTRA_FLAGS if f == "-Xcompiler" or f not in own)
     include_dirs = find_cutlass(target.name)
     cutlass = header_version(os.path.join(include_dirs[0], "cutlass", "version.h"), "CUTLASS")
     return Toolchain(target=target.name, cxx=target.cxx, flags=flags,
-                     include_dirs=include_dirs, defines=(),
+                     include_dirs=include_dirs, defines=dependent_launch_defines(target),
                      link_flags=tuple(target.link_flags), libs=(),
                      lib_dirs=nvcc_wheel_lib_dirs(target.cxx), rpath=(),
                      host_prefix=("-Xcompiler",), libraries=(("cutlass", cutlass),),

@@ -58,6 +58,13 @@ def _library(out_dir: str, lib_name: str, sources: list, plain: list, workers: i
     host_dir = os.path.join(out_dir, "host")
     os.makedirs(host_dir, exist_ok=True)
     jobs = []
+    # the kernel header launches too (ait::launch): rewritten copies beside the sources, which
+    # find them before src's
+    for path in glob.glob(os.path.join(src, "*.h")):
+        with open(path) as fh:
+            text = fh.read()
+        with open(os.path.join(host_dir, os.path.basename(path)), "w") as fh:
+            fh.write(host_source(text))
     for path in sources + plain + [os.path.join(HERE, "runtime.cpp")]:
         host = os.path.join(host_dir, os.path.basename(path) + ".cpp")
         with open(path) as fh:

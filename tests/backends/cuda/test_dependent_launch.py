@@ -1,0 +1,78 @@
+"""Programmatic dependent launch (capabilities.dependent_launch, gpu/ait_gpu.h.j2): a kernel
+launched as a dependent may start while the kernel before it still runs, so every kernel that
+can be launched that way must wait in ait::await_previous_kernels() before touching global
+memory. These checks read the templates and the toolchain; the GPU run is in
+test_gpu_families.py (every family with and without dependent launches)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+import pytest
+
+from ait_build.backends.cuda.toolchain import dependent_launch_defines
+from ait_build.pipeline import find_target
+from ait_build.spec.target import CAPABILITY_DEFAULTS
+
+TEMPLATES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "templates")
+# the profiler's own fill/compare kernels run alone on their stream, never as dependents
+NOT_DEPENDENT = {"profile.cu.j2"}
+
+
+def kernel_templates() -> list:
+    paths = glob.glob(os.path.join(TEMPLATES, "gpu", "*.j2")) + \
+        glob.glob(os.path.join(TEMPLATES, "cuda", "*.j2"))
+    return sorted(p for p in paths if os.path.basename(p) not in NOT_DEPENDENT)
+
+
+def kernel_bodies(text: str) -> list:
+    """(name, first statement) of each __global__ function defined in `text`."""
+    out = []
+    for m in re.finditer(r"__global__ void", text):
+        brace = text.index("{", m.end())
+        while text[m.end():brace].count("(") != text[m.end():brace].count(")"):
+            brace = text.index("{", brace + 1)
+        head = text[m.end():brace]
+        name = re.findall(r"(\w+)\s*\(", head)
+        first = text[brace + 1:].strip().split("\n", 1)[0].strip()
+        out.append((name[-1] if name else head.strip(), first))
+    return out
+
+
+def test_every_kernel_waits_for_the_previous_one_first():
+    found = 0
+    for path in kernel_templates():
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        for name, first in kernel_bodies(text):
+            found += 1
+            assert first == "ait::await_previous_kernels();", \
+                f"{os.path.basename(path)}: kernel {name} starts with {first!r}"
+    assert found >= 30  # the GPU layer's kernels and the CUTLASS entry points
+
+
+def test_kernels_launch_through_the_dependent_launch_helpers():
+    for path in kernel_templates():
+        if os.path.basename(path) == "ait_gpu.h.j2":  # the helper's own plain launch
+            continue
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        assert "<<<" not in text, f"{os.path.basename(path)} launches a kernel with <<<...>>>"
+
+
+def test_the_finder_sees_a_kernel_that_does_not_wait():
+    text = "__global__ void __launch_bounds__(128) k(int* p) {\n  p[0] = 1;\n}\n"
+    assert kernel_bodies(text) == [("k", "p[0] = 1;")]
+
+
+@pytest.mark.parametrize("target,on", [("h200", True), ("h100", True), ("a100", False)])
+def test_only_sm90_targets_build_for_dependent_launches(target, on):
+    t = find_target(target)
+    assert bool(t.cap("dependent_launch")) is on
+    defines = dependent_launch_defines(t)
+    assert ("AIT_DEPENDENT_LAUNCH=1" in defines) is on
+    # CUTLASS's sm90 GEMMs wait for the previous kernel only when built with its switch
+    assert ("CUTLASS_ENABLE_GDC_FOR_SM90=1" in defines) is on
+    assert CAPABILITY_DEFAULTS["dependent_launch"] is False
