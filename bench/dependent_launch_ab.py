@@ -7,7 +7,7 @@ equal bit for bit: a kernel that read its input before the previous kernel had w
 would show here.
 
     python bench/dependent_launch_ab.py build/h200/resnet50 build/h200/bert_base \\
-        --batch 1,8 --rounds 5 --runs 200 --json dependent_launch_ab.json
+        --batch 1,8 --dim seq=128 --rounds 5 --runs 200 --json dependent_launch_ab.json
 """
 
 from __future__ import annotations
@@ -82,14 +82,18 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--runs", type=int, default=200, help="timed calls per mode and round")
     p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
+                   help="another dim's value (seq=128); the others stay at their opt")
     p.add_argument("--json", help="write the rows here")
     args = p.parse_args(argv)
     torch = cuda_torch()
+    fixed = {k: int(v) for k, v in (d.split("=", 1) for d in args.dim)}
     rows = []
     for build_dir in args.build_dirs:
         names = load_manifest(os.path.join(build_dir, "manifest.json")).dim_names
         for batch in (int(b) for b in args.batch.split(",")):
-            dims = {"batch": batch} if "batch" in names else {}
+            dims = dict({k: v for k, v in fixed.items() if k in names},
+                        **({"batch": batch} if "batch" in names else {}))
             row = case(torch, build_dir, dims, args.rounds, args.runs, args.warmup)
             rows.append(row)
             m = row["modes"]

@@ -93,12 +93,10 @@ def nvcc_wheel_lib_dirs(cxx: str) -> tuple:
 
 
 def dependent_launch_defines(target) -> tuple:
-    """capabilities.dependent_launch: every kernel of ours waits for the previous one in
-    ait::await_previous_kernels() and launches as a programmatic dependent (gpu/ait_gpu.h.j2);
-    CUTLASS's own sm90 GEMM kernels do the same with its grid dependency control."""
-    if not target.cap("dependent_launch"):
-        return ()
-    return ("AIT_DEPENDENT_LAUNCH=1", "CUTLASS_ENABLE_GDC_FOR_SM90=1")
+    """capabilities.dependent_launch: every kernel waits for the previous one in
+    ait::await_previous_kernels() and launches as a programmatic dependent (gpu/ait_gpu.h.j2;
+    CUTLASS's kernels through cuda/_after_previous.j2)."""
+    return ("AIT_DEPENDENT_LAUNCH=1",) if target.cap("dependent_launch") else ()
 
 
 def cuda_toolchain(target) -> Toolchain:
