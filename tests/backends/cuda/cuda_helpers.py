@@ -102,6 +102,24 @@ def unity_build(spec: str, target: str, out_dir: str) -> tuple:
     return emission, tc.compile_command(unity, obj), tc.link_command([obj], lib)
 
 
+def dependent_h200(project: str) -> str:
+    """Path of the stock h200 target as h200_dependent, with dependent launches on
+    (capabilities.dependent_launch: off on the stock targets until timed on a GPU) and the
+    stock profile, written into the project folder `project` (targets/h200_dependent.yaml),
+    where `build(spec, "h200_dependent", root=project)` finds it."""
+    with open(find_target("h200").source, encoding="utf-8") as fh:
+        text = fh.read().replace("\nname: h200\n", "\nname: h200_dependent\n", 1)
+    text, n = re.subn(r"\n  dependent_launch: false", "\n  dependent_launch: true", text)
+    text, m = re.subn(r"\nprofile_cache: profiles/h200.yaml",
+                      "\nprofile_cache: " + os.path.join(ROOT, "profiles", "h200.yaml"), text)
+    assert n == m == 1, "targets/h200.yaml names dependent_launch and its profile once"
+    os.makedirs(os.path.join(project, "targets"), exist_ok=True)
+    path = os.path.join(project, "targets", "h200_dependent.yaml")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return path
+
+
 def run_checked(cmd: list, what: str) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode:

@@ -1,5 +1,6 @@
-"""Dependent launches on the GPU (h200, capabilities.dependent_launch; docs/cuda.md): the same
-library run with them (the default there) and with AIT_DEPENDENT_LAUNCH=0 must give the same
+"""Dependent launches on the GPU (an h200 copy with capabilities.dependent_launch on, which the
+stock targets leave off until this has run; docs/cuda.md): the same library run with them and
+with AIT_DEPENDENT_LAUNCH=0 must give the same
 outputs bit for bit, eagerly and from graph replays: the kernels and their order are the same,
 so a kernel that touched memory before the previous kernel finished would show as a difference.
 The groups cover our own kernels (depthwise convs, pools, SE scales, data movement, norms) and
@@ -15,7 +16,7 @@ import pytest
 from ait_build.ops.reference import random_inputs
 from ait_build.runtime import Model
 
-from cuda_helpers import bf16_spec, built, fp16_spec, on_gpu
+from cuda_helpers import ROOT, bf16_spec, dependent_h200, fp16_spec, on_gpu
 from cuda_op_groups import op_spec
 
 pytestmark = pytest.mark.gpu
@@ -31,9 +32,9 @@ SPECS = {"depthwise": lambda: op_spec("depthwise"),
          "tiny_bert": lambda: bf16_spec("tiny_bert")}  # fp16_spec keeps its float32 mask cast
 
 
-def plain_model(build_dir: str) -> Model:
+def model_with(build_dir: str, dependent: str) -> Model:
     before = os.environ.get("AIT_DEPENDENT_LAUNCH")
-    os.environ["AIT_DEPENDENT_LAUNCH"] = "0"  # read when the model is created
+    os.environ["AIT_DEPENDENT_LAUNCH"] = dependent  # read when the model is created
     try:
         return Model(build_dir)
     finally:
@@ -45,8 +46,15 @@ def plain_model(build_dir: str) -> Model:
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_dependent_launches_change_no_output(name):
-    dependent, graph = built(SPECS[name](), "h200")
-    with plain_model(dependent.build_dir) as plain:
+    from ait_build.build.invoke import build
+    from ait_build.spec.model import load_model
+    spec = SPECS[name]()
+    graph = load_model(spec)
+    project = os.path.join(ROOT, "build", "dependent_project")  # its targets/: the h200 copy
+    dependent_h200(project)
+    cache = os.environ.get("AIT_BUILD_CACHE") or os.path.join(ROOT, "build", "cache")
+    out = build(spec, "h200_dependent", cache=cache, quiet=True, root=project)
+    with model_with(out, "1") as dependent, model_with(out, "0") as plain:
         for batch in (1, 4):
             inputs = on_gpu(random_inputs(graph, {"batch": batch}, seed=batch))
             want = {k: v.clone() for k, v in plain.run(inputs).items()}
