@@ -69,7 +69,7 @@ def test_attention_copies_a_bias_the_kernel_cannot_read(tmp_path):
     assert "class Fusion = cutlass::fmha::collective::CausalFusion>" in srcs[causal[0]]
     (biased,) = [k for k in fmha if "p.attn_bias_ptr = as_scalar(bias);" in srcs[k]]
     assert "false, true>;" in srcs[biased] and "hopper::" not in srcs[biased]  # kSupportsBias
-    (staged,) = [k for k in fmha if "stage_bias<<<" in srcs[k]]
+    (staged,) = [k for k in fmha if "ait::launch(stage_bias," in srcs[k]]
     assert "if (bs3 != 1 || bs0 % 8 || bs1 % 8 || bs2 % 8 || !aligned16(bias)) {" in srcs[staged]
     (plain,) = [k for k in fmha if "hopper::launch" in srcs[k] and k not in causal]
     assert "Shape<_128, _64, _64>" in srcs[plain] and "false, false>;" in srcs[plain]
@@ -81,7 +81,7 @@ def test_imported_masks_run_the_tensor_core_kernel(tmp_path, group):
     whose strides are not multiples of 8); over 16 keys: read in place."""
     srcs = kernels(op_spec(group), "h200", tmp_path)
     assert names(srcs, "attention") == []
-    fmha = {k: ("stage_bias<<<" in srcs[k], "CausalFromBottomRight" in srcs[k],
+    fmha = {k: ("ait::launch(stage_bias," in srcs[k], "CausalFromBottomRight" in srcs[k],
                 "p.attn_bias_ptr" in srcs[k]) for k in names(srcs, "fmha")}
     assert sorted(fmha.values()) == [(False, False, True), (False, True, False), (True, False, True),
                                      (True, True, True)]
