@@ -9,10 +9,22 @@ docs/codegen.md). Other permutes keep the shared copy. A fused chain of data mov
 from __future__ import annotations
 
 from ait_build.codegen import data_movement, strided_copy
+from ait_build.ir.dims import Dim
+
+
+# an innermost output axis of at most this many values, contiguous: a constant the transpose
+# unrolls (an image's channels, NCHW -> NHWC)
+INTERLEAVE_MAX = 8
 
 
 def tiled(lw, swap: tuple, src: str) -> bool:
-    data_movement.call_transpose(lw, swap, "cpu/transpose.cpp.j2", src)
+    sizes, _, out_strides = (tuple(Dim.of(d) for d in part) for part in swap)
+    inner = sizes[-1]
+    interleave = 0
+    if inner.is_static and inner.value <= INTERLEAVE_MAX and out_strides[-1] == Dim.of(1) \
+            and out_strides[-2] == inner:
+        interleave = inner.value
+    data_movement.call_transpose(lw, swap, "cpu/transpose.cpp.j2", src, interleave=interleave)
     return True
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -108,6 +109,14 @@ def test_kernels_picked(built):
         "g8", "g8s2", "g4", "g48", "g32", "g64", "g12", "g6", "g13", "g_block"}
     assert {k for k, v in steps.items() if v.startswith("transpose")} == {
         "to_nhwc", "shuffle", "to_nchw"}
+    # the image's 3 channels and the shuffle's 2 groups are interleaved with a constant count;
+    # NHWC -> NCHW (58 channels) takes the tiles
+    counts = {}
+    for node in ("to_nhwc", "shuffle", "to_nchw"):
+        with open(os.path.join(built[0], "src", steps[node] + ".cpp")) as fh:
+            found = re.findall(r"constexpr int64_t K = (\d+);", fh.read())
+        counts[node] = int(found[0]) if found else None
+    assert counts == {"to_nhwc": 3, "shuffle": 2, "to_nchw": None}
 
 
 @pytest.mark.parametrize("copy", ["avx512", "base"])
