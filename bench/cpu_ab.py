@@ -24,20 +24,15 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cpu_layers import Library  # noqa: E402
 
+from ait_build.runtime.settings import environment  # noqa: E402
+
 
 def side(arg: str, dims: dict) -> Library:
     """The side's library, its handle created under its settings; the environment is restored
     after, so that a later side sees none of them."""
     build, _, settings = arg.partition(":")
-    saved = dict(os.environ)
-    for item in filter(None, settings.split(",")):
-        name, _, value = item.partition("=")
-        os.environ[name] = value
-    try:
+    with environment(dict(item.partition("=")[::2] for item in filter(None, settings.split(",")))):
         return Library(build, dims)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def summary(name: str, lib: Library) -> str:

@@ -23,6 +23,7 @@ from ait_build.runtime import Model
 from ait_build.runtime.inputs import make_inputs
 from ait_build.runtime.manifest import load_manifest
 from ait_build.runtime.model import numpy_to_torch
+from ait_build.runtime.settings import model_with
 
 # (name, AIT_DEPENDENT_LAUNCH, AIT_CUDA_GRAPHS); both are read when a model is created
 MODES = (("dependent+graphs", "1", "1"), ("plain+graphs", "0", "1"),
@@ -30,16 +31,7 @@ MODES = (("dependent+graphs", "1", "1"), ("plain+graphs", "0", "1"),
 
 
 def create(build_dir: str, dependent: str, graphs: str) -> Model:
-    before = {k: os.environ.get(k) for k in ("AIT_DEPENDENT_LAUNCH", "AIT_CUDA_GRAPHS")}
-    os.environ.update(AIT_DEPENDENT_LAUNCH=dependent, AIT_CUDA_GRAPHS=graphs)
-    try:
-        return Model(build_dir)
-    finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k)
-            else:
-                os.environ[k] = v
+    return model_with(build_dir, {"AIT_DEPENDENT_LAUNCH": dependent, "AIT_CUDA_GRAPHS": graphs})
 
 
 def case(torch, build_dir: str, dims: dict, rounds: int, runs: int, warmup: int) -> dict:

@@ -20,9 +20,9 @@ import sys
 import time
 
 from ait_build.errors import AitError
-from ait_build.runtime import Model
 from ait_build.runtime.inputs import make_inputs
 from ait_build.runtime.model import numpy_to_torch
+from ait_build.runtime.settings import model_with
 
 # torch.compile modes; "none" leaves torch.compile out (it takes tens of seconds per case);
 # "auto": reduce-overhead at batch 1 (its CUDA graphs are PyTorch's best there), default above
@@ -134,22 +134,13 @@ def float32_outputs(torch, reference, names, args) -> dict:
 
 def time_ours(torch, build_dir: str, inputs: dict, graphs: bool, warmup: int, runs: int) -> tuple:
     """(summary, outputs of the first call) of our library, its CUDA graphs on or off."""
-    before = os.environ.get("AIT_CUDA_GRAPHS")
-    os.environ["AIT_CUDA_GRAPHS"] = "1" if graphs else "0"  # read by create()
-    try:
-        with Model(build_dir) as model:
-            tensors = {k: numpy_to_torch(v).cuda() for k, v in inputs.items()}
-            first = {k: v.clone() for k, v in model.run(tensors).items()}
-            outs = {k: torch.empty_like(v) for k, v in first.items()}
-            result = summary(event_times(torch, lambda: model.run(tensors, outputs=outs), warmup,
-                                         runs))
-            torch.cuda.synchronize()
-            result["max_abs_diff_vs_first_run"] = max_abs(torch, outs, first)
-    finally:
-        if before is None:
-            os.environ.pop("AIT_CUDA_GRAPHS")
-        else:
-            os.environ["AIT_CUDA_GRAPHS"] = before
+    with model_with(build_dir, {"AIT_CUDA_GRAPHS": "1" if graphs else "0"}) as model:
+        tensors = {k: numpy_to_torch(v).cuda() for k, v in inputs.items()}
+        first = {k: v.clone() for k, v in model.run(tensors).items()}
+        outs = {k: torch.empty_like(v) for k, v in first.items()}
+        result = summary(event_times(torch, lambda: model.run(tensors, outputs=outs), warmup, runs))
+        torch.cuda.synchronize()
+        result["max_abs_diff_vs_first_run"] = max_abs(torch, outs, first)
     return result, first
 
 

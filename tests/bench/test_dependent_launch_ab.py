@@ -8,11 +8,13 @@ import os
 
 import bench_scripts
 
+from ait_build.runtime import settings
+
 
 def test_each_mode_is_created_under_its_settings(monkeypatch):
     tool = bench_scripts.load("dependent_launch_ab")
     seen = []
-    monkeypatch.setattr(tool, "Model", lambda build_dir: seen.append(
+    monkeypatch.setattr(settings, "Model", lambda build_dir: seen.append(
         (build_dir, os.environ.get("AIT_DEPENDENT_LAUNCH"), os.environ.get("AIT_CUDA_GRAPHS"))))
     monkeypatch.delenv("AIT_DEPENDENT_LAUNCH", raising=False)
     monkeypatch.setenv("AIT_CUDA_GRAPHS", "1")

@@ -14,7 +14,7 @@ import os
 import pytest
 
 from ait_build.ops.reference import random_inputs
-from ait_build.runtime import Model
+from ait_build.runtime.settings import model_with
 
 from cuda_helpers import ROOT, bf16_spec, dependent_h200, fp16_spec, on_gpu
 from cuda_op_groups import op_spec
@@ -32,18 +32,6 @@ SPECS = {"depthwise": lambda: op_spec("depthwise"),
          "tiny_bert": lambda: bf16_spec("tiny_bert")}  # fp16_spec keeps its float32 mask cast
 
 
-def model_with(build_dir: str, dependent: str) -> Model:
-    before = os.environ.get("AIT_DEPENDENT_LAUNCH")
-    os.environ["AIT_DEPENDENT_LAUNCH"] = dependent  # read when the model is created
-    try:
-        return Model(build_dir)
-    finally:
-        if before is None:
-            os.environ.pop("AIT_DEPENDENT_LAUNCH")
-        else:
-            os.environ["AIT_DEPENDENT_LAUNCH"] = before
-
-
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_dependent_launches_change_no_output(name):
     from ait_build.build.invoke import build
@@ -54,7 +42,8 @@ def test_dependent_launches_change_no_output(name):
     dependent_h200(project)
     cache = os.environ.get("AIT_BUILD_CACHE") or os.path.join(ROOT, "build", "cache")
     out = build(spec, "h200_dependent", cache=cache, quiet=True, root=project)
-    with model_with(out, "1") as dependent, model_with(out, "0") as plain:
+    with model_with(out, {"AIT_DEPENDENT_LAUNCH": "1"}) as dependent, \
+            model_with(out, {"AIT_DEPENDENT_LAUNCH": "0"}) as plain:
         for batch in (1, 4):
             inputs = on_gpu(random_inputs(graph, {"batch": batch}, seed=batch))
             want = {k: v.clone() for k, v in plain.run(inputs).items()}
