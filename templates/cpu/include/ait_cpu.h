@@ -288,6 +288,14 @@ inline void sgemm(const Gemm& g, int64_t m0, int64_t m, int64_t n0, int64_t n,
             static_cast<int>(g.ldb), g.beta_one ? 1.0f : 0.0f, c, static_cast<int>(g.ldc));
 }
 
+// Convs of at most this many output rows (N * HO * WO) into at least this many output channels
+// multiply their weights packed where the BLAS has a packed form, whatever their K: over few
+// rows a plain call's copy of a wide weight costs more than the packed kernel loses; into fewer
+// channels (MobileNetV3's 80 and 160) the packed kernel measured slower (docs/codegen.md,
+// "Packed weights")
+constexpr int64_t kPackedRows = 256;
+constexpr int64_t kPackedMinCols = 256;
+
 // im2col chunks hold about this many floats (1.5 MiB): cache-resident, and tall enough (at least
 // 512 rows) that OpenBLAS's packing of the weights is amortized
 constexpr int64_t kIm2colFloats = 393216;
@@ -295,6 +303,10 @@ constexpr int64_t kIm2colFloats = 393216;
 inline int64_t im2col_rows(int64_t M, int64_t K) {
   return std::min<int64_t>(M, std::max<int64_t>(512, kIm2colFloats / std::max<int64_t>(K, 1)));
 }
+
+// A grouped conv's blocks run in groups of at most this many floats of weights (256 KiB), each
+// group over every output row before the next, so that its weights stay in a core's L2
+constexpr int64_t kGroupFloats = 65536;
 
 // Winograd tiles one participant transforms and multiplies at once: their transformed inputs and
 // products (P floats per channel each) fill about 1.5 MiB, within a core's L2

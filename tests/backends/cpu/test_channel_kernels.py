@@ -42,6 +42,7 @@ CONVS = dict(
             "c": {"shape": ["batch", 5, 3, 5]}, "d": {"shape": ["batch", 14, 13, 48]},
             "e": {"shape": ["batch", 8, 8, 116]}, "f": {"shape": ["batch", 6, 7, 96]},
             "g": {"shape": ["batch", 7, 9, 104]}, "col": {"shape": [58]},
+            "h": {"shape": ["batch", 5, 6, 192]}, "k": {"shape": ["batch", 4, 3, 256]},
             "img": {"shape": ["batch", 3, 10, 12]}, "groups2": {"shape": ["batch", 4, 5, 2, 29]}},
     graph=[dw("dw3", "a", 58, 3, padding=1, activation="relu"),
            dw("dw3s2", "a", 58, 3, stride=2, padding=1, activation="silu"),
@@ -70,6 +71,12 @@ CONVS = dict(
            n("g12", "conv2d", ["d"], out_channels=48, kernel=5, stride=2, padding=2, groups=4),
            n("g6", "conv2d", ["d"], out_channels=24, kernel=3, dilation=2, padding=2, groups=8),
            n("g13", "conv2d", ["g"], out_channels=26, kernel=3, groups=2, padding=1),
+           # weights above ait_cpu.h's kGroupFloats: the blocks run in groups (2 of 48-wide
+           # groups' blocks, 3 of 64-wide ones, unevenly), each reading part of the channels
+           n("g48_groups", "conv2d", ["h"], out_channels=192, kernel=3, padding=1, groups=4,
+             activation="relu"),
+           n("g64_groups", "conv2d", ["k"], out_channels=256, kernel=3, stride=2, padding=1,
+             groups=4),
            n("gpre", "relu", ["f"]),
            n("g_block", "conv2d", ["f"], out_channels=96, kernel=3, padding=1, groups=12),
            n("g_sum", "add", ["g_block", "gpre"]), n("g_out", "silu", ["g_sum"]),
@@ -87,7 +94,8 @@ CONVS = dict(
            n("shuffle", "permute", ["groups2"], dims=[0, 1, 2, 4, 3]),
            n("to_nchw", "permute", ["a"], dims=[0, 3, 1, 2])],
     outputs=["dw3", "dw3s2", "dw5", "dw5s2", "dw7", "dw_small", "dw_rect", "dw_col", "dw_out",
-             "g8", "g8s2", "g4", "g48", "g32", "g64", "g12", "g6", "g13", "g_out", "max3s2", "max2",
+             "g8", "g8s2", "g4", "g48", "g32", "g64", "g12", "g6", "g13", "g48_groups", "g64_groups",
+             "g_out", "max3s2", "max2",
              "max_rect", "avg3", "avg3_pad", "avg2", "to_nhwc", "shuffle", "to_nchw"])
 
 
@@ -106,7 +114,8 @@ def test_kernels_picked(built):
     assert {k for k, v in kinds.items() if v == "depthwise"} == {
         "dw3", "dw3s2", "dw5", "dw5s2", "dw7", "dw_small", "dw_rect", "dw_col", "dw_block"}
     assert {k for k, v in kinds.items() if v == "grouped"} == {
-        "g8", "g8s2", "g4", "g48", "g32", "g64", "g12", "g6", "g13", "g_block"}
+        "g8", "g8s2", "g4", "g48", "g32", "g64", "g12", "g6", "g13", "g48_groups", "g64_groups",
+        "g_block"}
     assert {k for k, v in steps.items() if v.startswith("transpose")} == {
         "to_nhwc", "shuffle", "to_nchw"}
     # the image's 3 channels and the shuffle's 2 groups are interleaved with a constant count;
