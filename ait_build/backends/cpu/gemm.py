@@ -26,6 +26,7 @@ ATTENTION_SCORE_FLOATS = 65536
 # Figures in docs/codegen.md, "conv2d: which algorithm".
 DIRECT_MAX_CHANNELS = 4
 DIRECT_MAX_TAPS = 192
+DIRECT_POINTWISE_MAX_CHANNELS = 32
 
 
 def direct_conv(win: dict, groups: int, c: int, o: int) -> bool:
@@ -33,8 +34,11 @@ def direct_conv(win: dict, groups: int, c: int, o: int) -> bool:
     whole 8-float vectors (the AVX-512 copy takes it for whole 16-float ones only, else keeps
     im2col: ShuffleNet's and EfficientNetV2's 24), a kernel wider than 1x1, no grouping or
     horizontal dilation."""
-    return (groups == 1 and c <= DIRECT_MAX_CHANNELS and win["kh"] * win["kw"] > 1 and
-            win["kh"] * win["kw"] * c <= DIRECT_MAX_TAPS and o % 8 == 0 and win["dw"] == 1)
+    taps = win["kh"] * win["kw"]
+    few = c <= DIRECT_MAX_CHANNELS and taps > 1 or \
+        taps == 1 and c <= DIRECT_POINTWISE_MAX_CHANNELS and o % 16 == 0
+    return (groups == 1 and few and taps * c <= DIRECT_MAX_TAPS and o % 8 == 0 and
+            win["dw"] == 1)
 
 
 class Epilogue(epilogue.Epilogue):
@@ -155,7 +159,9 @@ def lower_conv2d(lw, scale: tuple | None = None) -> None:
         and g == 1
     kg = kh * kw * cg
     chunk = min(lw.at_max(n * ho * wo), max(512, IM2COL_FLOATS // kg))  # the most rows at once
-    direct = direct_conv(win, g, cv, ov)
+    # a squeeze-excitation's scaled 1x1 stays a GEMM (the direct path has no gate)
+    direct = direct_conv(win, g, cv, ov) and not scale
+    pointwise = pointwise and not direct
     # the direct path's padded input rows, per participant: a ring of the (KH - 1) * DH + 1 rows
     # one output row reads, and a row of zeros, each of its taps' width
     padded_rows = ((kh - 1) * win["dh"] + 2) * ((lw.at_max(wo) - 1) * win["sw"] + kw) * cv \

@@ -1,10 +1,12 @@
-"""The cpu backend's direct conv path for few input channels (templates/cpu/_conv2d_direct.j2):
+"""The cpu backend's direct conv path for few input channels (templates/cpu/_conv2d_direct.j2),
+and for 1x1 convs of up to 32 input channels into whole 16-float vectors of outputs:
 which convs take it, and that built models match the reference on both of the kernel's copies
 (the AVX-512 copy runs it with vectors of 16 floats, the base copy of an AVX2 target with 8: panels
 of 16 channels). The shapes cover tails of fewer than 6 output pixels, channel panels of 64 + 16
 and of 48, strides, asymmetric windows and padding, vertical dilation, a per-column residual and
 a residual the memory plan puts on the output (the kernel accumulates onto it), and images of a
-few rows."""
+few rows; for the 1x1s, strides 1 and 2, 96 outputs (a panel of 64 and one of 32), a
+residual on the output and rows whose last tile has fewer than 6 pixels."""
 
 from __future__ import annotations
 
@@ -30,7 +32,9 @@ CONVS = dict(
     dims=B,
     inputs={"img": {"shape": ["batch", 23, 19, 3]}, "gray": {"shape": ["batch", 9, 13, 1]},
             "rgba": {"shape": ["batch", 11, 10, 4]}, "res": {"shape": ["batch", 11, 10, 16]},
-            "col": {"shape": [48]}, "short": {"shape": ["batch", 3, 20, 2]}},
+            "col": {"shape": [48]}, "short": {"shape": ["batch", 3, 20, 2]},
+            "short32": {"shape": ["batch", 5, 13, 32]}, "wide32": {"shape": ["batch", 5, 13, 32]},
+            "wide33": {"shape": ["batch", 4, 7, 33]}},
     graph=[n("stem", "conv2d", ["img"], out_channels=80, kernel=7, stride=2, padding=3,
              activation="relu"),
            # images of 3 rows: a participant's rows run through several images that read the
@@ -52,9 +56,20 @@ CONVS = dict(
            # not direct: too many channels, output channels not whole vectors, 1x1
            n("wide_in", "conv2d", ["res"], out_channels=16, kernel=3, padding=1),
            n("odd12", "conv2d", ["img"], out_channels=12, kernel=3),
-           n("pointwise", "conv2d", ["img"], out_channels=32, kernel=1)],
+           # 1x1 over few channels (MobileNetV3's 16 -> 64, RegNetX's 32 -> 96 and its strided
+           # projection): direct where the outputs are whole 16-float vectors
+           n("pointwise", "conv2d", ["img"], out_channels=32, kernel=1),
+           n("pw96", "conv2d", ["res"], out_channels=96, kernel=1, activation="relu"),
+           n("pw_s2", "conv2d", ["short32"], out_channels=48, kernel=1, stride=2),
+           n("pw_pre", "relu", ["wide32"]),
+           n("pw_block", "conv2d", ["short32"], out_channels=32, kernel=1),
+           n("pw_sum", "add", ["pw_block", "pw_pre"]), n("pw_out", "relu", ["pw_sum"]),
+           n("pw_pool", "global_avg_pool", ["pw_out"]),
+           # not direct: outputs not whole 16-float vectors, more than 32 input channels
+           n("pw24", "conv2d", ["res"], out_channels=24, kernel=1),
+           n("pw_wide", "conv2d", ["wide33"], out_channels=32, kernel=1)],
     outputs=["stem", "short_conv", "gray_res", "dilated", "pool", "wide_in", "odd_out", "odd12",
-             "pointwise"])
+             "pointwise", "pw96", "pw_s2", "pw_pool", "pw24", "pw_wide"])
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +87,11 @@ def test_rule():
     assert not direct_conv(win, 1, 3, 36)  # not whole 8-float vectors
     assert not direct_conv(dict(win, dw=2), 1, 3, 64)  # a pixel's taps not one run
     assert not direct_conv(win, 3, 3, 48)  # grouped
-    assert not direct_conv(dict(win, kh=1, kw=1), 1, 3, 64)  # 1x1: the input is the GEMM's A
+    one = dict(win, kh=1, kw=1)
+    assert direct_conv(one, 1, 16, 64)  # MobileNetV3's first expanding 1x1 (K = 16)
+    assert direct_conv(one, 1, 32, 96)  # RegNetX's first 1x1
+    assert not direct_conv(one, 1, 24, 72)  # 1x1 into outputs not whole 16-float vectors
+    assert not direct_conv(one, 1, 64, 256)  # enough channels: the input is the GEMM's A
     assert not direct_conv(dict(win, kh=16, kw=16), 1, 3, 768)  # ViT's patches: 768 taps
 
 
@@ -80,7 +99,8 @@ def test_kernels_picked(built):
     with open(os.path.join(built[0], "manifest.json")) as fh:
         steps = {s["node"]: s["kernel"] for s in json.load(fh)["steps"] if s.get("node")}
     direct = {node for node, kernel in steps.items() if kernel.startswith("conv2d_direct")}
-    assert direct == {"stem", "short_conv", "gray_res", "dilated", "block", "odd_out"}
+    assert direct == {"stem", "short_conv", "gray_res", "dilated", "block", "odd_out",
+                      "pointwise", "pw96", "pw_s2", "pw_block"}
 
 
 @pytest.mark.parametrize("copy", ["avx512", "base"])
