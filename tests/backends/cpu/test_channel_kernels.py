@@ -43,7 +43,7 @@ CONVS = dict(
             "e": {"shape": ["batch", 8, 8, 116]}, "f": {"shape": ["batch", 6, 7, 96]},
             "g": {"shape": ["batch", 7, 9, 104]}, "col": {"shape": [58]},
             "h": {"shape": ["batch", 5, 6, 192]}, "k": {"shape": ["batch", 4, 3, 256]},
-            "t": {"shape": ["batch", 4, 10, 32]},
+            "t": {"shape": ["batch", 4, 10, 32]}, "u": {"shape": ["batch", 3, 12, 96]},
             "img": {"shape": ["batch", 3, 10, 12]}, "groups2": {"shape": ["batch", 4, 5, 2, 29]}},
     graph=[dw("dw3", "a", 58, 3, padding=1, activation="relu"),
            dw("dw3s2", "a", 58, 3, stride=2, padding=1, activation="silu"),
@@ -83,6 +83,9 @@ CONVS = dict(
            # sums in the output lane by lane (8 lanes)
            n("g_tail", "conv2d", ["t"], out_channels=8, kernel=3, padding=1, groups=2,
              activation="relu"),
+           # 48-wide groups over 12-pixel rows (a tile of 8 and one of 4): the AVX-512 copy takes
+           # the inputs 16 at a time, whole registers adding to the output's sums
+           n("g48_rows", "conv2d", ["u"], out_channels=96, kernel=3, padding=1, groups=2),
            n("gpre", "relu", ["f"]),
            n("g_block", "conv2d", ["f"], out_channels=96, kernel=3, padding=1, groups=12),
            n("g_sum", "add", ["g_block", "gpre"]), n("g_out", "silu", ["g_sum"]),
@@ -101,7 +104,7 @@ CONVS = dict(
            n("to_nchw", "permute", ["a"], dims=[0, 3, 1, 2])],
     outputs=["dw3", "dw3s2", "dw5", "dw5s2", "dw7", "dw_small", "dw_rect", "dw_col", "dw_out",
              "g8", "g8s2", "g4", "g48", "g32", "g64", "g12", "g6", "g13", "g48_groups", "g64_groups",
-             "g_tail", "g_out", "max3s2", "max2",
+             "g_tail", "g48_rows", "g_out", "max3s2", "max2",
              "max_rect", "avg3", "avg3_pad", "avg2", "to_nhwc", "shuffle", "to_nchw"])
 
 
@@ -121,7 +124,7 @@ def test_kernels_picked(built):
         "dw3", "dw3s2", "dw5", "dw5s2", "dw7", "dw_small", "dw_rect", "dw_col", "dw_block"}
     assert {k for k, v in kinds.items() if v == "grouped"} == {
         "g8", "g8s2", "g4", "g48", "g32", "g64", "g12", "g6", "g13", "g48_groups", "g64_groups",
-        "g_tail", "g_block"}
+        "g_tail", "g48_rows", "g_block"}
     assert {k for k, v in steps.items() if v.startswith("transpose")} == {
         "to_nhwc", "shuffle", "to_nchw"}
     # the image's 3 channels and the shuffle's 2 groups are interleaved with a constant count;
