@@ -6,8 +6,9 @@ parts by columns, parts by rows, one or several row chunks per part), transposed
 weights, accumulation, and for the panels the tails: rows past a multiple of the tile's (4 on
 AVX-512, 6 on AVX2), columns past a multiple of 64 (and of the AVX2 tile's 16), K past a pass
 (1024 on AVX-512, 256 on AVX2). It builds against MKL (skipped where the mkl-devel wheel
-is not installed; CI installs it on x86-64) and against OpenBLAS. Built models (linears, and
-convs with more output channels than K) match the reference at batch sizes that take each
+is not installed; CI installs it on x86-64) and against OpenBLAS. Built models (linears, convs
+with more output channels than K, and convs of few rows into many channels) match the reference
+at batch sizes that take each
 split, with packing on and off and with either GEMM. The panels need AVX-512 or AVX2 with FMA:
 on a CPU with neither AIT_CPU_GEMM=own falls back to the BLAS, which the tests check instead."""
 
@@ -185,7 +186,8 @@ def test_packed_and_plain_gemms_match_a_loop(program, gemm, m, n, k, parts, tran
 
 LINEARS = dict(
     dims={"batch": {"min": 1, "max": 8, "opt": 2}},
-    inputs={"x": {"shape": ["batch", 40, 96]}, "img": {"shape": ["batch", 6, 6, 16]}},
+    inputs={"x": {"shape": ["batch", 40, 96]}, "img": {"shape": ["batch", 6, 6, 16]},
+            "deep": {"shape": ["batch", 4, 4, 300]}},
     graph=[{"name": "wide", "op": "linear", "inputs": ["x"], "out_features": 200,
             "activation": "gelu"},
            {"name": "narrow", "op": "linear", "inputs": ["wide"], "out_features": 24},
@@ -197,8 +199,15 @@ LINEARS = dict(
             "kernel": 1, "stride": 2},
            # a 3x3 with fewer outputs than K (144): MKL multiplies it plain, the panels packed
            {"name": "square", "op": "conv2d", "inputs": ["img"], "out_channels": 70,
-            "kernel": 3, "padding": 1, "activation": "relu"}],
-    outputs=["wide", "narrow", "expand", "strided", "square"])
+            "kernel": 3, "padding": 1, "activation": "relu"},
+           # fewer outputs than K, but at most 256 rows (16 at batch 1, 128 at batch 8) into at
+           # least 256 channels (ait_cpu.h's kPackedRows): MKL multiplies them packed, a 1x1
+           # and a 3x3 (im2col)
+           {"name": "reduce", "op": "conv2d", "inputs": ["deep"], "out_channels": 256,
+            "kernel": 1, "activation": "relu"},
+           {"name": "reduce3", "op": "conv2d", "inputs": ["deep"], "out_channels": 256,
+            "kernel": 3, "padding": 1}],
+    outputs=["wide", "narrow", "expand", "strided", "square", "reduce", "reduce3"])
 
 
 @pytest.fixture(scope="module", params=["cpu_mkl", "cpu_openblas"])
