@@ -41,6 +41,14 @@ inline int default_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// How long an idle worker keeps spinning after its last job before it sleeps: AIT_SPIN_US
+// (microseconds; 0: sleep at once), else kSpinDefault.
+inline std::chrono::microseconds spin_time(std::chrono::microseconds fallback) {
+  const char* v = std::getenv("AIT_SPIN_US");
+  if (v == nullptr || *v == '\0') return fallback;
+  return std::chrono::microseconds(std::max(0L, std::atol(v)));
+}
+
 // a steady clock in seconds, for time_steps
 inline double seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -64,7 +72,7 @@ class ThreadPool {
   int size() const { return size_; }
 
   // While one of these lives (a model run), idle workers stay awake (spinning, and yielding the
-  // core every few microseconds) instead of sleeping after kSpin: within a run the next job may
+  // core every few microseconds) instead of sleeping after spin_: within a run the next job may
   // come after a serial stretch longer than that, and a sleeping worker wakes late (on a VM tens
   // of microseconds or more), leaving its share of the job to the caller.
   class Running {
@@ -133,13 +141,13 @@ class ThreadPool {
     }
   }
 
-  // Waits for a new job spinning while a run is in progress (Running), and for kSpin after it,
+  // Waits for a new job spinning while a run is in progress (Running), and for spin_ after it,
   // then sleeps, so that an idle model does not keep a core.
   void work(int id) {
     uint64_t seen = 0;
     for (;;) {
       uint64_t gen = state_.load(std::memory_order_acquire) >> 32;
-      const auto until = std::chrono::steady_clock::now() + kSpin;
+      const auto until = std::chrono::steady_clock::now() + spin_;
       for (int spins = 1; gen == seen; ++spins) {
         AIT_PAUSE();
         gen = state_.load(std::memory_order_acquire) >> 32;
@@ -163,7 +171,11 @@ class ThreadPool {
     }
   }
 
-  static constexpr std::chrono::microseconds kSpin{20};
+  // 2 ms: a caller's next run (a serving loop, a benchmark's turn) usually comes sooner, and a
+  // worker that slept between runs woke slowly; on a 2-vCPU VM MobileNetV3's calls after 100
+  // ms idle took 5.8-6.2 ms with 20 us, 3.9-4.0 with 2 ms (back to back 3.5 -> 3.4)
+  static constexpr std::chrono::microseconds kSpinDefault{2000};
+  const std::chrono::microseconds spin_ = spin_time(kSpinDefault);
   const int size_;
   std::vector<std::thread> workers_;
   std::mutex run_mu_;  // one job at a time

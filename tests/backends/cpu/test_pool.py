@@ -79,9 +79,9 @@ static long worker_waits() {
 }
 
 // Jobs with gaps between them, inside a Running guard (100 jobs, the caller busy for 300 us
-// after each: a run's serial stretch, longer than the workers' spin) or not (10 jobs, the
-// caller sleeping 5 ms after each: an idle model); prints how often the worker blocked
-static int gaps(bool running) {
+// after each: a run's serial stretch) or not (10 jobs, the caller sleeping `idle_us` after
+// each: runs of a model called now and then); prints how often the worker blocked
+static int gaps(bool running, long idle_us) {
   ait::ThreadPool pool(2);
   std::unique_ptr<ait::ThreadPool::Running> guard;
   if (running) guard.reset(new ait::ThreadPool::Running(pool));
@@ -96,7 +96,7 @@ static int gaps(bool running) {
     if (running) {
       for (const double t0 = ait::seconds(); ait::seconds() - t0 < 300e-6;) {}
     } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::this_thread::sleep_for(std::chrono::microseconds(idle_us));
     }
   }
   std::printf("%ld\n", worker_waits() - before);
@@ -107,7 +107,8 @@ int main(int argc, char** argv) {
   if (std::strcmp(argv[1], "claims") == 0) return claims(std::atoi(argv[2]), std::atoll(argv[3]));
   if (std::strcmp(argv[1], "threads") == 0) return std::printf("%d\n", ait::default_threads()) < 0;
   if (std::strcmp(argv[1], "jobs") == 0) return jobs(std::atoi(argv[2]));
-  if (std::strcmp(argv[1], "gaps") == 0) return gaps(std::atoi(argv[2]) != 0);
+  if (std::strcmp(argv[1], "gaps") == 0)
+    return gaps(std::atoi(argv[2]) != 0, argc > 3 ? std::atol(argv[3]) : 5000);
   return 2;
 }
 """
@@ -169,3 +170,14 @@ def test_workers_stay_awake_through_a_run(program):
     runs, it sleeps (in most of 10 gaps of 5 ms), so that an idle model does not keep a core."""
     assert int(run(program, "gaps", 1)[0]) <= 2
     assert int(run(program, "gaps", 0)[0]) >= 5
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc")
+def test_workers_spin_between_close_runs(program):
+    """After a run the workers spin 2 ms (AIT_SPIN_US) before they sleep: through the 0.2 ms
+    gaps of a caller's loop they stay awake (a gap stretched past 2 ms on a busy machine may
+    let one sleep), through 20 ms gaps they sleep; with AIT_SPIN_US=0 they sleep in the short
+    gaps too."""
+    assert int(run(program, "gaps", 0, 200)[0]) <= 3
+    assert int(run(program, "gaps", 0, 20000)[0]) >= 5
+    assert int(run(program, "gaps", 0, 200, env={"AIT_SPIN_US": "0"})[0]) >= 5
