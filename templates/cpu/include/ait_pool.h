@@ -152,11 +152,10 @@ class ThreadPool {
         AIT_PAUSE();
         gen = state_.load(std::memory_order_acquire) >> 32;
         if (spins % 64 != 0) continue;
-        if (running_.load(std::memory_order_relaxed) > 0) {
-          std::this_thread::yield();  // awake for the run's next job, but a busy core gets a turn
-        } else if (std::chrono::steady_clock::now() > until) {
+        if (running_.load(std::memory_order_relaxed) == 0 &&
+            std::chrono::steady_clock::now() > until)
           break;
-        }
+        std::this_thread::yield();  // awake for the next job, but a busy core gets a turn
       }
       if (gen == seen) {
         std::unique_lock<std::mutex> lk(mu_);
