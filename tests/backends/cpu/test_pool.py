@@ -174,10 +174,11 @@ def test_workers_stay_awake_through_a_run(program):
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc")
 def test_workers_spin_between_close_runs(program):
-    """After a run the workers spin 2 ms (AIT_SPIN_US) before they sleep: through the 0.2 ms
-    gaps of a caller's loop they stay awake (a gap stretched past 2 ms on a busy machine may
-    let one sleep), through 20 ms gaps they sleep; with AIT_SPIN_US=0 they sleep in the short
-    gaps too."""
+    """After a run the workers spin 2 ms before they sleep: through the 0.2 ms gaps of a
+    caller's loop they stay awake (a gap stretched past 2 ms on a busy machine may let one
+    sleep), through 20 ms gaps they sleep, unless AIT_SPIN_US asks for 50 ms of spin. (Whether
+    AIT_SPIN_US=0 sleeps in the short gaps depends on the worker being scheduled in them, which
+    a busy machine does not promise.)"""
     assert int(run(program, "gaps", 0, 200)[0]) <= 3
     assert int(run(program, "gaps", 0, 20000)[0]) >= 5
-    assert int(run(program, "gaps", 0, 200, env={"AIT_SPIN_US": "0"})[0]) >= 5
+    assert int(run(program, "gaps", 0, 20000, env={"AIT_SPIN_US": "50000"})[0]) <= 3
