@@ -23,17 +23,19 @@ ATTENTION_SCORE_FLOATS = 65536
 # vectors are AVX-512 or AVX2 (templates/cpu/_conv2d_direct.j2): im2col would gather runs of only KW*C
 # floats per kernel row (21 for ResNet-50's 7x7 stem). Only while a tile's weight panel, taps x 64
 # floats, stays in a 48 KiB L1 (the stem: 147 taps; ViT-B/16's 16x16 patches, 768, do not).
-# Figures in docs/codegen.md, "conv2d: which algorithm".
+# 1x1 convs take it over up to DIRECT_POINTWISE_MAX_CHANNELS (MobileNetV3's 16, RegNetX's 32),
+# where the BLAS's GEMM is far from its rate. Figures in docs/codegen.md, "conv2d: which
+# algorithm".
 DIRECT_MAX_CHANNELS = 4
 DIRECT_MAX_TAPS = 192
 DIRECT_POINTWISE_MAX_CHANNELS = 32
 
 
 def direct_conv(win: dict, groups: int, c: int, o: int) -> bool:
-    """Whether a conv takes the direct path: few input channels and taps, output channels in
-    whole 8-float vectors (the AVX-512 copy takes it for whole 16-float ones only, else keeps
-    im2col: ShuffleNet's and EfficientNetV2's 24), a kernel wider than 1x1, no grouping or
-    horizontal dilation."""
+    """Whether a conv takes the direct path: a kernel wider than 1x1 over few input channels
+    and taps, output channels in whole 8-float vectors (the AVX-512 copy takes it for whole
+    16-float ones only, else keeps im2col: ShuffleNet's and EfficientNetV2's 24), or a 1x1 over
+    up to 32 input channels into whole 16-float vectors; no grouping or horizontal dilation."""
     taps = win["kh"] * win["kw"]
     few = c <= DIRECT_MAX_CHANNELS and taps > 1 or \
         taps == 1 and c <= DIRECT_POINTWISE_MAX_CHANNELS and o % 16 == 0

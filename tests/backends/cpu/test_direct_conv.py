@@ -53,7 +53,7 @@ CONVS = dict(
            n("pool", "global_avg_pool", ["block_out"]),
            # direct on the AVX2 copy only: 24 output channels, three 8-float vectors
            n("odd_out", "conv2d", ["img"], out_channels=24, kernel=3),
-           # not direct: too many channels, output channels not whole vectors, 1x1
+           # not direct: too many channels, output channels not whole vectors
            n("wide_in", "conv2d", ["res"], out_channels=16, kernel=3, padding=1),
            n("odd12", "conv2d", ["img"], out_channels=12, kernel=3),
            # 1x1 over few channels (MobileNetV3's 16 -> 64, RegNetX's 32 -> 96 and its strided
