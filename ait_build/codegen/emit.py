@@ -141,6 +141,7 @@ def render_model(plan: ModelPlan, wl: weights_file.WeightsLayout) -> dict:
                       nbytes=e.nbytes, arena_offset=e.arena_offset) for e in wl.entries],
         scratch_shared=shared, scratch_thread=per_thread, groups=groups,
         cuda_graphs=bool(plan.target.cap("cuda_graphs")),
+        dependent_launch_max_bytes=int(plan.target.cap("dependent_launch_max_mb")) << 20,
         values=[dict(tensor=c_comment(v.tensor), var=v.var, ctype=v.ctype, init=v.init,
                      const=v.const) for v in plan.values.values()],
         steps=[dict(comment=c_comment(f"{s.node or 'io'}: {s.kernel.label}"), kernel=s.kernel.name,

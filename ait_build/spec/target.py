@@ -27,15 +27,17 @@ DEVICE_FIELDS = ("cores", "sm_count", "smem_per_block", "peak_fp16_tflops", "pea
                  "hbm_tbps", "memory_gb", "l2_mb", "simd")
 CAPABILITY_FIELDS = ("dtypes", "fused_epilogue", "fused_attention", "fused_layernorm",
                      "channel_alignment", "im2col_channels", "direct_stem_outputs",
-                     "cuda_graphs", "async_copy", "dependent_launch")
+                     "cuda_graphs", "async_copy", "dependent_launch",
+                     "dependent_launch_max_mb")
 # im2col_channels 0: only convs over fewer channels than the alignment gather their windows;
-# direct_stem_outputs 0: every conv that gathers its windows is im2col + GEMM
+# direct_stem_outputs 0: every conv that gathers its windows is im2col + GEMM;
+# dependent_launch_max_mb 0: dependent launches (where on) for calls of any size
 CAPABILITY_DEFAULTS = {"dtypes": ("float32",), "fused_epilogue": True, "fused_attention": True,
                        "fused_layernorm": True, "channel_alignment": 1, "im2col_channels": 0,
                        "direct_stem_outputs": 0, "cuda_graphs": False, "async_copy": False,
-                       "dependent_launch": False}
+                       "dependent_launch": False, "dependent_launch_max_mb": 0}
 INT_CAPABILITIES = {"channel_alignment": 1, "im2col_channels": 0,  # key -> its least value
-                    "direct_stem_outputs": 0}
+                    "direct_stem_outputs": 0, "dependent_launch_max_mb": 0}
 # precision.accumulate: what the tensor-core GEMMs and convs of float16 models accumulate in,
 # one of the backend's `accumulate` (float16: an opt-in); bfloat16 models keep float32 (tensor
 # cores have no bfloat16 accumulate) and float32 models their 3xTF32.

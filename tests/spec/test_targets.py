@@ -67,6 +67,15 @@ def test_im2col_channels_is_a_count_off_by_default(write):
         load_target(bad)
 
 
+def test_dependent_launch_max_mb_is_a_size_in_mib_unlimited_by_default(write):
+    body = "name: t\nbackend: cuda\narch: sm_90a\ncompiler: {cxx: nvcc}\n"
+    assert load_target(write("t.yaml", body, kind="Target")).cap("dependent_launch_max_mb") == 0
+    bad = write("u.yaml", body + "capabilities: {dependent_launch: true, dependent_launch_max_mb: -1}\n",
+                kind="Target")
+    with pytest.raises(SpecError, match="'dependent_launch_max_mb' in capabilities must be at least 0, got -1"):
+        load_target(bad)
+
+
 def test_precision_defaults_to_float32_accumulation(write):
     for name in EXPECTED:  # no checked-in target opts in
         assert find_target(name).precision == (("accumulate", "float32"),)

@@ -103,16 +103,17 @@ def unity_build(spec: str, target: str, out_dir: str) -> tuple:
 
 
 def dependent_h200(project: str) -> str:
-    """Path of the stock h200 target as h200_dependent, with dependent launches on
-    (capabilities.dependent_launch: off on the stock targets until timed on a GPU) and the
-    stock profile, written into the project folder `project` (targets/h200_dependent.yaml),
-    where `build(spec, "h200_dependent", root=project)` finds it."""
+    """Path of the stock h200 target as h200_dependent, with dependent launches for calls of
+    every size (the stock h200 launches dependents only for calls of at most 6 MiB of
+    activations: capabilities.dependent_launch_max_mb) and the stock profile, written into the
+    project folder `project` (targets/h200_dependent.yaml), where
+    `build(spec, "h200_dependent", root=project)` finds it."""
     with open(find_target("h200").source, encoding="utf-8") as fh:
         text = fh.read().replace("\nname: h200\n", "\nname: h200_dependent\n", 1)
-    text, n = re.subn(r"\n  dependent_launch: false", "\n  dependent_launch: true", text)
+    text, n = re.subn(r"\n  dependent_launch_max_mb: \d+", "\n  dependent_launch_max_mb: 0", text)
     text, m = re.subn(r"\nprofile_cache: profiles/h200.yaml",
                       "\nprofile_cache: " + os.path.join(ROOT, "profiles", "h200.yaml"), text)
-    assert n == m == 1, "targets/h200.yaml names dependent_launch and its profile once"
+    assert n == m == 1, "targets/h200.yaml names dependent_launch_max_mb and its profile once"
     os.makedirs(os.path.join(project, "targets"), exist_ok=True)
     path = os.path.join(project, "targets", "h200_dependent.yaml")
     with open(path, "w", encoding="utf-8") as fh:
