@@ -4,8 +4,8 @@ which convs take it, and that built models match the reference on both of the ke
 (the AVX-512 copy runs it with vectors of 16 floats, the base copy of an AVX2 target with 8: panels
 of 16 channels). The shapes cover tails of fewer than 6 output pixels, channel panels of 64 + 16
 and of 48, strides, asymmetric windows and padding, vertical dilation, a per-column residual and
-a residual the memory plan puts on the output (the kernel accumulates onto it), and images of a
-few rows; for the 1x1s, strides 1 and 2, 96 outputs (a panel of 64 and one of 32), a
+a residual the memory plan puts on the output (the kernel accumulates onto it), a residual that
+is a model input (added tile by tile), and images of a few rows; for the 1x1s, strides 1 and 2, 96 outputs (a panel of 64 and one of 32), a
 residual on the output and rows whose last tile has fewer than 6 pixels."""
 
 from __future__ import annotations
@@ -51,6 +51,12 @@ CONVS = dict(
            n("block", "conv2d", ["rgba"], out_channels=16, kernel=3, padding=1),
            n("sum", "add", ["block", "pre"]), n("block_out", "relu", ["sum"]),
            n("pool", "global_avg_pool", ["block_out"]),
+           # a residual that is a model input stays readable: added in the epilogue of each
+           # tile, at the tile's own pixels (3x3 and 1x1)
+           n("block_in", "conv2d", ["rgba"], out_channels=16, kernel=3, padding=1),
+           n("sum_in", "add", ["block_in", "res"]),
+           n("pw_in", "conv2d", ["short32"], out_channels=32, kernel=1),
+           n("pw_sum_in", "add", ["pw_in", "wide32"]),
            # direct on the AVX2 copy only: 24 output channels, three 8-float vectors
            n("odd_out", "conv2d", ["img"], out_channels=24, kernel=3),
            # not direct: too many channels, output channels not whole vectors
@@ -68,8 +74,8 @@ CONVS = dict(
            # not direct: outputs not whole 16-float vectors, more than 32 input channels
            n("pw24", "conv2d", ["res"], out_channels=24, kernel=1),
            n("pw_wide", "conv2d", ["wide33"], out_channels=32, kernel=1)],
-    outputs=["stem", "short_conv", "gray_res", "dilated", "pool", "wide_in", "odd_out", "odd12",
-             "pointwise", "pw96", "pw_s2", "pw_pool", "pw24", "pw_wide"])
+    outputs=["stem", "short_conv", "gray_res", "dilated", "pool", "sum_in", "pw_sum_in", "wide_in",
+             "odd_out", "odd12", "pointwise", "pw96", "pw_s2", "pw_pool", "pw24", "pw_wide"])
 
 
 @pytest.fixture(scope="module")
@@ -99,8 +105,8 @@ def test_kernels_picked(built):
     with open(os.path.join(built[0], "manifest.json")) as fh:
         steps = {s["node"]: s["kernel"] for s in json.load(fh)["steps"] if s.get("node")}
     direct = {node for node, kernel in steps.items() if kernel.startswith("conv2d_direct")}
-    assert direct == {"stem", "short_conv", "gray_res", "dilated", "block", "odd_out",
-                      "pointwise", "pw96", "pw_s2", "pw_block"}
+    assert direct == {"stem", "short_conv", "gray_res", "dilated", "block", "block_in", "odd_out",
+                      "pointwise", "pw96", "pw_s2", "pw_block", "pw_in"}
 
 
 @pytest.mark.parametrize("copy", ["avx512", "base"])
