@@ -191,6 +191,11 @@ LINEARS = dict(
     graph=[{"name": "wide", "op": "linear", "inputs": ["x"], "out_features": 200,
             "activation": "gelu"},
            {"name": "narrow", "op": "linear", "inputs": ["wide"], "out_features": 24},
+           # 200 rows into 480 columns at batch 5: fewer rows than columns, but at least 96 for
+           # each of two parts, so they split its rows (ait_cpu.h's split_rows); columns at
+           # batches 1 (40 rows) and 8 (320 rows in four parts)
+           {"name": "wider", "op": "linear", "inputs": ["x"], "out_features": 480,
+            "activation": "relu"},
            # convs with more output channels than K pack too: a 1x1 (36 rows x 200 at batch 1:
            # parts split columns; 288 rows at batch 8: rows) and a strided 1x1 (im2col)
            {"name": "expand", "op": "conv2d", "inputs": ["img"], "out_channels": 200,
@@ -207,7 +212,7 @@ LINEARS = dict(
             "kernel": 1, "activation": "relu"},
            {"name": "reduce3", "op": "conv2d", "inputs": ["deep"], "out_channels": 256,
             "kernel": 3, "padding": 1}],
-    outputs=["wide", "narrow", "expand", "strided", "square", "reduce", "reduce3"])
+    outputs=["wide", "narrow", "wider", "expand", "strided", "square", "reduce", "reduce3"])
 
 
 @pytest.fixture(scope="module", params=["cpu_mkl", "cpu_openblas"])
@@ -230,7 +235,7 @@ def linears(request, tmp_path_factory, object_cache):
 @pytest.mark.parametrize("pack", ["1", "0"])
 def test_linears_and_convs_match_reference(linears, gemm, monkeypatch, pack):
     """With two threads: at batch 1 "wide" (40 x 200) splits its columns, at batch 8 (320 rows)
-    its rows; "narrow" always splits rows. Each handle packs on its first run; the second run
+    its rows, "wider" its rows at batch 5; "narrow" always splits rows. Each handle packs on its first run; the second run
     reuses the copies. Without packing (AIT_PACK_WEIGHTS=0) the BLAS multiplies plain weights,
     whichever GEMM was asked for."""
     from .helpers import CModel
@@ -239,7 +244,7 @@ def test_linears_and_convs_match_reference(linears, gemm, monkeypatch, pack):
     monkeypatch.setenv("AIT_PACK_WEIGHTS", pack)
     model = CModel(out_dir, emission, lib)
     try:
-        for batch in (1, 8, 1):
+        for batch in (1, 8, 5, 1):
             inputs = random_inputs(graph, {"batch": batch}, seed=batch)
             got = model.run(inputs)
             for name, expected in run_reference(graph, inputs).items():

@@ -184,6 +184,15 @@ static void row_splitting() {
   bool once = true;
   for (auto& h : hits) once = once && h.load() == 1;
   CHECK(once);
+  // GEMM parts: the smaller operand duplicated, rows where each part gets at least 96 of them
+  CHECK(ait::split_rows(300, 200, 4) && !ait::split_rows(40, 200, 2));
+  CHECK(ait::split_rows(196, 672, 2) && !ait::split_rows(196, 672, 4));
+  CHECK(ait::split_rows(16, 48, 2));  // too few columns to split
+  int64_t m0, m1, n0, n1;
+  ait::thread_part(196, 672, 1, 2, m0, m1, n0, n1);
+  CHECK(m0 == 98 && m1 == 196 && n0 == 0 && n1 == 672);
+  ait::thread_part(40, 200, 1, 2, m0, m1, n0, n1);
+  CHECK(m0 == 0 && m1 == 40 && n0 == 112 && n1 == 200);
 }
 
 static void math() {
