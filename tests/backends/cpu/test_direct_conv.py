@@ -5,8 +5,9 @@ which convs take it, and that built models match the reference on both of the ke
 of 16 channels). The shapes cover tails of fewer than 6 output pixels, channel panels of 64 + 16
 and of 48, strides, asymmetric windows and padding, vertical dilation, a per-column residual and
 a residual the memory plan puts on the output (the kernel accumulates onto it), a residual that
-is a model input (added tile by tile), and images of a few rows; for the 1x1s, strides 1 and 2, 96 outputs (a panel of 64 and one of 32), a
-residual on the output and rows whose last tile has fewer than 6 pixels."""
+is a model input (added tile by tile), and images of a few rows; for the 1x1s, strides 1 and 2,
+96 outputs (a panel of 64 and one of 32), a residual on the output and rows whose last tile has
+fewer than 6 pixels."""
 
 from __future__ import annotations
 

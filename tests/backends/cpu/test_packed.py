@@ -235,9 +235,9 @@ def linears(request, tmp_path_factory, object_cache):
 @pytest.mark.parametrize("pack", ["1", "0"])
 def test_linears_and_convs_match_reference(linears, gemm, monkeypatch, pack):
     """With two threads: at batch 1 "wide" (40 x 200) splits its columns, at batch 8 (320 rows)
-    its rows, "wider" its rows at batch 5; "narrow" always splits rows. Each handle packs on its first run; the second run
-    reuses the copies. Without packing (AIT_PACK_WEIGHTS=0) the BLAS multiplies plain weights,
-    whichever GEMM was asked for."""
+    its rows, "wider" its rows at batch 5; "narrow" always splits rows. Each handle packs on its
+    first run; the second run reuses the copies. Without packing (AIT_PACK_WEIGHTS=0) the BLAS
+    multiplies plain weights, whichever GEMM was asked for."""
     from .helpers import CModel
     out_dir, emission, lib, graph = linears
     monkeypatch.setenv("AIT_NUM_THREADS", "2")
