@@ -202,14 +202,17 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
 def table(report: dict, vs: list) -> str:
     head = ["dims", "ait-build ms"]
     for name in vs:
-        head += [f"{name} ms", f"ours/{name}", "max|diff|"]
+        head += [f"{name} ms", f"ours/{name}", "max|diff|", "rel L2"]
     rows, notes = [], {}
     for r in report["results"]:
         row = [",".join(f"{k}={v}" for k, v in r["dims"].items()) or "-", f"{r['ait_build']['median_ms']:.3f}"]
         for name in vs:
             e = r[name]
-            row += ["skipped", "", ""] if "skipped" in e else \
-                [f"{e['median_ms']:.3f}", f"{e['ratio']:.2f}", f"{e['max_abs_diff']:.2g}"]
+            # rel L2 besides max|diff|: a model whose outputs are tiny (random weights) has a
+            # tiny max|diff| whatever its error
+            row += ["skipped", "", "", ""] if "skipped" in e else \
+                [f"{e['median_ms']:.3f}", f"{e['ratio']:.2f}", f"{e['max_abs_diff']:.2g}",
+                 f"{e['rel_l2']:.2g}" if "rel_l2" in e else ""]
             if e.get("skipped") or e.get("note"):  # one line each, under the table
                 notes.setdefault(f"{name}: {e.get('skipped') or e.get('note')}")
         rows.append(row)

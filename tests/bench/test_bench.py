@@ -49,10 +49,12 @@ def test_table_shows_ratios_and_skips():
     report = {"model": "mlp", "target": "cpu", "machine": {"cpus": 2}, "runs": 5, "warmup": 1,
               "clock": "time.perf_counter",
               "results": [{"dims": {"batch": 1}, "ait_build": {"median_ms": 0.5},
-                           "torch": {"median_ms": 1.0, "ratio": 0.5, "max_abs_diff": 1e-7},
+                           "torch": {"median_ms": 1.0, "ratio": 0.5, "max_abs_diff": 1e-7,
+                                     "rel_l2": 3.4e-7},
                            "onnxruntime": {"skipped": "skipped: onnxruntime not installed"}}]}
     text = table(report, ["torch", "onnxruntime"])
     assert "| batch=1 | 0.500" in text and "| 0.50 " in text
+    assert "| max|diff| | rel L2 |" in text and "| 1e-07 " in text and "| 3.4e-07 " in text
     assert "skipped: onnxruntime not installed" in text
     assert text.startswith("mlp on cpu (2 cpus")
     # the libraries the build linked (the cpu target's BLAS is what is installed) in the title
