@@ -96,4 +96,6 @@ def substitute(value, env: dict, loc: Location):
     if whole:
         name, expr = whole.groups()
         return evaluate(expr if expr is not None else name, env, loc)
-    return _PART.sub(lambda m: str(evaluate(m.group(1) or m.group(2), env, loc)), value)
+    # `${}` is an empty expression (group 1 is ""), not a `$name`
+    return _PART.sub(lambda m: str(evaluate(m.group(1) if m.group(1) is not None else m.group(2),
+                                            env, loc)), value)
