@@ -24,6 +24,7 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_NODES = 100_000  # YAML nodes after alias expansion; real specs use a few thousand
 MAX_DEPTH = 64
+MAX_INT_CHARS = 100  # Python refuses to print an int of over 4300 digits; no spec needs 20
 
 _STR, _MERGE = "tag:yaml.org,2002:str", "tag:yaml.org,2002:merge"
 _INT = "tag:yaml.org,2002:int"
@@ -219,6 +220,9 @@ class _Builder:
         if tag not in _SCALAR_TAGS:
             raise SpecError(f"unsupported YAML tag '{tag}'", loc)
         value = event.value
+        if tag == _INT and len(value) > MAX_INT_CHARS:
+            raise SpecError(f"integer too large: written with {len(value)} characters, the limit is "
+                            f"{MAX_INT_CHARS}", loc)
         if tag == _INT and value.isdigit() and (value[0] != "0" or len(value) == 1):  # fast path
             return int(value)
         node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
