@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass
 
 from ait_build.errors import Location, SpecError, did_you_mean, shown
-from ait_build.spec.fields import (check_header, check_keys, expect_list, expect_map, get,
-                                   type_name)
+from ait_build.spec.fields import (check_header, check_keys, check_path, expect_list, expect_map,
+                                   get, type_name)
 from ait_build.spec.names import check_identifier
 from ait_build.spec.yamlfile import YList, YMap, load_yaml, where, ylist
 
@@ -113,6 +113,7 @@ class BlockLibrary:
                 if not isinstance(rel, str):
                     raise SpecError(f"include entries must be paths, got {type_name(rel)}",
                                     items.where(i))
+                check_path(rel, items.where(i), "include path")
                 self._include(rel, path, items.where(i), stack)
         if "blocks" in doc:
             blocks = expect_map(doc["blocks"], where(doc, "blocks"), "blocks")

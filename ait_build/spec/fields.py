@@ -32,6 +32,14 @@ def string_list(mapping: YMap, key: str, what: str) -> tuple:
     return tuple(items)
 
 
+def check_path(path: str, loc: Location, what: str, used_as: str = "file name") -> str:
+    """A file name (or a command-line argument) from a spec: none can hold a NUL character (the
+    OS refuses it)."""
+    if "\0" in path:
+        raise SpecError(f"{what} {shown(path)} holds a NUL character; no {used_as} can", loc)
+    return path
+
+
 def check_keys(mapping: YMap, allowed, what: str, required=()) -> None:
     """Unknown keys get a did-you-mean; missing required keys point at the mapping."""
     for key in mapping:

@@ -8,7 +8,7 @@ import os
 from ait_build.errors import Location, SpecError
 from ait_build.files.read import NotRegularFile, check_regular
 from ait_build.ir.dims import DimRange
-from ait_build.spec.fields import check_keys, expect_map, get
+from ait_build.spec.fields import check_keys, check_path, expect_map, get
 from ait_build.spec.names import check_identifier
 from ait_build.spec.yamlfile import YMap, where
 from ait_build.ir.weights import WeightStore
@@ -56,7 +56,7 @@ def open_weights(doc: YMap, spec_path: str, override: str | None, specs: dict,
     if value is None:
         return WeightStore(None, 0, specs)
     if isinstance(value, str):
-        path = os.path.join(os.path.dirname(spec_path), value)
+        path = os.path.join(os.path.dirname(spec_path), check_path(value, loc, "weights file"))
         _regular_file(path, value, loc)
         return _checked_file(path, value, specs, dtypes, loc)
     spec = expect_map(value, loc, "weights")
@@ -72,7 +72,7 @@ def open_weights(doc: YMap, spec_path: str, override: str | None, specs: dict,
         return WeightStore(None, seed, specs)
     # with `random` too, the file holds some weights (an imported model's constants) and the
     # others are drawn
-    shown = get(spec, "file", str, "weights")
+    shown = check_path(get(spec, "file", str, "weights"), where(spec, "file"), "weights file")
     path = os.path.join(os.path.dirname(spec_path), shown)
     _regular_file(path, shown, where(spec, "file"))
     return _checked_file(path, shown, specs, dtypes, where(spec, "file"), seed)

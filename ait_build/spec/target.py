@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ait_build.errors import AitError, SpecError, did_you_mean
 from ait_build.ir.dtypes import ALL_DTYPES
 from ait_build.ir.resources import data_dir, project_targets
-from ait_build.spec.fields import check_header, check_keys, expect_map, get, string_list
+from ait_build.spec.fields import check_header, check_keys, check_path, expect_map, get, string_list
 from ait_build.spec.yamlfile import load_yaml, where
 
 TARGET_FIELDS = ("apiVersion", "kind", "name", "description", "backend", "arch", "compiler",
@@ -135,6 +135,17 @@ def _check_for_backend(doc, b, arch: str, compiler, flags: tuple, kernels) -> No
                             f"arch is {arch}", kernels.where(op))
 
 
+def _command_line(compiler) -> None:
+    """compiler.cxx and its flags become a command line."""
+    for key in ("cxx", "flags", "link_flags"):
+        values = compiler.get(key)
+        items = values if isinstance(values, list) else [values]
+        for i, value in enumerate(items):
+            if isinstance(value, str):
+                check_path(value, where(values, i) if values is not value else where(compiler, key),
+                           f"compiler.{key}", "command-line argument")
+
+
 def load_target(path: str, backends) -> Target:
     """The target file at `path`, checked against its backend in `backends` (name -> Backend)."""
     doc = check_header(load_yaml(path), path, "Target")
@@ -180,6 +191,7 @@ def load_target(path: str, backends) -> Target:
                 caps[key] = get(raw, key, bool, "capabilities")
     precision = _precision(doc, backend, backends)
     flags = string_list(compiler, "flags", "compiler")
+    _command_line(compiler)
     _check_for_backend(doc, backends[backend], arch, compiler, flags, kernels)
     string_list(doc, "sources", "target")
     return Target(
@@ -189,7 +201,8 @@ def load_target(path: str, backends) -> Target:
         device=tuple(sorted(device.items())), kernels=tuple(sorted(kernels.items())),
         capabilities=tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v)
                                   for k, v in caps.items())),
-        profile_cache=get(doc, "profile_cache", str, "the target", default=""), source=path,
+        profile_cache=check_path(get(doc, "profile_cache", str, "the target", default=""),
+                                 where(doc, "profile_cache"), "profile_cache"), source=path,
         precision=precision, min_version=min_version)
 
 
