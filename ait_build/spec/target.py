@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass
 
@@ -38,6 +39,10 @@ CAPABILITY_DEFAULTS = {"dtypes": ("float32",), "fused_epilogue": True, "fused_at
                        "dependent_launch": False, "dependent_launch_max_mb": 0}
 INT_CAPABILITIES = {"channel_alignment": 1, "im2col_channels": 0,  # key -> its least value
                     "direct_stem_outputs": 0, "dependent_launch_max_mb": 0}
+# ... and the most: the pad_channels pass pads weights to the alignment (an alignment of 2^40
+# would allocate terabytes); the others are counts the generated C++ holds in an int
+MOST = {"channel_alignment": 256}
+MAX_INT_CAPABILITY = 2**31 - 1
 # precision.accumulate: what the tensor-core GEMMs and convs of float16 models accumulate in,
 # one of the backend's `accumulate` (float16: an opt-in); bfloat16 models keep float32 (tensor
 # cores have no bfloat16 accumulate) and float32 models their 3xTF32.
@@ -166,8 +171,11 @@ def load_target(path: str, backends) -> Target:
     if device:
         check_keys(device, DEVICE_FIELDS, "device")
         for key, value in device.items():
-            if get(device, key, float, "device") <= 0:
+            number = get(device, key, float, "device")
+            if not number > 0:  # nan too
                 raise SpecError(f"'{key}' in device must be positive, got {value}", device.where(key))
+            if math.isinf(number):
+                raise SpecError(f"'{key}' in device must be finite, got {value}", device.where(key))
     kernels = expect_map(doc["kernels"], where(doc, "kernels"), "kernels") if "kernels" in doc else {}
     for key in kernels:
         get(kernels, key, str, "kernels")
@@ -187,6 +195,10 @@ def load_target(path: str, backends) -> Target:
                 if caps[key] < INT_CAPABILITIES[key]:
                     raise SpecError(f"'{key}' in capabilities must be at least "
                                     f"{INT_CAPABILITIES[key]}, got {caps[key]}", raw.where(key))
+                most = MOST.get(key, MAX_INT_CAPABILITY)
+                if caps[key] > most:
+                    raise SpecError(f"'{key}' in capabilities must be at most {most}, got "
+                                    f"{caps[key]}", raw.where(key))
             else:
                 caps[key] = get(raw, key, bool, "capabilities")
     precision = _precision(doc, backend, backends)
