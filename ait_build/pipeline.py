@@ -14,7 +14,7 @@ from ait_build.backends import BACKENDS, get_backend, toolchain_for
 from ait_build.codegen.emit import Emission, emission, write_library
 from ait_build.codegen.plan import ModelPlan, plan_model
 from ait_build.codegen.tuning import Profile
-from ait_build.errors import AitError
+from ait_build.errors import AitError, SpecError
 from ait_build.passes import optimize as run_passes
 from ait_build.spec import target as target_file
 from ait_build.spec.check import check_spec
@@ -44,20 +44,26 @@ def resolve_target(target):
     return find_target(target) if isinstance(target, str) else target
 
 
-def check_dtype(graph, target) -> None:
-    """The model's dtype must be one the target declares (capabilities.dtypes)."""
+def check_dtype(graph, target, backend) -> None:
+    """The model's dtype must be one the target declares (capabilities.dtypes), and every tensor's
+    one the backend can hold (an input, cast or constant of another dtype than the model's)."""
     dtypes = target.cap("dtypes")
     if graph.dtype not in dtypes:
         raise AitError(f"model '{graph.name}' computes in {graph.dtype}; target '{target.name}' "
                        f"supports {', '.join(dtypes)} (capabilities.dtypes)")
+    for tensor in graph.tensors.values():
+        if tensor.dtype not in backend.ctypes:
+            raise SpecError(f"tensor '{tensor.name}' is {tensor.dtype}, which the {backend.name} "
+                            f"backend of target '{target.name}' cannot hold; use one of "
+                            f"{', '.join(backend.ctypes)}", tensor.loc)
 
 
 def plan_graph(graph, target, tune: bool = True) -> ModelPlan:
     """The plan of an (optimized) graph for `target`; `tune=False` leaves the tuned calls for
     `ait-build profile` (codegen/tuning.py)."""
-    check_dtype(graph, target)
-    return plan_model(graph, target, get_backend(target.backend),
-                      target_profile(target) if tune else None)
+    backend = get_backend(target.backend)
+    check_dtype(graph, target, backend)
+    return plan_model(graph, target, backend, target_profile(target) if tune else None)
 
 
 def target_profile(target) -> Profile:

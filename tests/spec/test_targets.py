@@ -126,3 +126,23 @@ def test_the_checks_ask_the_backend_table_they_are_given(write):
     assert target_file.load_target(path, BACKENDS).backend == "cpu"
     with pytest.raises(SpecError, match="unknown backend 'cpu'; one of cuda"):
         target_file.load_target(path, {"cuda": BACKENDS["cuda"]})
+
+
+def test_a_tensor_in_a_dtype_the_backend_cannot_hold_is_located(write):
+    """A float32 model's bfloat16 input on mi250 (HIP has no device bfloat16) crashed the planner
+    with a KeyError; it is the input's place that says so."""
+    from ait_build.pipeline import build_plan
+    path = write("m.yaml", """\
+        name: m
+        inputs:
+          x: {shape: [2, 16], dtype: bfloat16}
+        graph:
+          - {name: c, op: cast, dtype: float32}
+          - {name: fc, op: linear, out_features: 8}
+        outputs: [fc]
+        """)
+    with pytest.raises(SpecError) as info:
+        build_plan(path, "mi250")
+    assert str(info.value).startswith(f"{path}:5:3: error: tensor 'x' is bfloat16, which the rocm "
+                                      "backend of target 'mi250' cannot hold; use one of float32")
+    assert build_plan(path, "cpu").kernels  # the cpu backend holds bfloat16 (as float32)
