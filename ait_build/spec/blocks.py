@@ -137,7 +137,8 @@ class BlockLibrary:
         if len(stack) >= MAX_INCLUDE_DEPTH:
             raise SpecError(f"includes nested deeper than {MAX_INCLUDE_DEPTH}", loc)
         if not os.path.isfile(full):
-            raise SpecError(f"included file '{rel}' not found (looked for {full})", loc)
+            raise SpecError(f"included file {shown(rel)} not found (looked for {shown(full, 200)})",
+                            loc)
         if real in self.files:
             return
         if len(self.files) >= MAX_INCLUDE_FILES:
@@ -150,7 +151,7 @@ class BlockLibrary:
         if not isinstance(name, str):
             raise SpecError(f"'block' must be a block name, got {type_name(name)}", loc)
         if name not in self.blocks:
-            raise SpecError(f"unknown block '{name}'" + did_you_mean(name, self.blocks), loc)
+            raise SpecError(f"unknown block {shown(name)}" + did_you_mean(name, self.blocks), loc)
         return self.blocks[name]
 
 

@@ -366,7 +366,7 @@ class ModelBuilder(BlockExpander):
 def op_for_entry(op_name, entry: YMap, ops: dict):
     """The op row a graph entry names, with the entry's keys checked against it."""
     if not isinstance(op_name, str) or op_name not in ops:
-        raise SpecError(f"unknown op '{op_name}'" + did_you_mean(op_name, ops), where(entry, "op"))
+        raise SpecError(f"unknown op {shown(op_name)}" + did_you_mean(op_name, ops), where(entry, "op"))
     op = ops[op_name]
     attrs = [a.name for a in op.attrs]
     for key in entry:
