@@ -29,7 +29,7 @@ def _dim(value, dims, loc, what):
         return Dim.of(_int64(value, what, loc))
     if isinstance(value, str):
         if value not in dims:
-            raise SpecError(f"{what}: unknown dim '{value}'" + did_you_mean(value, dims), loc)
+            raise SpecError(f"{what}: unknown dim {shown(value)}" + did_you_mean(value, dims), loc)
         return Dim.of(value)
     raise SpecError(f"{what}: expected an integer or a dim name, got {type_name(value)}", loc)
 
@@ -96,10 +96,10 @@ def parse_attrs(op: OpDef, raw: dict, locs: dict, dims: dict, node_loc: Location
             value = convert(attr.kind, raw[attr.name], attr.name, dims, locs.get(attr.name, node_loc))
             if attr.choices and value not in attr.choices:
                 raise SpecError(f"attribute '{attr.name}' must be one of "
-                                + ", ".join(str(c) for c in attr.choices) + f", got '{value}'"
+                                + ", ".join(str(c) for c in attr.choices) + f", got {shown(value)}"
                                 + did_you_mean(value, attr.choices), locs.get(attr.name, node_loc))
             if attr.kind == "dtype" and value not in ALL_DTYPES:
-                raise SpecError(f"unknown dtype '{value}'" + did_you_mean(value, ALL_DTYPES),
+                raise SpecError(f"unknown dtype {shown(value)}" + did_you_mean(value, ALL_DTYPES),
                                 locs.get(attr.name, node_loc))
             out[attr.name] = value
         elif attr.default is REQUIRED:

@@ -59,7 +59,8 @@ class ModelBuilder(BlockExpander):
         check_model_name(name, where(doc, "name"))
         self.dtype = get(doc, "dtype", str, "the model", default="float32")
         if self.dtype not in FLOAT_DTYPES:
-            raise SpecError(f"model dtype must be one of {', '.join(FLOAT_DTYPES)}, got '{self.dtype}'"
+            raise SpecError(f"model dtype must be one of {', '.join(FLOAT_DTYPES)}, got "
+                            f"{shown(self.dtype)}"
                             + did_you_mean(self.dtype, FLOAT_DTYPES), where(doc, "dtype"))
         self.dims = parse_dims(doc)
         parse_source(doc)  # checked here; bench reads it (spec/source.py)
@@ -101,7 +102,7 @@ class ModelBuilder(BlockExpander):
                     shape.append(Dim.of(d))
                 elif isinstance(d, str):
                     if d not in self.dims:
-                        raise SpecError(f"input '{iname}': unknown dim '{d}'"
+                        raise SpecError(f"input '{iname}': unknown dim {shown(d)}"
                                         + did_you_mean(d, self.dims)
                                         + ("" if self.dims else "; declare it under 'dims'"),
                                         shape_list.where(i))
@@ -111,7 +112,7 @@ class ModelBuilder(BlockExpander):
                                     f"got {type_name(d)}", shape_list.where(i))
             dtype = get(spec, "dtype", str, f"input '{iname}'", default=self.dtype)
             if dtype not in ALL_DTYPES:
-                raise SpecError(f"unknown dtype '{dtype}'" + did_you_mean(dtype, ALL_DTYPES),
+                raise SpecError(f"unknown dtype {shown(dtype)}" + did_you_mean(dtype, ALL_DTYPES),
                                 where(spec, "dtype"))
             self._check_size(tuple(shape), loc, f"input '{iname}'")
             self.tensors[iname] = Tensor(iname, tuple(shape), dtype, INPUT, loc)
@@ -208,11 +209,11 @@ class ModelBuilder(BlockExpander):
         base = name.split(":")[0]
         later = scope.later.get(base)
         if later is not None and not any(k == base or k.startswith(base + ":") for k in scope.names):
-            raise SpecError(f"tensor '{name}' is used before the node that computes it (line "
+            raise SpecError(f"tensor {shown(name)} is used before the node that computes it (line "
                             f"{later.line}); graphs run top to bottom, so a cycle cannot be written",
                             loc)
         hint = did_you_mean(name, scope.names)
-        raise SpecError(f"undefined tensor '{name}'" + (hint or (
+        raise SpecError(f"undefined tensor {shown(name)}" + (hint or (
             " (tensors must be defined before use; graphs run top to bottom, so cycles cannot "
             "be written)" if scope.names else "")), loc)
 
