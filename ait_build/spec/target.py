@@ -15,7 +15,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from ait_build.errors import AitError, SpecError, did_you_mean
+from ait_build.errors import AitError, SpecError, did_you_mean, shown
 from ait_build.ir.dtypes import ALL_DTYPES
 from ait_build.ir.resources import data_dir, project_targets
 from ait_build.spec.fields import check_header, check_keys, check_path, expect_map, get, string_list
@@ -159,7 +159,7 @@ def load_target(path: str, backends) -> Target:
     backend = get(doc, "backend", str, "the target")
     if backend not in backends:
         names = sorted(backends)
-        raise SpecError(f"unknown backend '{backend}'" + did_you_mean(backend, names)
+        raise SpecError(f"unknown backend {shown(backend)}" + did_you_mean(backend, names)
                         + f"; one of {', '.join(names)}", where(doc, "backend"))
     arch = get(doc, "arch", str, "the target", default="")
     if backends[backend].needs_arch and not arch:
@@ -188,7 +188,7 @@ def load_target(path: str, backends) -> Target:
                 caps[key] = string_list(raw, key, "capabilities")
                 for i, dtype in enumerate(caps[key]):
                     if dtype not in ALL_DTYPES:
-                        raise SpecError(f"unknown dtype '{dtype}' in capabilities.dtypes"
+                        raise SpecError(f"unknown dtype {shown(dtype)} in capabilities.dtypes"
                                         + did_you_mean(dtype, ALL_DTYPES), raw[key].where(i))
             elif key in INT_CAPABILITIES:
                 caps[key] = get(raw, key, int, "capabilities")
