@@ -1,8 +1,8 @@
 """The cpu thread pool (templates/cpu/include/ait_pool.h) on its own: a small C++ program
 includes the header and reports what each job did, so the test sees chunk claiming, the caller's
-share, the thread count from the environment, and how a pool with more threads than cores
-behaves (the case of a machine busy with other work), and that workers stay awake through a
-model run (ThreadPool::Running) but sleep between runs."""
+share, each participant's own chunks, the thread count from the environment, and how a pool with
+more threads than cores behaves (the case of a machine busy with other work), and that workers
+stay awake through a model run (ThreadPool::Running) but sleep between runs."""
 
 from __future__ import annotations
 
@@ -103,10 +103,30 @@ static int gaps(bool running, long idle_us) {
   return 0;
 }
 
+// 200 jobs of 4 chunks on 2 participants inside a Running guard (the worker spins between
+// them); prints how often chunks 0 and 1, the caller's own, ran on the caller
+static int owners() {
+  ait::ThreadPool pool(2);
+  ait::ThreadPool::Running guard(pool);
+  std::vector<float> x(1 << 19, 1.0f);  // about 50 us a chunk: the worker is in before chunk 0 ends
+  int who_of[4] = {0, 0, 0, 0}, first_on_caller = 0, second_on_caller = 0;
+  for (int rep = 0; rep < 200; ++rep) {
+    pool.run(4, [&](int64_t c, int who) {
+      for (size_t i = c; i < x.size(); i += 4) x[i] = x[i] * 0.999f + 0.001f;
+      who_of[c] = who;
+    });
+    first_on_caller += who_of[0] == 0;
+    second_on_caller += who_of[1] == 0;
+  }
+  std::printf("%d %d\n", first_on_caller, second_on_caller);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (std::strcmp(argv[1], "claims") == 0) return claims(std::atoi(argv[2]), std::atoll(argv[3]));
   if (std::strcmp(argv[1], "threads") == 0) return std::printf("%d\n", ait::default_threads()) < 0;
   if (std::strcmp(argv[1], "jobs") == 0) return jobs(std::atoi(argv[2]));
+  if (std::strcmp(argv[1], "owners") == 0) return owners();
   if (std::strcmp(argv[1], "gaps") == 0)
     return gaps(std::atoi(argv[2]) != 0, argc > 3 ? std::atol(argv[3]) : 5000);
   return 2;
@@ -143,6 +163,18 @@ def test_every_chunk_runs_once(program, nthreads, chunks):
     assert by_caller > 0  # the caller takes chunks too (with one chunk or one thread, all of them)
     if nthreads == 1 or chunks == 1:
         assert by_caller == 200 * chunks
+
+
+def test_participants_run_their_own_chunks_first(program):
+    """A job of few chunks gives each participant its own run of them (the caller the first
+    ones, the last worker the last), the same in every job, so that consecutive kernels that
+    split their rows alike find their inputs in the core that wrote them; another's chunks are
+    taken only once a participant's own are done, last ones first. With 4 chunks on 2
+    participants the caller's are 0 and 1: a worker claiming in order took chunk 1 while the
+    caller ran chunk 0 (and a busy machine that leaves the worker unscheduled only gives the
+    caller more of them)."""
+    first_on_caller, second_on_caller = map(int, run(program, "owners"))
+    assert first_on_caller >= 180 and second_on_caller >= 180, (first_on_caller, second_on_caller)
 
 
 def test_thread_count_from_the_environment(program):
