@@ -34,7 +34,7 @@ def _bn_reference(attrs, xs, ws):
 register(OpDef(
     name="batch_norm", category="norm",
     doc="inference batch norm with running statistics; channels are the LAST dim (NHWC)",
-    attrs=(Attr("eps", "float", 1e-5, doc="added to the running variance"),),
+    attrs=(Attr("eps", "epsilon", 1e-5, doc="added to the running variance"),),
     weight_shapes=tuple((role, "[channels]") for role in ("weight", "bias", "running_mean",
                                                            "running_var")),
     notes="torch.nn.functional.batch_norm(training=False), but channels are the last dim "
@@ -78,7 +78,7 @@ register(OpDef(
     name="layer_norm", category="norm",
     doc="normalizes over the last dim; with a second input, normalizes (x + residual)",
     inputs=("x", "residual?"),
-    attrs=(Attr("eps", "float", 1e-5, doc="added to the variance"),
+    attrs=(Attr("eps", "epsilon", 1e-5, doc="added to the variance"),
            Attr("affine", "bool", True, doc="scale by `weight` and add `bias`")),
     infer=_row_norm_infer("layer_norm"), params=_ln_params,
     weight_shapes=(("weight", "[last dim] (with affine: true)"),
@@ -104,7 +104,7 @@ register(OpDef(
     doc="x / sqrt(mean(x^2) + eps) over the last dim, times `weight` (T5, LLaMA); with a second "
         "input, of (x + residual)",
     inputs=("x", "residual?"),
-    attrs=(Attr("eps", "float", 1e-6, doc="added to the mean of the squares"),
+    attrs=(Attr("eps", "epsilon", 1e-6, doc="added to the mean of the squares"),
            Attr("affine", "bool", True, doc="scale by `weight`")),
     infer=_row_norm_infer("rms_norm"), params=_rms_params,
     weight_shapes=(("weight", "[last dim] (with affine: true)"),),

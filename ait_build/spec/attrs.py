@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ait_build.errors import Location, SpecError, did_you_mean, shown
 from ait_build.ir.dims import Dim
 from ait_build.ir.dtypes import ALL_DTYPES
@@ -45,6 +47,11 @@ def convert(kind: str, value, name: str, dims: dict, loc: Location):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise SpecError(f"{what} must be a number, got {type_name(value)} ({shown(value)})", loc)
         return float(value)
+    if kind == "epsilon":  # added to a variance: NaN, infinity or below 0 would poison outputs
+        number = convert("float", value, name, dims, loc)
+        if not (math.isfinite(number) and number >= 0):
+            raise SpecError(f"{what} must be a finite number >= 0, got {shown(value)}", loc)
+        return number
     if kind == "number_or_none":  # an integer stays one: int tensors take it exactly
         if value is None:
             return None

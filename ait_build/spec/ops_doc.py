@@ -28,6 +28,7 @@ KINDS = {
     "shape": "a list of sizes: integers, dim names, -1 (inferred) or 0 (copied)",
     "dtype": "a dtype name", "dim": "an integer or a dim name",
     "dim_or_none": "an integer, a dim name or null", "number_or_none": "a number or null",
+    "epsilon": "a finite number >= 0 (NaN or a negative one is refused)",
 }
 
 # op -> (the example's inputs: name -> shape, or (shape, dtype); the node as one line of YAML)

@@ -26,6 +26,7 @@ ttypes = st.builds(TType, st.lists(dims, max_size=4).map(tuple),
 ATTR_VALUES = {
     "int": small,
     "float": st.floats(-2, 2),
+    "epsilon": st.floats(0, 2),
     "bool": st.booleans(),
     "ints": st.lists(small, max_size=8).map(tuple),
     "pair": st.one_of(small, st.tuples(small, small)),
