@@ -144,11 +144,12 @@ def _command_line(compiler) -> None:
     """compiler.cxx and its flags become a command line."""
     for key in ("cxx", "flags", "link_flags"):
         values = compiler.get(key)
-        items = values if isinstance(values, list) else [values]
-        for i, value in enumerate(items):
-            if isinstance(value, str):
-                check_path(value, where(values, i) if values is not value else where(compiler, key),
-                           f"compiler.{key}", "command-line argument")
+        if isinstance(values, str):
+            check_path(values, where(compiler, key), f"compiler.{key}", "command-line argument")
+        elif isinstance(values, list):
+            for i, value in enumerate(values):
+                if isinstance(value, str):
+                    check_path(value, where(values, i), f"compiler.{key}", "command-line argument")
 
 
 def load_target(path: str, backends) -> Target:

@@ -115,7 +115,7 @@ class ThreadPool {
     auto last_yield = std::chrono::steady_clock::now();
     for (int spins = 1; done_.load(std::memory_order_acquire) < chunks; ++spins) {
       AIT_PAUSE();
-      if (spins % 64 == 0) yield_now_and_then(last_yield);
+      if (spins % 64 == 0) yield_if_due(last_yield, std::chrono::steady_clock::now());
     }
   }
 
@@ -146,7 +146,7 @@ class ThreadPool {
       // changed from step to step and call to call)
       const uint64_t lo = chunks * who / size_, hi = chunks * (who + 1) / size_;
       for (uint64_t c = lo; c < hi; ++c)
-        if (!claim_and_run(gen, c, who)) break;
+        if (!claim_and_run(gen, c, who)) return;
       for (uint64_t c = chunks; c-- > 0;)
         if ((c < lo || c >= hi) && !claim_and_run(gen, c, who)) return;
       return;
@@ -175,11 +175,12 @@ class ThreadPool {
     return true;
   }
 
-  // Yields the core if the last yield was kYieldEvery ago. A yield is a system call (microseconds
-  // on a VM), and a job published during it waits for it: yielding every 64 pauses, as before,
-  // left MnasNet's 54 short steps a call 10% slower at two threads on the 2-vCPU Intel VM
-  static void yield_now_and_then(std::chrono::steady_clock::time_point& last) {
-    const auto now = std::chrono::steady_clock::now();
+  // Yields the core if the last yield was kYieldEvery before `now`. A yield is a system call
+  // (microseconds on a VM), and a job published during it waits for it: yielding every 64
+  // pauses, as before, left MnasNet's 54 short steps a call 10% slower at two threads on the
+  // 2-vCPU Intel VM
+  static void yield_if_due(std::chrono::steady_clock::time_point& last,
+                           std::chrono::steady_clock::time_point now) {
     if (now - last < kYieldEvery) return;
     std::this_thread::yield();
     last = now;
@@ -197,10 +198,9 @@ class ThreadPool {
         AIT_PAUSE();
         gen = state_.load(std::memory_order_acquire) >> 32;
         if (spins % 64 != 0) continue;
-        if (running_.load(std::memory_order_relaxed) == 0 &&
-            std::chrono::steady_clock::now() > until)
-          break;
-        yield_now_and_then(last_yield);  // awake for the next job, but a busy core gets a turn
+        const auto now = std::chrono::steady_clock::now();
+        if (running_.load(std::memory_order_relaxed) == 0 && now > until) break;
+        yield_if_due(last_yield, now);  // awake for the next job, but a busy core gets a turn
       }
       if (gen == seen) {
         std::unique_lock<std::mutex> lk(mu_);
