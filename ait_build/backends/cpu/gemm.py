@@ -143,6 +143,12 @@ def lower_conv2d(lw, scale: tuple | None = None) -> None:
         lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes, flops=flops)
         epi.finish(lw, out)
         return
+    tile = grouped.winograd_tile(win, g, cv, ov, ho, wo)  # 3x3 stride 1: F(2x2) or F(4x4)?
+    if tile:
+        grouped.lower_winograd(lw, epi, _label(f"grouped_conv2d_winograd{tile}", epi), common,
+                               sizes, size_params, win, (n, c, ho, wo, o), tile, flops)
+        epi.finish(lw, out)
+        return
     if grouped.direct_grouped(g, cv, ov):
         grouped.lower(lw, epi, _label("grouped_conv2d", epi), common, sizes, size_params, win,
                       (n, c, ho, wo, o), flops)

@@ -15,9 +15,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ait_build.backends.cpu import winograd
 from ait_build.codegen.kernel import make_kernel
 
 LANES = 16  # output channels per vector (an AVX-512 register; an AVX2 copy runs it as two)
+# the fewest input channels a block reads for Winograd to take a grouped conv: below, the tile
+# products' short sums leave the transforms most of the work
+MIN_WINOGRAD_INPUTS = 16
+# the most floats of a Winograd slice's transformed inputs and products (512 KiB), which stay
+# in a core's L2 beside the block's transformed weights
+SLICE_FLOATS = 131072
 
 
 def vector_inputs(groups: int, c: int, o: int) -> list:
@@ -74,6 +81,19 @@ def direct_grouped(groups: int, c: int, o: int) -> bool:
     return groups > 1 and not groups == c == o
 
 
+def winograd_tile(win: dict, groups: int, c: int, o: int, ho, wo) -> int:
+    """F(m x m, 3 x 3) for a grouped conv the direct kernel would take (its tile products summed
+    over a block's CIN inputs by the same register tile), or 0 for the direct kernel: 3x3
+    stride-1 windows as the dense rule (winograd.tile_for), groups of whole vectors of outputs
+    (narrower ones multiply zeros for half of every product, and the transforms of twice the
+    inputs then cost more than the multiplies saved: ResNeXt-101's 8-wide 56x56 convs 20%
+    slower) and at least MIN_WINOGRAD_INPUTS inputs a block."""
+    if not direct_grouped(groups, c, o) or (o // groups) % LANES \
+            or vector_inputs(groups, c, o)[1] < MIN_WINOGRAD_INPUTS:
+        return 0
+    return winograd.tile_for(win, ho, wo)
+
+
 def lower(lw, epi, label, common, sizes, size_params, win, dims, flops) -> None:
     node = lw.node
     n, c, ho, wo, o = dims
@@ -98,3 +118,34 @@ def lower(lw, epi, label, common, sizes, size_params, win, dims, flops) -> None:
                                             + 1) * cv
     lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes, scratch_thread=padded * 4,
             flops=flops)
+
+
+def lower_winograd(lw, epi, label, common, sizes, size_params, win, dims, tile, flops) -> None:
+    """The call of F(tile x tile, 3 x 3) for a grouped conv `winograd_tile` chose it for
+    (templates/cpu/grouped_conv2d_winograd.cpp.j2); arguments as `lower`'s."""
+    n, c, ho, wo, o = dims
+    g = lw.node.attrs["groups"]
+    cv, ov = c.value, o.value
+    starts, cin = vector_inputs(g, cv, ov)
+    vb = block_vectors(g, ov)
+    alpha = tile + 2
+
+    def transform(a):  # [O, CG, 3, 3] -> U [P][CG][O] -> packed as a window of alpha x alpha taps
+        u = winograd.transform_weights(a, tile)
+        return pack(u.transpose(2, 1, 0).reshape(ov, cv // g, alpha, alpha), g, vb)
+
+    wt = lw.weight("weight", transform, f"grouped_winograd{tile}",
+                   (len(starts) // vb, alpha, alpha, cin, vb * LANES))
+    bias = lw.weight("bias") if epi.has_bias else None
+    positions, bw = alpha * alpha, vb * LANES
+    slice_tiles = max(8, SLICE_FLOATS // (positions * (cin + bw)))
+    context = dict(epi.context(), **winograd.transform_code(tile), tile=tile, ph=win["ph"],
+                   pw=win["pw"], slice_tiles=slice_tiles, groups=g, cin=cin, vb=vb,
+                   half_cin=half_inputs(g, cv, ov), channel_vectors=True)
+    params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
+    kernel = make_kernel(label, "conv2d", "cpu/grouped_conv2d_winograd.cpp.j2", context,
+                         params + size_params)
+    # one participant's slice: its transformed inputs and products, a row of zeros (the
+    # padding's taps) and a row the output transform writes the tiles' clipped pixels to
+    lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes,
+            scratch_thread=(positions * slice_tiles * (cin + bw) + cv + ov) * 4, flops=flops)

@@ -46,20 +46,25 @@ F2_MIN_TILES = 16  # F(2x2) tiles per image
 MIN_CHANNELS = 32
 
 
-def _tiles(ho: int, wo: int, tile: int) -> int:
+def tile_count(ho: int, wo: int, tile: int) -> int:
     return -(-ho // tile) * -(-wo // tile)
 
 
-def winograd_tile(win: dict, groups: int, c: int, o: int, ho, wo) -> int:
-    """The conv2d lowering's choice: the output tile m of F(m x m, 3 x 3), or 0 for im2col +
-    GEMM. Only 3x3, stride-1, undilated, ungrouped convs with fixed spatial sizes qualify."""
-    shape = (win["kh"], win["kw"], win["sh"], win["sw"], win["dh"], win["dw"], groups)
-    if shape != (3, 3, 1, 1, 1, 1, 1) or not (ho.is_static and wo.is_static) \
-            or min(c, o) < MIN_CHANNELS:
+def tile_for(win: dict, ho, wo) -> int:
+    """F(m x m, 3 x 3)'s output tile m for a conv of this window and output size, or 0: only 3x3,
+    stride-1, undilated windows over fixed spatial sizes qualify, m by the tiles an image has."""
+    shape = (win["kh"], win["kw"], win["sh"], win["sw"], win["dh"], win["dw"])
+    if shape != (3, 3, 1, 1, 1, 1) or not (ho.is_static and wo.is_static):
         return 0
-    if _tiles(ho.value, wo.value, 4) >= F4_MIN_TILES:
+    if tile_count(ho.value, wo.value, 4) >= F4_MIN_TILES:
         return 4
-    return 2 if _tiles(ho.value, wo.value, 2) >= F2_MIN_TILES else 0
+    return 2 if tile_count(ho.value, wo.value, 2) >= F2_MIN_TILES else 0
+
+
+def winograd_tile(win: dict, groups: int, c: int, o: int, ho, wo) -> int:
+    """The conv2d lowering's choice for an ungrouped conv: the output tile m of F(m x m, 3 x 3),
+    or 0 for im2col + GEMM."""
+    return tile_for(win, ho, wo) if groups == 1 and min(c, o) >= MIN_CHANNELS else 0
 
 
 # Calls with few tiles (small images or batches) keep every tile's transformed inputs and
@@ -157,7 +162,7 @@ def lower(lw, epi, label: str, common: list, sizes: list, size_params: list, win
     wt = lw.weight("weight", lambda a: transform_weights(a, tile), f"winograd{tile}",
                    ((tile + 2) ** 2, c.value, o.value))
     bias = lw.weight("bias") if epi.has_bias else None
-    tiles = lw.at_max(n) * _tiles(ho.value, wo.value, tile)
+    tiles = lw.at_max(n) * tile_count(ho.value, wo.value, tile)
     shared = shared_tiles(tiles, c.value, o.value, tile)
     context = dict(epi.context(), **transform_code(tile), tile=tile, ph=win["ph"], pw=win["pw"],
                    shared_tiles=shared)

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from ait_build.backends.cpu import grouped
+from ait_build.ir.dims import Dim
 from ait_build.spec.model import load_model
 
 from .helpers import write_spec
@@ -44,7 +45,9 @@ CONVS = dict(
             "g": {"shape": ["batch", 7, 9, 104]}, "col": {"shape": [58]},
             "h": {"shape": ["batch", 5, 6, 192]}, "k": {"shape": ["batch", 4, 3, 256]},
             "t": {"shape": ["batch", 4, 10, 32]}, "u": {"shape": ["batch", 3, 12, 96]},
-            "img": {"shape": ["batch", 3, 10, 12]}, "groups2": {"shape": ["batch", 4, 5, 2, 29]}},
+            "img": {"shape": ["batch", 3, 10, 12]}, "groups2": {"shape": ["batch", 4, 5, 2, 29]},
+            "wa": {"shape": ["batch", 14, 14, 96]}, "wb": {"shape": ["batch", 28, 26, 32]},
+            "wc": {"shape": ["batch", 17, 15, 64]}},
     graph=[dw("dw3", "a", 58, 3, padding=1, activation="relu"),
            dw("dw3s2", "a", 58, 3, stride=2, padding=1, activation="silu"),
            dw("dw5", "b", 16, 5, padding=2, activation="hardswish"),
@@ -89,6 +92,18 @@ CONVS = dict(
            n("gpre", "relu", ["f"]),
            n("g_block", "conv2d", ["f"], out_channels=96, kernel=3, padding=1, groups=12),
            n("g_sum", "add", ["g_block", "gpre"]), n("g_out", "silu", ["g_sum"]),
+           # grouped by Winograd (whole vectors a group, 3x3 stride 1): F(2x2) on 14x14
+           # (RegNetX's 48-wide groups), F(4x4) on 28x26 (edge tiles clipped, 32 -> 64
+           # channels, 32-wide groups), F(2x2) without padding on 15x13 (16-wide groups), and
+           # a residual the memory plan puts on the output
+           n("gw48", "conv2d", ["wa"], out_channels=96, kernel=3, padding=1, groups=2,
+             activation="relu"),
+           n("gw32_f4", "conv2d", ["wb"], out_channels=64, kernel=3, padding=1, groups=2,
+             bias=False, activation="hardswish"),
+           n("gw16_pad0", "conv2d", ["wc"], out_channels=64, kernel=3, groups=4),
+           n("gwpre", "relu", ["wa"]),
+           n("gw_block", "conv2d", ["wa"], out_channels=96, kernel=3, padding=1, groups=6),
+           n("gw_sum", "add", ["gw_block", "gwpre"]), n("gw_out", "relu", ["gw_sum"]),
            # pooling: NaN-propagating maximum, padding excluded from or counted in averages
            n("max3s2", "max_pool2d", ["a"], kernel=3, stride=2, padding=1),
            n("max2", "max_pool2d", ["e"], kernel=2, stride=2),
@@ -104,7 +119,7 @@ CONVS = dict(
            n("to_nchw", "permute", ["a"], dims=[0, 3, 1, 2])],
     outputs=["dw3", "dw3s2", "dw5", "dw5s2", "dw7", "dw_small", "dw_rect", "dw_col", "dw_out",
              "g8", "g8s2", "g4", "g48", "g32", "g64", "g12", "g6", "g13", "g48_groups", "g64_groups",
-             "g_tail", "g48_rows", "g_out", "max3s2", "max2",
+             "g_tail", "g48_rows", "g_out", "gw48", "gw32_f4", "gw16_pad0", "gw_out", "max3s2", "max2",
              "max_rect", "avg3", "avg3_pad", "avg2", "to_nhwc", "shuffle", "to_nchw"])
 
 
@@ -124,7 +139,10 @@ def test_kernels_picked(built):
         "dw3", "dw3s2", "dw5", "dw5s2", "dw7", "dw_small", "dw_rect", "dw_col", "dw_block"}
     assert {k for k, v in kinds.items() if v == "grouped"} == {
         "g8", "g8s2", "g4", "g48", "g32", "g64", "g12", "g6", "g13", "g48_groups", "g64_groups",
-        "g_tail", "g48_rows", "g_block"}
+        "g_tail", "g48_rows", "g_block", "gw48", "gw32_f4", "gw16_pad0", "gw_block"}
+    winograd = {k: re.findall(r"winograd(\d)", v) for k, v in steps.items() if "grouped" in v}
+    assert {k: int(v[0]) for k, v in winograd.items() if v} == {
+        "gw48": 2, "gw32_f4": 4, "gw16_pad0": 2, "gw_block": 2}
     assert {k for k, v in steps.items() if v.startswith("transpose")} == {
         "to_nhwc", "shuffle", "to_nchw"}
     # the image's 3 channels and the shuffle's 2 groups are interleaved with a constant count;
@@ -191,6 +209,16 @@ def test_rule():
     assert grouped.half_inputs(13, 104, 104) == 0  # the last vector's inputs moved back
     assert grouped.half_inputs(32, 128, 128) == 0  # groups of 4
     assert grouped.half_inputs(21, 1008, 1008) == 0  # 48-wide groups
+    # Winograd: 3x3 stride-1 windows over groups of whole vectors, the tile by the image
+    same = dict(kh=3, kw=3, sh=1, sw=1, dh=1, dw=1)
+    assert grouped.winograd_tile(same, 9, 432, 432, Dim.of(14), Dim.of(14)) == 2  # RegNetX's 14x14
+    assert grouped.winograd_tile(same, 4, 192, 192, Dim.of(28), Dim.of(28)) == 4
+    assert grouped.winograd_tile(same, 32, 256, 256, Dim.of(56), Dim.of(56)) == 0  # 8-wide groups
+    assert grouped.winograd_tile(same, 64, 1024, 1024, Dim.of(14), Dim.of(14)) == 2  # 16-wide
+    assert grouped.winograd_tile(same, 8, 32, 128, Dim.of(14), Dim.of(14)) == 0  # 4 inputs a group
+    assert grouped.winograd_tile(dict(same, sh=2, sw=2), 9, 432, 432, Dim.of(14), Dim.of(14)) == 0
+    assert grouped.winograd_tile(same, 9, 432, 432, Dim.of(6), Dim.of(7)) == 0  # 12 tiles of 2x2
+    assert grouped.winograd_tile(same, 9, 432, 432, Dim.of("h"), Dim.of(14)) == 0  # sizes vary
 
 
 @pytest.mark.parametrize("copy", ["avx512", "base"])
