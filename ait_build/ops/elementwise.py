@@ -246,12 +246,22 @@ register(OpDef(
     name="relu6", category="elementwise", elementwise=True, infer=_same_float,
     doc="min(max(x, 0), 6)", notes="torch.nn.functional.relu6; float tensors only.",
     reference=_clamp_reference("relu6")))
+def _hardtanh_infer(attrs, inputs):
+    low, high = attrs["min_val"], attrs["max_val"]
+    if math.isnan(low) or math.isnan(high):
+        raise OpError("hardtanh's bounds must be numbers, got NaN")
+    if low > high:  # PyTorch refuses it too ("min_val cannot be greater than max_val")
+        raise OpError(f"hardtanh's min_val ({low}) is greater than its max_val ({high})")
+    return _same_float(attrs, inputs)
+
+
 register(OpDef(
-    name="hardtanh", category="elementwise", elementwise=True, infer=_same_float,
+    name="hardtanh", category="elementwise", elementwise=True, infer=_hardtanh_infer,
     doc="min(max(x, min_val), max_val)",
     attrs=(Attr("min_val", "float", -1.0, doc="the lower bound"),
            Attr("max_val", "float", 1.0, doc="the upper bound")),
-    notes="torch.nn.functional.hardtanh; float tensors only.",
+    notes="torch.nn.functional.hardtanh; float tensors only; min_val above max_val is refused, "
+          "as PyTorch refuses it.",
     reference=_clamp_reference("hardtanh")))
 
 

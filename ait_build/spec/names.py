@@ -6,7 +6,8 @@ literals and comments, safetensors keys, manifest.json and `ait-build run -o` fi
 become C variables and terms of the dim expressions the runtime parses. So the rules are ASCII,
 decided here once, and checked by `ait-build check` with the name's location:
 
-- model: letters, digits, `_` and `-`, starting with a letter, a digit or `_`; at most 64;
+- model and target: letters, digits, `_` and `-`, starting with a letter, a digit or `_`; at
+  most 64;
 - tensor, node, weight, input and output names: letters, digits, `_`, `.` and `-` (PyTorch's
   `encoder.layer.0.attention`); at most 200;
 - dims, blocks and block params: identifiers (letters, digits, `_`, not starting with a digit)
@@ -29,6 +30,13 @@ def check_model_name(name, loc: Location) -> None:
     if not isinstance(name, str) or not MODEL_NAME.fullmatch(name):
         raise SpecError(f"model name {shown(name)} may only hold ASCII letters, digits, '_' and "
                         "'-' (not first), at most 64 of them: it names files and C functions", loc)
+
+
+def check_target_name(name, loc: Location) -> None:
+    """A target's name: the model name's rules (it names build folders, build/<target>/...)."""
+    if not isinstance(name, str) or not MODEL_NAME.fullmatch(name):
+        raise SpecError(f"target name {shown(name)} may only hold ASCII letters, digits, '_' and "
+                        "'-' (not first), at most 64 of them: it names build folders", loc)
 
 
 def check_name(name, loc: Location, what: str) -> None:

@@ -19,6 +19,7 @@ from ait_build.errors import AitError, SpecError, did_you_mean, shown
 from ait_build.ir.dtypes import ALL_DTYPES
 from ait_build.ir.resources import data_dir, project_targets
 from ait_build.spec.fields import check_header, check_keys, check_path, expect_map, get, string_list
+from ait_build.spec.names import check_target_name
 from ait_build.spec.yamlfile import load_yaml, where
 
 TARGET_FIELDS = ("apiVersion", "kind", "name", "description", "backend", "arch", "compiler",
@@ -157,6 +158,7 @@ def load_target(path: str, backends) -> Target:
     doc = check_header(load_yaml(path), path, "Target")
     check_keys(doc, TARGET_FIELDS, "a target spec", required=("name", "backend", "compiler"))
     name = get(doc, "name", str, "the target")
+    check_target_name(name, where(doc, "name"))
     backend = get(doc, "backend", str, "the target")
     if backend not in backends:
         names = sorted(backends)
