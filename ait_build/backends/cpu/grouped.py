@@ -8,7 +8,10 @@ stages), 16 / OG groups' worth when groups are narrower (RegNetY's 8: two groups
 channels, half of the weights zero). The weights are packed at build time per block of VB
 vectors as [blocks][KH][KW][CIN][VB * 16], zero where an output channel's group does not read
 that input channel, so the kernel's inner loop is a dense one: each input value is broadcast
-and multiplied into VB vectors of sums.
+and multiplied into VB vectors of sums. 3x3 stride-1 convs over groups of whole vectors run
+Winograd F(2x2) or F(4x4) instead (`winograd_tile`, `lower_winograd`,
+templates/cpu/grouped_conv2d_winograd.cpp.j2): the same packing and register tile, the
+transformed positions taking the place of the window's taps.
 """
 
 from __future__ import annotations
