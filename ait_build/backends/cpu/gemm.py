@@ -138,7 +138,7 @@ def lower_conv2d(lw, scale: tuple | None = None) -> None:
         params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
         kernel = make_kernel(_label("depthwise_conv2d", epi), "conv2d",
                              "cpu/depthwise_conv2d.cpp.j2",
-                             dict(epi.context(), **win, channel_vectors=True),
+                             dict(epi.context(), **win, channel_vectors=True, channels=ov),
                              params + size_params)
         lw.call(kernel, common + [wt] + epi.args(lw, bias) + sizes, flops=flops)
         epi.finish(lw, out)
