@@ -246,6 +246,8 @@ register(OpDef(
     name="relu6", category="elementwise", elementwise=True, infer=_same_float,
     doc="min(max(x, 0), 6)", notes="torch.nn.functional.relu6; float tensors only.",
     reference=_clamp_reference("relu6")))
+
+
 def _hardtanh_infer(attrs, inputs):
     low, high = attrs["min_val"], attrs["max_val"]
     if math.isnan(low) or math.isnan(high):

@@ -26,17 +26,17 @@ TENSOR_NAME = re.compile(r"[A-Za-z0-9_.-]{1,200}")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
-def check_model_name(name, loc: Location) -> None:
+def check_model_name(name, loc: Location, what: str = "model",
+                     names: str = "files and C functions") -> None:
+    """A model's name, or (`what`) a target's: `names` says what it becomes."""
     if not isinstance(name, str) or not MODEL_NAME.fullmatch(name):
-        raise SpecError(f"model name {shown(name)} may only hold ASCII letters, digits, '_' and "
-                        "'-' (not first), at most 64 of them: it names files and C functions", loc)
+        raise SpecError(f"{what} name {shown(name)} may only hold ASCII letters, digits, '_' and "
+                        f"'-' (not first), at most 64 of them: it names {names}", loc)
 
 
 def check_target_name(name, loc: Location) -> None:
     """A target's name: the model name's rules (it names build folders, build/<target>/...)."""
-    if not isinstance(name, str) or not MODEL_NAME.fullmatch(name):
-        raise SpecError(f"target name {shown(name)} may only hold ASCII letters, digits, '_' and "
-                        "'-' (not first), at most 64 of them: it names build folders", loc)
+    check_model_name(name, loc, "target", "build folders")
 
 
 def check_name(name, loc: Location, what: str) -> None:

@@ -126,7 +126,7 @@ def lower(lw, epi, label, common, sizes, size_params, win, dims, flops) -> None:
 def lower_winograd(lw, epi, label, common, sizes, size_params, win, dims, tile, flops) -> None:
     """The call of F(tile x tile, 3 x 3) for a grouped conv `winograd_tile` chose it for
     (templates/cpu/grouped_conv2d_winograd.cpp.j2); arguments as `lower`'s."""
-    n, c, ho, wo, o = dims
+    _, c, _, _, o = dims
     g = lw.node.attrs["groups"]
     cv, ov = c.value, o.value
     starts, cin = vector_inputs(g, cv, ov)
