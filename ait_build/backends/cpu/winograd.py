@@ -41,9 +41,10 @@ WINOGRAD_FLOATS = 393216
 # of the output's magnitude against F(2x2)'s 3e-7 (im2col: 4-8e-7), within the tests' 2e-5.
 F4_MIN_TILES = 49  # F(4x4) tiles per image
 F2_MIN_TILES = 16  # F(2x2) tiles per image
-# C and O: ResNet-50's fewest are 64; below 32 the tile GEMMs' K or N is thin enough that their
-# transforms would likely cost more than the multiplies saved (a guess, not measured)
-MIN_CHANNELS = 32
+# C and O: measured down to 16 (SqueezeNet's 16 -> 64 expand convs at 55x55: 0.42 -> 0.24 ms by
+# F(4x4) at one thread, GoogLeNet's 16 -> 32 and 24 -> 64 ones 1.5-2.4x faster); fewer not
+# measured, so they keep im2col
+MIN_CHANNELS = 16
 
 
 def tile_count(ho: int, wo: int, tile: int) -> int:

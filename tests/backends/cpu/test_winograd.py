@@ -62,7 +62,7 @@ CONVS = dict(
             "big": {"shape": ["batch", 20, 18, 96]}, "wide": {"shape": ["batch", 41, 43, 36]},
             "wide_res": {"shape": ["batch", 41, 43, 40]},
             "big_res": {"shape": ["batch", 20, 18, 120]},
-            "mid": {"shape": ["batch", 16, 16, 32]}},
+            "mid": {"shape": ["batch", 16, 16, 32]}, "thin": {"shape": ["batch", 29, 31, 16]}},
     graph=[n("pad1_relu", "conv2d", ["img"], out_channels=40, kernel=3, padding=1,
              activation="relu"),
            n("pad0", "conv2d", ["img"], out_channels=33, kernel=3, bias=False),
@@ -77,12 +77,15 @@ CONVS = dict(
            n("few_tiles", "conv2d", ["big", "big_res"], out_channels=120, kernel=3, padding=1,
              activation="relu"),
            n("columns", "conv2d", ["mid"], out_channels=1024, kernel=3, padding=1),
+           # 16 input channels, the fewest Winograd takes (SqueezeNet's 16 -> 64 expand convs)
+           n("thin16", "conv2d", ["thin"], out_channels=64, kernel=3, padding=1,
+             activation="relu"),
            # im2col: too few channels, stride 2, too few tiles
            n("narrow", "conv2d", ["img"], out_channels=8, kernel=3, padding=1),
            n("strided", "conv2d", ["img"], out_channels=40, kernel=3, stride=2, padding=1),
            n("small", "conv2d", ["strided"], out_channels=40, kernel=3)],
     outputs=["pad1_relu", "pad0", "residual", "chunks", "f4_residual", "f4_pad0", "few_tiles",
-             "columns", "narrow", "strided", "small"])
+             "columns", "thin16", "narrow", "strided", "small"])
 
 # relu -> conv -> conv + the relu's output -> relu: the optimizer fuses the add into the second
 # conv, and the memory plan puts its output on the residual (the kernel accumulates onto it; a
@@ -124,8 +127,8 @@ def test_rule_picks_the_tile_per_layer(convs):
     tiles = {node: (4 if k.startswith("conv2d_winograd4") else 2 if k.startswith(
         "conv2d_winograd2") else 0) for node, k in kernels.items()}
     assert tiles == {"pad1_relu": 2, "pad0": 2, "residual": 2, "chunks": 2, "f4_residual": 4,
-                     "f4_pad0": 4, "few_tiles": 2, "columns": 2, "narrow": 0, "strided": 0,
-                     "small": 0}
+                     "f4_pad0": 4, "few_tiles": 2, "columns": 2, "thin16": 4, "narrow": 0,
+                     "strided": 0, "small": 0}
 
 
 def test_few_tiles_take_the_shared_path_up_to_its_limit():
