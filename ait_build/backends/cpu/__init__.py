@@ -6,15 +6,15 @@ conversion happens at the model's edges, edges.py).
 LOWER is the whole mapping from ops to kernels: the rows every backend shares
 (backends/shared.py, rendered into the templates named in TEMPLATES) and the cpu's own lowerings
 in this package (gemm.py: GEMMs, convs and attention through the BLAS; grouped.py; norm.py;
-lookups.py; layout.py: permutes that transpose; squeeze_excite.py: the gates of squeeze-excitation
-blocks).
+lookups.py; layout.py: permutes that transpose; concat.py: concats along the innermost axis;
+squeeze_excite.py: the gates of squeeze-excitation blocks).
 """
 
 from __future__ import annotations
 
 from ait_build.backends import shared
 from ait_build.backends.base import Backend, frozen
-from ait_build.backends.cpu import edges, gemm, layout, lookups, norm, squeeze_excite
+from ait_build.backends.cpu import concat, edges, gemm, layout, lookups, norm, squeeze_excite
 from ait_build.backends.cpu.toolchain import arch_flags, cpu_toolchain
 
 # the templates of the lowerings every backend shares (codegen/: elementwise, data movement,
@@ -66,6 +66,7 @@ LOWER = {
     **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
     "permute": layout.lower_permute,  # innermost axes swapped: tiles (layout.py)
     "transpose": layout.lower_permute,
+    "concat": concat.lower_concat,  # along the innermost axis: whole output rows (concat.py)
     "strided_copy": layout.lower_strided_copy,  # a fused chain; tiles where it transposes
     **shared.GENERATE,  # constant and iota (backends/shared.py)
     "embedding": lookups.lower_embedding,
