@@ -47,7 +47,9 @@ CONVS = dict(
             "t": {"shape": ["batch", 4, 10, 32]}, "u": {"shape": ["batch", 3, 12, 96]},
             "img": {"shape": ["batch", 3, 10, 12]}, "groups2": {"shape": ["batch", 4, 5, 2, 29]},
             "wa": {"shape": ["batch", 14, 14, 96]}, "wb": {"shape": ["batch", 28, 26, 32]},
-            "wc": {"shape": ["batch", 17, 15, 64]}},
+            "wc": {"shape": ["batch", 17, 15, 64]},
+            # over 128 channels with a partial vector: several channel blocks per row
+            "dwide": {"shape": ["batch", 6, 7, 200]}},
     graph=[dw("dw3", "a", 58, 3, padding=1, activation="relu"),
            dw("dw3s2", "a", 58, 3, stride=2, padding=1, activation="silu"),
            dw("dw5", "b", 16, 5, padding=2, activation="hardswish"),
@@ -55,6 +57,8 @@ CONVS = dict(
            dw("dw7", "d", 48, 7, padding=3, bias=False),
            dw("dw_small", "c", 5, 3, padding=[2, 0], dilation=[2, 1]),
            dw("dw_rect", "b", 16, [3, 5], stride=[2, 1], padding=[1, 2], activation="gelu"),
+           dw("dw_wide", "dwide", 200, 3, stride=2, padding=1, activation="relu6"),
+           n("max_wide", "max_pool2d", ["dwide"], kernel=3, stride=1, padding=1),
            n("dw_col", "conv2d", ["a", "col"], out_channels=58, kernel=3, groups=58,
              padding=1, activation="relu"),
            # relu -> depthwise + the relu's output -> relu: the add fuses into the conv, whose
@@ -117,7 +121,8 @@ CONVS = dict(
            n("to_nhwc", "permute", ["img"], dims=[0, 2, 3, 1]),
            n("shuffle", "permute", ["groups2"], dims=[0, 1, 2, 4, 3]),
            n("to_nchw", "permute", ["a"], dims=[0, 3, 1, 2])],
-    outputs=["dw3", "dw3s2", "dw5", "dw5s2", "dw7", "dw_small", "dw_rect", "dw_col", "dw_out",
+    outputs=["dw3", "dw3s2", "dw5", "dw5s2", "dw7", "dw_small", "dw_rect", "dw_wide", "max_wide",
+             "dw_col", "dw_out",
              "g8", "g8s2", "g4", "g48", "g32", "g64", "g12", "g6", "g13", "g48_groups", "g64_groups",
              "g_tail", "g48_rows", "g_out", "gw48", "gw32_f4", "gw16_pad0", "gw_out", "max3s2", "max2",
              "max_rect", "avg3", "avg3_pad", "avg2", "to_nhwc", "shuffle", "to_nchw"])
@@ -136,7 +141,8 @@ def test_kernels_picked(built):
     kinds = {node: kernel.rsplit("_", 1)[0].split("_conv2d")[0] for node, kernel in steps.items()
              if "conv2d" in kernel}
     assert {k for k, v in kinds.items() if v == "depthwise"} == {
-        "dw3", "dw3s2", "dw5", "dw5s2", "dw7", "dw_small", "dw_rect", "dw_col", "dw_block"}
+        "dw3", "dw3s2", "dw5", "dw5s2", "dw7", "dw_small", "dw_rect", "dw_wide", "dw_col",
+        "dw_block"}
     assert {k for k, v in kinds.items() if v == "grouped"} == {
         "g8", "g8s2", "g4", "g48", "g32", "g64", "g12", "g6", "g13", "g48_groups", "g64_groups",
         "g_tail", "g48_rows", "g_block", "gw48", "gw32_f4", "gw16_pad0", "gw_block"}
