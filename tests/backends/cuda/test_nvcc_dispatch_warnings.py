@@ -24,6 +24,23 @@ from cuda_op_groups import op_spec
 pytestmark = pytest.mark.nvcc
 
 
+def assert_compile_without_unused(target, out, tmp_path, kernels) -> None:
+    """Each kernel's source in `out` compiles alone, two at a time, without nvcc's warning."""
+    tc = toolchain_for(target)
+
+    def compile_one(kernel):
+        cmd = tc.compile_command(str(out / kernel.source), str(tmp_path / f"{kernel.name}.o"))
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        return kernel, proc.stderr
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(compile_one, kernels))
+    for kernel, stderr in results:
+        assert "declared but never referenced" not in stderr, f"{kernel.source}:\n{stderr}"
+        assert os.path.getsize(tmp_path / f"{kernel.name}.o") > 0
+
+
 @pytest.mark.parametrize("ladder", [1, 2])
 def test_gemm_and_conv_dispatch_compile_without_unused_variables(nvcc, tmp_path, ladder):
     if ladder == 1:
@@ -37,19 +54,7 @@ def test_gemm_and_conv_dispatch_compile_without_unused_variables(nvcc, tmp_path,
     assert labels == {"gemm", "conv2d"}, labels
     tiles = [("kTileM" in (out / k.source).read_text()) for k in dispatches]
     assert tiles == [ladder > 1] * len(dispatches), tiles
-    tc = toolchain_for(target)
-
-    def compile_one(kernel):
-        cmd = tc.compile_command(str(out / kernel.source), str(tmp_path / f"{kernel.name}.o"))
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr[-4000:]
-        return kernel, proc.stderr
-
-    with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(compile_one, dispatches))
-    for kernel, stderr in results:
-        assert "declared but never referenced" not in stderr, f"{kernel.source}:\n{stderr}"
-        assert os.path.getsize(tmp_path / f"{kernel.name}.o") > 0
+    assert_compile_without_unused(target, out, tmp_path, dispatches)
 
 
 def test_global_avg_pools_compile_without_unused_variables(nvcc, tmp_path):
@@ -60,15 +65,4 @@ def test_global_avg_pools_compile_without_unused_variables(nvcc, tmp_path):
     sources = {k.name: (out / k.source).read_text() for k in pools}
     # both forms: over the feature map, and over a depthwise conv's tile sums
     assert {"kInFlight" in text for text in sources.values()} == {True, False}
-    tc = toolchain_for(target)
-
-    def compile_one(kernel):
-        cmd = tc.compile_command(str(out / kernel.source), str(tmp_path / f"{kernel.name}.o"))
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr[-4000:]
-        return kernel, proc.stderr
-
-    with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(compile_one, pools))
-    for kernel, stderr in results:
-        assert "declared but never referenced" not in stderr, f"{kernel.source}:\n{stderr}"
+    assert_compile_without_unused(target, out, tmp_path, pools)
