@@ -46,13 +46,18 @@ def summary(name: str, lib: Library) -> str:
 
 
 def node_table(libs: list) -> str:
-    """Each graph node's minimum per side (ms) and the first side's over the second's."""
-    tables = [lib.nodes() for lib in libs]
+    """Each graph node's minimum per side (ms) and the first side's over the second's, nodes
+    matched by name (a node one side runs no step for shows `-` there)."""
+    tables = [{node: rest for node, *rest in lib.nodes()} for lib in libs]
+    order = [node for node, *_ in libs[0].nodes()]
+    order += [node for t in tables[1:] for node in t if node not in order]
     lines = []
-    for i, (node, kernels, *_rest) in enumerate(tables[0]):
-        mins = [t[i][2] for t in tables]
-        ratio = f"  {mins[0] / mins[1]:.2f}" if len(mins) > 1 and mins[1] > 0 else ""
-        lines.append(f"{node:34s} {kernels[0]:34s} " + " ".join(f"{v:8.3f}" for v in mins) + ratio)
+    for node in order:
+        kernel = next(t[node][0][0] for t in tables if node in t)
+        mins = [t[node][1] if node in t else None for t in tables]
+        ratio = f"  {mins[0] / mins[1]:.2f}" if len(mins) > 1 and mins[0] and mins[1] else ""
+        cells = " ".join(f"{v:8.3f}" if v is not None else f"{'-':>8s}" for v in mins)
+        lines.append(f"{node:34s} {kernel:34s} {cells}{ratio}")
     return "\n".join(lines)
 
 

@@ -11,7 +11,8 @@ from ait_build.codegen import epilogue
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
 from ait_build.codegen.elementwise import act_fn, float_literal
 from ait_build.codegen.kernel import make_kernel
-from ait_build.codegen.op_geometry import attention_operands, conv_geometry, matmul_geometry
+from ait_build.codegen.op_geometry import (attention_operands, conv_geometry, matmul_geometry,
+                                           window_attrs)
 from ait_build.ir.dims import Dim
 from ait_build.ops.attention import attention_scale
 
@@ -41,6 +42,26 @@ def direct_conv(win: dict, groups: int, c: int, o: int) -> bool:
         taps == 1 and c <= DIRECT_POINTWISE_MAX_CHANNELS and o % 16 == 0
     return (groups == 1 and few and taps * c <= DIRECT_MAX_TAPS and o % 8 == 0 and
             win["dw"] == 1)
+
+
+def nchw_source(graph, conv) -> str | None:
+    """The NCHW tensor `conv` may read itself: its input is a permute of that tensor to NHWC
+    (a CNN's image, [0, 2, 3, 1]) that nothing else reads and that is no model output, and the
+    conv takes the direct path, whose copy of each input row gathers the channel planes instead
+    (_conv2d_direct.j2; the permute then emits nothing, layout.py). Else None."""
+    if conv.op != "conv2d" or len(conv.inputs) != 1:
+        return None
+    x = conv.inputs[0]
+    permute = graph.producers().get(x)
+    if (permute is None or permute.op != "permute" or tuple(permute.attrs["dims"]) != (0, 2, 3, 1)
+            or x in graph.outputs or len(graph.consumers().get(x, [])) != 1):
+        return None
+    c = graph.tensors[x].shape[-1]
+    win = window_attrs(conv.attrs)
+    if not c.is_static or not direct_conv(win, conv.attrs["groups"], c.value,
+                                          conv.attrs["out_channels"]):
+        return None
+    return permute.inputs[0]
 
 
 class Epilogue(epilogue.Epilogue):
@@ -129,7 +150,8 @@ def lower_conv2d(lw, scale: tuple | None = None) -> None:
     epi = Epilogue(lw, 1, bool(node.attrs["bias"]))
     bias = lw.weight("bias") if epi.has_bias else None
     cv, ov = c.value, o.value
-    common = [lw.dst(out), lw.src(x)]
+    nchw = None if scale else nchw_source(lw.plan.graph, node)  # the image, read as it is
+    common = [lw.dst(out), lw.src(nchw or x)]
     # the direct convolution's count, whatever the algorithm (Winograd's is lower): for reports
     flops = Dim.of(n) * ho * wo * (2 * ov * (cv // g) * kh * kw)
     if g == cv == ov and cv > 1:  # depthwise: a direct loop over channels
@@ -174,7 +196,8 @@ def lower_conv2d(lw, scale: tuple | None = None) -> None:
     # one output row reads, and a row of zeros, each of its taps' width
     padded_rows = ((kh - 1) * win["dh"] + 2) * ((lw.at_max(wo) - 1) * win["sw"] + kw) * cv \
         if direct else 0
-    context = dict(epi.context(), **win, groups=g, pointwise=pointwise, direct=direct)
+    context = dict(epi.context(), **win, groups=g, pointwise=pointwise, direct=direct,
+                   nchw=bool(nchw))
     if direct:  # constants in the direct path's code; other convs share kernels across channels
         context.update(direct_c=cv, direct_o=ov)
     params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()

@@ -4,10 +4,12 @@ copy (codegen/data_movement.py) walks the output's innermost axis, here a few el
 far apart in the input, with a row's index arithmetic for every few elements. The transpose
 kernel (templates/cpu/transpose.cpp.j2) reads tiles of the input's rows instead (figures in
 docs/codegen.md). Other permutes keep the shared copy. A fused chain of data movement
-(strided_copy) whose view is such a transpose takes the same kernel."""
+(strided_copy) whose view is such a transpose takes the same kernel. An image's permute to NHWC
+that only a conv on the direct path reads emits nothing: that conv reads the NCHW image."""
 
 from __future__ import annotations
 
+from ait_build.backends.cpu import gemm
 from ait_build.codegen import data_movement, strided_copy
 from ait_build.ir.dims import Dim
 
@@ -29,6 +31,10 @@ def tiled(lw, swap: tuple, src: str) -> bool:
 
 
 def lower_permute(lw) -> None:
+    graph = lw.plan.graph
+    readers = graph.consumers().get(lw.node.output, [])
+    if len(readers) == 1 and gemm.nchw_source(graph, readers[0]) == lw.node.inputs[0]:
+        return  # the conv after it reads the NCHW image itself (gemm.nchw_source)
     swap = data_movement.inner_transpose(lw)
     if swap is None:
         data_movement.lower_permute(lw)

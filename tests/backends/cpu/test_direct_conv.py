@@ -35,7 +35,10 @@ CONVS = dict(
             "rgba": {"shape": ["batch", 11, 10, 4]}, "res": {"shape": ["batch", 11, 10, 16]},
             "col": {"shape": [48]}, "short": {"shape": ["batch", 3, 20, 2]},
             "short32": {"shape": ["batch", 5, 13, 32]}, "wide32": {"shape": ["batch", 5, 13, 32]},
-            "wide33": {"shape": ["batch", 4, 7, 33]}},
+            "wide33": {"shape": ["batch", 4, 7, 33]},
+            # NCHW images, permuted to NHWC before their convs (an imported CNN's input)
+            "nchw": {"shape": ["batch", 3, 21, 17]}, "nchw_odd": {"shape": ["batch", 3, 9, 14]},
+            "nchw_pw": {"shape": ["batch", 2, 5, 13]}, "nchw_two": {"shape": ["batch", 3, 6, 7]}},
     graph=[n("stem", "conv2d", ["img"], out_channels=80, kernel=7, stride=2, padding=3,
              activation="relu"),
            # images of 3 rows: a participant's rows run through several images that read the
@@ -74,9 +77,23 @@ CONVS = dict(
            n("pw_pool", "global_avg_pool", ["pw_out"]),
            # not direct: outputs not whole 16-float vectors, more than 32 input channels
            n("pw24", "conv2d", ["res"], out_channels=24, kernel=1),
-           n("pw_wide", "conv2d", ["wide33"], out_channels=32, kernel=1)],
+           n("pw_wide", "conv2d", ["wide33"], out_channels=32, kernel=1),
+           # the conv reads the NCHW image itself, the permute emitting nothing: a stem; 24
+           # outputs (the AVX-512 copy's im2col gathers from the planes); a 1x1 without padding
+           # (its rows copied, not read in place); a permute two convs read (kept)
+           n("to_nhwc", "permute", ["nchw"], dims=[0, 2, 3, 1]),
+           n("nchw_stem", "conv2d", ["to_nhwc"], out_channels=32, kernel=3, stride=2, padding=1,
+             activation="relu"),
+           n("odd_nhwc", "permute", ["nchw_odd"], dims=[0, 2, 3, 1]),
+           n("nchw_24", "conv2d", ["odd_nhwc"], out_channels=24, kernel=3, padding=[0, 1]),
+           n("pw_nhwc", "permute", ["nchw_pw"], dims=[0, 2, 3, 1]),
+           n("nchw_1x1", "conv2d", ["pw_nhwc"], out_channels=32, kernel=1),
+           n("two_nhwc", "permute", ["nchw_two"], dims=[0, 2, 3, 1]),
+           n("two_a", "conv2d", ["two_nhwc"], out_channels=16, kernel=3, padding=1),
+           n("two_b", "conv2d", ["two_nhwc"], out_channels=16, kernel=3)],
     outputs=["stem", "short_conv", "gray_res", "dilated", "pool", "sum_in", "pw_sum_in", "wide_in",
-             "odd_out", "odd12", "pointwise", "pw96", "pw_s2", "pw_pool", "pw24", "pw_wide"])
+             "odd_out", "odd12", "pointwise", "pw96", "pw_s2", "pw_pool", "pw24", "pw_wide",
+             "nchw_stem", "nchw_24", "nchw_1x1", "two_a", "two_b"])
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +124,10 @@ def test_kernels_picked(built):
         steps = {s["node"]: s["kernel"] for s in json.load(fh)["steps"] if s.get("node")}
     direct = {node for node, kernel in steps.items() if kernel.startswith("conv2d_direct")}
     assert direct == {"stem", "short_conv", "gray_res", "dilated", "block", "block_in", "odd_out",
-                      "pointwise", "pw96", "pw_s2", "pw_block", "pw_in"}
+                      "pointwise", "pw96", "pw_s2", "pw_block", "pw_in", "nchw_stem", "nchw_24",
+                      "nchw_1x1", "two_a", "two_b"}
+    # the permutes the convs read through: no step; the one two convs read: its own
+    assert {"to_nhwc", "odd_nhwc", "pw_nhwc"}.isdisjoint(steps) and "two_nhwc" in steps
 
 
 @pytest.mark.parametrize("copy", ["avx512", "base"])
