@@ -1,4 +1,4 @@
-"""Grouped convolutions on tensor cores (ResNeXt, RegNet: 8 to 128 channels per group).
+"""Grouped convolutions on tensor cores (ResNeXt, RegNet: 2 to 128 channels per group).
 
 CUTLASS's grouped implicit-GEMM convs give every block whole output-channel tiles of one group
 (kSingleGroup: a group of 8 or 16 channels wastes most of a 64-wide tile) or multiply the zeros
@@ -9,8 +9,13 @@ and runs mma.sync over them, with the dense convs' epilogue act(acc + bias + res
 call is a tunable (codegen/tuning.py): its configurations (rows per block, groups per block) are
 all in one small kernel source, and `ait-build profile` measures them like CUTLASS's.
 
-Depthwise convs (one channel per group) and groups of other widths keep the GPU layer's direct
-kernel; float32 models too (their tensor-core math is 3xTF32, which this kernel does not do).
+Narrower groups (ResNeXt-50's 4 channels) run as groups of 8: `merge` neighbouring groups are
+one group of the kernel, their filters padded with zeros across the groups they do not read
+(twice the tensor-core work of 4-channel groups, which is still far below the bytes' time; the
+direct kernel spent a CUDA-core FMA per multiply-add). Depthwise convs (one channel per group)
+and widths that do not reach whole vectors by merging at most MAX_MERGE groups keep the GPU
+layer's direct kernel; float32 models too (their tensor-core math is 3xTF32, which this kernel
+does not do).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ MAX_GROUP_WIDTH = 128  # output channels per group: one group's accumulators per
 MAX_FILTER_BYTES = 96 << 10
 # (row tiles of 16 pixels per warp, output channels per block); accumulators per thread are
 # rows / 32 * channels / 2 (at most 128)
+MAX_MERGE = 4  # groups merged into one: at most 4x the multiplies (a group of 2 channels)
 SHAPES = ((2, 64), (1, 64), (4, 64), (2, 128), (1, 128))
 LADDER = 2  # the first two: 128 or 64 pixels per block, 64 channels
 
@@ -54,15 +60,42 @@ def candidates(og: int) -> tuple:
     return found, found[:LADDER]
 
 
-def takes(dtype: str, groups: int, cv: int, ov: int, win: dict) -> bool:
-    """Whether the tensor-core kernel runs this conv (16-bit, whole channel vectors per group,
-    not depthwise, filters that fit in shared memory)."""
-    if dtype not in DTYPES or groups == 1 or cv % groups or ov % groups:
-        return False
-    cg, og = cv // groups, ov // groups
-    if cg % CHANNEL_VECTOR or og % CHANNEL_VECTOR or og > MAX_GROUP_WIDTH:
-        return False
-    return og * win["kh"] * win["kw"] * cg * 2 <= MAX_FILTER_BYTES
+def merge(groups: int, cg: int, og: int) -> int:
+    """How many neighbouring groups run as one group of the kernel: the fewest (dividing the
+    groups) whose channels are whole 16-byte vectors; 0 where none up to MAX_MERGE is."""
+    for m in range(1, MAX_MERGE + 1):
+        if groups % m == 0 and (cg * m) % CHANNEL_VECTOR == 0 and (og * m) % CHANNEL_VECTOR == 0:
+            return m
+    return 0
+
+
+def takes(dtype: str, groups: int, cv: int, ov: int, win: dict) -> int:
+    """How many groups the tensor-core kernel merges into one where it runs this conv (16-bit,
+    whole channel vectors per merged group, not depthwise, filters that fit in shared memory);
+    0 where it does not."""
+    if dtype not in DTYPES or groups == 1 or cv % groups or ov % groups or groups == cv == ov:
+        return 0
+    m = merge(groups, cv // groups, ov // groups)
+    cg, og = cv // groups * m, ov // groups * m
+    if not m or og > MAX_GROUP_WIDTH or og * win["kh"] * win["kw"] * cg * 2 > MAX_FILTER_BYTES:
+        return 0
+    return m
+
+
+def merged_filters(a, groups: int, m: int):
+    """OIHW grouped filters [O][C/G][KH][KW] as KRSC filters of groups of m: [O][KH][KW][m*C/G],
+    each output channel's own group's filter at its place among the m, zeros at the others."""
+    import numpy as np
+
+    o, cg, kh, kw = a.shape
+    krsc = np.asarray(a).transpose(0, 2, 3, 1)
+    if m == 1:
+        return krsc
+    out = np.zeros((o, kh, kw, m, cg), dtype=krsc.dtype)
+    place = (np.arange(o) // (o // groups)) % m  # each output's group among its merged ones
+    for j in range(m):
+        out[place == j, :, :, j, :] = krsc[place == j]
+    return out.reshape(o, kh, kw, m * cg)
 
 
 def lower_conv2d(engine, lw) -> None:
@@ -72,16 +105,19 @@ def lower_conv2d(engine, lw) -> None:
     dims, groups, win, sizes, size_params = conv_geometry(lw)
     n, h, w, c, ho, wo, o = dims
     dtype = lw.dtype(node.output)
-    if not (all(Dim.of(d).is_static for d in (c, o)) and takes(dtype, groups, c.value, o.value, win)):
+    m = all(Dim.of(d).is_static for d in (c, o)) and takes(dtype, groups, c.value, o.value, win)
+    if not m:
         gemm.lower_conv2d(engine, lw)
         return
+    flops = n * ho * wo * o * (c.value // groups * win["kh"] * win["kw"] * 2)  # the conv's own
+    groups //= m
     cg, og = c.value // groups, o.value // groups
     kh, kw = win["kh"], win["kw"]
     out, ctype = node.output, lw.ctype(node.output)
     epi = gemm.Epilogue(lw, 1, bool(node.attrs["bias"]))
     # KRSC per output channel: [O][KH][KW][C/G], each group's filters contiguous
-    wt = lw.weight("weight", lambda a: a.transpose(0, 2, 3, 1), "krsc", (o.value, kh, kw, cg),
-                   dtype=dtype)
+    wt = lw.weight("weight", partial(merged_filters, groups=groups * m, m=m),
+                   "krsc" if m == 1 else f"krsc_merged{m}", (o.value, kh, kw, cg), dtype=dtype)
     params = conv_kernel_params(ctype, ctype, size_params)
     params += [("int", "G")] + [("int", p) for p in gemm.WINDOW]
     window = [win[p.lower()] for p in gemm.WINDOW]
@@ -111,7 +147,6 @@ def lower_conv2d(engine, lw) -> None:
                       operands=(("bias", epi.bias is not None), ("res", epi.residual is not None)),
                       candidates=found, ladder=ladder)
     group = make(ladder, tuple(range(len(ladder)))).name
-    flops = n * ho * wo * o * (cg * kh * kw * 2)
     lw.tuned_call(tunable, make, args, group, flops=flops)
     epi.finish(lw, out)
 

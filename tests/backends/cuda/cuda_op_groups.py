@@ -175,7 +175,8 @@ GROUPS = {
     # grouped convs on tensor cores (backends/cuda/grouped.py): ResNeXt's group widths 8, 16, 32
     # and 64 at stride 1 and 2, RegNet's 24 and 48, three groups of 24 (a block of two groups
     # and a partial one), twice as many outputs as inputs per group, a dilated and a 1x1 one,
-    # with bias, residual and activations in the epilogue; big enough for several spatial tiles
+    # ResNeXt-50's 4 and 2 per group (run as merged groups of 8), with bias, residual and
+    # activations in the epilogue; big enough for several spatial tiles
     "grouped_conv": dict(
         inputs={"x": {"shape": ["batch", 20, 18, 128]}, "res": {"shape": ["batch", 20, 18, 128]},
                 "res_s2": {"shape": ["batch", 10, 9, 128]}, "x72": {"shape": ["batch", 9, 9, 72]},
@@ -195,9 +196,13 @@ GROUPS = {
                n("w16_dil", "conv2d", ["x"], out_channels=128, kernel=3, padding=2, dilation=2,
                  groups=8, bias=False),
                n("w32_1x1", "conv2d", ["x"], out_channels=128, kernel=1, groups=4,
-                 activation="gelu")],
+                 activation="gelu"),
+               n("w4_res", "conv2d", ["x", "res"], out_channels=128, kernel=3, padding=1,
+                 groups=32, activation="relu"),
+               n("w2_s2", "conv2d", ["x"], out_channels=128, kernel=3, stride=2, padding=1,
+                 groups=64, bias=False, activation="sigmoid")],
         outputs=["w8", "w16_s2", "w32_res", "w64_s2", "w24", "w48", "w8_to_16", "w16_dil",
-                 "w32_1x1"]),
+                 "w32_1x1", "w4_res", "w2_s2"]),
     "norm_attention": dict(
         inputs={"x": {"shape": ["batch", 7, 64]}, "r": {"shape": ["batch", 7, 64]},
                 "kv": {"shape": ["batch", 40, 64]}, "qkv": {"shape": ["batch", 37, 192]},

@@ -1,17 +1,20 @@
 """Which grouped convs run the tensor-core grouped kernel (backends/cuda/grouped.py) in a cuda
-build (no compiler, no GPU): 16-bit convs whose groups are whole 16-byte channel vectors; depthwise
-convs, float32 models and groups of 4 channels keep the direct kernel. The GPU numerics are the
-`grouped_conv` groups of test_gpu_numerics."""
+build (no compiler, no GPU): 16-bit convs whose groups are whole 16-byte channel vectors, or
+become so when up to 4 neighbouring groups are merged (zeros between them in the filters);
+depthwise convs, float32 models and groups of 1-3 channels that merging does not make whole keep
+the direct kernel. The GPU numerics are the `grouped_conv` groups of test_gpu_numerics."""
 
 from __future__ import annotations
 
 import os
 import re
 
+import numpy as np
 import pytest
 import yaml
 
 from ait_build.backends.cuda import grouped
+from ait_build.ops.conv import conv2d_nhwc
 from ait_build.pipeline import build_plan, emit, find_target
 from ait_build.profile.jobs import collect, dim_points
 
@@ -42,7 +45,9 @@ def test_grouped_convs_run_on_tensor_cores(tmp_path, target):
     srcs = kernel_sources(op_spec("grouped_conv"), target, tmp_path)
     assert not [k for k in srcs if k.startswith("conv2d_direct")]
     kernels = [k for k in srcs if k.startswith("conv2d_grouped")]
-    assert len(kernels) == 9  # one per conv: their widths, windows or activations differ
+    # one per conv (their widths, windows or activations differ), but ResNeXt-50's 4 per group
+    # with a relu runs as merged groups of 8 -> 8 in w8's kernel
+    assert len(kernels) == 10
     widths = sorted(re.search(r"constexpr int CG = (\d+), OG = (\d+);", srcs[k]).groups()
                     for k in kernels)
     assert ("8", "16") in widths and ("24", "24") in widths and ("64", "64") in widths
@@ -61,13 +66,44 @@ def test_bfloat16_grouped_convs_use_bfloat16_mma(tmp_path):
 
 def test_depthwise_float32_and_narrow_groups_stay_direct(tmp_path):
     convs = ({"out_channels": 64, "groups": 64}, {"out_channels": 64, "groups": 16},
-             {"out_channels": 64, "groups": 4})
+             {"out_channels": 64, "groups": 4}, {"out_channels": 48, "groups": 16})
     srcs = kernel_sources(spec_with(tmp_path / "h", "float16", *convs), "h200", tmp_path / "h")
-    # depthwise and 4 channels per group: direct; 16 per group: the grouped kernel
-    assert len([k for k in srcs if k.startswith(("conv2d_direct", "depthwise_conv2d"))]) == 2
-    assert len([k for k in srcs if k.startswith("conv2d_grouped")]) == 1
-    srcs = kernel_sources(spec_with(tmp_path / "f", "float32", convs[2]), "h200", tmp_path / "f")
+    # depthwise: its own kernel; 4 -> 3 channels per group (no merge of up to 4 groups gives
+    # whole vectors): direct; 4 -> 4 (2 merged: 8 -> 8) and 16 -> 16: the grouped kernel
+    assert len([k for k in srcs if k.startswith("depthwise_conv2d")]) == 1
+    assert len([k for k in srcs if k.startswith("conv2d_direct")]) == 1
+    grouped_srcs = [srcs[k] for k in srcs if k.startswith("conv2d_grouped")]
+    assert sorted(re.search(r"constexpr int CG = (\d+), OG = (\d+);", s).groups()
+                  for s in grouped_srcs) == [("16", "16"), ("8", "8")]
+    srcs = kernel_sources(spec_with(tmp_path / "f", "float32", convs[1]), "h200", tmp_path / "f")
     assert not [k for k in srcs if k.startswith("conv2d_grouped")]
+
+
+@pytest.mark.parametrize("groups,cg,og", [(32, 4, 4), (8, 2, 2), (6, 4, 12), (16, 8, 8)])
+def test_merged_filters_compute_the_grouped_conv(groups, cg, og):
+    m = grouped.merge(groups, cg, og)
+    assert m and (cg * m) % 8 == 0 and (og * m) % 8 == 0 and groups % m == 0
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 5, 6, groups * cg)).astype(np.float32)
+    w = rng.standard_normal((groups * og, cg, 3, 3)).astype(np.float32)
+    attrs = dict(kernel=3, stride=1, padding=1, dilation=1)
+    want = conv2d_nhwc(x, w, dict(attrs, groups=groups))
+    merged = grouped.merged_filters(w, groups=groups, m=m)  # KRSC, m groups in one
+    assert merged.shape == (groups * og, 3, 3, cg * m)
+    got = conv2d_nhwc(x, merged.transpose(0, 3, 1, 2), dict(attrs, groups=groups // m))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # each output channel reads only its own group: the zeros sit where the others' would
+    assert np.count_nonzero(merged) == np.count_nonzero(w)
+
+
+def test_merge_leaves_whole_and_unmergeable_widths():
+    assert grouped.merge(16, 8, 8) == 1
+    assert grouped.merge(32, 4, 4) == 2 and grouped.merge(64, 2, 2) == 4
+    assert grouped.merge(3, 4, 4) == 0  # 2 does not divide 3 groups, 4 neither
+    assert grouped.merge(64, 1, 1) == 0  # 8 would be needed (depthwise has its kernel)
+    assert grouped.takes("float16", 32, 128, 128, dict(kh=3, kw=3)) == 2
+    assert grouped.takes("float16", 128, 128, 128, dict(kh=3, kw=3)) == 0
+    assert grouped.takes("float32", 32, 128, 128, dict(kh=3, kw=3)) == 0
 
 
 def test_grouped_convs_are_profiled_per_family(tmp_path):
