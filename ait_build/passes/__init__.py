@@ -12,7 +12,8 @@ from ait_build.ir.graph import Graph, verify
 from ait_build.passes import (attention_masks, batchnorm_to_affine, eliminate_dead_code,
                               fold_batchnorm, fold_constants, fuse_attention, fuse_concat,
                               fuse_data_movement, fuse_elementwise, fuse_epilogue, fuse_layernorm,
-                              fuse_rmsnorm, pad_channels, plan_memory, recognize_activations)
+                              fuse_rmsnorm, pad_channels, pad_out_channels, plan_memory,
+                              recognize_activations)
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ def _pipeline() -> list:
         (attention_masks, "attention masks: causal part -> causal mode, always-true parts dropped"),
         (fuse_layernorm, "residual add + layer_norm -> layer_norm with a residual input"),
         (fuse_epilogue, "bias add, residual add, activation -> the GEMM/conv epilogue"),
+        (pad_out_channels, "pad 16-bit conv/linear outputs to the target's alignment, slice after"),
         (fuse_elementwise, "chains and small DAGs of elementwise ops -> one fused_elementwise"),
         (fuse_concat, "concat along channels read only by a per-channel program -> one kernel"),
         (fuse_data_movement, "chains of reshape/permute/slice/split/pad -> one strided copy"),
@@ -45,8 +47,10 @@ def _pipeline() -> list:
 
 # The order matters: folding first gives the fusions clean conv+bias ops; attention fusion runs
 # before the epilogue and elementwise fusions, which would otherwise take its scale and mask adds;
-# layernorm fusion before epilogue fusion (see fuse_layernorm.py); data-movement fusion after
-# every pass that matches reshapes and permutes (attention's heads) or adds pads (pad_channels);
+# layernorm fusion before epilogue fusion (see fuse_layernorm.py); output padding after it (the
+# bias and activation move into the padded node first); data-movement fusion after every pass
+# that matches reshapes and permutes (attention's heads) or adds pads and slices (pad_channels,
+# pad_out_channels);
 # planning last, on the final graph.
 PIPELINE: list = _pipeline()
 

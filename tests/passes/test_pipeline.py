@@ -33,8 +33,8 @@ def test_pipeline_is_one_named_list():
                             "batchnorm_to_affine", "recognize_activations", "fuse_rmsnorm",
                             "pad_channels", "fuse_attention",
                             "attention_masks", "fuse_layernorm", "fuse_epilogue",
-                            "fuse_elementwise", "fuse_concat", "fuse_data_movement",
-                                "plan_memory"]
+                            "pad_out_channels", "fuse_elementwise", "fuse_concat",
+                            "fuse_data_movement", "plan_memory"]
     assert all(p.doc for p in PIPELINE)
 
 

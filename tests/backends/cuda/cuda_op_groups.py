@@ -103,13 +103,18 @@ GROUPS = {
         outputs=["c3_relu", "c1_res", "c3_s2"]),
     "conv": dict(
         inputs={"img": {"shape": ["batch", 9, 9, 8]}, "res": {"shape": ["batch", 9, 9, 16]},
-                "img3": {"shape": ["batch", 9, 9, 3]}, "res8": {"shape": ["batch", 5, 5, 8]}},
+                "img3": {"shape": ["batch", 9, 9, 3]}, "res8": {"shape": ["batch", 5, 5, 8]},
+                "res3": {"shape": ["batch", 9, 9, 3]}},
         graph=[n("c3", "conv2d", ["img"], out_channels=16, kernel=3, padding=1, activation="relu"),
                n("c3s2d2", "conv2d", ["img"], out_channels=16, kernel=3, stride=2, dilation=2,
                  padding=2, bias=False),
                n("c1", "conv2d", ["img", "res"], out_channels=16, kernel=1, activation="hardswish"),
                n("c_rect", "conv2d", ["img"], out_channels=8, kernel=[5, 3], padding=[2, 1]),
                n("c_odd", "conv2d", ["img3"], out_channels=6, kernel=3, padding=1),
+               # outputs padded to 8 channels and sliced back (passes/pad_out_channels.py): a
+               # segmentation head's 21 classes, an image's 3 channels with a residual
+               n("c_head21", "conv2d", ["img"], out_channels=21, kernel=1, activation="sigmoid"),
+               n("c_rgb_res", "conv2d", ["img", "res3"], out_channels=3, kernel=3, padding=1),
                n("c_patch", "conv2d", ["img"], out_channels=16, kernel=3, stride=3),  # gather + GEMM
                n("grouped", "conv2d", ["img"], out_channels=12, kernel=3, groups=2, padding=1),
                n("depthwise", "conv2d", ["img"], out_channels=8, kernel=3, groups=8, padding=1,
@@ -121,8 +126,8 @@ GROUPS = {
                n("avgpool_x", "avg_pool2d", ["img"], kernel=2, stride=2, padding=1,
                  count_include_pad=False),
                n("gap", "global_avg_pool", ["img"])],
-        outputs=["c3", "c3s2d2", "c1", "c_rect", "c_odd", "c_patch", "grouped", "depthwise", "dw_s2",
-                 "maxpool", "avgpool", "avgpool_x", "gap"]),
+        outputs=["c3", "c3s2d2", "c1", "c_rect", "c_odd", "c_head21", "c_rgb_res", "c_patch",
+                 "grouped", "depthwise", "dw_s2", "maxpool", "avgpool", "avgpool_x", "gap"]),
     # stem convs over few input channels (passes/pad_channels.gathers_windows) into more outputs
     # than a target's direct_stem_outputs: no pad, an explicit im2col (templates/gpu/im2col.cu.j2)
     # into GEMM rows, then the GEMM with the conv's epilogue. ResNet-50's 7x7/s2/p3 and the

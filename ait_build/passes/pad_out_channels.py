@@ -1,0 +1,98 @@
+"""Output channels the GPU's tensor-core kernels cannot write: pad them, slice after.
+
+A 16-bit conv or linear whose output channels are not a multiple of the target's
+`channel_alignment` (a detection head's 255 = 3 x (80 + 5), a segmentation head's 21 classes, an
+image's 3 channels, GPT-2's 50257-word vocabulary) has rows the GEMM and conv kernels cannot store
+in 16-byte vectors, so the GPU lowering would run it on its plain kernels (one output per thread,
+or 16x16 tiles on CUDA cores): ten to a hundred times slower than the tensor-core kernels at a
+large batch. This pass gives such a node zero filters (and a zero bias) up to the next multiple of
+the alignment and takes the real channels back with a `slice` after it: the extra channels cost a
+few percent more multiplies and one copy of the output.
+
+It runs after epilogue fusion, so the bias and activation are already inside the node (an
+activation of the zero channels is never read); a fused residual (LR-ASPP's two classifiers
+summed) gets zero channels by a `pad` before the node. float32 keeps its channels: its GEMMs take
+single-element rows.
+With alignment 1 (cpu, rocm) the pass changes nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ait_build.ir.graph import Graph, Node
+from ait_build.ir.dims import Dim
+from ait_build.ops.opdef import TType
+from ait_build.passes.rewrite import add_weight, free_name, new_value, node_names, position, summary
+
+DTYPES = ("float16", "bfloat16")
+# op -> attribute holding the output channels
+OUT_ATTR = {"conv2d": "out_channels", "linear": "out_features"}
+
+
+def _extra(graph: Graph, node: Node, align: int) -> int:
+    """How many zero output channels `node` gets, or 0."""
+    if node.op not in OUT_ATTR or node.attrs.get("groups", 1) != 1:
+        return 0
+    out = graph.tensors[node.output]
+    if out.dtype not in DTYPES or not out.shape[-1].is_static:
+        return 0
+    return -out.shape[-1].value % align
+
+
+def _pad_weights(graph: Graph, node: Node, extra: int) -> None:
+    in_out = node.attrs.get("weight_layout") == "in_out"  # a [in, out] linear weight (GPT-2)
+    for role in ("weight", "bias"):
+        if role not in node.weights:
+            continue
+        name = node.weights[role]
+        value = graph.weights.get(name)
+        widths = [(0, 0)] * value.ndim
+        widths[1 if role == "weight" and in_out else 0] = (0, extra)
+        tensor = graph.tensors[name]
+        node.weights[role] = add_weight(graph, f"{node.name}.padded_{role}",
+                                        np.pad(value, widths), tensor.dtype, tensor)
+
+
+def _padded(graph: Graph, node: Node, tensor: str, extra: int, names: set) -> str:
+    """`tensor` with `extra` zero channels appended, by a pad node before `node`."""
+    src = graph.tensors[tensor]
+    name = free_name(names, f"{tensor}.channel_pad")
+    names.add(name)
+    shape = tuple(src.shape[:-1]) + (src.shape[-1] + extra,)
+    out = new_value(graph, name, TType(shape, src.dtype), node)
+    pads = (0, 0) * (len(shape) - 1) + (0, extra)
+    graph.nodes.insert(position(graph, node), Node(name, "pad", [tensor], [out],
+                                                   {"pads": pads, "value": 0.0}, {}, node.loc))
+    return out
+
+
+def run(graph: Graph, target) -> str:
+    align = target.cap("channel_alignment")
+    if align <= 1:
+        return ""
+    names = node_names(graph)
+    padded = 0
+    for node in list(graph.nodes):
+        extra = _extra(graph, node, align)
+        if not extra:
+            continue
+        out = graph.tensors[node.output]
+        channels = out.shape[-1].value
+        wide = new_value(graph, f"{node.output}.wide",
+                         TType(tuple(out.shape[:-1]) + (Dim.of(channels + extra),), out.dtype), node)
+        name = free_name(names, f"{node.name}.channels")
+        names.add(name)
+        take = Node(name, "slice", [wide], [node.output],
+                    {"axis": len(out.shape) - 1, "start": Dim.of(0), "end": Dim.of(channels),
+                     "step": 1}, {}, node.loc)
+        if len(node.inputs) > 1:  # the fused residual, as wide as the output
+            node.inputs[1] = _padded(graph, node, node.inputs[1], extra, names)
+        node.outputs = [wide]
+        node.attrs[OUT_ATTR[node.op]] = channels + extra
+        _pad_weights(graph, node, extra)
+        graph.nodes.insert(position(graph, node) + 1, take)
+        padded += 1
+    graph.remove_unused_tensors()
+    return summary((padded, f"conv/linear outputs padded to a multiple of {align} channels "
+                            "and sliced back"))
