@@ -47,6 +47,7 @@ def lower_resize(lw) -> None:
     n, h, w, c = lw.shape(x)
     oh, ow = pair(attrs["size"])
     context = dict(ctype=lw.ctype(out), linear=attrs["mode"] == "linear", H=h.value, W=w.value,
+                   channels=c.value if c.is_static else 0,
                    OH=oh, OW=ow, h_code=axis_code("h", "oh", h.value, oh, attrs),
                    w_code=axis_code("w", "ow", w.value, ow, attrs))
     params = io_params(lw, out, "x") + [("int64_t", "N"), ("int64_t", "C")]

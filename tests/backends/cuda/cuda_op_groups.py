@@ -489,6 +489,18 @@ GROUPS = {
     # chains of data movement fused into one strided_copy each: padded_copy.cu.j2 (pad bounds,
     # the pad value in the same pass) and the strided copy, tests/backends/family_ops.py
     "movement_chains": MOVEMENT_CHAINS,
+    # resizes (gpu/resize2d.cu.j2): a segmentation head's 21 channels (one a thread), 64
+    # channels in 16-byte vectors, bilinear with both coordinate rules and nearest
+    "resizes": dict(
+        inputs={"x": {"shape": ["batch", 7, 9, 21]}, "y": {"shape": ["batch", 5, 6, 64]}},
+        graph=[n("up21", "resize2d", ["x"], size=[28, 36], mode="linear",
+                 coordinates="pytorch_half_pixel"),
+               n("up64", "resize2d", ["y"], size=[10, 12], mode="linear",
+                 coordinates="align_corners"),
+               n("near64", "resize2d", ["y"], size=[10, 12], mode="nearest"),
+               n("down21", "resize2d", ["x"], size=[3, 4], mode="linear",
+                 coordinates="pytorch_half_pixel")],
+        outputs=["up21", "up64", "near64", "down21"]),
     "lookup": dict(
         inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
                 "ids32": {"shape": ["batch", 3], "dtype": "int32"},
