@@ -1,4 +1,4 @@
-"""Grouped convolutions on tensor cores (ResNeXt, RegNet: 2 to 128 channels per group).
+"""Grouped convolutions on tensor cores (ResNeXt, RegNet: 2 channels per group and up).
 
 CUTLASS's grouped implicit-GEMM convs give every block whole output-channel tiles of one group
 (kSingleGroup: a group of 8 or 16 channels wastes most of a 64-wide tile) or multiply the zeros
@@ -12,7 +12,9 @@ all in one small kernel source, and `ait-build profile` measures them like CUTLA
 Narrower groups (ResNeXt-50's 4 channels) run as groups of 8: `merge` neighbouring groups are
 one group of the kernel, their filters padded with zeros across the groups they do not read
 (twice the tensor-core work of 4-channel groups, which is still far below the bytes' time; the
-direct kernel spent a CUDA-core FMA per multiply-add). Depthwise convs (one channel per group)
+direct kernel spent a CUDA-core FMA per multiply-add). Wider groups whose filters do not fit a
+block's shared memory (RegNetX-8GF's 120 -> 120, RegNetY-32GF's 232) are `split` into blocks of
+fewer outputs (3 of 40, 29 of 8), each staging its group's whole input halo. Depthwise convs (one channel per group)
 and widths that do not reach whole vectors by merging at most MAX_MERGE groups keep the GPU
 layer's direct kernel; float32 models too (their tensor-core math is 3xTF32, which this kernel
 does not do).
@@ -48,12 +50,13 @@ def config(rows_per_warp: int, groups: int, og: int) -> Config:
                   (rows, cols))
 
 
-def candidates(og: int) -> tuple:
+def candidates(og: int, split: int = 1) -> tuple:
     """(candidates, ladder): for each shape, as many whole groups as fit its channels (at least
-    one), the duplicates of narrow shapes on wide groups dropped."""
+    one; exactly one part of a split group), the duplicates of narrow shapes on wide groups
+    dropped."""
     seen = {}
     for mt, cols in SHAPES:
-        c = config(mt, max(1, cols // og), og)
+        c = config(mt, 1 if split > 1 else max(1, cols // og), og)
         if c.tile[1] * mt <= 256:  # accumulators: 2 * mt * cols / 8 per thread
             seen.setdefault(c.name, c)
     found = tuple(seen.values())
@@ -69,17 +72,30 @@ def merge(groups: int, cg: int, og: int) -> int:
     return 0
 
 
-def takes(dtype: str, groups: int, cv: int, ov: int, win: dict) -> int:
-    """How many groups the tensor-core kernel merges into one where it runs this conv (16-bit,
-    whole channel vectors per merged group, not depthwise, filters that fit in shared memory);
-    0 where it does not."""
+def split(cg: int, og: int, taps: int) -> int:
+    """Into how many blocks of outputs one group's filters go so that a block's fit in shared
+    memory and its accumulators in registers: the fewest (dividing og into whole vectors); 0
+    where none does."""
+    for s in range(1, og // CHANNEL_VECTOR + 1):
+        part = og // s
+        if og % s == 0 and part % CHANNEL_VECTOR == 0 and part <= MAX_GROUP_WIDTH \
+                and part * taps * cg * 2 <= MAX_FILTER_BYTES:
+            return s
+    return 0
+
+
+def takes(dtype: str, groups: int, cv: int, ov: int, win: dict) -> tuple:
+    """(merge, split) where the tensor-core kernel runs this conv (16-bit, not depthwise, whole
+    channel vectors per merged group, each block's filters within shared memory): how many
+    groups it merges into one and into how many blocks of outputs it splits one; () where it
+    does not run it."""
     if dtype not in DTYPES or groups == 1 or cv % groups or ov % groups or groups == cv == ov:
-        return 0
+        return ()
     m = merge(groups, cv // groups, ov // groups)
-    cg, og = cv // groups * m, ov // groups * m
-    if not m or og > MAX_GROUP_WIDTH or og * win["kh"] * win["kw"] * cg * 2 > MAX_FILTER_BYTES:
-        return 0
-    return m
+    if not m:
+        return ()
+    s = split(cv // groups * m, ov // groups * m, win["kh"] * win["kw"])
+    return (m, s) if s else ()
 
 
 def merged_filters(a, groups: int, m: int):
@@ -105,13 +121,14 @@ def lower_conv2d(engine, lw) -> None:
     dims, groups, win, sizes, size_params = conv_geometry(lw)
     n, h, w, c, ho, wo, o = dims
     dtype = lw.dtype(node.output)
-    m = all(Dim.of(d).is_static for d in (c, o)) and takes(dtype, groups, c.value, o.value, win)
-    if not m:
+    how = all(Dim.of(d).is_static for d in (c, o)) and takes(dtype, groups, c.value, o.value, win)
+    if not how:
         gemm.lower_conv2d(engine, lw)
         return
+    m, parts = how
     flops = n * ho * wo * o * (c.value // groups * win["kh"] * win["kw"] * 2)  # the conv's own
     groups //= m
-    cg, og = c.value // groups, o.value // groups
+    cg, og = c.value // groups, o.value // groups // parts
     kh, kw = win["kh"], win["kw"]
     out, ctype = node.output, lw.ctype(node.output)
     epi = gemm.Epilogue(lw, 1, bool(node.attrs["bias"]))
@@ -121,9 +138,10 @@ def lower_conv2d(engine, lw) -> None:
     params = conv_kernel_params(ctype, ctype, size_params)
     params += [("int", "G")] + [("int", p) for p in gemm.WINDOW]
     window = [win[p.lower()] for p in gemm.WINDOW]
-    args = [lw.dst(out), lw.src(node.inputs[0]), wt] + epi.args(lw) + sizes + [str(groups)]
+    # the kernel's groups are the blocks of outputs: `parts` per group of inputs
+    args = [lw.dst(out), lw.src(node.inputs[0]), wt] + epi.args(lw) + sizes + [str(groups * parts)]
     args += [str(v) for v in window]
-    context = dict(ctype=ctype, cg=cg, og=og, act_fn=epi.fn,
+    context = dict(ctype=ctype, cg=cg, og=og, split=parts, act_fn=epi.fn,
                    **{k: win[k] for k in ("kh", "kw", "sh", "sw", "dh", "dw")})
     label = gemm.label_of("conv2d_grouped", epi)
     template = lw.template("conv2d_grouped")
@@ -134,12 +152,13 @@ def lower_conv2d(engine, lw) -> None:
             context, configs=tuple(f"{s['mt']}, {s['gpc']}" for s in shapes),
             groups_per_block=tuple(s["gpc"] for s in shapes), ladder=tuple(ladder)),
             params + [("int", "config")])
-    found, ladder = candidates(og)
-    scalars = list(zip(("N", "H", "W", "C", "HO", "WO", "O"), dims)) + [("G", groups)]
+    found, ladder = candidates(og, parts)
+    scalars = list(zip(("N", "H", "W", "C", "HO", "WO", "O"), dims)) + [("G", groups * parts)]
     scalars += list(zip(gemm.WINDOW, window))
     problem = tuple((k.lower(), gemm._static(v)) for k, v in scalars if k not in ("N", "G"))
     family = (f"conv2d_grouped {dtype} act={epi.act_text} cg={cg} og={og} k={kh}x{kw} "
-              f"s={win['sh']}x{win['sw']} d={win['dh']}x{win['dw']}")
+              f"s={win['sh']}x{win['sw']} d={win['dh']}x{win['dw']}"
+              + (f" split={parts}" if parts > 1 else ""))
     # kind 'conv2d': the profiling driver's conv buffers (its filter buffer, O*KH*KW*C elements,
     # holds the grouped filters' O*KH*KW*C/G)
     tunable = Tunable(kind="conv2d", family=family, problem=problem, extent=Dim.of(n),

@@ -180,12 +180,13 @@ GROUPS = {
     # grouped convs on tensor cores (backends/cuda/grouped.py): ResNeXt's group widths 8, 16, 32
     # and 64 at stride 1 and 2, RegNet's 24 and 48, three groups of 24 (a block of two groups
     # and a partial one), twice as many outputs as inputs per group, a dilated and a 1x1 one,
-    # ResNeXt-50's 4 and 2 per group (run as merged groups of 8), with bias, residual and
-    # activations in the epilogue; big enough for several spatial tiles
+    # ResNeXt-50's 4 and 2 per group (run as merged groups of 8), wide groups split into blocks
+    # of outputs, with bias, residual and activations in the epilogue; big enough for several
+    # spatial tiles
     "grouped_conv": dict(
         inputs={"x": {"shape": ["batch", 20, 18, 128]}, "res": {"shape": ["batch", 20, 18, 128]},
                 "res_s2": {"shape": ["batch", 10, 9, 128]}, "x72": {"shape": ["batch", 9, 9, 72]},
-                "x96": {"shape": ["batch", 7, 7, 96]}},
+                "x96": {"shape": ["batch", 7, 7, 96]}, "x240": {"shape": ["batch", 9, 9, 240]}},
         graph=[n("w8", "conv2d", ["x"], out_channels=128, kernel=3, padding=1, groups=16,
                  activation="relu"),
                n("w16_s2", "conv2d", ["x", "res_s2"], out_channels=128, kernel=3, stride=2,
@@ -205,9 +206,14 @@ GROUPS = {
                n("w4_res", "conv2d", ["x", "res"], out_channels=128, kernel=3, padding=1,
                  groups=32, activation="relu"),
                n("w2_s2", "conv2d", ["x"], out_channels=128, kernel=3, stride=2, padding=1,
-                 groups=64, bias=False, activation="sigmoid")],
+                 groups=64, bias=False, activation="sigmoid"),
+               # groups whose filters exceed a block's shared memory, split into blocks of
+               # outputs: 64 -> 256 as 4 x 64, RegNetX-8GF's 120 -> 120 as 3 x 40
+               n("w64_split", "conv2d", ["x"], out_channels=512, kernel=3, padding=1, groups=2),
+               n("w120_split", "conv2d", ["x240"], out_channels=240, kernel=3, stride=2,
+                 padding=1, groups=2, activation="relu")],
         outputs=["w8", "w16_s2", "w32_res", "w64_s2", "w24", "w48", "w8_to_16", "w16_dil",
-                 "w32_1x1", "w4_res", "w2_s2"]),
+                 "w32_1x1", "w4_res", "w2_s2", "w64_split", "w120_split"]),
     "norm_attention": dict(
         inputs={"x": {"shape": ["batch", 7, 64]}, "r": {"shape": ["batch", 7, 64]},
                 "kv": {"shape": ["batch", 40, 64]}, "qkv": {"shape": ["batch", 37, 192]},

@@ -47,10 +47,11 @@ def test_grouped_convs_run_on_tensor_cores(tmp_path, target):
     kernels = [k for k in srcs if k.startswith("conv2d_grouped")]
     # one per conv (their widths, windows or activations differ), but ResNeXt-50's 4 per group
     # with a relu runs as merged groups of 8 -> 8 in w8's kernel
-    assert len(kernels) == 10
+    assert len(kernels) == 12
     widths = sorted(re.search(r"constexpr int CG = (\d+), OG = (\d+);", srcs[k]).groups()
                     for k in kernels)
     assert ("8", "16") in widths and ("24", "24") in widths and ("64", "64") in widths
+    assert ("120", "40") in widths and widths.count(("64", "64")) == 2  # split: w120, w64
     for k in kernels:
         assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in srcs[k]
         assert "kLadder[] = { 0, 1 };" in srcs[k]  # no profile entry: the heuristic's two
@@ -101,9 +102,45 @@ def test_merge_leaves_whole_and_unmergeable_widths():
     assert grouped.merge(32, 4, 4) == 2 and grouped.merge(64, 2, 2) == 4
     assert grouped.merge(3, 4, 4) == 0  # 2 does not divide 3 groups, 4 neither
     assert grouped.merge(64, 1, 1) == 0  # 8 would be needed (depthwise has its kernel)
-    assert grouped.takes("float16", 32, 128, 128, dict(kh=3, kw=3)) == 2
-    assert grouped.takes("float16", 128, 128, 128, dict(kh=3, kw=3)) == 0
-    assert grouped.takes("float32", 32, 128, 128, dict(kh=3, kw=3)) == 0
+    assert grouped.takes("float16", 32, 128, 128, dict(kh=3, kw=3)) == (2, 1)
+    assert grouped.takes("float16", 128, 128, 128, dict(kh=3, kw=3)) == ()
+    assert grouped.takes("float32", 32, 128, 128, dict(kh=3, kw=3)) == ()
+
+
+def test_wide_groups_split_into_blocks_of_outputs():
+    """A group whose filters exceed a block's 96 KiB of shared memory runs as several blocks of
+    outputs, the fewest whose filters fit (whole 16-byte vectors each): RegNetX-8GF's 120 -> 120
+    as 3 x 40, RegNetY-16GF's 112 as 7 x 16, RegNetY-32GF's 232 (past 128 accumulators too) as
+    29 x 8; groups that fit stay whole."""
+    win = dict(kh=3, kw=3)
+    assert grouped.takes("float16", 2, 240, 240, win) == (1, 3)
+    assert grouped.takes("float16", 4, 448, 448, win) == (1, 7)
+    assert grouped.takes("float16", 3, 696, 696, win) == (1, 29)
+    assert grouped.takes("float16", 2, 96, 96, win) == (1, 1)  # RegNetX-3.2GF's 48
+    def fits(cg, part):
+        return part % 8 == 0 and part <= 128 and part * 9 * cg * 2 <= grouped.MAX_FILTER_BYTES
+    for cg, og in ((120, 120), (112, 112), (232, 232)):
+        parts = grouped.split(cg, og, 9)
+        assert fits(cg, og // parts) and og % parts == 0
+        assert not any(og % s == 0 and fits(cg, og // s) for s in range(1, parts))
+    found, ladder = grouped.candidates(40, 3)  # one part a block
+    assert [c.name for c in found] == ["grouped_128x40", "grouped_64x40", "grouped_256x40"]
+    assert all(dict(c.context)["gpc"] == 1 for c in found)
+
+
+def test_split_groups_render_one_part_a_block(tmp_path):
+    """2 groups of 32 -> 256: 256 outputs are past a block's 128 accumulator columns, so each
+    group runs as 2 blocks of 128 (the kernel's 4 groups), reading its group's inputs."""
+    srcs = kernel_sources(spec_with(tmp_path, "float16", {"out_channels": 512, "groups": 2}),
+                          "h200", tmp_path)
+    (k,) = [v for n, v in srcs.items() if n.startswith("conv2d_grouped")]
+    assert "constexpr int CG = 32, OG = 128;" in k and "constexpr int SPLIT = 2;" in k
+    assert "plan<2, 1>, plan<1, 1>" in k  # one part a block
+    plan = build_plan(spec_with(tmp_path / "p", "float16", {"out_channels": 512, "groups": 2}),
+                      find_target("h200"), tune=False)
+    (step,) = [s for s in plan.steps if s.kernel.name.startswith("conv2d_grouped")]
+    assert step.tuning.tunable.family.endswith(" split=2")
+    assert dict(step.tuning.tunable.scalars)["G"] == 4
 
 
 def test_grouped_convs_are_profiled_per_family(tmp_path):
