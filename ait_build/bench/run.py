@@ -34,6 +34,8 @@ from ait_build.pipeline import find_target
 from ait_build.runtime import load_manifest
 from ait_build.runtime.inputs import make_inputs
 from ait_build.runtime.manifest import libraries_text
+from ait_build.spec import float32_islands
+from ait_build.spec.source import graph_digest
 from ait_build.spec.model import load_model
 from ait_build.spec.yamlfile import load_yaml, plain
 
@@ -102,6 +104,11 @@ def dtype_variant(spec: str, dtype: str, root: str) -> str:
         doc["source"]["file"] = absolute(doc["source"]["file"])
     elif isinstance(doc.get("weights"), dict) and "file" in doc["weights"]:
         doc["weights"]["file"] = absolute(doc["weights"]["file"])
+    if doc.get("dtype", "float32") == "float32":  # its explicit float32 parts stay float32
+        unedited = isinstance(doc.get("source"), dict) and \
+            doc["source"].get("graph_sha256") == graph_digest(doc)
+        if float32_islands.add_casts(doc, load_model(spec), dtype) and unedited:
+            doc["source"]["graph_sha256"] = graph_digest(doc)  # still the import's graph
     doc["dtype"], doc["name"] = dtype, f"{name}_{dtype}"
     path = os.path.join(root, "build", "specs", doc["name"] + ".yaml")
     os.makedirs(os.path.dirname(path), exist_ok=True)
