@@ -54,6 +54,7 @@ class Emission:
     support_headers: list = field(default_factory=list)
     tuning: str = ""  # one line when calls lack a profile entry (codegen/tuning.py), else ''
     profile: str = ""  # the profile file the kernel choices came from
+    plain: str = ""  # one line when calls run plain fallback kernels (ModelPlan.plain), else ''
     id_source: str = ID_SOURCE
 
     @property
@@ -80,7 +81,17 @@ def emission(plan: ModelPlan) -> Emission:
                     header=header, manifest=MANIFEST, weights=WEIGHTS,
                     template_deps=dict(sorted(deps.items())), support_headers=support,
                     tuning=report.summary() if report else "",
-                    profile=report.profile if report else "")
+                    profile=report.profile if report else "", plain=plain_summary(plan.plain))
+
+
+def plain_summary(plain: list, shown: int = 3) -> str:
+    """One line naming the calls on plain fallback kernels (the first few, with why)."""
+    if not plain:
+        return ""
+    named = "; ".join(f"{node} ({why})" for node, why in plain[:shown])
+    more = f"; {len(plain) - shown} more" if len(plain) > shown else ""
+    return (f"{len(plain)} GEMM/conv calls run plain kernels without tensor or matrix cores, "
+            f"far slower: {named}{more}")
 
 
 def _io(plan: ModelPlan, names) -> list:

@@ -62,6 +62,9 @@ class ModelPlan:
     handed_on: dict = field(default_factory=dict)
     _readers: dict | None = field(default=None, repr=False, compare=False)  # tensor -> readers
     tuning: object = None  # tuning.TuningReport once finalized
+    # (node, why) of calls a GPU backend runs on a plain fallback kernel (a direct conv, a tiled
+    # GEMM without tensor or matrix cores): an order of magnitude slower; the build says so
+    plain: list = field(default_factory=list)
     position: int = 0  # 0: input conversions, i + 1: node i, len(nodes) + 1: output conversions
 
     @property
@@ -159,6 +162,10 @@ class Lowerer:
 
     def __init__(self, plan: ModelPlan, node):
         self.plan, self.node = plan, node  # node is None for the model-edge conversions
+
+    def plain_kernel(self, why: str) -> None:
+        """Records that this node runs a plain fallback kernel, and why (ModelPlan.plain)."""
+        self.plan.plain.append((self.node.name if self.node else "", why))
 
     # tensors
     def shape(self, tensor: str) -> tuple:

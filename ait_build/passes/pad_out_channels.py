@@ -79,8 +79,8 @@ def run(graph: Graph, target) -> str:
             continue
         out = graph.tensors[node.output]
         channels = out.shape[-1].value
-        wide = new_value(graph, f"{node.output}.wide",
-                         TType(tuple(out.shape[:-1]) + (Dim.of(channels + extra),), out.dtype), node)
+        shape = tuple(out.shape[:-1]) + (Dim.of(channels + extra),)
+        wide = new_value(graph, f"{node.output}.wide", TType(shape, out.dtype), node)
         name = free_name(names, f"{node.name}.channels")
         names.add(name)
         take = Node(name, "slice", [wide], [node.output],

@@ -75,7 +75,8 @@ def boundaries(graph: Graph, top: set) -> tuple:
         if all(t in const for t in others):
             named = [_named_source(t, top, producer) for t in others]
             if node.name in top and None not in named:
-                up.setdefault(node.name, []).extend(n for n in named if n not in up.get(node.name, []))
+                casts = up.setdefault(node.name, [])
+                casts.extend(n for n in named if n not in casts)
             continue
         for t in ours:
             named = _named_source(t, top, producer)

@@ -14,10 +14,10 @@ one group of the kernel, their filters padded with zeros across the groups they 
 (twice the tensor-core work of 4-channel groups, which is still far below the bytes' time; the
 direct kernel spent a CUDA-core FMA per multiply-add). Wider groups whose filters do not fit a
 block's shared memory (RegNetX-8GF's 120 -> 120, RegNetY-32GF's 232) are `split` into blocks of
-fewer outputs (3 of 40, 29 of 8), each staging its group's whole input halo. Depthwise convs (one channel per group)
-and widths that do not reach whole vectors by merging at most MAX_MERGE groups keep the GPU
-layer's direct kernel; float32 models too (their tensor-core math is 3xTF32, which this kernel
-does not do).
+fewer outputs (3 of 40, 29 of 8), each staging its group's whole input halo. Depthwise convs
+(one channel per group) and widths that do not reach whole vectors by merging at most MAX_MERGE
+groups keep the GPU layer's direct kernel; float32 models too (their tensor-core math is 3xTF32,
+which this kernel does not do).
 """
 
 from __future__ import annotations

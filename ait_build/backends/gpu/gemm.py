@@ -181,6 +181,7 @@ def gemm_call(engine: MatrixEngine, lw, epi: Epilogue, out: str, a_var: str, b_v
     args = [lw.dst(out), a_var, b_var] + epi.args(lw)
     args += [cexpr(v) if name != "alpha" else float_literal(v) for name, v in scalars]
     if min(aligns) == 0:  # rows the engine cannot read (odd K in fp16): a plain tiled GEMM
+        lw.plain_kernel(f"tiled GEMM: K = {k} or N = {n} not a multiple of {choices[-1]} elements")
         context = dict(element=engine.element[dtype], ctype=ctype, col_b=col_b,
                        act=epi.functor, act_fn=epi.fn)
         lw.call(make_kernel(label_of("gemm_simple", epi), op, lw.template("gemm_simple"), context,
@@ -291,6 +292,8 @@ def lower_conv2d(engine: MatrixEngine, lw) -> None:
         return
     # grouped or unaligned channels: direct, weights [KH][KW][C/G][O]
     cg = cv // g
+    lw.plain_kernel(f"direct conv: {cg} -> {ov // g} channels per group" if g > 1 else
+                    f"direct conv: {cv} -> {ov} channels")
     wt = lw.weight("weight", lambda a: a.transpose(2, 3, 1, 0), "hwio", (kh, kw, cg, ov), dtype=dtype)
     params = conv_kernel_params(ctype, ctype, size_params)
     context = dict(element=engine.element[dtype], ctype=ctype, act=epi.functor,

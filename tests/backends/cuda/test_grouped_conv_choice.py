@@ -167,3 +167,25 @@ def test_candidates_keep_whole_groups_and_bounded_accumulators():
     assert [c.tile[1] for c in found] == [48, 48, 48, 120, 120]
     found, _ = grouped.candidates(128)  # one group: 128 columns, at most 128 rows
     assert [c.name for c in found] == ["grouped_128x128", "grouped_64x128"]
+
+
+def test_build_names_the_calls_on_plain_kernels(tmp_path):
+    """The build's one-line note (codegen/emit.plain_summary, printed by SCons per model) names
+    every call a GPU backend runs on a plain fallback kernel, and why; a model without one gets
+    none."""
+    convs = ({"out_channels": 48, "groups": 16}, {"out_channels": 64, "groups": 16})
+    emission = emit(spec_with(tmp_path / "a", "float16", *convs), find_target("h200"),
+                    str(tmp_path / "a"))
+    assert emission.plain.startswith("1 GEMM/conv calls run plain kernels")
+    assert "c0 (direct conv: 4 -> 3 channels per group)" in emission.plain
+    spec = tmp_path / "mm.yaml"
+    spec.write_text(yaml.safe_dump({
+        "apiVersion": "ait-build/v1", "kind": "Model", "name": "mm", "dtype": "float16",
+        "dims": {"batch": {"min": 1, "max": 4, "opt": 2}},
+        "inputs": {"a": {"shape": ["batch", 5, 7]}, "b": {"shape": ["batch", 7, 16]}},
+        "graph": [{"name": "mm", "op": "matmul", "inputs": ["a", "b"]}], "outputs": ["mm"]}))
+    emission = emit(str(spec), find_target("h200"), str(tmp_path / "m"))
+    assert "mm (tiled GEMM: K = 7 or N = 16 not a multiple of 2 elements)" in emission.plain
+    emission = emit(spec_with(tmp_path / "b", "float16", convs[1]), find_target("h200"),
+                    str(tmp_path / "b"))
+    assert emission.plain == ""
