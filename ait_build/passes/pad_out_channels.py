@@ -10,7 +10,10 @@ the alignment and takes the real channels back with a `slice` after it: the extr
 few percent more multiplies and one copy of the output.
 
 It runs after epilogue fusion, so the bias and activation are already inside the node (an
-activation of the zero channels is never read); a fused residual (LR-ASPP's two classifiers
+activation of the zero channels is never read, and where it maps 0 to 0 the extra channels are
+zeros: a `pad_channels` pad of the sliced output back to the same width reads the wide output
+instead, and the slice goes if nothing else reads it, as in EfficientNet's squeeze-excitation
+FCs of 36 or 60 channels); a fused residual (LR-ASPP's two classifiers
 summed) gets zero channels by a `pad` before the node. float32 keeps its channels: its GEMMs take
 single-element rows.
 With alignment 1 (cpu, rocm) the pass changes nothing.
@@ -22,8 +25,10 @@ import numpy as np
 
 from ait_build.ir.graph import Graph, Node
 from ait_build.ir.dims import Dim
+from ait_build.ops.epilogue import apply_epilogue
 from ait_build.ops.opdef import TType
-from ait_build.passes.rewrite import add_weight, free_name, new_value, node_names, position, summary
+from ait_build.passes.rewrite import (add_weight, free_name, new_value, node_names, position,
+                                      replace_uses, summary)
 
 DTYPES = ("float16", "bfloat16")
 # op -> attribute holding the output channels
@@ -54,6 +59,22 @@ def _pad_weights(graph: Graph, node: Node, extra: int) -> None:
                                         np.pad(value, widths), tensor.dtype, tensor)
 
 
+def _read_wide(graph: Graph, take: Node, extra: int) -> int:
+    """Zero pads of the slice's output back to the wide width read the wide tensor itself (its
+    extra channels are zeros); the slice goes when nothing reads it then. Returns the pads."""
+    wide, out = take.inputs[0], take.output
+    rank = len(graph.tensors[out].shape)
+    same = (0, 0) * (rank - 1) + (0, extra)
+    pads = [n for n in graph.nodes if n.op == "pad" and n.inputs == [out]
+            and tuple(n.attrs["pads"]) == same and float(n.attrs.get("value", 0.0)) == 0.0]
+    for pad in pads:
+        replace_uses(graph, pad.output, wide)
+    readers = [n for n in graph.nodes if out in n.inputs and n not in pads]
+    dead = pads + ([take] if not readers and out not in graph.outputs else [])
+    graph.nodes = [n for n in graph.nodes if not any(n is d for d in dead)]
+    return len(pads)
+
+
 def _padded(graph: Graph, node: Node, tensor: str, extra: int, names: set) -> str:
     """`tensor` with `extra` zero channels appended, by a pad node before `node`."""
     src = graph.tensors[tensor]
@@ -72,7 +93,7 @@ def run(graph: Graph, target) -> str:
     if align <= 1:
         return ""
     names = node_names(graph)
-    padded = 0
+    padded = wide_reads = 0
     for node in list(graph.nodes):
         extra = _extra(graph, node, align)
         if not extra:
@@ -93,6 +114,9 @@ def run(graph: Graph, target) -> str:
         _pad_weights(graph, node, extra)
         graph.nodes.insert(position(graph, node) + 1, take)
         padded += 1
+        if not np.any(apply_epilogue(np.zeros(1, np.float32), node.attrs)):
+            wide_reads += _read_wide(graph, take, extra)
     graph.remove_unused_tensors()
     return summary((padded, f"conv/linear outputs padded to a multiple of {align} channels "
-                            "and sliced back"))
+                            "and sliced back"),
+                   (wide_reads, "channel pads after them read the padded output instead"))

@@ -1,6 +1,6 @@
 import numpy as np
 
-from ait_build.passes import pad_out_channels
+from ait_build.passes import pad_channels, pad_out_channels
 
 from .helpers import check_pass, model, ops, target
 
@@ -50,3 +50,25 @@ def test_float32_and_aligned_targets_change_nothing():
         g = model(HEADS, INPUTS, OUTPUTS, dtype=dtype)
         after, summary = check_pass(g, pad_out_channels.run, target(tgt), rtol=2e-3, atol=2e-3)
         assert summary == "" and ops(after) == ops(g)
+
+
+SQUEEZE = """
+- {name: se, op: conv2d, out_channels: 36, kernel: 1, activation: silu}
+- {name: ex, op: conv2d, out_channels: 16, kernel: 1}
+- {name: sg, op: conv2d, inputs: [x], out_channels: 36, kernel: 1, activation: sigmoid}
+- {name: ex2, op: conv2d, out_channels: 16, kernel: 1}
+"""
+
+
+def test_a_channel_pad_after_the_slice_reads_the_padded_output():
+    """EfficientNet's squeeze-excitation FCs: 36 channels padded to 40, and the next conv's input
+    pad (pad_channels) back to 40. Where the activation maps 0 to 0 (silu) the extra channels
+    are zeros, so the next conv reads the wide output and neither slice nor pad is left; a
+    sigmoid's are 0.5, so its slice and pad stay."""
+    g = model(SQUEEZE, "{x: {shape: [batch, 6, 5, 16]}}", "[ex, ex2]", dtype="float16")
+    g, _ = check_pass(g, pad_channels.run, target("h200"), rtol=2e-3, atol=2e-3)
+    after, summary = check_pass(g, pad_out_channels.run, target("h200"), rtol=2e-3, atol=2e-3)
+    assert summary == ("2 conv/linear outputs padded to a multiple of 8 channels and sliced "
+                       "back, 1 channel pads after them read the padded output instead")
+    assert ops(after) == ["conv2d", "conv2d", "conv2d", "slice", "pad", "conv2d"]
+    assert after.node("ex").inputs == [after.node("se").output] == ["se.wide"]
