@@ -1,22 +1,23 @@
 """Output channels the GPU's tensor-core kernels cannot write: pad them, slice after.
 
-A 16-bit conv or linear whose output channels are not a multiple of the target's
-`channel_alignment` (a detection head's 255 = 3 x (80 + 5), a segmentation head's 21 classes, an
-image's 3 channels, GPT-2's 50257-word vocabulary) has rows the GEMM and conv kernels cannot store
-in 16-byte vectors, so the GPU lowering would run it on its plain kernels (one output per thread,
-or 16x16 tiles on CUDA cores): ten to a hundred times slower than the tensor-core kernels at a
-large batch. This pass gives such a node zero filters (and a zero bias) up to the next multiple of
-the alignment and takes the real channels back with a `slice` after it: the extra channels cost a
-few percent more multiplies and one copy of the output.
+A 16-bit conv or linear with an odd number of output channels (a detection head's 255 =
+3 x (80 + 5), a segmentation head's 21 classes, an image's 3 channels, GPT-2's 50257-word
+vocabulary) has rows the GEMM and conv kernels cannot store even as 4-byte pairs, so the GPU
+lowering would run it on its plain kernels (one output per thread, or 16x16 tiles on CUDA cores):
+ten to a hundred times slower than the tensor-core kernels at a large batch. This pass gives such
+a node zero filters (and a zero bias) up to the next multiple of the target's `channel_alignment`
+and takes the real channels back with a `slice` after it: the extra channels cost a few percent
+more multiplies and one copy of the output. Even widths (ShuffleNetV2's 58) keep their channels:
+the kernels take them in narrower vectors, and a slice kernel would cost more than it saves.
 
 It runs after epilogue fusion, so the bias and activation are already inside the node (an
-activation of the zero channels is never read, and where it maps 0 to 0 the extra channels are
-zeros: a `pad_channels` pad of the sliced output back to the same width reads the wide output
-instead, and the slice goes if nothing else reads it, as in EfficientNet's squeeze-excitation
-FCs of 36 or 60 channels); a fused residual (LR-ASPP's two classifiers
-summed) gets zero channels by a `pad` before the node. float32 keeps its channels: its GEMMs take
-single-element rows.
-With alignment 1 (cpu, rocm) the pass changes nothing.
+activation of the zero channels is never read); a fused residual (LR-ASPP's two classifiers
+summed) gets zero channels by a `pad` before the node. Where the activation maps 0 to 0 the extra
+channels are zeros, so a `pad_channels` pad of the output back to the same width reads the wide
+output instead and the slice goes if nothing else reads it; for that, even widths are padded too
+when a zero pad to that width is all that reads them (EfficientNet's squeeze-excitation FCs of 36
+or 60 channels: one kernel fewer each). float32 keeps its channels: its GEMMs take single-element
+rows. With alignment 1 (cpu, rocm) the pass changes nothing.
 """
 
 from __future__ import annotations
@@ -36,13 +37,33 @@ OUT_ATTR = {"conv2d": "out_channels", "linear": "out_features"}
 
 
 def _extra(graph: Graph, node: Node, align: int) -> int:
-    """How many zero output channels `node` gets, or 0."""
+    """How many zero output channels `node` gets, or 0: odd widths always, even ones where only
+    zero pads to the aligned width read them and the activation keeps the padding zero."""
     if node.op not in OUT_ATTR or node.attrs.get("groups", 1) != 1:
         return 0
     out = graph.tensors[node.output]
     if out.dtype not in DTYPES or not out.shape[-1].is_static:
         return 0
-    return -out.shape[-1].value % align
+    extra = -out.shape[-1].value % align
+    if out.shape[-1].value % 2 == 0 and extra:
+        readers = [n for n in graph.nodes if node.output in n.inputs]
+        whole = readers and node.output not in graph.outputs and \
+            all(_pads_to(graph, n, node.output, extra) for n in readers)
+        return extra if whole and _zero_keeping(node) else 0
+    return extra
+
+
+def _zero_keeping(node: Node) -> bool:
+    """Whether the node's activation maps 0 to 0 (its padded channels stay zeros)."""
+    return not np.any(apply_epilogue(np.zeros(1, np.float32), node.attrs))
+
+
+def _pads_to(graph: Graph, pad: Node, tensor: str, extra: int) -> bool:
+    """Whether `pad` appends `extra` zero channels to `tensor` and nothing else."""
+    rank = len(graph.tensors[tensor].shape)
+    return (pad.op == "pad" and pad.inputs == [tensor]
+            and float(pad.attrs.get("value", 0.0)) == 0.0
+            and tuple(pad.attrs["pads"]) == (0, 0) * (rank - 1) + (0, extra))
 
 
 def _pad_weights(graph: Graph, node: Node, extra: int) -> None:
@@ -63,10 +84,7 @@ def _read_wide(graph: Graph, take: Node, extra: int) -> int:
     """Zero pads of the slice's output back to the wide width read the wide tensor itself (its
     extra channels are zeros); the slice goes when nothing reads it then. Returns the pads."""
     wide, out = take.inputs[0], take.output
-    rank = len(graph.tensors[out].shape)
-    same = (0, 0) * (rank - 1) + (0, extra)
-    pads = [n for n in graph.nodes if n.op == "pad" and n.inputs == [out]
-            and tuple(n.attrs["pads"]) == same and float(n.attrs.get("value", 0.0)) == 0.0]
+    pads = [n for n in graph.nodes if _pads_to(graph, n, out, extra)]
     for pad in pads:
         replace_uses(graph, pad.output, wide)
     readers = [n for n in graph.nodes if out in n.inputs and n not in pads]
@@ -114,7 +132,7 @@ def run(graph: Graph, target) -> str:
         _pad_weights(graph, node, extra)
         graph.nodes.insert(position(graph, node) + 1, take)
         padded += 1
-        if not np.any(apply_epilogue(np.zeros(1, np.float32), node.attrs)):
+        if _zero_keeping(node):
             wide_reads += _read_wide(graph, take, extra)
     graph.remove_unused_tensors()
     return summary((padded, f"conv/linear outputs padded to a multiple of {align} channels "

@@ -61,14 +61,30 @@ SQUEEZE = """
 
 
 def test_a_channel_pad_after_the_slice_reads_the_padded_output():
-    """EfficientNet's squeeze-excitation FCs: 36 channels padded to 40, and the next conv's input
-    pad (pad_channels) back to 40. Where the activation maps 0 to 0 (silu) the extra channels
-    are zeros, so the next conv reads the wide output and neither slice nor pad is left; a
-    sigmoid's are 0.5, so its slice and pad stay."""
+    """EfficientNet's squeeze-excitation FCs: 36 channels, and the next conv's input pad
+    (pad_channels) to 40. Where the activation maps 0 to 0 (silu) the FC is padded to 40: its
+    extra channels are zeros, so the next conv reads the wide output and neither slice nor pad
+    is left. A sigmoid's would be 0.5: 36 is even (the kernels take it), so that FC keeps its
+    channels and the pad stays."""
     g = model(SQUEEZE, "{x: {shape: [batch, 6, 5, 16]}}", "[ex, ex2]", dtype="float16")
     g, _ = check_pass(g, pad_channels.run, target("h200"), rtol=2e-3, atol=2e-3)
     after, summary = check_pass(g, pad_out_channels.run, target("h200"), rtol=2e-3, atol=2e-3)
-    assert summary == ("2 conv/linear outputs padded to a multiple of 8 channels and sliced "
+    assert summary == ("1 conv/linear outputs padded to a multiple of 8 channels and sliced "
                        "back, 1 channel pads after them read the padded output instead")
-    assert ops(after) == ["conv2d", "conv2d", "conv2d", "slice", "pad", "conv2d"]
+    assert ops(after) == ["conv2d", "conv2d", "conv2d", "pad", "conv2d"]
+    assert after.node("sg").attrs["out_channels"] == 36
     assert after.node("ex").inputs == [after.node("se").output] == ["se.wide"]
+
+
+def test_even_widths_other_readers_keep_their_channels():
+    """ShuffleNetV2's 58-channel branches: the kernels store them as 4-byte pairs, and a slice
+    after them would be a kernel more, so they stay; an odd width (the 21-class head) does not."""
+    g = model("""
+        - {name: branch, op: conv2d, out_channels: 58, kernel: 1, activation: relu}
+        - {name: cat, op: concat, inputs: [branch, branch], axis: 3}
+        - {name: head, op: conv2d, inputs: [x], out_channels: 21, kernel: 1}
+        """, "{x: {shape: [batch, 6, 5, 16]}}", "[cat, head]", dtype="float16")
+    after, summary = check_pass(g, pad_out_channels.run, target("h200"), rtol=2e-3, atol=2e-3)
+    assert after.node("branch").attrs["out_channels"] == 58
+    assert after.node("head").attrs["out_channels"] == 24
+    assert summary == "1 conv/linear outputs padded to a multiple of 8 channels and sliced back"
