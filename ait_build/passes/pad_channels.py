@@ -63,25 +63,33 @@ def _needs_pad(graph: Graph, node: Node, align: int) -> int:
     return -channels.value % align
 
 
-def _pad_node(graph: Graph, node: Node, extra: int, names: set) -> Node:
-    src = graph.tensors[node.inputs[0]]
+def channel_pads(rank: int, extra: int) -> tuple:
+    """A `pad` node's `pads` that append `extra` channels to a tensor of `rank` dims."""
+    return (0, 0) * (rank - 1) + (0, extra)
+
+
+def channel_pad(graph: Graph, tensor: str, extra: int, names: set, like: Node) -> Node:
+    """A pad node appending `extra` zero channels to `tensor` (`<tensor>.channel_pad`), placed
+    and located like `like`; the caller inserts it."""
+    src = graph.tensors[tensor]
     shape = tuple(src.shape[:-1]) + (src.shape[-1] + extra,)
     name = free_name(names, f"{src.name}.channel_pad")
     names.add(name)
-    out = new_value(graph, name, TType(shape, src.dtype), node)
-    pads = (0, 0) * (len(shape) - 1) + (0, extra)
-    return Node(name, "pad", [src.name], [out], {"pads": pads, "value": 0.0}, {}, node.loc)
+    out = new_value(graph, name, TType(shape, src.dtype), like)
+    return Node(name, "pad", [tensor], [out], {"pads": channel_pads(len(shape), extra),
+                                               "value": 0.0}, {}, like.loc)
 
 
-def _pad_weight(graph: Graph, node: Node, extra: int) -> None:
-    name = node.weights["weight"]
-    weight = graph.weights.get(name)
-    widths = [(0, 0)] * weight.ndim
-    in_out = node.attrs.get("weight_layout") == "in_out"  # a [in, out] linear weight (GPT-2)
-    widths[0 if in_out else WEIGHT_IN_AXIS[node.op]] = (0, extra)
+def pad_weight(graph: Graph, node: Node, role: str, axis: int, extra: int) -> None:
+    """`node`'s weight `role` with `extra` zeros appended along `axis`, as a new build-time
+    weight (`<node>.padded_<role>`)."""
+    name = node.weights[role]
+    value = graph.weights.get(name)
+    widths = [(0, 0)] * value.ndim
+    widths[axis] = (0, extra)
     tensor = graph.tensors[name]
-    node.weights["weight"] = add_weight(graph, f"{node.name}.padded_weight", np.pad(weight, widths),
-                                        tensor.dtype, tensor)
+    node.weights[role] = add_weight(graph, f"{node.name}.padded_{role}", np.pad(value, widths),
+                                    tensor.dtype, tensor)
 
 
 def run(graph: Graph, target) -> str:
@@ -98,10 +106,11 @@ def run(graph: Graph, target) -> str:
             continue
         key = (node.inputs[0], extra)
         if key not in pads:
-            pads[key] = _pad_node(graph, node, extra, names)
+            pads[key] = channel_pad(graph, node.inputs[0], extra, names, node)
             insert_before(graph, node, pads[key])
         node.inputs[0] = pads[key].output
-        _pad_weight(graph, node, extra)
+        in_out = node.attrs.get("weight_layout") == "in_out"  # a [in, out] linear weight (GPT-2)
+        pad_weight(graph, node, "weight", 0 if in_out else WEIGHT_IN_AXIS[node.op], extra)
         padded += 1
     graph.remove_unused_tensors()
     return summary((padded, f"conv/linear inputs padded to a multiple of {align} channels"),

@@ -28,7 +28,8 @@ from ait_build.ir.graph import Graph, Node
 from ait_build.ir.dims import Dim
 from ait_build.ops.epilogue import apply_epilogue
 from ait_build.ops.opdef import TType
-from ait_build.passes.rewrite import (add_weight, free_name, new_value, node_names, position,
+from ait_build.passes.pad_channels import channel_pad, channel_pads, pad_weight
+from ait_build.passes.rewrite import (free_name, insert_before, new_value, node_names, position,
                                       replace_uses, summary)
 
 DTYPES = ("float16", "bfloat16")
@@ -63,21 +64,7 @@ def _pads_to(graph: Graph, pad: Node, tensor: str, extra: int) -> bool:
     rank = len(graph.tensors[tensor].shape)
     return (pad.op == "pad" and pad.inputs == [tensor]
             and float(pad.attrs.get("value", 0.0)) == 0.0
-            and tuple(pad.attrs["pads"]) == (0, 0) * (rank - 1) + (0, extra))
-
-
-def _pad_weights(graph: Graph, node: Node, extra: int) -> None:
-    in_out = node.attrs.get("weight_layout") == "in_out"  # a [in, out] linear weight (GPT-2)
-    for role in ("weight", "bias"):
-        if role not in node.weights:
-            continue
-        name = node.weights[role]
-        value = graph.weights.get(name)
-        widths = [(0, 0)] * value.ndim
-        widths[1 if role == "weight" and in_out else 0] = (0, extra)
-        tensor = graph.tensors[name]
-        node.weights[role] = add_weight(graph, f"{node.name}.padded_{role}",
-                                        np.pad(value, widths), tensor.dtype, tensor)
+            and tuple(pad.attrs["pads"]) == channel_pads(rank, extra))
 
 
 def _read_wide(graph: Graph, take: Node, extra: int) -> int:
@@ -91,19 +78,6 @@ def _read_wide(graph: Graph, take: Node, extra: int) -> int:
     dead = pads + ([take] if not readers and out not in graph.outputs else [])
     graph.nodes = [n for n in graph.nodes if not any(n is d for d in dead)]
     return len(pads)
-
-
-def _padded(graph: Graph, node: Node, tensor: str, extra: int, names: set) -> str:
-    """`tensor` with `extra` zero channels appended, by a pad node before `node`."""
-    src = graph.tensors[tensor]
-    name = free_name(names, f"{tensor}.channel_pad")
-    names.add(name)
-    shape = tuple(src.shape[:-1]) + (src.shape[-1] + extra,)
-    out = new_value(graph, name, TType(shape, src.dtype), node)
-    pads = (0, 0) * (len(shape) - 1) + (0, extra)
-    graph.nodes.insert(position(graph, node), Node(name, "pad", [tensor], [out],
-                                                   {"pads": pads, "value": 0.0}, {}, node.loc))
-    return out
 
 
 def run(graph: Graph, target) -> str:
@@ -126,10 +100,15 @@ def run(graph: Graph, target) -> str:
                     {"axis": len(out.shape) - 1, "start": Dim.of(0), "end": Dim.of(channels),
                      "step": 1}, {}, node.loc)
         if len(node.inputs) > 1:  # the fused residual, as wide as the output
-            node.inputs[1] = _padded(graph, node, node.inputs[1], extra, names)
+            pad = channel_pad(graph, node.inputs[1], extra, names, node)
+            insert_before(graph, node, pad)
+            node.inputs[1] = pad.output
         node.outputs = [wide]
         node.attrs[OUT_ATTR[node.op]] = channels + extra
-        _pad_weights(graph, node, extra)
+        in_out = node.attrs.get("weight_layout") == "in_out"  # a [in, out] linear weight (GPT-2)
+        pad_weight(graph, node, "weight", 1 if in_out else 0, extra)
+        if "bias" in node.weights:
+            pad_weight(graph, node, "bias", 0, extra)
         graph.nodes.insert(position(graph, node) + 1, take)
         padded += 1
         if _zero_keeping(node):
