@@ -30,7 +30,7 @@ def _pipeline() -> list:
         (fold_batchnorm, "fold batch_norm into the conv2d/linear before it"),
         (batchnorm_to_affine, "other batch_norms -> x * scale + shift (fuses with an activation)"),
         (recognize_activations, "written-out GELU, SiLU, ... -> the activation op (fuses later)"),
-        (fuse_rmsnorm, "written-out RMS norms (T5, LLaMA) -> rms_norm (float32 statistics)"),
+        (fuse_rmsnorm, "written-out RMS and L2 norms (T5, LLaMA, Swin V2) -> rms_norm"),
         (pad_channels, "pad conv/linear input channels to the target's alignment"),
         (fuse_attention, "softmax(q k^T) v pattern -> multi_head_attention; q/k/v -> one GEMM"),
         (attention_masks, "attention masks: causal part -> causal mode, always-true parts dropped"),

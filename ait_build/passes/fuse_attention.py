@@ -98,6 +98,12 @@ def _split_heads(graph, uses, t, dims, reader, found, scales=None):
     if perm is None:
         return None
     t, reader = _scaled(uses, perm.inputs[0], perm, mine, factors)
+    normed = _head_norm(graph, uses, t, reader)
+    if normed is not None:
+        found += mine
+        if factors:
+            scales += factors
+        return normed
     rs = uses.made_by(t, "reshape")
     if rs is None or uses.only_reader(rs.output) is not reader:
         return None
@@ -116,16 +122,79 @@ def _split_heads(graph, uses, t, dims, reader, found, scales=None):
     return x, ys[2].value, ys[3].value
 
 
-def _inputs(q, k, v, found) -> tuple | None:
-    """(attention inputs, packed) of the three; parts of one packed qkv are one input."""
+@dataclass(frozen=True)
+class Normed:
+    """q or k normalized over the head dim, [b, s, h, d] (Swin V2's cosine attention): the
+    attention reads it reshaped to [b, s, h*d]."""
+
+    norm: Node
+
+
+def _head_norm(graph, uses, t, reader):
+    """(Normed, heads, head_dim) when `t`, read only by `reader`, is a row norm (rms_norm: L2
+    normalizations become one, fuse_rmsnorm.py) of a [b, s, h, d] tensor: a norm over the last
+    dim is the same before the head permute as after it."""
+    norm = uses.made_by(t, "rms_norm")
+    if norm is None or len(norm.inputs) != 1 or uses.only_reader(t) is not reader:
+        return None
+    shape = graph.tensors[t].shape
+    if len(shape) != 4 or not (shape[2].is_static and shape[3].is_static):
+        return None
+    return Normed(norm), shape[2].value, shape[3].value
+
+
+def _input_nodes(graph, x, heads, head_dim, names, like) -> tuple:
+    """(tensor [b, s, h*d], nodes to add) for a Normed or a PackedPart read on its own."""
+    if isinstance(x, Normed):
+        b, s = graph.tensors[x.norm.output].shape[:2]
+        op, inputs, attrs = "reshape", [x.norm.output], {"shape": (b, s, Dim.of(heads * head_dim))}
+    else:  # a PackedPart beside normalized q and k: the slice of its part
+        width = heads * head_dim
+        op, inputs, attrs = "slice", [x.x], {"axis": 2, "start": Dim.of(x.index * width),
+                                             "end": Dim.of((x.index + 1) * width), "step": 1}
+    name = free_name(names, f"{like.name.rpartition('.')[0] or like.name}.{op}")
+    names.add(name)
+    node = Node(name, op, inputs, [], attrs, {}, like.loc)
+    (ttype,) = infer(graph, node)
+    node.outputs = [new_value(graph, name, ttype, like)]
+    return node.output, [node]
+
+
+def _inputs(graph, q, k, v, found, names, like) -> tuple | None:
+    """(attention inputs, packed, nodes to add) of the three; parts of one packed qkv are one
+    input."""
     xs = [q[0], k[0], v[0]]
     parts = [x for x in xs if isinstance(x, PackedPart)]
-    if not parts:
-        return xs, False
-    if len(parts) != 3 or len({x.x for x in parts}) != 1 or [x.index for x in parts] != [0, 1, 2]:
-        return None
-    found.append(parts[0].view)
-    return [parts[0].x], True
+    if parts and len(parts) == 3:
+        if len({x.x for x in parts}) != 1 or [x.index for x in parts] != [0, 1, 2]:
+            return None
+        found.append(parts[0].view)
+        return [parts[0].x], True, []
+    made, inputs = [], []
+    for x in xs:
+        if isinstance(x, (Normed, PackedPart)):
+            x, nodes = _input_nodes(graph, x, q[1], q[2], names, like)
+            made += nodes
+        inputs.append(x)
+    return inputs, False, made
+
+
+def _scaled_query(graph, q, factors, head_dim, names, like) -> tuple:
+    """(q [b, s, h*d] times a factor per head, [parameter, mul] nodes)."""
+    value = np.repeat(np.asarray(factors, np.float32), head_dim)
+    base = f"{like.name.rpartition('.')[0] or like.name}.head_scale"
+    name = free_name(names, base)
+    names.add(name)
+    weight = add_weight(graph, f"{name}.folded_weight", value, graph.dtype)
+    param = Node(name, "parameter", [], [], {"shape": (Dim.of(value.size),), "init": "normal"},
+                 {"value": weight}, like.loc)
+    mul = Node(free_name(names, base + ".mul"), "mul", [q, None], [], {}, {}, like.loc)
+    names.add(mul.name)
+    for node in (param, mul):
+        node.inputs = [param.output if t is None else t for t in node.inputs]
+        (ttype,) = infer(graph, node)
+        node.outputs = [new_value(graph, node.name, ttype, like)]
+    return mul.output, [param, mul]
 
 
 def _keys(graph, uses, mm, found, scales):
@@ -144,29 +213,39 @@ def _keys(graph, uses, mm, found, scales):
     return heads
 
 
-def _scores(graph, uses, t, reader, scale, bias, found):
-    """(qk matmul, scale, bias) when `t`, read by `reader`, is matmul(qh, kh) * scale + bias."""
+def _scores(graph, uses, t, reader, scale, bias, found, head=None):
+    """(qk matmul, scale, bias, factor per head or None) when `t`, read by `reader`, is
+    matmul(qh, kh) * scale [* head factors] + bias."""
     node = uses.made_by(t)
     if node is None or uses.only_reader(t) is not reader:
         return None
     scalar = node.attrs.get("scalar")
+    plain = scale == 1.0 and head is None
     if node.op == "matmul":
         if node.attrs["activation"] != "none":
             return None
         if len(node.inputs) > 2:  # a bias already fused as the residual, before any scale
-            if bias is not None or scale != 1.0:
+            if bias is not None or not plain:
                 return None
             bias = node.inputs[2]
-        rest = node, scale * node.attrs["alpha"], bias
+        rest = node, scale * node.attrs["alpha"], bias, head
     elif node.op in ("mul", "div") and scalar is not None:
         factor = scalar if node.op == "mul" else 1.0 / scalar
-        rest = _scores(graph, uses, node.inputs[0], node, scale * factor, bias, found)
-    elif node.op == "add" and scalar is None and bias is None and scale == 1.0:
+        rest = _scores(graph, uses, node.inputs[0], node, scale * factor, bias, found, head)
+    elif node.op == "mul" and len(node.inputs) == 2:  # Swin V2's logit scale, per head
+        rest = None
+        for a, b in (node.inputs, node.inputs[::-1]):
+            factor = score_layouts.head_factors(graph, uses, b, score_layouts.CANONICAL)
+            if factor is not None:
+                head = factor * (1 if head is None else head)
+                rest = _scores(graph, uses, a, node, scale, bias, found, head)
+                break
+    elif node.op == "add" and scalar is None and bias is None and plain:
         # softmax(x*s + bias) only: a bias added before the scale would be scaled too
         a, b = node.inputs
         rest = _scores(graph, uses, a, node, scale, b, found) or \
             _scores(graph, uses, b, node, scale, a, found)
-    elif node.op == "where" and bias is None and scale == 1.0 and _masks(uses, node.inputs[2]):
+    elif node.op == "where" and bias is None and plain and _masks(uses, node.inputs[2]):
         # masked_fill of the scores (older GPT-2 code) with a fill that masks: the same softmax
         # as adding where(mask, 0, fill), made once the whole pattern matched
         rest = _scores(graph, uses, node.inputs[1], node, scale, MaskedFill(*node.inputs[::2]), found)
@@ -250,8 +329,9 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
         layout = score_layouts.permuted_scores(graph, uses, softmax)
         if layout is None:
             return None
-        scores, found = (layout.matmul, layout.scale, None), list(layout.nodes)
-    mm, scale, bias = scores
+        scores = (layout.matmul, layout.scale, None, layout.head_scale)
+        found = list(layout.nodes)
+    mm, scale, bias, head_scale = scores
     scales = []  # factors on q and k themselves
     q = _split_heads(graph, uses, mm.inputs[0], HEADS_FIRST, mm, found, scales)
     k = _keys(graph, uses, mm, found, scales)
@@ -272,21 +352,31 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     merge = uses.only_reader(back.output)
     if merge is None or merge.op not in ("reshape", "flatten"):
         return None
-    inputs = _inputs(q, k, v, found)
-    if len({(h, d) for _, h, d in (q, k, v)}) != 1 or inputs is None:
+    if len({(h, d) for _, h, d in (q, k, v)}) != 1:
+        return None
+    if head_scale is not None and np.all(head_scale == head_scale[0]):
+        scale, head_scale = scale * float(head_scale[0]), None
+    if head_scale is not None and (head_scale.size != q[1] or isinstance(q[0], PackedPart)):
+        return None  # a factor per head goes onto q, which must be a tensor of its own
+    local = set(names)  # names the nodes made before the match is known to take
+    inputs = _inputs(graph, q, k, v, found, local, softmax)
+    if inputs is None:
         return None
     found += [back, merge]  # the last: where the attention goes
-    (qkv, packed), (_, heads, head_dim) = inputs, q
+    (qkv, packed, added), (_, heads, head_dim) = inputs, q
     parent = softmax.name.rpartition(".")[0]
-    name = free_name(names, (parent + "." if parent else "") + "attention")
-    added, period = [], 0
+    name = free_name(local, (parent + "." if parent else "") + "attention")
+    period = 0
     if layout is not None:
-        made = score_layouts.bias(graph, uses, names, layout.terms, softmax)
+        made = score_layouts.bias(graph, uses, local, layout.terms, softmax)
         if made is None:
+            _forget(graph, added)
             return None
-        bias, period, added = made
+        bias, period, more = made
+        added += more
     elif isinstance(bias, MaskedFill):
-        bias, added = bias.nodes(graph, uses, names, softmax)
+        bias, more = bias.nodes(graph, uses, local, softmax)
+        added += more
     attrs = {"num_heads": heads, "head_dim": head_dim, "scale": float(scale), "causal": False,
              "packed": packed}
     if period:
@@ -310,12 +400,21 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     else:
         out = None
     if out is None:
-        for extra in added:  # never inserted: forget their tensors
-            del graph.tensors[extra.output]
+        _forget(graph, added)
         return None
     if after:
         added.remove(node)
+    if head_scale is not None:  # last: its weight stays in the store once made
+        node.inputs[0], more = _scaled_query(graph, qkv[0], head_scale, head_dim, local, softmax)
+        added += more
+    names |= local
     return node, found, added, after
+
+
+def _forget(graph, nodes):
+    """Drops the tensors of nodes made for a match that failed (never inserted)."""
+    for extra in nodes:
+        del graph.tensors[extra.output]
 
 
 def _same_projection(nodes) -> bool:

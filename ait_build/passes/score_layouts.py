@@ -9,7 +9,8 @@ over the keys axis and permutes back for p v:
     s = reshape(reshape(s, [N, N, B, W, H]) + mask, [N, N, B*W, H])   # mask [N, N, 1, W, 1]
     p = permute(softmax(s, axis=1), [2, 3, 0, 1])
 
-`permuted_scores` follows such a chain, naming every axis of every tensor on it (`b`, `h`, `q`,
+`permuted_scores` follows such a chain (a product with a factor per head, Swin V2's logit
+scale, included), naming every axis of every tensor on it (`b`, `h`, `q`,
 `k`, and `images` x `windows` while the batch is split), and `bias` turns the added tensors into
 one bias in the attention's own layout: `[windows, heads, queries, keys]` read with
 `bias_period = windows` when a term is per window, else `[1 or batch, heads or 1, ...]`. Terms
@@ -36,6 +37,7 @@ SPLIT = ["images", "windows"]
 class Scores:
     matmul: Node  # q k^T, [b, h, q, k]
     scale: float
+    head_scale: np.ndarray | None = None  # a factor per head (Swin V2's logit scale)
     terms: list = field(default_factory=list)  # (tensor, labels of the tensor it was added to)
     nodes: list = field(default_factory=list)  # between the matmul and p v, softmax included
     probs: str = ""  # what p v reads
@@ -68,7 +70,7 @@ def _chain(uses: Uses, t: str, reader: Node) -> list | None:
     if node.op in ("permute", "transpose", "reshape") or \
             (node.op in ("mul", "div") and node.attrs.get("scalar") is not None):
         rest = _chain(uses, node.inputs[0], node)
-    elif node.op == "add" and node.attrs.get("scalar") is None:
+    elif node.op in ("add", "mul") and node.attrs.get("scalar") is None:
         rest = _chain(uses, node.inputs[0], node) or _chain(uses, node.inputs[1], node)
     else:
         return None
@@ -95,7 +97,14 @@ def permuted_scores(graph: Graph, uses: Uses, softmax: Node) -> Scores | None:
             if scores.terms:
                 return None  # a bias added before the scale would be scaled too
             factor = node.attrs["scalar"]
-            scores.scale *= factor if node.op == "mul" else 1.0 / factor
+            if factor is None:
+                other = node.inputs[1] if node.inputs[0] == t else node.inputs[0]
+                factor = head_factors(graph, uses, other, labels)
+                if factor is None:
+                    return None
+                scores.head_scale = factor * (1 if scores.head_scale is None else scores.head_scale)
+            else:
+                scores.scale *= factor if node.op == "mul" else 1.0 / factor
         else:  # add
             other = node.inputs[1] if node.inputs[0] == t else node.inputs[0]
             scores.terms.append((other, list(labels)))
@@ -116,6 +125,19 @@ def permuted_scores(graph: Graph, uses: Uses, softmax: Node) -> Scores | None:
         t, reader = node.output, node
     scores.probs = t
     return scores
+
+
+def head_factors(graph: Graph, uses: Uses, tensor: str, labels: list) -> np.ndarray | None:
+    """The factor per head of a product of the scores (labelled `labels`) with `tensor`, when
+    it is known at build time and varies along the heads axis only, else None."""
+    shape, axis = _aligned(graph, tensor, labels)
+    if len(shape) != len(labels) or any(d != Dim.of(1) for i, d in enumerate(shape)
+                                        if i != axis.get("h")):
+        return None
+    value = _build_time_value(graph, uses, tensor)
+    if value is None:
+        return None
+    return np.asarray(value, np.float64).reshape(-1)
 
 
 def _aligned(graph: Graph, tensor: str, labels: list) -> tuple:

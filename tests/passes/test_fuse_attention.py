@@ -141,6 +141,23 @@ def test_nan_guard_stays_when_the_mask_can_be_infinite():
     assert summary == "" and "softmax" in ops(after)
 
 
+# Swin's window partition of [batch, 8, 8, 16] into 2x2 windows of 4x4 tokens, the qkv linear
+# and its q, k and v (2 heads of 8) as slices of one [b, s, 3, h, d] view
+WINDOW_QKV = """
+        - {name: part, op: reshape, inputs: [x], shape: [batch, 2, 4, 2, 4, 16]}
+        - {name: wins, op: permute, dims: [0, 1, 3, 2, 4, 5]}
+        - {name: tokens, op: reshape, shape: [-1, 16, 16]}
+        - {name: qkv, op: linear, out_features: 48}
+        - {name: split, op: reshape, shape: [0, 16, 3, 2, 8]}
+        - {name: q_sel, op: slice, inputs: [split], axis: 2, start: 0, end: 1}
+        - {name: q_h, op: reshape, shape: [0, 16, 2, 8]}
+        - {name: k_sel, op: slice, inputs: [split], axis: 2, start: 1, end: 2}
+        - {name: k_h, op: reshape, shape: [0, 16, 2, 8]}
+        - {name: v_sel, op: slice, inputs: [split], axis: 2, start: 2, end: 3}
+        - {name: v_h, op: reshape, shape: [0, 16, 2, 8]}
+"""
+
+
 def swin_windows(shifted: bool, gathered: bool = False) -> str:
     """torchvision's Swin window attention as the importer writes it (2x2 windows of 4x4 tokens,
     2 heads of 8): scores permuted to [q, k, batch, heads], the relative position bias added
@@ -156,18 +173,7 @@ def swin_windows(shifted: bool, gathered: bool = False) -> str:
         - {name: rows, op: gather, inputs: [table, index], axis: 0}
         - {name: relpos, op: reshape, shape: [16, 16, 1, 2]}""" if gathered else \
         "- {name: relpos, op: parameter, shape: [16, 16, 1, 2]}"
-    return f"""
-        - {{name: part, op: reshape, inputs: [x], shape: [batch, 2, 4, 2, 4, 16]}}
-        - {{name: wins, op: permute, dims: [0, 1, 3, 2, 4, 5]}}
-        - {{name: tokens, op: reshape, shape: [-1, 16, 16]}}
-        - {{name: qkv, op: linear, out_features: 48}}
-        - {{name: split, op: reshape, shape: [0, 16, 3, 2, 8]}}
-        - {{name: q_sel, op: slice, inputs: [split], axis: 2, start: 0, end: 1}}
-        - {{name: q_h, op: reshape, shape: [0, 16, 2, 8]}}
-        - {{name: k_sel, op: slice, inputs: [split], axis: 2, start: 1, end: 2}}
-        - {{name: k_h, op: reshape, shape: [0, 16, 2, 8]}}
-        - {{name: v_sel, op: slice, inputs: [split], axis: 2, start: 2, end: 3}}
-        - {{name: v_h, op: reshape, shape: [0, 16, 2, 8]}}
+    return WINDOW_QKV + f"""
         - {{name: q_s, op: mul, inputs: [q_h], scalar: 0.35}}
         - {{name: qp, op: permute, dims: [0, 2, 1, 3]}}
         - {{name: kp, op: permute, inputs: [k_h], dims: [0, 2, 3, 1]}}
@@ -218,6 +224,63 @@ def test_packed_slices_with_a_bias_defined_after_them():
     after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2})
     attn = node_of(after, "multi_head_attention")
     assert summary == "1 attention patterns fused" and attn.inputs == ["qkv", "relpos:0"]
+
+
+def swin_v2_windows(shifted: bool, logit: str = "shape: [1, 2, 1, 1]") -> str:
+    """torchvision's Swin V2 window attention after fuse_rmsnorm: q and k normalized over the
+    head dim (cosine attention) before the head permute, the scores times a logit scale per
+    head, canonical [batch, heads, q, k] scores with the relative position bias and (shifted)
+    the batch split into images x windows for the per-window mask."""
+    mask = """
+        - {name: split_b, op: reshape, shape: [batch, 4, 2, 16, 16]}
+        - {name: window_mask, op: parameter, shape: [1, 4, 1, 16, 16]}
+        - {name: masked, op: add, inputs: [split_b, window_mask]}
+        - {name: merged, op: reshape, shape: [-1, 2, 16, 16]}""" if shifted else ""
+    return WINDOW_QKV + f"""
+        - {{name: q_n, op: rms_norm, inputs: [q_h], eps: 1.0e-20}}
+        - {{name: k_n, op: rms_norm, inputs: [k_h], eps: 1.0e-20}}
+        - {{name: qp, op: permute, inputs: [q_n], dims: [0, 2, 1, 3]}}
+        - {{name: kp, op: permute, inputs: [k_n], dims: [0, 2, 1, 3]}}
+        - {{name: qk, op: matmul, inputs: [qp, kp], transpose_b: true}}
+        - {{name: logit, op: parameter, {logit}}}
+        - {{name: scaled, op: mul, inputs: [qk, logit]}}
+        - {{name: relpos, op: parameter, shape: [1, 2, 16, 16]}}
+        - {{name: biased, op: add, inputs: [scaled, relpos]}}{mask}
+        - {{name: probs, op: softmax, axis: -1}}
+        - {{name: vp, op: permute, inputs: [v_h], dims: [0, 2, 1, 3]}}
+        - {{name: ctx, op: matmul, inputs: [probs, vp]}}
+        - {{name: back, op: permute, dims: [0, 2, 1, 3]}}
+        - {{name: out, op: reshape, shape: [batch, 2, 2, 4, 4, 16]}}
+        """
+
+
+@pytest.mark.parametrize("shifted", [False, True])
+def test_cosine_window_attention_with_a_logit_scale_per_head(shifted):
+    g = model(swin_v2_windows(shifted), "{x: {shape: [batch, 8, 8, 16]}}", "[out]")
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2})
+    assert summary == "1 attention patterns fused" and "softmax" not in ops(after)
+    attn = node_of(after, "multi_head_attention")
+    assert not attn.attrs["packed"] and len(attn.inputs) == 4
+    q, k, v = (next(n for n in after.nodes if t in n.outputs) for t in attn.inputs[:3])
+    # q times its head's logit scale (repeated over the head dim); k as normalized; v the last
+    # third of the packed qkv
+    assert q.op == "mul" and k.op == "reshape" and k.inputs == ["k_n"]
+    assert v.op == "slice" and v.inputs == ["qkv"] and v.attrs["start"].value == 32
+    factors = next(n for n in after.nodes if q.inputs[1] in n.outputs)
+    logit = next(n for n in g.nodes if n.name == "logit")
+    np.testing.assert_allclose(after.weights.get(factors.weights["value"]),
+                               np.repeat(g.weights.get(logit.weights["value"]).reshape(2), 8))
+    assert attn.attrs.get("bias_period", 0) == (4 if shifted else 0)
+
+
+def test_one_logit_scale_for_every_head_is_the_attention_scale():
+    g = model(swin_v2_windows(False, logit="shape: [1, 1, 1, 1]"),
+              "{x: {shape: [batch, 8, 8, 16]}}", "[out]")
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2})
+    attn = node_of(after, "multi_head_attention")
+    assert summary == "1 attention patterns fused" and "mul" not in ops(after)
+    logit = next(n for n in g.nodes if n.name == "logit")
+    assert attn.attrs["scale"] == pytest.approx(g.weights.get(logit.weights["value"]).item())
 
 
 def test_split_of_one_qkv_tensor_is_read_packed():
