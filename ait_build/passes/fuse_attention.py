@@ -21,7 +21,7 @@ Gated on the target's `fused_attention` capability.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,187 +31,8 @@ from ait_build.ir.graph import Graph, Node
 from ait_build.passes.rewrite import (Uses, add_weight, free_name, infer, new_value, node_names,
                                       permute_dims, position, remove_nodes, summary)
 from ait_build.ops.opdef import TType
-from ait_build.passes import score_layouts
+from ait_build.passes import attention_heads, score_layouts
 from ait_build.passes.attention_masks import MASKED
-
-HEADS_FIRST = (0, 2, 1, 3)
-
-
-def _permuted(graph: Graph, uses: Uses, t: str, dims: tuple, reader: Node, found: list):
-    """The node making `t` when it is a permute by `dims` read only by `reader`."""
-    node = uses.made_by(t, "permute", "transpose")
-    if node is None or uses.only_reader(t) is not reader or permute_dims(graph, node) != dims:
-        return None
-    found.append(node)
-    return node
-
-
-def _scaled(uses, t, reader, found, factors):
-    """(tensor, its reader) past a multiplication or division by a scalar making `t` that only
-    `reader` reads, its factor added to `factors`; else (t, reader). PyTorch's ONNX export of
-    scaled_dot_product_attention scales q and k by sqrt(scale) each, on either side of the head
-    permute. `factors` None: no factor is taken."""
-    node = uses.made_by(t, "mul", "div") if factors is not None else None
-    scalar = node.attrs.get("scalar") if node is not None else None
-    if scalar is None or uses.only_reader(t) is not reader:
-        return t, reader
-    found.append(node)
-    factors.append(scalar if node.op == "mul" else 1.0 / scalar)
-    return node.inputs[0], node
-
-
-@dataclass(frozen=True)
-class PackedPart:
-    """q, k or v as part `index` of x [b, s, 3*h*d] seen as [b, s, 3, h, d] (`view`): Swin's
-    qkv, sliced on that axis."""
-
-    x: str
-    index: int
-    view: Node = field(compare=False)
-
-
-def _packed_part(graph, uses, t, rs, mine):
-    """The PackedPart that `rs` ([b, s, 1, h, d] -> [b, s, h, d]) reshapes, or None."""
-    sl = uses.made_by(t, "slice")
-    if sl is None or uses.only_reader(t) is not rs or sl.attrs["step"] != 1:
-        return None
-    view = uses.made_by(sl.inputs[0], "reshape")
-    start, end = Dim.of(sl.attrs["start"]), sl.attrs["end"]
-    if view is None or not start.is_static or end is None or Dim.of(end) != start + 1:
-        return None
-    src, parts = graph.tensors[view.inputs[0]].shape, graph.tensors[view.output].shape
-    if len(src) != 3 or len(parts) != 5 or tuple(src[:2]) != tuple(parts[:2]) or \
-            parts[2] != Dim.of(3) or sl.attrs["axis"] % 5 != 2 or \
-            src[2] != parts[2] * parts[3] * parts[4]:
-        return None
-    mine.append(sl)
-    return PackedPart(view.inputs[0], start.value, view)
-
-
-def _split_heads(graph, uses, t, dims, reader, found, scales=None):
-    """(x, heads, head_dim) when t = permute(reshape(x [b, s, h*d] -> [b, s, h, d]), dims), or
-    (PackedPart, heads, head_dim) when the reshape takes [b, s, 1, h, d] out of a packed qkv;
-    with `scales`, a scalar factor on either side of the permute joins it."""
-    mine, factors = [], ([] if scales is not None else None)
-    t, reader = _scaled(uses, t, reader, mine, factors)
-    perm = _permuted(graph, uses, t, dims, reader, mine)
-    if perm is None:
-        return None
-    t, reader = _scaled(uses, perm.inputs[0], perm, mine, factors)
-    normed = _head_norm(graph, uses, t, reader)
-    if normed is not None:
-        found += mine
-        if factors:
-            scales += factors
-        return normed
-    rs = uses.made_by(t, "reshape")
-    if rs is None or uses.only_reader(rs.output) is not reader:
-        return None
-    xs, ys = graph.tensors[rs.inputs[0]].shape, graph.tensors[rs.output].shape
-    if len(ys) != 4 or tuple(ys[:2]) != tuple(xs[:2]) or not (ys[2].is_static and ys[3].is_static):
-        return None
-    if len(xs) == 5 and xs[2] == Dim.of(1) and tuple(xs[3:]) == tuple(ys[2:]):
-        x = _packed_part(graph, uses, rs.inputs[0], rs, mine)
-    else:
-        x = rs.inputs[0] if len(xs) == 3 and xs[2] == ys[2] * ys[3] else None
-    if x is None:
-        return None
-    found += mine + [rs]  # only a full match adds nodes to replace (and scales)
-    if factors:
-        scales += factors
-    return x, ys[2].value, ys[3].value
-
-
-@dataclass(frozen=True)
-class Normed:
-    """q or k normalized over the head dim, [b, s, h, d] (Swin V2's cosine attention): the
-    attention reads it reshaped to [b, s, h*d]."""
-
-    norm: Node
-
-
-def _head_norm(graph, uses, t, reader):
-    """(Normed, heads, head_dim) when `t`, read only by `reader`, is a row norm (rms_norm: L2
-    normalizations become one, fuse_rmsnorm.py) of a [b, s, h, d] tensor: a norm over the last
-    dim is the same before the head permute as after it."""
-    norm = uses.made_by(t, "rms_norm")
-    if norm is None or len(norm.inputs) != 1 or uses.only_reader(t) is not reader:
-        return None
-    shape = graph.tensors[t].shape
-    if len(shape) != 4 or not (shape[2].is_static and shape[3].is_static):
-        return None
-    return Normed(norm), shape[2].value, shape[3].value
-
-
-def _input_nodes(graph, x, heads, head_dim, names, like) -> tuple:
-    """(tensor [b, s, h*d], nodes to add) for a Normed or a PackedPart read on its own."""
-    if isinstance(x, Normed):
-        b, s = graph.tensors[x.norm.output].shape[:2]
-        op, inputs, attrs = "reshape", [x.norm.output], {"shape": (b, s, Dim.of(heads * head_dim))}
-    else:  # a PackedPart beside normalized q and k: the slice of its part
-        width = heads * head_dim
-        op, inputs, attrs = "slice", [x.x], {"axis": 2, "start": Dim.of(x.index * width),
-                                             "end": Dim.of((x.index + 1) * width), "step": 1}
-    name = free_name(names, f"{like.name.rpartition('.')[0] or like.name}.{op}")
-    names.add(name)
-    node = Node(name, op, inputs, [], attrs, {}, like.loc)
-    (ttype,) = infer(graph, node)
-    node.outputs = [new_value(graph, name, ttype, like)]
-    return node.output, [node]
-
-
-def _inputs(graph, q, k, v, found, names, like) -> tuple | None:
-    """(attention inputs, packed, nodes to add) of the three; parts of one packed qkv are one
-    input."""
-    xs = [q[0], k[0], v[0]]
-    parts = [x for x in xs if isinstance(x, PackedPart)]
-    if parts and len(parts) == 3:
-        if len({x.x for x in parts}) != 1 or [x.index for x in parts] != [0, 1, 2]:
-            return None
-        found.append(parts[0].view)
-        return [parts[0].x], True, []
-    made, inputs = [], []
-    for x in xs:
-        if isinstance(x, (Normed, PackedPart)):
-            x, nodes = _input_nodes(graph, x, q[1], q[2], names, like)
-            made += nodes
-        inputs.append(x)
-    return inputs, False, made
-
-
-def _scaled_query(graph, q, factors, head_dim, names, like) -> tuple:
-    """(q [b, s, h*d] times a factor per head, [parameter, mul] nodes)."""
-    value = np.repeat(np.asarray(factors, np.float32), head_dim)
-    base = f"{like.name.rpartition('.')[0] or like.name}.head_scale"
-    name = free_name(names, base)
-    names.add(name)
-    weight = add_weight(graph, f"{name}.folded_weight", value, graph.dtype)
-    param = Node(name, "parameter", [], [], {"shape": (Dim.of(value.size),), "init": "normal"},
-                 {"value": weight}, like.loc)
-    mul = Node(free_name(names, base + ".mul"), "mul", [q, None], [], {}, {}, like.loc)
-    names.add(mul.name)
-    for node in (param, mul):
-        node.inputs = [param.output if t is None else t for t in node.inputs]
-        (ttype,) = infer(graph, node)
-        node.outputs = [new_value(graph, node.name, ttype, like)]
-    return mul.output, [param, mul]
-
-
-def _keys(graph, uses, mm, found, scales):
-    kt = mm.inputs[1]
-    if mm.attrs["transpose_b"]:
-        return _split_heads(graph, uses, kt, HEADS_FIRST, mm, found, scales)
-    direct = _split_heads(graph, uses, kt, (0, 2, 3, 1), mm, found, scales)
-    if direct is not None:
-        return direct
-    mine = []
-    swap = _permuted(graph, uses, kt, (0, 1, 3, 2), mm, mine)
-    heads = _split_heads(graph, uses, swap.inputs[0], HEADS_FIRST, swap, mine, scales) \
-        if swap else None
-    if heads is not None:
-        found += mine
-    return heads
-
 
 def _scores(graph, uses, t, reader, scale, bias, found, head=None):
     """(qk matmul, scale, bias, factor per head or None) when `t`, read by `reader`, is
@@ -319,22 +140,24 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     """(attention node, nodes it replaces, nodes to insert before it, nodes to insert after it)
     for the pattern ending at `softmax`, or None."""
     rank = len(graph.tensors[softmax.output].shape)
-    if rank != 4:
+    if rank < 4:
         return None
     found = [softmax]
     scores = _scores(graph, uses, softmax.inputs[0], softmax, 1.0, None, found) \
-        if softmax.attrs["axis"] % rank == 3 else None
+        if softmax.attrs["axis"] % rank == rank - 1 else None
     layout = None
-    if scores is None:  # scores in another layout on the way (Swin, score_layouts.py)
+    if scores is None and rank == 4:  # scores in another layout on the way (score_layouts.py)
         layout = score_layouts.permuted_scores(graph, uses, softmax)
         if layout is None:
             return None
         scores = (layout.matmul, layout.scale, None, layout.head_scale)
         found = list(layout.nodes)
+    if scores is None:
+        return None
     mm, scale, bias, head_scale = scores
     scales = []  # factors on q and k themselves
-    q = _split_heads(graph, uses, mm.inputs[0], HEADS_FIRST, mm, found, scales)
-    k = _keys(graph, uses, mm, found, scales)
+    q = attention_heads.split_heads(graph, uses, mm.inputs[0], rank, mm, found, scales)
+    k = attention_heads.keys(graph, uses, mm, found, scales)
     probs = layout.probs if layout else _probabilities(uses, softmax, bias, found)
     pv = uses.only_reader(probs) if probs is not None else None
     if q is None or k is None or pv is None or pv.op != "matmul" or pv.inputs[0] != probs:
@@ -344,10 +167,10 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
             or len(pv.inputs) != 2:
         return None
     found.append(pv)
-    v = _split_heads(graph, uses, pv.inputs[1], HEADS_FIRST, pv, found)
+    v = attention_heads.split_heads(graph, uses, pv.inputs[1], rank, pv, found)
     back = uses.only_reader(pv.output)
     if v is None or back is None or back.op not in ("permute", "transpose") \
-            or permute_dims(graph, back) != HEADS_FIRST:
+            or permute_dims(graph, back) != attention_heads.heads_first(rank):
         return None
     merge = uses.only_reader(back.output)
     if merge is None or merge.op not in ("reshape", "flatten"):
@@ -356,10 +179,11 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
         return None
     if head_scale is not None and np.all(head_scale == head_scale[0]):
         scale, head_scale = scale * float(head_scale[0]), None
-    if head_scale is not None and (head_scale.size != q[1] or isinstance(q[0], PackedPart)):
+    if head_scale is not None and (head_scale.size != q[1] or
+                                   isinstance(q[0], attention_heads.PackedPart)):
         return None  # a factor per head goes onto q, which must be a tensor of its own
     local = set(names)  # names the nodes made before the match is known to take
-    inputs = _inputs(graph, q, k, v, found, local, softmax)
+    inputs = attention_heads.inputs(graph, q, k, v, found, local, softmax)
     if inputs is None:
         return None
     found += [back, merge]  # the last: where the attention goes
@@ -377,6 +201,13 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     elif isinstance(bias, MaskedFill):
         bias, more = bias.nodes(graph, uses, local, softmax)
         added += more
+    if bias is not None and rank > 4:  # more batch axes: the bias must not vary along them
+        made = attention_heads.flat_bias(graph, bias, local, softmax)
+        if made is None:
+            _forget(graph, added)
+            return None
+        bias, more = made
+        added += more
     attrs = {"num_heads": heads, "head_dim": head_dim, "scale": float(scale), "causal": False,
              "packed": packed}
     if period:
@@ -392,7 +223,7 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     if out is not None and out.dtype == want.dtype and tuple(out.shape) != tuple(want.shape):
         # merged straight into another shape (Swin's windows): the attention's rows, reshaped
         node.outputs = [new_value(graph, name, out, softmax)]
-        after = [Node(free_name(names | {name}, name + ".merge"), "reshape", list(node.outputs),
+        after = [Node(free_name(local | {name}, name + ".merge"), "reshape", list(node.outputs),
                       list(merge.outputs), {"shape": tuple(want.shape)}, {}, merge.loc)]
         added.append(node)  # (its output tensor goes too if the match fails)
     elif out is not None and out.dtype == want.dtype:
@@ -405,7 +236,8 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     if after:
         added.remove(node)
     if head_scale is not None:  # last: its weight stays in the store once made
-        node.inputs[0], more = _scaled_query(graph, qkv[0], head_scale, head_dim, local, softmax)
+        node.inputs[0], more = attention_heads.scaled_query(graph, qkv[0], head_scale, head_dim,
+                                                            local, softmax)
         added += more
     names |= local
     return node, found, added, after
@@ -452,22 +284,39 @@ def pack_qkv(graph: Graph, uses: Uses, attn: Node, names: set) -> list:
     return projections
 
 
-def packed_split(graph: Graph, uses: Uses, attn: Node) -> list:
+def packed_split(graph: Graph, uses: Uses, attn: Node, names: set) -> list:
     """When q, k and v are the three equal parts, in order, of a split along the last axis of one
-    [b, s, 3*h*d] tensor (GPT-2's c_attn), attn reads that tensor packed; returns [split]."""
-    split = uses.made_by(attn.inputs[0], "split")
-    if split is None or list(attn.inputs[:3]) != list(split.outputs) or len(split.outputs) != 3:
+    [b, s, 3*h*d] tensor (GPT-2's c_attn), attn reads that tensor packed; returns the split.
+    Parts of a split with more batch axes ([b, windows, s, 3*h*d], MaxViT), each flattened for
+    the attention, make it read a flattened view of the whole."""
+    views = [uses.made_by(t, "reshape") for t in attn.inputs[:3]]
+    if any(v is None or uses.only_reader(v.output) is not attn for v in views):
+        views = []
+    parts = [v.inputs[0] for v in views] if views else attn.inputs[:3]
+    split = uses.made_by(parts[0], "split")
+    if split is None or list(parts) != list(split.outputs) or len(split.outputs) != 3:
         return []
-    if any(uses.only_reader(t) is not attn for t in split.outputs):
+    if any(uses.only_reader(t) is not (views[i] if views else attn) for i, t in enumerate(parts)):
         return []
     src = graph.tensors[split.inputs[0]].shape
     width = attn.attrs["num_heads"] * attn.attrs["head_dim"]
-    if len(src) != 3 or split.attrs["axis"] % 3 != 2 or \
-            any(graph.tensors[t].shape[-1] != Dim.of(width) for t in split.outputs):
+    if len(src) < 3 or split.attrs["axis"] % len(src) != len(src) - 1 or (len(src) > 3) != \
+            bool(views) or any(graph.tensors[t].shape[-1] != Dim.of(width) for t in parts):
         return []
-    attn.inputs = [split.inputs[0]] + attn.inputs[3:]
+    packed = split.inputs[0]
+    if views:
+        b, s, _ = graph.tensors[attn.inputs[0]].shape
+        name = free_name(names | set(graph.tensors), attn.name + ".packed")
+        names.add(name)
+        view = Node(name, "reshape", [packed], [], {"shape": (b, s, Dim.of(3 * width))}, {},
+                    attn.loc)
+        (ttype,) = infer(graph, view)
+        view.outputs = [new_value(graph, name, ttype, attn)]
+        graph.nodes.insert(position(graph, attn), view)
+        packed = view.output
+    attn.inputs = [packed] + attn.inputs[3:]
     attn.attrs["packed"] = True
-    return [split]
+    return [split] + views
 
 
 def _common_prefix(names: list) -> str:
@@ -507,7 +356,7 @@ def run(graph: Graph, target) -> str:
     packed = 0
     for attn in [n for n in graph.nodes if n.op == "multi_head_attention" and not n.attrs["packed"]]:
         uses = Uses(graph)
-        replaced = packed_split(graph, uses, attn) or pack_qkv(graph, uses, attn, names)
+        replaced = packed_split(graph, uses, attn, names) or pack_qkv(graph, uses, attn, names)
         if replaced:
             remove_nodes(graph, replaced)
             packed += 1

@@ -303,3 +303,73 @@ def test_split_of_one_qkv_tensor_is_read_packed():
             """, "{x: {shape: [batch, seq, 32]}}", outputs, DIMS)
         after, _ = check_pass(g, fuse_attention.run, dims={"batch": 2, "seq": 5})
         assert "split" in ops(after)
+
+
+def two_batch_axes(grid: bool, bias: str = "[1, 1, 2, 16, 16]") -> str:
+    """MaxViT's attention as torchvision's import writes it: scores [batch, windows, heads, s, s]
+    of q, k, v split from one qkv linear, K scaled. Its window attention has the windows before
+    the sequence ([batch, 4, 16, 32]); its grid attention the sequence first ([batch, 16, 4, 32])
+    and the windows taken from the axis after it."""
+    split, q_dims, k_dims = ("[batch, 16, 4, 2, 16]", "[0, 2, 3, 1, 4]", "[0, 2, 3, 4, 1]") \
+        if grid else ("[batch, 4, 16, 2, 16]", "[0, 1, 3, 2, 4]", "[0, 1, 3, 4, 2]")
+    return f"""
+        - {{name: qkv, op: linear, inputs: [x], out_features: 96}}
+        - {{name: parts, op: split, inputs: [qkv], axis: 3, sizes: [32, 32, 32], outputs: [q, k, v]}}
+        - {{name: q_h, op: reshape, inputs: [q], shape: {split}}}
+        - {{name: k_h, op: reshape, inputs: [k], shape: {split}}}
+        - {{name: v_h, op: reshape, inputs: [v], shape: {split}}}
+        - {{name: k_s, op: mul, inputs: [k_h], scalar: 0.25}}
+        - {{name: qp, op: permute, inputs: [q_h], dims: {q_dims}}}
+        - {{name: kp, op: permute, inputs: [k_s], dims: {k_dims}}}
+        - {{name: qk, op: matmul, inputs: [qp, kp]}}
+        - {{name: relpos, op: parameter, shape: {bias}}}
+        - {{name: biased, op: add, inputs: [qk, relpos]}}
+        - {{name: probs, op: softmax, axis: -1}}
+        - {{name: vp, op: permute, inputs: [v_h], dims: {q_dims}}}
+        - {{name: ctx, op: matmul, inputs: [probs, vp]}}
+        - {{name: back, op: permute, dims: [0, 1, 3, 2, 4]}}
+        - {{name: out, op: reshape, shape: [batch, 4, 16, 32]}}
+        """
+
+
+def test_window_attention_with_two_batch_axes_reads_the_split_packed():
+    g = model(two_batch_axes(grid=False), "{x: {shape: [batch, 4, 16, 32]}}", "[out]")
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2})
+    assert summary == "1 attention patterns fused, 1 q/k/v projections packed"
+    assert ops(after) == ["linear", "parameter", "reshape", "reshape", "multi_head_attention",
+                          "reshape"]
+    attn = node_of(after, "multi_head_attention")
+    packed, bias = (next(n for n in after.nodes if t in n.outputs) for t in attn.inputs)
+    # the whole qkv and the bias seen as [batch * windows, s, 3 * h * d] and [1, h, s, s]
+    assert packed.inputs == ["qkv"] and attn.attrs["packed"]
+    assert [str(d) for d in after.tensors[packed.output].shape] == ["4*batch", "16", "96"]
+    assert [d.value for d in after.tensors[bias.output].shape] == [1, 2, 16, 16]
+    assert attn.attrs["scale"] == pytest.approx(0.25)
+
+
+def test_grid_attention_moves_the_windows_before_the_sequence():
+    g = model(two_batch_axes(grid=True), "{x: {shape: [batch, 16, 4, 32]}}", "[out]")
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2})
+    assert summary == "1 attention patterns fused" and "softmax" not in ops(after)
+    attn = node_of(after, "multi_head_attention")
+    for t in attn.inputs[:3]:  # q, k, v each: [batch, 16, 4, 32] -> [batch, 4, 16, 32], flattened
+        flat = next(n for n in after.nodes if t in n.outputs)
+        moved = next(n for n in after.nodes if flat.inputs[0] in n.outputs)
+        assert flat.op == "reshape" and moved.op == "permute" and moved.attrs["dims"] == (0, 2, 1, 3)
+
+
+def test_a_bias_that_varies_along_the_windows_is_not_fused():
+    g = model(two_batch_axes(grid=False, bias="[1, 4, 2, 16, 16]"),
+              "{x: {shape: [batch, 4, 16, 32]}}", "[out]")
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2})
+    assert summary == "" and "softmax" in ops(after)
+
+
+def test_size_one_axes_moved_by_the_head_split():
+    # MaxViT's last grid attention: one window, [batch, 16, 1, 32] split as [batch, 1, 16, 2, 16]
+    text = two_batch_axes(grid=False).replace("[batch, 4, 16, 2, 16]", "[batch, 1, 16, 2, 16]") \
+        .replace("[batch, 4, 16, 32]", "[batch, 1, 16, 32]")
+    g = model(text, "{x: {shape: [batch, 16, 1, 32]}}", "[out]")
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2})
+    assert summary == "1 attention patterns fused" and "softmax" not in ops(after)
+    assert "permute" not in ops(after)  # views only
