@@ -131,6 +131,36 @@ def _head_norm(graph, uses, t, reader, rank):
     return Normed(norm), shape[-2].value, shape[-1].value
 
 
+def _view_heads(graph, uses, t, reader, rank, keys_last):
+    """(reshape, x, heads, head_dim) when `t`, read only by `reader`, is a reshape of x [...,
+    s, h*d] straight to the heads-first [..., h, s, d] (or [..., h, d, s]): what the importers
+    write for a head permute that moves a size-1 axis (one head, PVT's first stage; or one
+    token)."""
+    rs = uses.made_by(t, "reshape")
+    if rs is None or uses.only_reader(t) is not reader:
+        return None
+    xs, ys = graph.tensors[rs.inputs[0]].shape, graph.tensors[rs.output].shape
+    if len(ys) != rank or len(xs) != rank - 1 or tuple(xs[:-2]) != tuple(ys[:-3]):
+        return None
+    heads, (head_dim, seq) = ys[-3], (ys[-2:] if keys_last else ys[:-3:-1])
+    one = Dim.of(1)
+    if not (heads.is_static and head_dim.is_static) or xs[-2] != seq or \
+            xs[-1] != heads * head_dim or (seq != one and (keys_last or heads != one)):
+        return None
+    return rs, rs.inputs[0], heads.value, head_dim.value
+
+
+def merged_view(graph, node) -> bool:
+    """Whether `node` reshapes attention's [..., h, s, d] output straight to [..., s, h*d] (one
+    head or one token: the head permute back would move a size-1 axis)."""
+    if node.op != "reshape":
+        return False
+    xs, ys = graph.tensors[node.inputs[0]].shape, graph.tensors[node.output].shape
+    one = Dim.of(1)
+    return len(ys) == len(xs) - 1 and tuple(ys[:-2]) == tuple(xs[:-3]) and ys[-2] == xs[-2] and \
+        ys[-1] == xs[-3] * xs[-1] and (xs[-3] == one or xs[-2] == one)
+
+
 def split_heads(graph, uses, t, rank, reader, found, scales=None, keys_last=False):
     """(x, heads, head_dim) when t = permute(reshape(x [..., s, h*d] -> [..., s, h, d])) heads
     first (_head_permute), `x` a Moved when the batch axes or s must move first;
@@ -141,6 +171,12 @@ def split_heads(graph, uses, t, rank, reader, found, scales=None, keys_last=Fals
     t, reader = _scaled(uses, t, reader, mine, factors)
     permuted = _head_permute(graph, uses, t, reader, rank, keys_last)
     if permuted is None:
+        viewed = _view_heads(graph, uses, t, reader, rank, keys_last)
+        if viewed is not None:
+            found += mine + [viewed[0]]
+            if factors:
+                scales += factors
+            return viewed[1:]
         return None
     perm, order = permuted
     mine.append(perm)

@@ -169,10 +169,15 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     found.append(pv)
     v = attention_heads.split_heads(graph, uses, pv.inputs[1], rank, pv, found)
     back = uses.only_reader(pv.output)
-    if v is None or back is None or back.op not in ("permute", "transpose") \
-            or permute_dims(graph, back) != attention_heads.heads_first(rank):
+    if v is None or back is None:
         return None
-    merge = uses.only_reader(back.output)
+    if attention_heads.merged_view(graph, back):  # one head or one token: a reshape merges
+        back, merge = None, back
+    elif back.op not in ("permute", "transpose") or \
+            permute_dims(graph, back) != attention_heads.heads_first(rank):
+        return None
+    else:
+        merge = uses.only_reader(back.output)
     if merge is None or merge.op not in ("reshape", "flatten"):
         return None
     if len({(h, d) for _, h, d in (q, k, v)}) != 1:
@@ -186,7 +191,7 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     inputs = attention_heads.inputs(graph, q, k, v, found, local, softmax)
     if inputs is None:
         return None
-    found += [back, merge]  # the last: where the attention goes
+    found += [n for n in (back, merge) if n is not None]  # the last: where the attention goes
     (qkv, packed, added), (_, heads, head_dim) = inputs, q
     parent = softmax.name.rpartition(".")[0]
     name = free_name(local, (parent + "." if parent else "") + "attention")
