@@ -131,23 +131,35 @@ def _head_norm(graph, uses, t, reader, rank):
     return Normed(norm), shape[-2].value, shape[-1].value
 
 
-def _view_heads(graph, uses, t, reader, rank, keys_last):
-    """(reshape, x, heads, head_dim) when `t`, read only by `reader`, is a reshape of x [...,
-    s, h*d] straight to the heads-first [..., h, s, d] (or [..., h, d, s]): what the importers
-    write for a head permute that moves a size-1 axis (one head, PVT's first stage; or one
-    token)."""
+def _view_heads(graph, uses, t, reader, rank, keys_last, mine, factors):
+    """(x, heads, head_dim) when `t`, read only by `reader`, is a reshape of x [..., s, h*d]
+    straight to the heads-first [..., h, s, d] (or [..., h, d, s]), or of its [..., s, h, d]
+    split (a scalar factor between them joins `factors`): what the importers write for a head
+    permute that moves a size-1 axis (one head, PVT's and SegFormer's first stage; one token).
+    The nodes taken go to `mine`."""
     rs = uses.made_by(t, "reshape")
     if rs is None or uses.only_reader(t) is not reader:
         return None
-    xs, ys = graph.tensors[rs.inputs[0]].shape, graph.tensors[rs.output].shape
-    if len(ys) != rank or len(xs) != rank - 1 or tuple(xs[:-2]) != tuple(ys[:-3]):
+    ys = graph.tensors[rs.output].shape
+    if len(ys) != rank:
         return None
     heads, (head_dim, seq) = ys[-3], (ys[-2:] if keys_last else ys[:-3:-1])
     one = Dim.of(1)
-    if not (heads.is_static and head_dim.is_static) or xs[-2] != seq or \
-            xs[-1] != heads * head_dim or (seq != one and (keys_last or heads != one)):
+    if not (heads.is_static and head_dim.is_static) or \
+            (seq != one and (keys_last or heads != one)):
         return None
-    return rs, rs.inputs[0], heads.value, head_dim.value
+    taken, x = [rs], rs.inputs[0]
+    if tuple(graph.tensors[x].shape) == tuple(ys[:-3]) + (seq, heads, head_dim):
+        x, at = _scaled(uses, x, rs, taken, factors)
+        split = uses.made_by(x, "reshape")
+        if split is None or uses.only_reader(x) is not at:
+            return None
+        taken.append(split)
+        x = split.inputs[0]
+    if tuple(graph.tensors[x].shape) != tuple(ys[:-3]) + (seq, heads * head_dim):
+        return None
+    mine += taken
+    return x, heads.value, head_dim.value
 
 
 def merged_view(graph, node) -> bool:
@@ -171,13 +183,12 @@ def split_heads(graph, uses, t, rank, reader, found, scales=None, keys_last=Fals
     t, reader = _scaled(uses, t, reader, mine, factors)
     permuted = _head_permute(graph, uses, t, reader, rank, keys_last)
     if permuted is None:
-        viewed = _view_heads(graph, uses, t, reader, rank, keys_last)
+        viewed = _view_heads(graph, uses, t, reader, rank, keys_last, mine, factors)
         if viewed is not None:
-            found += mine + [viewed[0]]
+            found += mine
             if factors:
                 scales += factors
-            return viewed[1:]
-        return None
+        return viewed
     perm, order = permuted
     mine.append(perm)
     t, reader = _scaled(uses, perm.inputs[0], perm, mine, factors)

@@ -375,14 +375,15 @@ def test_size_one_axes_moved_by_the_head_split():
     assert "permute" not in ops(after)  # views only
 
 
-def test_one_head_split_and_merged_by_reshapes():
+@pytest.mark.parametrize("scaled_split", [False, True])
+def test_one_head_split_and_merged_by_reshapes(scaled_split):
     # PVT's first stage as imported: with one head the head permutes move a size-1 axis, so the
     # importer writes reshapes for q, v and the merge (K's transpose stays a permute)
     g = model("""
         - {name: query, op: linear, inputs: [x], out_features: 32}
         - {name: key, op: linear, inputs: [x], out_features: 32}
         - {name: value, op: linear, inputs: [x], out_features: 32}
-        - {name: q_h, op: reshape, inputs: [query], shape: [batch, 1, seq, 32]}
+%s
         - {name: k_split, op: reshape, inputs: [key], shape: [batch, seq, 1, 32]}
         - {name: k_t, op: permute, dims: [0, 2, 3, 1]}
         - {name: qk, op: matmul, inputs: [q_h, k_t]}
@@ -391,9 +392,15 @@ def test_one_head_split_and_merged_by_reshapes():
         - {name: v_h, op: reshape, inputs: [value], shape: [batch, 1, seq, 32]}
         - {name: ctx, op: matmul, inputs: [probs, v_h]}
         - {name: out, op: reshape, shape: [batch, seq, 32]}
-        """, "{x: {shape: [batch, seq, 32]}}", "[out]", DIMS)
+        """ % ("""
+        - {name: q_split, op: reshape, inputs: [query], shape: [batch, seq, 1, 32]}
+        - {name: q_s, op: mul, scalar: 0.5}
+        - {name: q_h, op: reshape, shape: [batch, 1, seq, 32]}""" if scaled_split else """
+        - {name: q_h, op: reshape, inputs: [query], shape: [batch, 1, seq, 32]}"""),
+        "{x: {shape: [batch, seq, 32]}}", "[out]", DIMS)
     after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2, "seq": 5})
     assert summary == "1 attention patterns fused, 1 q/k/v projections packed"
     assert ops(after) == ["linear", "multi_head_attention"]
     attn = node_of(after, "multi_head_attention")
     assert attn.attrs["num_heads"] == 1 and attn.outputs == ["out"]
+    assert attn.attrs["scale"] == pytest.approx((0.5 if scaled_split else 1.0) / 5.65)
