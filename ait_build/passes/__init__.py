@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ait_build.ir.graph import Graph, verify
-from ait_build.passes import (attention_masks, batchnorm_to_affine, eliminate_dead_code,
-                              fold_batchnorm, fold_constants, fuse_attention, fuse_concat,
+from ait_build.passes import (attention_masks, batchnorm_to_affine, cancel_permutes,
+                              eliminate_dead_code, fold_batchnorm, fold_constants, fuse_attention, fuse_concat,
                               fuse_data_movement, fuse_elementwise, fuse_epilogue, fuse_layernorm,
                               fuse_rmsnorm, pad_channels, pad_out_channels, plan_memory,
                               recognize_activations)
@@ -34,6 +34,7 @@ def _pipeline() -> list:
         (pad_channels, "pad conv/linear input channels to the target's alignment"),
         (fuse_attention, "softmax(q k^T) v pattern -> multi_head_attention; q/k/v -> one GEMM"),
         (attention_masks, "attention masks: causal part -> causal mode, always-true parts dropped"),
+        (cancel_permutes, "permute, linear, inverse permute -> the linear (nn.MultiheadAttention)"),
         (fuse_layernorm, "residual add + layer_norm -> layer_norm with a residual input"),
         (fuse_epilogue, "bias add, residual add, activation -> the GEMM/conv epilogue"),
         (pad_out_channels, "pad 16-bit conv/linear outputs to the target's alignment, slice after"),

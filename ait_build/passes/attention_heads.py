@@ -242,7 +242,8 @@ def _flat(shape: tuple) -> tuple:
     return (batch,) + tuple(shape[-2:])
 
 
-def _new(graph, names, op, inputs, attrs, like) -> Node:
+def new_node(graph, names, op, inputs, attrs, like) -> Node:
+    """A node `op` of `inputs`, named after `like`'s parent, its output typed and added."""
     name = free_name(names, f"{like.name.rpartition('.')[0] or like.name}.{op}")
     names.add(name)
     node = Node(name, op, inputs, [], attrs, {}, like.loc)
@@ -257,24 +258,24 @@ def input_nodes(graph, x, heads, head_dim, names, like) -> tuple:
     made = []
     if isinstance(x, Normed):
         shape = graph.tensors[x.norm.output].shape
-        made.append(_new(graph, names, "reshape", [x.norm.output],
+        made.append(new_node(graph, names, "reshape", [x.norm.output],
                          {"shape": _flat(shape[:-2] + (Dim.of(heads * head_dim),))}, like))
     elif isinstance(x, PackedPart):  # beside normalized q and k: the slice of its part
         width = heads * head_dim
-        made.append(_new(graph, names, "slice", [x.x],
+        made.append(new_node(graph, names, "slice", [x.x],
                          {"axis": 2, "start": Dim.of(x.index * width),
                           "end": Dim.of((x.index + 1) * width), "step": 1}, like))
     else:
         if isinstance(x, Moved):
             moved, x = x, x.x
             if tuple(graph.tensors[x].shape) != moved.shape:
-                made.append(_new(graph, names, "reshape", [x], {"shape": moved.shape}, like))
+                made.append(new_node(graph, names, "reshape", [x], {"shape": moved.shape}, like))
                 x = made[-1].output
             if moved.order != tuple(range(len(moved.order))):
-                made.append(_new(graph, names, "permute", [x], {"dims": moved.order}, like))
+                made.append(new_node(graph, names, "permute", [x], {"dims": moved.order}, like))
                 x = made[-1].output
         if len(graph.tensors[x].shape) > 3:
-            made.append(_new(graph, names, "reshape", [x],
+            made.append(new_node(graph, names, "reshape", [x],
                              {"shape": _flat(graph.tensors[x].shape)}, like))
     return (made[-1].output if made else x), made
 
@@ -305,7 +306,7 @@ def flat_bias(graph, bias, names, like) -> tuple | None:
         return None  # varies along a batch axis
     if len(shape) <= 4:
         return bias, []
-    node = _new(graph, names, "reshape", [bias], {"shape": (Dim.of(1),) + tuple(shape[-3:])},
+    node = new_node(graph, names, "reshape", [bias], {"shape": (Dim.of(1),) + tuple(shape[-3:])},
                 like)
     return node.output, [node]
 

@@ -31,7 +31,7 @@ from ait_build.ir.graph import Graph, Node
 from ait_build.passes.rewrite import (Uses, add_weight, free_name, infer, new_value, node_names,
                                       permute_dims, position, remove_nodes, summary)
 from ait_build.ops.opdef import TType
-from ait_build.passes import attention_heads, score_layouts
+from ait_build.passes import attention_batched, attention_heads, score_layouts
 from ait_build.passes.attention_masks import MASKED
 
 def _scores(graph, uses, t, reader, scale, bias, found, head=None):
@@ -136,10 +136,89 @@ def _probabilities(uses, softmax, bias, found):
     return guard.output
 
 
+def _match_batched(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
+    """match() for [batch * heads, q, k] scores (attention_batched.py)."""
+    found = [softmax]
+    scores = _scores(graph, uses, softmax.inputs[0], softmax, 1.0, None, found) \
+        if softmax.attrs["axis"] % 3 == 2 else None
+    if scores is None or scores[3] is not None:
+        return None
+    mm, scale, bias, _ = scores
+    head_dim = graph.tensors[mm.inputs[0]].shape[-1]
+    if not head_dim.is_static:
+        return None
+    scales = []
+    q = attention_batched.operand(graph, uses, mm.inputs[0], mm, head_dim.value, False, found,
+                                  scales)
+    k = attention_batched.operand(graph, uses, mm.inputs[1], mm, head_dim.value,
+                                  not mm.attrs["transpose_b"], found, scales)
+    probs = _probabilities(uses, softmax, bias, found)
+    pv = uses.only_reader(probs) if probs is not None else None
+    if q is None or k is None or pv is None or pv.op != "matmul" or pv.inputs[0] != probs or \
+            pv.attrs["transpose_b"] or pv.attrs["alpha"] != 1.0 or \
+            pv.attrs["activation"] != "none" or len(pv.inputs) != 2:
+        return None
+    found.append(pv)
+    v = attention_batched.operand(graph, uses, pv.inputs[1], pv, head_dim.value, False, found)
+    out = attention_batched.output(graph, uses, pv, q) if v is not None else None
+    if out is None or len({(t.batch, t.heads) for t in (q, k, v)}) != 1:
+        return None
+    chain, merge, steps = out
+    found += chain  # the last: where the attention goes
+    local, added, inputs = set(names), [], []
+    qkv = attention_batched.packed(graph, uses, (q, k, v))
+    if qkv is not None:  # one [.., 3, h*d] view of the in-projection, read packed
+        tensor, added = attention_batched.input_nodes(graph, q, local, softmax, x=qkv[0])
+        inputs, found = [tensor], qkv[1] + found
+    for traced in (q, k, v) if qkv is None else ():
+        tensor, made = attention_batched.input_nodes(graph, traced, local, softmax)
+        inputs.append(tensor)
+        added += made
+    if isinstance(bias, MaskedFill):
+        bias, more = bias.nodes(graph, uses, local, softmax)
+        added += more
+    made = attention_batched.bias_nodes(graph, bias, q.batch, q.heads, local, softmax) \
+        if bias is not None else (None, [])
+    if made is None:
+        _forget(graph, added)
+        return None
+    bias, more = made
+    added += more
+    name = free_name(local, (softmax.name.rpartition(".")[0] + ".attention").lstrip("."))
+    local.add(name)
+    attrs = {"num_heads": q.heads, "head_dim": q.head_dim,
+             "scale": float(scale * np.prod(scales)), "causal": False, "packed": qkv is not None}
+    node = Node(name, "multi_head_attention", inputs + ([bias] if bias else []), [], attrs, {},
+                softmax.loc)
+    try:
+        (ttype,) = infer(graph, node)
+    except OpError:
+        _forget(graph, added)
+        return None
+    node.outputs = [new_value(graph, name, ttype, softmax)]
+    after, last = [], node
+    for op, step_attrs in steps:  # a reshape to the shape it already has goes
+        step = Node(free_name(local, f"{name}.{op}"), op, list(last.outputs), [], step_attrs, {},
+                    merge.loc)
+        (out,) = infer(graph, step)
+        if op == "reshape" and tuple(out.shape) == tuple(graph.tensors[last.outputs[0]].shape):
+            continue
+        local.add(step.name)
+        step.outputs = [new_value(graph, step.name, out, softmax)]
+        after.append(step)
+        last = step
+    del graph.tensors[last.outputs[0]]
+    last.outputs = list(merge.outputs)
+    names |= local
+    return node, found, added, after
+
+
 def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     """(attention node, nodes it replaces, nodes to insert before it, nodes to insert after it)
     for the pattern ending at `softmax`, or None."""
     rank = len(graph.tensors[softmax.output].shape)
+    if rank == 3:
+        return _match_batched(graph, uses, softmax, names)
     if rank < 4:
         return None
     found = [softmax]

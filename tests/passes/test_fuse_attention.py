@@ -404,3 +404,68 @@ def test_one_head_split_and_merged_by_reshapes(scaled_split):
     attn = node_of(after, "multi_head_attention")
     assert attn.attrs["num_heads"] == 1 and attn.outputs == ["out"]
     assert attn.attrs["scale"] == pytest.approx((0.5 if scaled_split else 1.0) / 5.65)
+
+
+def heads_in_batch(bias: str = "") -> str:
+    """torch.nn.MultiheadAttention (batch_first, called with need_weights=True) as imported: q, k
+    and v slices of one [b, s, 3, e] view of the in-projection, moved to its sequence-first
+    layout, the heads folded into the batch ([s, b*h, d] -> [b*h, s, d]), three-dimensional
+    matmuls, the output back to [s, b, e] for the out-projection and to [b, s, e] after it."""
+    return f"""
+        - {{name: qkv, op: linear, inputs: [x], out_features: 96}}
+        - {{name: view, op: reshape, shape: [batch, seq, 3, 32]}}
+        - {{name: q_sel, op: slice, inputs: [view], axis: 2, start: 0, end: 1}}
+        - {{name: q_b, op: reshape, shape: [batch, seq, 32]}}
+        - {{name: k_sel, op: slice, inputs: [view], axis: 2, start: 1, end: 2}}
+        - {{name: k_b, op: reshape, shape: [batch, seq, 32]}}
+        - {{name: v_sel, op: slice, inputs: [view], axis: 2, start: 2, end: 3}}
+        - {{name: v_b, op: reshape, shape: [batch, seq, 32]}}
+        - {{name: q_s, op: permute, inputs: [q_b], dims: [1, 0, 2]}}
+        - {{name: q_h, op: reshape, shape: [seq, -1, 8]}}
+        - {{name: k_s, op: permute, inputs: [k_b], dims: [1, 0, 2]}}
+        - {{name: k_h, op: reshape, shape: [seq, -1, 8]}}
+        - {{name: v_s, op: permute, inputs: [v_b], dims: [1, 0, 2]}}
+        - {{name: v_h, op: reshape, shape: [seq, -1, 8]}}
+        - {{name: q_scaled, op: mul, inputs: [q_h], scalar: 0.35}}
+        - {{name: q_n, op: permute, dims: [1, 0, 2]}}
+        - {{name: k_t, op: permute, inputs: [k_h], dims: [1, 2, 0]}}
+        - {{name: qk, op: matmul, inputs: [q_n, k_t]}}{bias}
+        - {{name: probs, op: softmax, axis: 2}}
+        - {{name: v_n, op: permute, inputs: [v_h], dims: [1, 0, 2]}}
+        - {{name: ctx, op: matmul, inputs: [probs, v_n]}}
+        - {{name: ctx_s, op: permute, dims: [1, 0, 2]}}
+        - {{name: merged, op: reshape, shape: [seq, batch, 32]}}
+        - {{name: proj, op: linear, out_features: 32}}
+        - {{name: out, op: permute, dims: [1, 0, 2]}}
+        """
+
+
+@pytest.mark.parametrize("bias", ["", "per_head", "shared"])
+def test_heads_folded_into_the_batch(bias):
+    text = heads_in_batch({"": "", "per_head": """
+        - {name: mask, op: reshape, inputs: [m], shape: [-1, 5, 5]}
+        - {name: masked, op: add, inputs: [qk, mask]}""", "shared": """
+        - {name: mask, op: parameter, shape: [5, 5]}
+        - {name: masked, op: add, inputs: [qk, mask]}"""}[bias]).replace("seq", "5")
+    g = model(text, "{x: {shape: [batch, 5, 32]}, m: {shape: [batch, 4, 5, 5]}}", "[out]")
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 3})
+    assert summary == "1 attention patterns fused"
+    attn = node_of(after, "multi_head_attention")
+    assert attn.inputs[0] == "qkv" and attn.attrs["packed"] and attn.attrs["num_heads"] == 4
+    assert attn.attrs["scale"] == pytest.approx(0.35)
+    # the rows come out [b, s, e]; the out-projection reads them sequence-first
+    assert ops(after)[-3:] == ["permute", "linear", "permute"]
+    if bias == "per_head":  # [b*h, q, k] read as [b, h, q, k]
+        shape = after.tensors[attn.inputs[1]].shape
+        assert [str(d) for d in shape] == ["batch", "4", "5", "5"]
+
+
+def test_heads_in_batch_with_another_head_order_is_left():
+    # the heads outside the batch ([h*b]: h-major) is not the attention's [b, h] order
+    text = heads_in_batch().replace("""- {name: q_h, op: reshape, shape: [seq, -1, 8]}""",
+                                    """- {name: q_4, op: reshape, shape: [seq, batch, 4, 8]}
+        - {name: q_p, op: permute, dims: [0, 2, 1, 3]}
+        - {name: q_h, op: reshape, shape: [seq, -1, 8]}""")
+    g = model(text, "{x: {shape: [batch, seq, 32]}}", "[out]", DIMS)
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2, "seq": 5})
+    assert summary == "" and "softmax" in ops(after)

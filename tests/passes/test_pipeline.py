@@ -32,7 +32,7 @@ def test_pipeline_is_one_named_list():
     assert pass_names() == ["eliminate_dead_code", "fold_constants", "fold_batchnorm",
                             "batchnorm_to_affine", "recognize_activations", "fuse_rmsnorm",
                             "pad_channels", "fuse_attention",
-                            "attention_masks", "fuse_layernorm", "fuse_epilogue",
+                            "attention_masks", "cancel_permutes", "fuse_layernorm", "fuse_epilogue",
                             "pad_out_channels", "fuse_elementwise", "fuse_concat",
                             "fuse_data_movement", "plan_memory"]
     assert all(p.doc for p in PIPELINE)
