@@ -73,21 +73,23 @@ def _replay(graph, nodes: list, axes: list) -> list | None:
 
 
 def _chain_back(uses, t, reader, factors):
-    """The moves and scalar factors making `t` (each read only by the next), first to last, and
-    the tensor before them."""
-    chain = []
+    """The moves and scalar factors making `t`, first to last, the tensor before them, and how
+    many of the last ones only the chain reads (the attention takes their place; DeBERTa reads q
+    and k for its relative terms too, so theirs stay)."""
+    chain, mine = [], True
     while True:
         node = uses.made_by(t)
-        if node is None or uses.only_reader(t) is not reader:
+        if node is None:
             break
         scalar = node.attrs.get("scalar") if node.op in ("mul", "div") else None
         if node.op not in MOVES and (scalar is None or factors is None):
             break
+        mine = mine and uses.only_reader(t) is reader
         if scalar is not None:
             factors.append(scalar if node.op == "mul" else 1.0 / scalar)
-        chain.append(node)
+        chain.append((node, mine))
         reader, t = node, node.inputs[0]
-    return t, chain[::-1]
+    return t, [n for n, _ in chain[::-1]], [n for n, only in chain if only]
 
 
 def operand(graph, uses, t, reader, head_dim: int, keys_last: bool, found: list,
@@ -95,7 +97,7 @@ def operand(graph, uses, t, reader, head_dim: int, keys_last: bool, found: list,
     """The Traced form of a 3-d attention matmul operand `t`, its moves added to `found` (and
     its scalar factors to `scales`), or None."""
     factors = [] if scales is not None else None
-    x, chain = _chain_back(uses, t, reader, factors)
+    x, chain, taken = _chain_back(uses, t, reader, factors)
     shape = graph.tensors[x].shape
     last = shape[-1] if shape else ONE
     if not chain or len(shape) < 2 or not last.is_static or last.value % head_dim:
@@ -116,7 +118,7 @@ def operand(graph, uses, t, reader, head_dim: int, keys_last: bool, found: list,
         order = tuple(i for i, d in enumerate(shape) if d == ONE and i not in order) + order
     else:
         order = tuple(range(len(shape)))  # in order already: a view
-    found += chain
+    found += taken
     if factors:
         scales += factors
     return Traced(x, order, tuple(p[1] for p in batch[:-1]), seq[0][1], heads, head_dim)

@@ -91,17 +91,20 @@ def _masks(uses, t) -> bool:
 
 @dataclass(frozen=True)
 class MaskedFill:
-    """where(mask, scores, fill) seen on the way to the scores: its bias is where(mask, 0, fill)."""
+    """where(mask, scores, fill) seen on the way to the scores: its bias is where(mask, 0, fill);
+    `flipped`: where(mask, fill, scores) (DeBERTa's), the bias where(mask, fill, 0)."""
 
     mask: str
     fill: str
+    flipped: bool = False
 
     def nodes(self, graph: Graph, uses: Uses, names: set, like: Node) -> tuple:
         """(bias tensor, [zero constant, where]) added to the graph's tensors."""
         fill = uses.made_by(self.fill)
         made = []
+        picks = [self.mask, self.fill, None] if self.flipped else [self.mask, None, self.fill]
         for op, inputs, attrs in (("constant", [], dict(fill.attrs, value=0.0)),
-                                  ("where", [self.mask, None, self.fill], {})):
+                                  ("where", picks, {})):
             name = free_name(names, f"{like.name.rpartition('.')[0] or like.name}.mask_bias")
             names.add(name)
             inputs = [made[0].output if t is None else t for t in inputs]
@@ -136,12 +139,50 @@ def _probabilities(uses, softmax, bias, found):
     return guard.output
 
 
+def _split_scores(graph, uses, softmax, found):
+    """(3-d scores tensor, reader, outer mask or None, probabilities' reshape) when a softmax
+    over [b, h, q, k] reads [b * h, q, k] scores reshaped, perhaps masked after the reshape
+    (DeBERTa: where(mask, fill, scores)), and p v reads the probabilities reshaped back."""
+    t, reader, outer = softmax.inputs[0], softmax, None
+    node = uses.made_by(t, "where")
+    if node is not None and uses.only_reader(t) is reader:
+        if _masks(uses, node.inputs[1]):
+            outer = MaskedFill(node.inputs[0], node.inputs[1], flipped=True)
+            t, reader = node.inputs[2], node
+        elif _masks(uses, node.inputs[2]):
+            outer = MaskedFill(node.inputs[0], node.inputs[2])
+            t, reader = node.inputs[1], node
+        found.append(node)
+    split = uses.made_by(t, "reshape")
+    back = uses.only_reader(softmax.output)
+    if split is None or uses.only_reader(t) is not reader or back is None or \
+            back.op != "reshape":
+        return None
+    n, q, k = (graph.tensors[split.inputs[0]].shape + (None,) * 3)[:3]
+    b, h, q4, k4 = graph.tensors[split.output].shape
+    if len(graph.tensors[split.inputs[0]].shape) != 3 or (q, k) != (q4, k4) or n != b * h or \
+            tuple(graph.tensors[back.output].shape) != (n, q, k):
+        return None
+    found += [split, back]
+    return split.inputs[0], split, outer, back.output
+
+
 def _match_batched(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
-    """match() for [batch * heads, q, k] scores (attention_batched.py)."""
-    found = [softmax]
-    scores = _scores(graph, uses, softmax.inputs[0], softmax, 1.0, None, found) \
-        if softmax.attrs["axis"] % 3 == 2 else None
-    if scores is None or scores[3] is not None:
+    """match() for [batch * heads, q, k] scores (attention_batched.py), the softmax taken over
+    them or over their [b, h, q, k] view (_split_scores)."""
+    found, outer, probs = [softmax], None, None
+    if len(graph.tensors[softmax.output].shape) == 3:
+        scores = _scores(graph, uses, softmax.inputs[0], softmax, 1.0, None, found) \
+            if softmax.attrs["axis"] % 3 == 2 else None
+    else:
+        split = _split_scores(graph, uses, softmax, found) if softmax.attrs["axis"] % 4 == 3 \
+            else None
+        if split is None:
+            return None
+        t, reader, outer, probs = split
+        scores = _scores(graph, uses, t, reader, 1.0, None, found)
+    if scores is None or scores[3] is not None or \
+            (outer is not None and isinstance(scores[2], MaskedFill)):
         return None
     mm, scale, bias, _ = scores
     head_dim = graph.tensors[mm.inputs[0]].shape[-1]
@@ -152,7 +193,7 @@ def _match_batched(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple
                                   scales)
     k = attention_batched.operand(graph, uses, mm.inputs[1], mm, head_dim.value,
                                   not mm.attrs["transpose_b"], found, scales)
-    probs = _probabilities(uses, softmax, bias, found)
+    probs = probs or _probabilities(uses, softmax, bias, found)
     pv = uses.only_reader(probs) if probs is not None else None
     if q is None or k is None or pv is None or pv.op != "matmul" or pv.inputs[0] != probs or \
             pv.attrs["transpose_b"] or pv.attrs["alpha"] != 1.0 or \
@@ -184,6 +225,13 @@ def _match_batched(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple
         return None
     bias, more = made
     added += more
+    if outer is not None:  # the mask after the split, in [b, h or 1, q, k]
+        mask, more = outer.nodes(graph, uses, local, softmax)
+        added += more
+        if bias is not None:
+            added.append(attention_heads.new_node(graph, local, "add", [bias, mask], {}, softmax))
+            mask = added[-1].output
+        bias = mask
     name = free_name(local, (softmax.name.rpartition(".")[0] + ".attention").lstrip("."))
     local.add(name)
     attrs = {"num_heads": q.heads, "head_dim": q.head_dim,
@@ -217,18 +265,16 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     """(attention node, nodes it replaces, nodes to insert before it, nodes to insert after it)
     for the pattern ending at `softmax`, or None."""
     rank = len(graph.tensors[softmax.output].shape)
-    if rank == 3:
-        return _match_batched(graph, uses, softmax, names)
     if rank < 4:
-        return None
+        return _match_batched(graph, uses, softmax, names) if rank == 3 else None
     found = [softmax]
     scores = _scores(graph, uses, softmax.inputs[0], softmax, 1.0, None, found) \
         if softmax.attrs["axis"] % rank == rank - 1 else None
     layout = None
     if scores is None and rank == 4:  # scores in another layout on the way (score_layouts.py)
         layout = score_layouts.permuted_scores(graph, uses, softmax)
-        if layout is None:
-            return None
+        if layout is None:  # or [b * h, q, k] scores seen as [b, h, q, k] (DeBERTa)
+            return _match_batched(graph, uses, softmax, names)
         scores = (layout.matmul, layout.scale, None, layout.head_scale)
         found = list(layout.nodes)
     if scores is None:

@@ -469,3 +469,46 @@ def test_heads_in_batch_with_another_head_order_is_left():
     g = model(text, "{x: {shape: [batch, seq, 32]}}", "[out]", DIMS)
     after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2, "seq": 5})
     assert summary == "" and "softmax" in ops(after)
+
+
+def test_heads_in_batch_scores_masked_as_four_dims():
+    # DeBERTa-v2: [b*h, s, d] q and k (also read by its relative-position terms), a bias of the
+    # same [b*h, s, s] added, the scores seen as [b, h, s, s] for where(~mask, min, scores) and
+    # the softmax, the probabilities back to [b*h, s, s] for p v
+    heads = "[batch, 5, 4, 8]"
+    g = model(f"""
+        - {{name: query, op: linear, inputs: [x], out_features: 32}}
+        - {{name: key, op: linear, inputs: [x], out_features: 32}}
+        - {{name: value, op: linear, inputs: [x], out_features: 32}}
+        - {{name: q_4, op: reshape, inputs: [query], shape: {heads}}}
+        - {{name: q_p, op: permute, dims: [0, 2, 1, 3]}}
+        - {{name: q_3, op: reshape, shape: [-1, 5, 8]}}
+        - {{name: k_4, op: reshape, inputs: [key], shape: {heads}}}
+        - {{name: k_p, op: permute, dims: [0, 2, 1, 3]}}
+        - {{name: k_3, op: reshape, shape: [-1, 5, 8]}}
+        - {{name: v_4, op: reshape, inputs: [value], shape: {heads}}}
+        - {{name: v_p, op: permute, dims: [0, 2, 1, 3]}}
+        - {{name: v_3, op: reshape, shape: [-1, 5, 8]}}
+        - {{name: k_s, op: div, inputs: [k_3], scalar: 2.0}}
+        - {{name: qk, op: matmul, inputs: [q_3, k_s], transpose_b: true}}
+        - {{name: rel, op: matmul, inputs: [q_3, k_3], transpose_b: true}}
+        - {{name: biased, op: add, inputs: [qk, rel]}}
+        - {{name: scores, op: reshape, shape: [batch, 4, 5, 5]}}
+        - {{name: keep, op: cast, inputs: [m], dtype: bool}}
+        - {{name: drop, op: logical_not}}
+        - {{name: fill, op: constant, shape: [1, 1, 1, 1], value: -3.4e+38}}
+        - {{name: masked, op: where, inputs: [drop, fill, scores]}}
+        - {{name: probs, op: softmax, axis: 3}}
+        - {{name: probs_3, op: reshape, shape: [-1, 5, 5]}}
+        - {{name: ctx, op: matmul, inputs: [probs_3, v_3]}}
+        - {{name: ctx_4, op: reshape, shape: [batch, 4, 5, 8]}}
+        - {{name: back, op: permute, dims: [0, 2, 1, 3]}}
+        - {{name: out, op: reshape, shape: [batch, 5, 32]}}
+        """, "{x: {shape: [batch, 5, 32]}, m: {shape: [batch, 1, 5, 5]}}", "[out]")
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2})
+    assert summary == "1 attention patterns fused" and "softmax" not in ops(after)
+    attn = node_of(after, "multi_head_attention")
+    assert attn.attrs["scale"] == pytest.approx(0.5) and attn.outputs == ["out"]
+    # the bias: the relative term as [b, h, s, s] plus where(~mask, min, 0)
+    total = next(n for n in after.nodes if attn.inputs[-1] in n.outputs)
+    assert total.op == "add" and "rel" not in attn.inputs
