@@ -158,10 +158,11 @@ def _split_scores(graph, uses, softmax, found):
     if split is None or uses.only_reader(t) is not reader or back is None or \
             back.op != "reshape":
         return None
-    n, q, k = (graph.tensors[split.inputs[0]].shape + (None,) * 3)[:3]
-    b, h, q4, k4 = graph.tensors[split.output].shape
-    if len(graph.tensors[split.inputs[0]].shape) != 3 or (q, k) != (q4, k4) or n != b * h or \
-            tuple(graph.tensors[back.output].shape) != (n, q, k):
+    src, viewed = graph.tensors[split.inputs[0]].shape, graph.tensors[split.output].shape
+    if len(src) != 3 or len(viewed) != 4:
+        return None
+    (n, q, k), (b, h, q4, k4) = src, viewed
+    if (q, k) != (q4, k4) or n != b * h or tuple(graph.tensors[back.output].shape) != (n, q, k):
         return None
     found += [split, back]
     return split.inputs[0], split, outer, back.output
