@@ -211,6 +211,31 @@ def maxvit():
                   num_classes=10).eval()
 
 
+class _MhaBlock(nn.Module):
+    """nn.MultiheadAttention called the default way (need_weights=True, weights discarded)."""
+
+    def __init__(self, batch_first: bool):
+        super().__init__()
+        self.norm = nn.LayerNorm(32)
+        self.attn = nn.MultiheadAttention(32, 4, batch_first=batch_first)
+
+    def forward(self, x):
+        y = self.norm(x)
+        out, _ = self.attn(y, y, y)
+        return x + out
+
+
+def mha_block():
+    """Heads folded into the batch: [b*h, s, d] matmuls, the in-projection sliced three ways."""
+    _seeded(40)
+    return _MhaBlock(batch_first=True).eval()
+
+
+def mha_seq_first():
+    _seeded(41)
+    return _MhaBlock(batch_first=False).eval()
+
+
 def wav2vec2():
     """conv1d feature extractor with group norm, a weight-normed positional conv1d."""
     return _transformers("Wav2Vec2Config", "Wav2Vec2Model", 34, vocab_size=10, hidden_size=32,

@@ -1,0 +1,50 @@
+"""Attention as real modules write it, imported from PyTorch: every softmax(q k^T) v of each
+becomes one multi_head_attention for the targets that fuse attention (passes/fuse_attention.py,
+attention_heads.py, attention_batched.py), and the optimized graph computes what the module does.
+
+Swin V2 (cosine attention, a logit scale per head), MaxViT (scores with two batch axes, its grid
+attention taking the windows from after the sequence), DeBERTa-v2 (heads in the batch, relative
+terms, the mask on a 4-d view) and torch.nn.MultiheadAttention called the default way, both
+layouts (heads in the batch, the in-projection sliced three ways)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from cases import rel_error  # noqa: E402
+from test_families import FAMILIES, IMAGE, _model, _outputs, import_family  # noqa: E402
+
+from ait_build.ops.reference import run_reference  # noqa: E402
+from ait_build.passes import optimize  # noqa: E402
+from ait_build.pipeline import find_target  # noqa: E402
+
+pytestmark = pytest.mark.torch
+SEQ = {"x": np.random.default_rng(40).standard_normal((1, 6, 32)).astype(np.float32)}
+F = "tests.importers.families:"
+CASES = {  # name -> (family case, attentions)
+    "swin_v2": (FAMILIES["swin_v2"], 4),
+    "maxvit": (FAMILIES["maxvit"], 4),
+    "deberta": (FAMILIES["deberta"], 2),
+    "mha_block": ((F + "mha_block", ["x:batch,seq,32"], IMAGE + ["seq=1:8:6"], SEQ), 1),
+    "mha_seq_first": ((F + "mha_seq_first", ["x:seq,batch,32"], IMAGE + ["seq=1:8:6"],
+                       {"x": SEQ["x"].transpose(1, 0, 2).copy()}), 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("target", ["h200", "cpu"])
+def test_every_attention_is_fused_and_computes_the_module(name, target, tmp_path):
+    case, attentions = CASES[name]
+    _, graph = import_family(case, "torch", tmp_path, name)
+    optimized, _ = optimize(graph, find_target(target))
+    ops = [n.op for n in optimized.nodes]
+    assert ops.count("multi_head_attention") == attentions and "softmax" not in ops
+    feed = case[3]
+    with torch.no_grad():
+        want = _outputs(_model(case[0])(*(torch.from_numpy(v) for v in feed.values())))
+    got = run_reference(optimized, feed)
+    for out, expected in zip(optimized.outputs, want):
+        assert rel_error(got[out], expected) < 1e-5, (out, rel_error(got[out], expected))
