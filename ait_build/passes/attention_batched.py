@@ -7,7 +7,7 @@ reshape and scalar factor in between (each read only by the next) is replayed on
 x's axes: x's axes before the last, and the last split into `h` and `d`. A reshape regroups
 those parts (it may not cut one), a permute reorders them. The operand matches when it ends as
 `[batch parts..., h] x s x d` (K: `... x d x s`): every part of x but `h` and `d` a batch part or
-the sequence. The attention then reads x permuted to `[batch parts..., s, h*d]` (a copy unless
+the sequence; the heads may also be an axis of x of their own (BLOOM's [b, s, h, 3, d] qkv). The attention then reads x permuted to `[batch parts..., s, h*d]` (a copy unless
 already so) and flattened. Its output is replayed the same way through the permutes and reshapes
 that follow p v, up to the tensor the next op reads, and made from the attention's rows by a
 reshape (a permute between when the parts come in another order: nn.MultiheadAttention's
@@ -109,9 +109,15 @@ def operand(graph, uses, t, reader, head_dim: int, keys_last: bool, found: list,
     if axes is None or len(axes) != 3:
         return None
     batch, seq, depth = (axes[0], axes[2], axes[1]) if keys_last else axes
-    if [p[0] for p in depth] != ["d"] or len(seq) != 1 or not batch or batch[-1][0] != "h":
+    if [p[0] for p in depth] != ["d"] or len(seq) != 1 or not batch:
         return None
-    order = tuple(p[0] for p in batch[:-1]) + (seq[0][0], len(shape) - 1)
+    if batch[-1][0] == "h":  # the heads from x's last axis
+        order = tuple(p[0] for p in batch[:-1]) + (seq[0][0], len(shape) - 1)
+    elif heads == 1 and batch[-1][1].is_static:  # from an axis of x (BLOOM's [b, s, h, 3, d])
+        heads = batch[-1][1].value
+        order = tuple(p[0] for p in batch[:-1]) + (seq[0][0], batch[-1][0], len(shape) - 1)
+    else:
+        return None
     if any(isinstance(p, str) for p in order[:-1]):
         return None
     if list(order) != sorted(order):  # size-1 axes (dropped by the replay) go first

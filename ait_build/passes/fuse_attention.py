@@ -29,7 +29,7 @@ from ait_build.errors import OpError
 from ait_build.ir.dims import Dim
 from ait_build.ir.graph import Graph, Node
 from ait_build.passes.rewrite import (Uses, add_weight, free_name, infer, new_value, node_names,
-                                      permute_dims, position, remove_nodes, summary)
+                                      permute_dims, position, remove_nodes, replace_uses, summary)
 from ait_build.ops.opdef import TType
 from ait_build.passes import attention_batched, attention_heads, score_layouts
 from ait_build.passes.attention_masks import MASKED
@@ -61,11 +61,12 @@ def _scores(graph, uses, t, reader, scale, bias, found, head=None):
                 head = factor * (1 if head is None else head)
                 rest = _scores(graph, uses, a, node, scale, bias, found, head)
                 break
-    elif node.op == "add" and scalar is None and bias is None and plain:
-        # softmax(x*s + bias) only: a bias added before the scale would be scaled too
+    elif node.op == "add" and scalar is None and plain:
+        # softmax(x*s + bias) only: a bias added before the scale would be scaled too; more
+        # than one term (MPNet: relative positions and the mask) are summed
         a, b = node.inputs
-        rest = _scores(graph, uses, a, node, scale, b, found) or \
-            _scores(graph, uses, b, node, scale, a, found)
+        rest = _scores(graph, uses, a, node, scale, _with(bias, b), found) or \
+            _scores(graph, uses, b, node, scale, _with(bias, a), found)
     elif node.op == "where" and bias is None and plain and _masks(uses, node.inputs[2]):
         # masked_fill of the scores (older GPT-2 code) with a fill that masks: the same softmax
         # as adding where(mask, 0, fill), made once the whole pattern matched
@@ -115,6 +116,38 @@ class MaskedFill:
         return made[1].output, made
 
 
+@dataclass(frozen=True)
+class Summed:
+    """Several terms added to the scores, summed into one bias before the attention."""
+
+    terms: tuple
+
+
+def _with(bias, term):
+    """The bias found so far and one more term."""
+    if bias is None:
+        return term
+    return Summed((bias.terms if isinstance(bias, Summed) else (bias,)) + (term,))
+
+
+def _bias_nodes(graph, uses, bias, names, like) -> tuple:
+    """(bias tensor or None, nodes to add) for what _scores found: a tensor, a MaskedFill, or a
+    Summed of those (added in order)."""
+    if bias is None or isinstance(bias, str):
+        return bias, []
+    if isinstance(bias, MaskedFill):
+        return bias.nodes(graph, uses, names, like)
+    total, made = None, []
+    for term in bias.terms:
+        tensor, more = _bias_nodes(graph, uses, term, names, like)
+        made += more
+        if total is not None:
+            made.append(attention_heads.new_node(graph, names, "add", [total, tensor], {}, like))
+            tensor = made[-1].output
+        total = tensor
+    return total, made
+
+
 def _probabilities(uses, softmax, bias, found):
     """What p @ v reads: the softmax's output, or the NaN guard PyTorch's ONNX export writes
     after a softmax with a boolean mask, where(p != p, 0, p). A NaN row needs scores of -inf
@@ -142,17 +175,24 @@ def _probabilities(uses, softmax, bias, found):
 def _split_scores(graph, uses, softmax, found):
     """(3-d scores tensor, reader, outer mask or None, probabilities' reshape) when a softmax
     over [b, h, q, k] reads [b * h, q, k] scores reshaped, perhaps masked after the reshape
-    (DeBERTa: where(mask, fill, scores)), and p v reads the probabilities reshaped back."""
+    (DeBERTa: where(mask, fill, scores); BLOOM: scores + mask), and p v reads the probabilities
+    reshaped back."""
     t, reader, outer = softmax.inputs[0], softmax, None
-    node = uses.made_by(t, "where")
+    node = uses.made_by(t, "where", "add")
     if node is not None and uses.only_reader(t) is reader:
-        if _masks(uses, node.inputs[1]):
+        if node.op == "add" and node.attrs.get("scalar") is None:  # BLOOM's mask
+            a, b = node.inputs
+            viewed = uses.made_by(a, "reshape") is not None
+            outer, t = (b, a) if viewed else (a, b)
+        elif node.op == "where" and _masks(uses, node.inputs[1]):
             outer = MaskedFill(node.inputs[0], node.inputs[1], flipped=True)
-            t, reader = node.inputs[2], node
-        elif _masks(uses, node.inputs[2]):
+            t = node.inputs[2]
+        elif node.op == "where" and _masks(uses, node.inputs[2]):
             outer = MaskedFill(node.inputs[0], node.inputs[2])
-            t, reader = node.inputs[1], node
-        found.append(node)
+            t = node.inputs[1]
+        if outer is not None:
+            found.append(node)
+            reader = node
     split = uses.made_by(t, "reshape")
     back = uses.only_reader(softmax.output)
     if split is None or uses.only_reader(t) is not reader or back is None or \
@@ -182,8 +222,7 @@ def _match_batched(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple
             return None
         t, reader, outer, probs = split
         scores = _scores(graph, uses, t, reader, 1.0, None, found)
-    if scores is None or scores[3] is not None or \
-            (outer is not None and isinstance(scores[2], MaskedFill)):
+    if scores is None or scores[3] is not None:
         return None
     mm, scale, bias, _ = scores
     head_dim = graph.tensors[mm.inputs[0]].shape[-1]
@@ -216,9 +255,8 @@ def _match_batched(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple
         tensor, made = attention_batched.input_nodes(graph, traced, local, softmax)
         inputs.append(tensor)
         added += made
-    if isinstance(bias, MaskedFill):
-        bias, more = bias.nodes(graph, uses, local, softmax)
-        added += more
+    bias, more = _bias_nodes(graph, uses, bias, local, softmax)
+    added += more
     made = attention_batched.bias_nodes(graph, bias, q.batch, q.heads, local, softmax) \
         if bias is not None else (None, [])
     if made is None:
@@ -227,7 +265,7 @@ def _match_batched(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple
     bias, more = made
     added += more
     if outer is not None:  # the mask after the split, in [b, h or 1, q, k]
-        mask, more = outer.nodes(graph, uses, local, softmax)
+        mask, more = _bias_nodes(graph, uses, outer, local, softmax)
         added += more
         if bias is not None:
             added.append(attention_heads.new_node(graph, local, "add", [bias, mask], {}, softmax))
@@ -329,8 +367,8 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
             return None
         bias, period, more = made
         added += more
-    elif isinstance(bias, MaskedFill):
-        bias, more = bias.nodes(graph, uses, local, softmax)
+    else:
+        bias, more = _bias_nodes(graph, uses, bias, local, softmax)
         added += more
     if bias is not None and rank > 4:  # more batch axes: the bias must not vary along them
         made = attention_heads.flat_bias(graph, bias, local, softmax)
@@ -461,21 +499,39 @@ def _common_prefix(names: list) -> str:
     return ".".join(shared) + "." if shared and len(shared) < min(len(p) for p in parts) else ""
 
 
+def _share(graph: Graph, made: set) -> None:
+    """Nodes this pass made that compute the same as an earlier one (every layer of BLOOM sums
+    the same ALiBi and mask into its bias) read that one's output instead, and go."""
+    seen, dup = {}, []
+    for node in graph.nodes:
+        if node.name not in made or node.weights or len(node.outputs) != 1:
+            continue
+        key = (node.op, tuple(node.inputs), repr(sorted(node.attrs.items())))
+        if key in seen:
+            replace_uses(graph, node.output, seen[key])
+            dup.append(node)
+        else:
+            seen[key] = node.output
+    remove_nodes(graph, dup)
+
+
 def run(graph: Graph, target) -> str:
     if not target.cap("fused_attention"):
         return ""
     names = node_names(graph)
-    fused = 0
+    fused, made = 0, set()
     for softmax in [n for n in graph.nodes if n.op == "softmax"]:
         found = match(graph, Uses(graph), softmax, names)
         if found is None:
             continue
         node, replaced, before, after = found
         names.update(n.name for n in [node] + before + after)
+        made.update(n.name for n in before)
         at = position(graph, replaced[-1])
         graph.nodes[at:at + 1] = before + [node] + after
         remove_nodes(graph, replaced[:-1])
         fused += 1
+    _share(graph, made)
     # what was summed into a new bias (score_layouts.bias) is read no more (the graph had no
     # dead nodes before this pass: eliminate_dead_code runs first)
     while True:

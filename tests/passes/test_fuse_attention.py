@@ -512,3 +512,53 @@ def test_heads_in_batch_scores_masked_as_four_dims():
     # the bias: the relative term as [b, h, s, s] plus where(~mask, min, 0)
     total = next(n for n in after.nodes if attn.inputs[-1] in n.outputs)
     assert total.op == "add" and "rel" not in attn.inputs
+
+
+def test_two_bias_terms_are_summed():
+    # MPNet: relative positions, then the mask, added to the scaled scores
+    text = layer(scores="""
+        - {name: scaled, op: div, inputs: [qk], scalar: 2.8284271}
+        - {name: rel, op: parameter, shape: [1, 4, 1, 1]}
+        - {name: positioned, op: add, inputs: [scaled, rel]}
+        - {name: masked, op: add, inputs: [positioned, mask]}""")
+    after, summary = check_pass(build(text), fuse_attention.run, dims={"batch": 2, "seq": 5})
+    assert summary == "1 attention patterns fused, 1 q/k/v projections packed"
+    attn = node_of(after, "multi_head_attention")
+    total = next(n for n in after.nodes if attn.inputs[-1] in n.outputs)
+    assert total.op == "add" and set(total.inputs) == {"mask", "rel:0"}
+
+
+def bloom_layer(i: int, x: str) -> str:
+    """BLOOM's attention: q, k, v interleaved per head ([b, s, h, 3, d]), [b*h, s, d] matmuls
+    with the ALiBi term added (baddbmm), the scores seen as [b, h, s, s] for the mask."""
+    return f"""
+        - {{name: qkv{i}, op: linear, inputs: [{x}], out_features: 96}}
+        - {{name: view{i}, op: reshape, shape: [batch, 5, 4, 3, 8]}}""" + "".join(f"""
+        - {{name: {p}{i}_sel, op: slice, inputs: [view{i}], axis: 3, start: {j}, end: {j + 1}}}
+        - {{name: {p}{i}_h, op: reshape, shape: [batch, 5, 4, 8]}}
+        - {{name: {p}{i}_p, op: permute, dims: [0, 2, 1, 3]}}
+        - {{name: {p}{i}_3, op: reshape, shape: [-1, 5, 8]}}""" for j, p in enumerate("qkv")) + f"""
+        - {{name: qk{i}, op: matmul, inputs: [q{i}_3, k{i}_3], transpose_b: true, alpha: 0.35}}
+        - {{name: alibied{i}, op: add, inputs: [qk{i}, alibi]}}
+        - {{name: scores{i}, op: reshape, shape: [batch, 4, 5, 5]}}
+        - {{name: masked{i}, op: add, inputs: [scores{i}, mask]}}
+        - {{name: probs{i}, op: softmax, axis: 3}}
+        - {{name: probs{i}_3, op: reshape, shape: [-1, 5, 5]}}
+        - {{name: ctx{i}, op: matmul, inputs: [probs{i}_3, v{i}_3]}}
+        - {{name: ctx{i}_4, op: reshape, shape: [batch, 4, 5, 8]}}
+        - {{name: back{i}, op: permute, dims: [0, 2, 1, 3]}}
+        - {{name: out{i}, op: reshape, shape: [batch, 5, 32]}}"""
+
+
+def test_bloom_attention_and_its_bias_shared_by_the_layers():
+    g = model("""
+        - {name: slopes, op: reshape, inputs: [a], shape: [-1, 1, 5]}
+        - {name: alibi, op: mul, inputs: [slopes], scalar: 1.0}""" + bloom_layer(0, "x") +
+              bloom_layer(1, "out0"),
+              "{x: {shape: [batch, 5, 32]}, a: {shape: [batch, 4, 1, 5]}, "
+              "mask: {shape: [batch, 1, 5, 5]}}", "[out1]")
+    after, summary = check_pass(g, fuse_attention.run, dims={"batch": 2})
+    assert summary == "2 attention patterns fused" and "softmax" not in ops(after)
+    first, second = [n for n in after.nodes if n.op == "multi_head_attention"]
+    assert first.attrs["num_heads"] == 4 and first.attrs["scale"] == pytest.approx(0.35)
+    assert first.inputs[-1] == second.inputs[-1]  # ALiBi + mask summed once
