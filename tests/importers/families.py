@@ -211,6 +211,17 @@ def maxvit():
                   num_classes=10).eval()
 
 
+def mpnet():
+    """Relative positions and the mask: two terms added to the scores."""
+    return _transformers("MPNetConfig", "MPNetModel", 42, **TEXT)
+
+
+def bloom():
+    """q, k, v interleaved per head, ALiBi added in a baddbmm, the mask on a 4-d view."""
+    return _transformers("BloomConfig", "BloomModel", 43, vocab_size=100, hidden_size=32,
+                         n_layer=2, n_head=4, use_cache=False)
+
+
 class _MhaBlock(nn.Module):
     """nn.MultiheadAttention called the default way (need_weights=True, weights discarded)."""
 

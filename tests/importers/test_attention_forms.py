@@ -4,8 +4,9 @@ attention_heads.py, attention_batched.py), and the optimized graph computes what
 
 Swin V2 (cosine attention, a logit scale per head), MaxViT (scores with two batch axes, its grid
 attention taking the windows from after the sequence), DeBERTa-v2 (heads in the batch, relative
-terms, the mask on a 4-d view) and torch.nn.MultiheadAttention called the default way, both
-layouts (heads in the batch, the in-projection sliced three ways)."""
+terms, the mask on a 4-d view), MPNet (two bias terms), BLOOM (qkv interleaved per head, ALiBi)
+and torch.nn.MultiheadAttention called the default way, both layouts (heads in the batch, the
+in-projection sliced three ways)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from cases import rel_error  # noqa: E402
-from test_families import FAMILIES, IMAGE, _model, _outputs, import_family  # noqa: E402
+from test_families import FAMILIES, IMAGE, TEXT, _ids, _model, _outputs, import_family  # noqa: E402
 
 from ait_build.ops.reference import run_reference  # noqa: E402
 from ait_build.passes import optimize  # noqa: E402
@@ -28,6 +29,8 @@ CASES = {  # name -> (family case, attentions)
     "swin_v2": (FAMILIES["swin_v2"], 4),
     "maxvit": (FAMILIES["maxvit"], 4),
     "deberta": (FAMILIES["deberta"], 2),
+    "mpnet": ((F + "mpnet", ["input_ids:batch,seq:int64"], TEXT, _ids()), 2),
+    "bloom": ((F + "bloom", ["input_ids:batch,seq:int64"], TEXT, _ids()), 2),
     "mha_block": ((F + "mha_block", ["x:batch,seq,32"], IMAGE + ["seq=1:8:6"], SEQ), 1),
     "mha_seq_first": ((F + "mha_seq_first", ["x:seq,batch,32"], IMAGE + ["seq=1:8:6"],
                        {"x": SEQ["x"].transpose(1, 0, 2).copy()}), 1),
