@@ -265,12 +265,8 @@ def _match_batched(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple
     bias, more = made
     added += more
     if outer is not None:  # the mask after the split, in [b, h or 1, q, k]
-        mask, more = _bias_nodes(graph, uses, outer, local, softmax)
+        bias, more = _bias_nodes(graph, uses, _with(bias, outer), local, softmax)
         added += more
-        if bias is not None:
-            added.append(attention_heads.new_node(graph, local, "add", [bias, mask], {}, softmax))
-            mask = added[-1].output
-        bias = mask
     name = free_name(local, (softmax.name.rpartition(".")[0] + ".attention").lstrip("."))
     local.add(name)
     attrs = {"num_heads": q.heads, "head_dim": q.head_dim,
