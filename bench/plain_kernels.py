@@ -5,7 +5,8 @@
 
 Imports each MODULE:FACTORY as a user would (`ait-build import torch`, random weights, into
 --out), plans its float16 copy for --target and prints a line per model: its step count and the
-build's note on calls that run plain kernels (the direct conv, the tiled GEMM), or `none`. No GPU
+build's notes on calls that run plain kernels (the direct conv, the tiled GEMM) and on
+attention left unfused, or `no plain kernels`. No GPU
 or compiler is needed: it is how the fallbacks of this stop were found (docs/benchmarks.md,
 "Models outside the public benchmark (GPU)"). A factory that does not import says why.
 """
@@ -21,7 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from ait_build.bench.run import dtype_variant  # noqa: E402
-from ait_build.codegen.emit import plain_summary  # noqa: E402
+from ait_build.codegen.emit import plain_summary, unfused_attention  # noqa: E402
 from ait_build.errors import AitError  # noqa: E402
 from ait_build.pipeline import build_plan, find_target  # noqa: E402
 
@@ -42,7 +43,9 @@ def imported(factory: str, out: str, inputs: list, dims: list) -> str:
 def scan(spec: str, target: str, root: str) -> str:
     """'<steps> steps; <the plain-kernel line, or none>' of the float16 copy of `spec`."""
     plan = build_plan(dtype_variant(spec, "float16", root), find_target(target))
-    return f"{len(plan.steps)} steps; {plain_summary(plan.plain) or 'no plain kernels'}"
+    unfused = unfused_attention(plan)
+    return f"{len(plan.steps)} steps; {plain_summary(plan.plain) or 'no plain kernels'}" + \
+        (f"; {unfused}" if unfused else "")
 
 
 def main(argv=None) -> int:

@@ -281,8 +281,9 @@ def model_rules(env, spec: str, tname: str, target, root: str, claimed: dict) ->
     label = f"{tname}/{emission.name}"
     if emission.tuning:  # once per build and model: calls the profile does not cover
         print(f"ait-build: {label}: {emission.tuning}")
-    if emission.plain:  # and calls on plain fallback kernels
-        print(f"ait-build: {label}: {emission.plain}")
+    for note in (emission.plain, emission.unfused):  # plain fallback kernels, unfused attention
+        if note:
+            print(f"ait-build: {label}: {note}")
     genv = env.Clone(AIT_SPEC=spec, AIT_TARGET=target, AIT_LABEL=label,
                      AIT_TEMPLATES=templates_dir())
     file = env.fs.File  # nodes, not strings: SCons would substitute `$` in a string path

@@ -55,6 +55,7 @@ class Emission:
     tuning: str = ""  # one line when calls lack a profile entry (codegen/tuning.py), else ''
     profile: str = ""  # the profile file the kernel choices came from
     plain: str = ""  # one line when calls run plain fallback kernels (ModelPlan.plain), else ''
+    unfused: str = ""  # one line when attention-like softmaxes stay written out, else ''
     id_source: str = ID_SOURCE
 
     @property
@@ -81,7 +82,8 @@ def emission(plan: ModelPlan) -> Emission:
                     header=header, manifest=MANIFEST, weights=WEIGHTS,
                     template_deps=dict(sorted(deps.items())), support_headers=support,
                     tuning=report.summary() if report else "",
-                    profile=report.profile if report else "", plain=plain_summary(plan.plain))
+                    profile=report.profile if report else "", plain=plain_summary(plan.plain),
+                    unfused=unfused_attention(plan))
 
 
 def plain_summary(plain: list, shown: int = 3) -> str:
@@ -92,6 +94,36 @@ def plain_summary(plain: list, shown: int = 3) -> str:
     more = f"; {len(plain) - shown} more" if len(plain) > shown else ""
     return (f"{len(plain)} GEMM/conv calls run plain kernels without tensor or matrix cores, "
             f"far slower: {named}{more}")
+
+
+# how far back from a softmax a scores matmul is looked for (scales, biases, masks, views)
+SCORES_DEPTH = 8
+
+
+def unfused_attention(plan: ModelPlan, shown: int = 3) -> str:
+    """One line naming the softmaxes over matmul scores that a target fusing attention left
+    written out (a form fuse_attention does not know: the scores go through memory), else ''."""
+    if not plan.target.cap("fused_attention"):
+        return ""
+    made = {t: n for n in plan.graph.nodes for t in n.outputs}
+    left = [n.name for n in plan.graph.nodes if n.op == "softmax" and _reads_matmul(made, n)]
+    if not left:
+        return ""
+    more = f"; {len(left) - shown} more" if len(left) > shown else ""
+    return (f"{len(left)} softmaxes over matmul scores are not fused into attention (a form the "
+            f"attention fusion does not know; their scores go through memory): "
+            f"{'; '.join(left[:shown])}{more}")
+
+
+def _reads_matmul(made: dict, node) -> bool:
+    """Whether a matmul is at most SCORES_DEPTH steps before `node`."""
+    frontier = list(node.inputs)
+    for _ in range(SCORES_DEPTH):
+        producers = [made[t] for t in frontier if t in made]
+        if any(p.op in ("matmul", "bmm") for p in producers):
+            return True
+        frontier = [t for p in producers for t in p.inputs]
+    return False
 
 
 def _io(plan: ModelPlan, names) -> list:

@@ -4,6 +4,7 @@ weights file being a plain safetensors file in the kernels' layout."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -302,3 +303,30 @@ def test_header_comments_cannot_be_closed_by_text():
     for text in ("a*/b", "*\\/", "/*/", "x*/*/y", "line\nbreak\\"):
         safe = c_comment(text)
         assert "*/" not in safe and "/*" not in safe and "\n" not in safe and "\\" not in safe
+
+
+def test_the_build_names_softmaxes_of_attention_left_unfused(tmp_path):
+    """emit's `unfused` line (printed by SCons per model): a softmax over matmul scores that the
+    attention fusion did not take (here its probabilities are an output too, so it cannot);
+    none for a model whose attention fused, or for a target that does not fuse attention."""
+    spec = tmp_path / "scores.yaml"
+    spec.write_text("""\
+apiVersion: ait-build/v1
+kind: Model
+name: scores
+dims: {batch: {min: 1, max: 4, opt: 2}}
+inputs: {q: {shape: [batch, 2, 5, 8]}, k: {shape: [batch, 2, 5, 8]}}
+graph:
+  - {name: qk, op: matmul, inputs: [q, k], transpose_b: true}
+  - {name: scaled, op: mul, scalar: 0.35}
+  - {name: probs, op: softmax, axis: -1}
+outputs: [probs]
+""")
+    note = plan_outputs(str(spec), find_target("h200")).unfused
+    assert note.startswith("1 softmaxes over matmul scores are not fused") and note.endswith("probs")
+    assert plan_outputs("specs/bert_base.yaml", find_target("h200")).unfused == ""
+    assert plan_outputs(str(spec), find_target("mi250")).unfused.startswith("1 softmaxes")
+    unfusing = find_target("cpu")
+    unfusing = dataclasses.replace(unfusing, capabilities=tuple(sorted(
+        dict(unfusing.capabilities, fused_attention=False).items())))
+    assert plan_outputs(str(spec), unfusing).unfused == ""
