@@ -90,10 +90,14 @@ def plain_summary(plain: list, shown: int = 3) -> str:
     """One line naming the calls on plain fallback kernels (the first few, with why)."""
     if not plain:
         return ""
-    named = "; ".join(f"{node} ({why})" for node, why in plain[:shown])
-    more = f"; {len(plain) - shown} more" if len(plain) > shown else ""
     return (f"{len(plain)} GEMM/conv calls run plain kernels without tensor or matrix cores, "
-            f"far slower: {named}{more}")
+            f"far slower: {_first(plain, shown, lambda call: f'{call[0]} ({call[1]})')}")
+
+
+def _first(items: list, shown: int, text=str) -> str:
+    """The first `shown` items, and how many more."""
+    more = f"; {len(items) - shown} more" if len(items) > shown else ""
+    return "; ".join(text(item) for item in items[:shown]) + more
 
 
 # how far back from a softmax a scores matmul is looked for (scales, biases, masks, views)
@@ -109,10 +113,9 @@ def unfused_attention(plan: ModelPlan, shown: int = 3) -> str:
     left = [n.name for n in plan.graph.nodes if n.op == "softmax" and _reads_matmul(made, n)]
     if not left:
         return ""
-    more = f"; {len(left) - shown} more" if len(left) > shown else ""
     return (f"{len(left)} softmaxes over matmul scores are not fused into attention (a form the "
             f"attention fusion does not know; their scores go through memory): "
-            f"{'; '.join(left[:shown])}{more}")
+            f"{_first(left, shown)}")
 
 
 def _reads_matmul(made: dict, node) -> bool:

@@ -22,6 +22,7 @@ from ait_build.ir.dims import Dim, shape_str
 from ait_build.ir.dtypes import FLOAT_DTYPES, from_numpy
 from ait_build.ops.opdef import TType
 from ait_build.ops.registry import get_op
+from ait_build.passes.rewrite import inverse_dims
 
 NHWC = (0, 2, 3, 1)  # ours = source.permute(NHWC) for a 4-d NCHW source
 NAME_OK = re.compile(r"[^A-Za-z0-9_.\-]")
@@ -55,13 +56,6 @@ def registrar(table: dict):
     return handles
 
 
-def inverse(perm) -> tuple:
-    out = [0] * len(perm)
-    for i, p in enumerate(perm):
-        out[p] = i
-    return tuple(out)
-
-
 def identity(rank: int) -> tuple:
     return tuple(range(rank))
 
@@ -82,7 +76,7 @@ class Value:
 
     @property
     def source_shape(self) -> tuple:
-        inv = inverse(self.perm)
+        inv = inverse_dims(self.perm)
         return tuple(self.shape[inv[i]] for i in range(self.rank))
 
     @property
@@ -239,8 +233,8 @@ class ImportGraph:
             return value
         if perm in value.views:
             return value.views[perm]
-        # ours_new = source.permute(perm) = ours.permute(inverse(value.perm)).permute(perm)
-        inv = inverse(value.perm)
+        # ours_new = source.permute(perm) = ours.permute(inverse_dims(value.perm)).permute(perm)
+        inv = inverse_dims(value.perm)
         step = tuple(inv[p] for p in perm)
         shape = tuple(value.shape[s] for s in step)
         moved = [d for d in step if not value.shape[d] == 1]

@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from ait_build.errors import AitError
-from ait_build.importers.graph import (NHWC, ImportGraph, Value, dim_attr, identity, inverse,
-                                       shape_attr)
+from ait_build.importers.graph import NHWC, ImportGraph, Value, dim_attr, identity, shape_attr
 from ait_build.ir.dims import Dim
 from ait_build.ir.dtypes import FLOAT_DTYPES
 from ait_build.ops.conv import out_count
+from ait_build.passes.rewrite import inverse_dims
 
 
 
@@ -373,7 +373,7 @@ class Lower:
     def permute(self, x: Value, dims) -> Value:
         """No node: the stored tensor is the same, seen through another permutation."""
         dims = tuple(d % x.rank for d in dims)
-        inv = inverse(dims)
+        inv = inverse_dims(dims)
         return self.g.relabel(x, tuple(inv[q] for q in x.perm))
 
     def transpose(self, x: Value, a: int, b: int) -> Value:

@@ -7,8 +7,9 @@ reshape and scalar factor in between (each read only by the next) is replayed on
 x's axes: x's axes before the last, and the last split into `h` and `d`. A reshape regroups
 those parts (it may not cut one), a permute reorders them. The operand matches when it ends as
 `[batch parts..., h] x s x d` (K: `... x d x s`): every part of x but `h` and `d` a batch part or
-the sequence; the heads may also be an axis of x of their own (BLOOM's [b, s, h, 3, d] qkv). The attention then reads x permuted to `[batch parts..., s, h*d]` (a copy unless
-already so) and flattened. Its output is replayed the same way through the permutes and reshapes
+the sequence; the heads may also be an axis of x of their own (BLOOM's [b, s, h, 3, d] qkv).
+The attention then reads x permuted to `[batch parts..., s, h*d]` (a copy unless already so)
+and flattened. Its output is replayed the same way through the permutes and reshapes
 that follow p v, up to the tensor the next op reads, and made from the attention's rows by a
 reshape (a permute between when the parts come in another order: nn.MultiheadAttention's
 sequence-first output).
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ait_build.ir.dims import Dim
+from ait_build.ir.dims import Dim, numel
 from ait_build.passes.attention_heads import new_node
 from ait_build.passes.rewrite import permute_dims
 
@@ -38,10 +39,7 @@ class Traced:
     head_dim: int
 
     def flat_shape(self) -> tuple:
-        batch = ONE
-        for d in self.batch:
-            batch = batch * d
-        return batch, self.seq, Dim.of(self.heads * self.head_dim)
+        return numel(self.batch), self.seq, Dim.of(self.heads * self.head_dim)
 
 
 def _regroup(axes: list, shape: tuple) -> list | None:
@@ -73,9 +71,9 @@ def _replay(graph, nodes: list, axes: list) -> list | None:
 
 
 def _chain_back(uses, t, reader, factors):
-    """The moves and scalar factors making `t`, first to last, the tensor before them, and how
-    many of the last ones only the chain reads (the attention takes their place; DeBERTa reads q
-    and k for its relative terms too, so theirs stay)."""
+    """(the tensor before them, the moves and scalar factors making `t` first to last, those of
+    them that only the chain reads): the attention takes the last ones' place; DeBERTa reads q
+    and k for its relative terms too, so the moves before those stay."""
     chain, mine = [], True
     while True:
         node = uses.made_by(t)
@@ -211,14 +209,8 @@ def bias_nodes(graph, bias: str, batch: tuple, heads: int, names: set, like) -> 
         return bias, []  # broadcasts along batch and heads as it is
     if len(shape) > 3:
         return None
-    size = Dim.of(heads)
-    for d in batch:
-        size = size * d
-    if shape[0] != size:
+    if shape[0] != numel(batch) * heads:
         return None
-    flat = ONE
-    for d in batch:
-        flat = flat * d
     node = new_node(graph, names, "reshape", [bias],
-                    {"shape": (flat, Dim.of(heads)) + tuple(shape[1:])}, like)
+                    {"shape": (numel(batch), Dim.of(heads)) + tuple(shape[1:])}, like)
     return node.output, [node]

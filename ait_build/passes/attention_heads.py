@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ait_build.ir.dims import Dim
+from ait_build.ir.dims import Dim, numel
 from ait_build.ir.graph import Graph, Node
 from ait_build.passes.rewrite import Uses, add_weight, free_name, infer, new_value, permute_dims
 
@@ -236,10 +236,7 @@ def keys(graph, uses, mm, found, scales):
 
 def _flat(shape: tuple) -> tuple:
     """[..., s, c] as [batch, s, c], every axis before s one batch axis."""
-    batch = Dim.of(1)
-    for d in shape[:-2]:
-        batch = batch * d
-    return (batch,) + tuple(shape[-2:])
+    return (numel(shape[:-2]),) + tuple(shape[-2:])
 
 
 def new_node(graph, names, op, inputs, attrs, like) -> Node:

@@ -12,16 +12,9 @@ fuse_epilogue. Every intermediate must have no other reader.
 from __future__ import annotations
 
 from ait_build.ir.graph import Graph
-from ait_build.passes.rewrite import Uses, permute_dims, remove_nodes, summary
+from ait_build.passes.rewrite import Uses, inverse_dims, permute_dims, remove_nodes, summary
 
 ROW_WISE = ("linear",)
-
-
-def _inverse(dims: tuple) -> tuple:
-    out = [0] * len(dims)
-    for i, d in enumerate(dims):
-        out[d] = i
-    return tuple(out)
 
 
 def run(graph: Graph, target) -> str:
@@ -34,7 +27,7 @@ def run(graph: Graph, target) -> str:
                 len(node.inputs) != 1 or uses.only_reader(before.output) is not node:
             continue
         dims = permute_dims(graph, before)
-        if dims[-1] != len(dims) - 1 or permute_dims(graph, after) != _inverse(dims):
+        if dims[-1] != len(dims) - 1 or permute_dims(graph, after) != inverse_dims(dims):
             continue
         old = node.output
         node.inputs = [before.inputs[0]]

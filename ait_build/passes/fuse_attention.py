@@ -172,6 +172,20 @@ def _probabilities(uses, softmax, bias, found):
     return guard.output
 
 
+def _pv(uses, probs):
+    """The plain matmul p v that alone reads the probabilities `probs`, else None."""
+    pv = uses.only_reader(probs) if probs is not None else None
+    if pv is None or pv.op != "matmul" or pv.inputs[0] != probs or pv.attrs["transpose_b"] or \
+            pv.attrs["alpha"] != 1.0 or pv.attrs["activation"] != "none" or len(pv.inputs) != 2:
+        return None
+    return pv
+
+
+def _attention_name(names: set, softmax: Node) -> str:
+    parent = softmax.name.rpartition(".")[0]
+    return free_name(names, (parent + "." if parent else "") + "attention")
+
+
 def _split_scores(graph, uses, softmax, found):
     """(3-d scores tensor, reader, outer mask or None, probabilities' reshape) when a softmax
     over [b, h, q, k] reads [b * h, q, k] scores reshaped, perhaps masked after the reshape
@@ -233,11 +247,8 @@ def _match_batched(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple
                                   scales)
     k = attention_batched.operand(graph, uses, mm.inputs[1], mm, head_dim.value,
                                   not mm.attrs["transpose_b"], found, scales)
-    probs = probs or _probabilities(uses, softmax, bias, found)
-    pv = uses.only_reader(probs) if probs is not None else None
-    if q is None or k is None or pv is None or pv.op != "matmul" or pv.inputs[0] != probs or \
-            pv.attrs["transpose_b"] or pv.attrs["alpha"] != 1.0 or \
-            pv.attrs["activation"] != "none" or len(pv.inputs) != 2:
+    pv = _pv(uses, probs or _probabilities(uses, softmax, bias, found))
+    if q is None or k is None or pv is None:
         return None
     found.append(pv)
     v = attention_batched.operand(graph, uses, pv.inputs[1], pv, head_dim.value, False, found)
@@ -267,7 +278,7 @@ def _match_batched(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple
     if outer is not None:  # the mask after the split, in [b, h or 1, q, k]
         bias, more = _bias_nodes(graph, uses, _with(bias, outer), local, softmax)
         added += more
-    name = free_name(local, (softmax.name.rpartition(".")[0] + ".attention").lstrip("."))
+    name = _attention_name(local, softmax)
     local.add(name)
     attrs = {"num_heads": q.heads, "head_dim": q.head_dim,
              "scale": float(scale * np.prod(scales)), "causal": False, "packed": qkv is not None}
@@ -318,14 +329,10 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
     scales = []  # factors on q and k themselves
     q = attention_heads.split_heads(graph, uses, mm.inputs[0], rank, mm, found, scales)
     k = attention_heads.keys(graph, uses, mm, found, scales)
-    probs = layout.probs if layout else _probabilities(uses, softmax, bias, found)
-    pv = uses.only_reader(probs) if probs is not None else None
-    if q is None or k is None or pv is None or pv.op != "matmul" or pv.inputs[0] != probs:
+    pv = _pv(uses, layout.probs if layout else _probabilities(uses, softmax, bias, found))
+    if q is None or k is None or pv is None:
         return None
     scale *= float(np.prod(scales))
-    if pv.attrs["transpose_b"] or pv.attrs["alpha"] != 1.0 or pv.attrs["activation"] != "none" \
-            or len(pv.inputs) != 2:
-        return None
     found.append(pv)
     v = attention_heads.split_heads(graph, uses, pv.inputs[1], rank, pv, found)
     back = uses.only_reader(pv.output)
@@ -353,8 +360,7 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
         return None
     found += [n for n in (back, merge) if n is not None]  # the last: where the attention goes
     (qkv, packed, added), (_, heads, head_dim) = inputs, q
-    parent = softmax.name.rpartition(".")[0]
-    name = free_name(local, (parent + "." if parent else "") + "attention")
+    name = _attention_name(local, softmax)
     period = 0
     if layout is not None:
         made = score_layouts.bias(graph, uses, local, layout.terms, softmax)

@@ -19,7 +19,8 @@ import numpy as np
 from ait_build.ir.dims import Dim
 from ait_build.ir.graph import Graph, Node
 from ait_build.passes.rewrite import (Uses, add_weight, constant_fill, free_name, infer,
-                                      new_value, permute_dims, position, remove_nodes, summary)
+                                      new_value, node_names, permute_dims, position, remove_nodes,
+                                      summary)
 
 
 def _scalar_constant(uses: Uses, tensor: str):
@@ -171,8 +172,7 @@ def _fuse_l2(graph: Graph, uses: Uses, node: Node, found) -> list:
     numerator had); returns the nodes that went."""
     x, eps, perm, dead = found
     c = graph.tensors[x].shape[-1].value
-    names = {n.name for n in graph.nodes}
-    name = free_name(names | set(graph.tensors), node.name + ".l2")
+    name = free_name(node_names(graph) | set(graph.tensors), node.name + ".l2")
     weight = add_weight(graph, f"{name}.weight", np.full(c, c ** -0.5, np.float32), graph.dtype)
     norm = Node(name, "rms_norm", [x], [], {"eps": eps * eps / c, "affine": True},
                 {"weight": weight}, node.loc)
@@ -184,7 +184,8 @@ def _fuse_l2(graph: Graph, uses: Uses, node: Node, found) -> list:
         norm.outputs = [new_value(graph, name, ttype, node)]
         made.append(Node(node.name, "permute", list(norm.outputs), [node.output],
                          dict(perm.attrs), {}, node.loc))  # the div's name: the div goes
-    graph.nodes[position(graph, node):position(graph, node) + 1] = made
+    at = position(graph, node)
+    graph.nodes[at:at + 1] = made
     remove_nodes(graph, dead)
     return [node] + dead
 

@@ -147,6 +147,14 @@ def permute_dims(graph: Graph, node: Node) -> tuple:
     return tuple(dims)
 
 
+def inverse_dims(dims) -> tuple:
+    """The permutation that undoes `dims`."""
+    out = [0] * len(dims)
+    for i, d in enumerate(dims):
+        out[d] = i
+    return tuple(out)
+
+
 def summary(*parts) -> str:
     """'a, b' from the non-empty (count, text) parts: ('2 identity ops', ...)."""
     return ", ".join(f"{count} {text}" for count, text in parts if count)
