@@ -30,7 +30,7 @@ import pytest
 from ait_build.backends import toolchain_for
 from ait_build.pipeline import emit, find_target
 from backends.cpu.helpers import CModel, build_library
-from shared_cache import VARIABLE, cache_folder, make_run_folder
+from shared_cache import SESSION_TEMP, VARIABLE, cache_folder, make_run_folder
 
 
 PR_SET_THP_DISABLE = 41  # linux/prctl.h
@@ -53,6 +53,21 @@ def pytest_configure(config):
     if made:
         config.add_cleanup(lambda: (shutil.rmtree(made, ignore_errors=True),
                                     os.environ.pop(VARIABLE, None)))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def free_module_temp(request, tmp_path_factory):
+    """Disk: the folders a module's fixtures made under the run's temp dir (built models, their
+    weights: gigabytes over the run) go when the module ends, unless one of its tests failed.
+    A session fixture's folder, which later modules use, is named SESSION_TEMP... and stays.
+    (A passing test's own tmp_path goes at once: tmp_path_retention_policy in pyproject.toml.)"""
+    base = tmp_path_factory.getbasetemp()
+    before, failed = set(os.listdir(base)), request.session.testsfailed
+    yield
+    if request.session.testsfailed == failed:
+        for name in set(os.listdir(base)) - before:
+            if not name.startswith(SESSION_TEMP):
+                shutil.rmtree(base / name, ignore_errors=True)
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

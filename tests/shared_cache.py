@@ -13,6 +13,9 @@ import os
 import tempfile
 
 VARIABLE = "AIT_TEST_CACHE"
+# folders under pytest's temp dir that outlive the module that made them (a session fixture's,
+# used by several modules) start with this; conftest.free_module_temp removes the others
+SESSION_TEMP = "session-"
 
 
 def make_run_folder() -> str | None:

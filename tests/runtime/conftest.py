@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from ait_build.runtime import cuda
+from shared_cache import SESSION_TEMP
 from toylib import HostRuntime, build_toy
 
 
@@ -13,7 +14,7 @@ from toylib import HostRuntime, build_toy
 def toy_dir(tmp_path_factory) -> str:
     if not shutil.which("g++"):
         pytest.skip("g++ is not installed")
-    return build_toy(str(tmp_path_factory.mktemp("toy")))
+    return build_toy(str(tmp_path_factory.mktemp(SESSION_TEMP + "toy")))
 
 
 @pytest.fixture

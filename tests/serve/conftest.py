@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from serving import REPO, build_models, env
+from shared_cache import SESSION_TEMP
 
 PROBE = """import sys
 from ait_build.errors import AitError
@@ -28,7 +29,7 @@ except (AitError, ImportError) as exc:
 
 @pytest.fixture(scope="session")
 def builds(tmp_path_factory) -> dict:
-    return build_models(str(tmp_path_factory.mktemp("serve") / "proj"), "cpu")
+    return build_models(str(tmp_path_factory.mktemp(SESSION_TEMP + "serve") / "proj"), "cpu")
 
 
 @pytest.fixture(scope="session")
