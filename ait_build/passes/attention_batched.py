@@ -19,9 +19,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from ait_build.errors import OpError
 from ait_build.ir.dims import Dim, numel
+from ait_build.ir.graph import Graph, Node
 from ait_build.passes.attention_heads import new_node
-from ait_build.passes.rewrite import permute_dims
+from ait_build.passes.attention_scores import (attention_name, bias_tensor, find_scores,
+                                               forget, probabilities, pv_matmul, split_scores,
+                                               with_term)
+from ait_build.passes.rewrite import Uses, free_name, infer, new_value, permute_dims
 
 ONE = Dim.of(1)
 MOVES = ("permute", "transpose", "reshape")
@@ -201,7 +208,7 @@ def output(graph, uses, pv, q: Traced) -> tuple | None:
     return chain, chain[-1], steps
 
 
-def bias_nodes(graph, bias: str, batch: tuple, heads: int, names: set, like) -> tuple | None:
+def batch_bias(graph, bias: str, batch: tuple, heads: int, names: set, like) -> tuple | None:
     """(bias [batch or 1, h or 1, q, k], nodes to add) for a bias of the [batch * h, q, k]
     scores; None when it cannot be seen so."""
     shape = graph.tensors[bias].shape
@@ -214,3 +221,89 @@ def bias_nodes(graph, bias: str, batch: tuple, heads: int, names: set, like) -> 
     node = new_node(graph, names, "reshape", [bias],
                     {"shape": (numel(batch), Dim.of(heads)) + tuple(shape[1:])}, like)
     return node.output, [node]
+
+
+def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
+    """fuse_attention.match() for [batch * heads, q, k] scores, the softmax taken over them or
+    over their [b, h, q, k] view (split_scores): (attention node, nodes it replaces, nodes to
+    insert before it, nodes to insert after it), or None."""
+    found, outer, probs = [softmax], None, None
+    if len(graph.tensors[softmax.output].shape) == 3:
+        scores = find_scores(graph, uses, softmax.inputs[0], softmax, 1.0, None, found) \
+            if softmax.attrs["axis"] % 3 == 2 else None
+    else:
+        split = split_scores(graph, uses, softmax, found) if softmax.attrs["axis"] % 4 == 3 \
+            else None
+        if split is None:
+            return None
+        t, reader, outer, probs = split
+        scores = find_scores(graph, uses, t, reader, 1.0, None, found)
+    if scores is None or scores[3] is not None:
+        return None
+    mm, scale, bias, _ = scores
+    head_dim = graph.tensors[mm.inputs[0]].shape[-1]
+    if not head_dim.is_static:
+        return None
+    scales = []
+    q = operand(graph, uses, mm.inputs[0], mm, head_dim.value, False, found,
+                                  scales)
+    k = operand(graph, uses, mm.inputs[1], mm, head_dim.value,
+                                  not mm.attrs["transpose_b"], found, scales)
+    pv = pv_matmul(uses, probs or probabilities(uses, softmax, bias, found))
+    if q is None or k is None or pv is None:
+        return None
+    found.append(pv)
+    v = operand(graph, uses, pv.inputs[1], pv, head_dim.value, False, found)
+    out = output(graph, uses, pv, q) if v is not None else None
+    if out is None or len({(t.batch, t.heads) for t in (q, k, v)}) != 1:
+        return None
+    chain, merge, steps = out
+    found += chain  # the last: where the attention goes
+    local, added, inputs = set(names), [], []
+    qkv = packed(graph, uses, (q, k, v))
+    if qkv is not None:  # one [.., 3, h*d] view of the in-projection, read packed
+        tensor, added = input_nodes(graph, q, local, softmax, x=qkv[0])
+        inputs, found = [tensor], qkv[1] + found
+    for traced in (q, k, v) if qkv is None else ():
+        tensor, made = input_nodes(graph, traced, local, softmax)
+        inputs.append(tensor)
+        added += made
+    bias, more = bias_tensor(graph, uses, bias, local, softmax)
+    added += more
+    made = batch_bias(graph, bias, q.batch, q.heads, local, softmax) \
+        if bias is not None else (None, [])
+    if made is None:
+        forget(graph, added)
+        return None
+    bias, more = made
+    added += more
+    if outer is not None:  # the mask after the split, in [b, h or 1, q, k]
+        bias, more = bias_tensor(graph, uses, with_term(bias, outer), local, softmax)
+        added += more
+    name = attention_name(local, softmax)
+    local.add(name)
+    attrs = {"num_heads": q.heads, "head_dim": q.head_dim,
+             "scale": float(scale * np.prod(scales)), "causal": False, "packed": qkv is not None}
+    node = Node(name, "multi_head_attention", inputs + ([bias] if bias else []), [], attrs, {},
+                softmax.loc)
+    try:
+        (ttype,) = infer(graph, node)
+    except OpError:
+        forget(graph, added)
+        return None
+    node.outputs = [new_value(graph, name, ttype, softmax)]
+    after, last = [], node
+    for op, step_attrs in steps:  # a reshape to the shape it already has goes
+        step = Node(free_name(local, f"{name}.{op}"), op, list(last.outputs), [], step_attrs, {},
+                    merge.loc)
+        (out,) = infer(graph, step)
+        if op == "reshape" and tuple(out.shape) == tuple(graph.tensors[last.outputs[0]].shape):
+            continue
+        local.add(step.name)
+        step.outputs = [new_value(graph, step.name, out, softmax)]
+        after.append(step)
+        last = step
+    del graph.tensors[last.outputs[0]]
+    last.outputs = list(merge.outputs)
+    names |= local
+    return node, found, added, after

@@ -115,14 +115,14 @@ def permuted_scores(graph: Graph, uses: Uses, softmax: Node) -> Scores | None:
     axis = softmax.attrs["axis"] % len(labels)
     if not seen_other or labels[axis] != "k" or set(labels) != set(CANONICAL):
         return None
-    t, reader = softmax.output, softmax
+    t = softmax.output
     while labels != CANONICAL:  # permutes back to [b, h, q, k] for p v
         node = uses.only_reader(t)
         if node is None or node.op not in ("permute", "transpose"):
             return None
         labels = [labels[p] for p in permute_dims(graph, node)]
         scores.nodes.append(node)
-        t, reader = node.output, node
+        t = node.output
     scores.probs = t
     return scores
 
