@@ -12,7 +12,7 @@ from ait_build.errors import AitError
 from ait_build.importers.graph import Value, dim_attr, registrar
 from ait_build.importers.onnx_values import (Sizes, as_array, as_sizes, attributes, element_type,
                                              is_known, owner, size_div)
-from ait_build.ir.dims import Dim
+from ait_build.ir.dims import Dim, shape_str
 
 HANDLERS: dict = {}
 handles = registrar(HANDLERS)
@@ -95,7 +95,42 @@ def _reshape(t, node):
     if isinstance(known, Sizes) and len(sizes) <= 1:  # a size as a scalar or a 1-d list
         return known
     x = t.tensor(node, 0)
-    return t.lower.reshape(x, _target_shape(t, x, sizes, bool(attributes(node).get("allowzero"))))
+    shape = _target_shape(t, x, sizes, bool(attributes(node).get("allowzero")))
+    _check_fixed_sizes(t, x.source_shape, shape)
+    return t.lower.reshape(x, shape)
+
+
+def _numel(shape) -> Dim:
+    total = Dim.of(1)
+    for d in shape:
+        total = total * d
+    return total
+
+
+def _check_fixed_sizes(t, src: tuple, shape: tuple) -> None:
+    """A reshape whose target holds a size where its input has a named dim was written for one
+    value of that dim: tracing exporters (torch.onnx.export(dynamo=False)) store the example's
+    sizes as constants though the inputs are declared dynamic. Says which value and how to import
+    the model at it, instead of a reshape that cannot be inferred."""
+    total, target = _numel(src), _numel(shape)
+    if total == target or len(total.terms) != 1 or len(target.terms) != 1:
+        return
+    (names, count), (kept, fixed) = total.terms[0], target.terms[0]
+    missing = list(names)
+    for name in kept:
+        if name not in missing:
+            return
+        missing.remove(name)
+    if len(missing) != 1 or fixed % count:
+        return
+    dim, value = missing[0], fixed // count
+    given = [f"{name}:" + ",".join(str(value) if str(d) == dim else str(d)
+                                   for d in v.source_shape)
+             for name, v in t.g.inputs if any(str(d) == dim for d in v.source_shape)]
+    raise AitError(f"a reshape of {shape_str(src)} into {shape_str(shape)} holds '{dim}' at "
+                   f"{value}: the file was exported for that size (a tracing exporter writes the "
+                   f"example's sizes as constants); import it at that size: "
+                   + " ".join(f"--input {g}" for g in given))
 
 
 @handles("Flatten")

@@ -123,3 +123,25 @@ def test_a_constant_too_large_for_a_weight_is_refused_before_it_is_computed(tmp_
     rc, err = _import(path, str(tmp_path / "m.yaml"), capsys)
     assert rc == 1 and f"node 0 'big' ({op}): folding a constant {op}: its result would hold" in err
     assert "a weight may hold 2^32" in err
+
+
+def test_a_reshape_written_for_one_size_of_a_dynamic_dim_says_which(tmp_path, capsys):
+    """TorchScript's exporter declares the inputs dynamic but writes the example's sizes into
+    reshapes (nn.MultiheadAttention's k.view(s, b * h, d)): the error gives the size and the
+    --input that imports the file at it, which then imports."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 8])
+    consts = [numpy_helper.from_array(np.array(v, np.int64), n)
+              for n, v in (("zero", [0]), ("fours", [4, 4]))]
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "zero"], ["b"], axis=0),
+             helper.make_node("Concat", ["b", "fours"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    path = _save(tmp_path, "fixed", nodes, [x], [_vi("y", None)], consts)
+    rc, err = _import(path, str(tmp_path / "m.yaml"), capsys)
+    assert rc == 1, err
+    assert "a reshape of [batch, seq, 8] into [batch, 4, 4] holds 'seq' at 2" in err, err
+    assert err.rstrip().endswith("--input x:batch,2,8"), err
+    assert main(["import", "onnx", path, "-o", str(tmp_path / "m.yaml"),
+                 "--input", "x:batch,2,8"]) == 0
+    graph = load_model(str(tmp_path / "m.yaml"))
+    assert [tuple(graph.tensors[t].shape[1:]) for t in graph.outputs] == [(4, 4)]
