@@ -55,19 +55,50 @@ def pytest_configure(config):
                                     os.environ.pop(VARIABLE, None)))
 
 
+# Disk: what a passing test or module wrote under the run's temp dir (built models and their
+# weights: gigabytes over the run) is removed when it ends; a failure keeps its files to look at.
+# The folders themselves stay, empty: pytest numbers new ones after the highest it finds, and a
+# reused path would make dlopen hand back the library an earlier test loaded from it.
+FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed:
+        item.stash[FAILED] = True
+    return report
+
+
+def _empty(folder) -> None:
+    for entry in os.scandir(folder):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            os.unlink(entry.path)
+
+
+@pytest.fixture(autouse=True)
+def free_test_temp(request):
+    """A passing test's tmp_path is emptied when the test ends."""
+    yield
+    folder = (getattr(request.node, "funcargs", None) or {}).get("tmp_path")
+    if folder is not None and not request.node.stash.get(FAILED, False):
+        _empty(folder)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def free_module_temp(request, tmp_path_factory):
-    """Disk: the folders a module's fixtures made under the run's temp dir (built models, their
-    weights: gigabytes over the run) go when the module ends, unless one of its tests failed.
-    A session fixture's folder, which later modules use, is named SESSION_TEMP... and stays.
-    (A passing test's own tmp_path goes at once: tmp_path_retention_policy in pyproject.toml.)"""
+    """The folders a module's fixtures made under the run's temp dir are emptied when the module
+    ends, unless one of its tests failed. A session fixture's folder, which later modules use, is
+    named SESSION_TEMP... and stays."""
     base = tmp_path_factory.getbasetemp()
     before, failed = set(os.listdir(base)), request.session.testsfailed
     yield
     if request.session.testsfailed == failed:
         for name in set(os.listdir(base)) - before:
-            if not name.startswith(SESSION_TEMP):
-                shutil.rmtree(base / name, ignore_errors=True)
+            if not name.startswith(SESSION_TEMP) and (base / name).is_dir():
+                _empty(base / name)
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
