@@ -87,6 +87,10 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except MemoryError:  # the model's tensors, at the dims asked for, exceed this machine
+        print("error: out of memory: the tensors of this model at these dims do not fit in this "
+              "machine's memory (smaller dims, --dim or --batch, may)", file=sys.stderr)
+        return EXIT_USER_ERROR
     except BrokenPipeError:  # `ait-build check ... | head`: the reader left, nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141

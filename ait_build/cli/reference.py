@@ -47,7 +47,7 @@ def run(args) -> int:
     else:
         raise AitError("give --random-input or --inputs FILE.safetensors")
     values = run_reference(graph, inputs, keep_all=bool(args.intermediates),
-                           progress=ProgressLine())
+                           progress=ProgressLine(), dims=dims)
     outputs = {name: values[name] for name in graph.outputs}
     for name, arr in outputs.items():
         print(describe(name, arr))

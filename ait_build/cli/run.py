@@ -67,7 +67,7 @@ def run(args) -> int:
             return 0
         if graph is None:
             raise AitError(f"--check needs the spec: give --spec (looked for specs/{model.name}.yaml)")
-        reference = run_reference(graph, inputs, progress=ProgressLine())
+        reference = run_reference(graph, inputs, progress=ProgressLine(), dims=dims)
         lines = compare(outputs, reference, model.manifest.raw.get("dtype", "float32"))
         print("\n".join(lines))
         return 1 if any(line.endswith("MISMATCH") for line in lines) else 0

@@ -18,8 +18,9 @@ from ait_build.ir.graph import Graph
 from ait_build.ops.registry import get_op
 
 
-def bind_dims(graph: Graph, inputs: dict) -> dict:
-    """Dim values from the input arrays' shapes, checked against the spec's ranges."""
+def bind_dims(graph: Graph, inputs: dict, given: dict | None = None) -> dict:
+    """Dim values from the input arrays' shapes, and from `given` (name -> value) for dims no
+    input names (an iota's length), checked against the spec's ranges."""
     env: dict = {}
     for name in graph.inputs:
         if name not in inputs:
@@ -44,6 +45,17 @@ def bind_dims(graph: Graph, inputs: dict) -> dict:
     extra = set(inputs) - set(graph.inputs)
     if extra:
         raise AitError(f"unknown input(s): {', '.join(sorted(extra))}")
+    for sym, size in (given or {}).items():
+        if sym in graph.dims and sym not in env:
+            r = graph.dims[sym]
+            if not r.contains(size):
+                raise AitError(f"dim '{sym}' is {size}, outside [{r.min}, {r.max}]")
+            env[sym] = size
+    used = {sym for t in graph.tensors.values() for d in t.shape for sym in d.symbols}
+    unbound = sorted(used - set(env))
+    if unbound:
+        raise AitError(f"no input's shape tells dim(s) {', '.join(unbound)}: give "
+                       + " ".join(f"--dim {sym}=N" for sym in unbound))
     return env
 
 
@@ -53,10 +65,12 @@ def _as_reference(arr: np.ndarray, dtype: str) -> np.ndarray:
     return np.asarray(arr).astype(NUMPY[dtype], copy=False)
 
 
-def run_reference(graph: Graph, inputs: dict, keep_all: bool = False, progress=None) -> dict:
-    """Outputs (float32 for float tensors) for `inputs` (name -> array). `progress(done, total,
-    node)` is called after each node (see ProgressLine)."""
-    env = bind_dims(graph, inputs)
+def run_reference(graph: Graph, inputs: dict, keep_all: bool = False, progress=None,
+                  dims: dict | None = None) -> dict:
+    """Outputs (float32 for float tensors) for `inputs` (name -> array); `dims` gives the dims no
+    input's shape tells. `progress(done, total, node)` is called after each node (see
+    ProgressLine)."""
+    env = bind_dims(graph, inputs, dims)
     values = {name: _as_reference(inputs[name], graph.tensors[name].dtype) for name in graph.inputs}
     last_use = {}
     for i, node in enumerate(graph.nodes):

@@ -163,9 +163,15 @@ register(OpDef(
     reference=lambda attrs, xs, ws: [np.concatenate(xs, axis=attrs["axis"])]))
 
 
+MAX_SPLIT = 1 << 16  # outputs of one split: each is a tensor, a node's output, a kernel argument
+
+
 def split_sizes(attrs, size: Dim) -> list:
     if attrs.get("sizes") and attrs.get("sections"):
         raise OpError("split takes 'sections' or 'sizes', not both")
+    parts = len(attrs.get("sizes") or ()) or attrs.get("sections") or 0
+    if parts > MAX_SPLIT:
+        raise OpError(f"split into {parts} parts; the limit is {MAX_SPLIT}")
     if attrs.get("sizes"):
         if min(attrs["sizes"]) < 1:
             raise OpError(f"split sizes {list(attrs['sizes'])} must all be >= 1")

@@ -8,7 +8,10 @@ vector added to a GEMM), the epilogue fusion pass turns the read into that role.
 
 Not folded: graph outputs, symbolic shapes (they depend on the batch), non-model dtypes, and
 nodes whose result is much larger than their inputs (an `expand` would only bloat the weights),
-except lookups (`gather`, `embedding`), whose result the run would compute anyway.
+except lookups (`gather`, `embedding`), whose result the run would compute anyway, and nodes
+whose inputs hold more than INPUT_LIMIT elements (computing them would take gigabytes of memory
+at build time, and give weights as large again). A weight is loaded only when a node that reads
+it is folded.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ SMALL = 4096
 # position bias: a 169-row table read at 49 x 49 positions per head; T5's, an embedding of 32
 # buckets read at 128 x 128 query-key distances)
 LOOKUPS = ("gather", "embedding")
+INPUT_LIMIT = 1 << 28
 
 
 def _foldable(graph: Graph, node: Node, known: dict) -> bool:
@@ -34,9 +38,11 @@ def _foldable(graph: Graph, node: Node, known: dict) -> bool:
         return False
     if not all(d.is_static for t in outs for d in t.shape):
         return False
+    size_in = sum(numel(graph.tensors[t].shape).value for t in node.inputs)
+    if size_in > INPUT_LIMIT:
+        return False
     if node.op in LOOKUPS:  # its result is what the run would compute each call
         return True
-    size_in = sum(known[t].size for t in node.inputs)
     size_out = sum(numel(t.shape).value for t in outs)
     return size_out <= GROWTH_LIMIT * size_in + SMALL
 
@@ -52,11 +58,12 @@ def run(graph: Graph, target) -> str:
     names = node_names(graph)
     for node in list(graph.nodes):
         if node.op == "parameter":
-            known[node.output] = graph.weights.get(node.weights["value"])
+            known[node.output] = node.weights["value"]  # the weight's name: loaded when read
             continue
         if not _foldable(graph, node, known):
             continue
-        values = run_node(graph, node, [known[t] for t in node.inputs])
+        values = run_node(graph, node, [graph.weights.get(known[t]) if isinstance(known[t], str)
+                                        else known[t] for t in node.inputs])
         replacement = []
         for t, value in zip(node.outputs, values):
             tensor = graph.tensors[t]

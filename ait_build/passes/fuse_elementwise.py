@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ait_build.ir.graph import Graph, Node
 from ait_build.ops.registry import get_op
-from ait_build.passes.rewrite import Uses, infer, position, remove_nodes, summary
+from ait_build.passes.rewrite import Uses, infer, remove_nodes, summary
 
 MAX_STEPS = 32  # keeps one kernel's register use and source size reasonable
 
@@ -25,8 +25,9 @@ def fusable(node: Node) -> bool:
     return row.elementwise and not row.internal and len(node.outputs) == 1
 
 
-def grow(graph: Graph, uses: Uses, root: Node, taken: set) -> list:
-    """The group rooted at `root`, in execution order."""
+def grow(graph: Graph, uses: Uses, root: Node, taken: set, order: dict) -> list:
+    """The group rooted at `root`, in execution order (`order`: id(node) -> its index, taken
+    once: a search of the node list per member made large graphs quadratic)."""
     shape = tuple(graph.tensors[root.output].shape)
     members = {id(root): root}
     changed = True
@@ -42,7 +43,7 @@ def grow(graph: Graph, uses: Uses, root: Node, taken: set) -> list:
                 if all(id(r) in members for r in uses.of(t)):
                     members[id(p)] = p
                     changed = True
-    return sorted(members.values(), key=lambda n: position(graph, n))
+    return sorted(members.values(), key=lambda n: order[id(n)])
 
 
 def program(graph: Graph, group: list) -> tuple:
@@ -67,14 +68,16 @@ def run(graph: Graph, target) -> str:
     uses = Uses(graph)
     taken: set = set()
     groups = []
+    order = {id(n): i for i, n in enumerate(graph.nodes)}
     for root in reversed(graph.nodes):
         if id(root) in taken or not fusable(root):
             continue
-        group = grow(graph, uses, root, taken)
+        group = grow(graph, uses, root, taken, order)
         if len(group) < 2:
             continue
         taken.update(id(n) for n in group)
         groups.append(group)
+    dead = []  # removed at the end: one pass over the graph, not one per group
     for group in groups:
         root = group[-1]
         inputs, steps = program(graph, group)
@@ -82,7 +85,8 @@ def run(graph: Graph, target) -> str:
                      {}, root.loc)
         (out,) = infer(graph, fused)
         assert tuple(out.shape) == tuple(graph.tensors[root.output].shape), root.name
-        graph.nodes[position(graph, root)] = fused
-        remove_nodes(graph, group[:-1])
+        graph.nodes[order[id(root)]] = fused
+        dead += group[:-1]
+    remove_nodes(graph, dead)
     ops = sum(len(g) for g in groups)
     return summary((len(groups), f"elementwise groups fused ({ops} ops)"))

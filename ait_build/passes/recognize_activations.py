@@ -17,7 +17,7 @@ from ait_build.errors import OpError
 from ait_build.ir.graph import Graph, Node
 from ait_build.ops.registry import get_op
 from ait_build.passes.fuse_elementwise import fusable, grow, program
-from ait_build.passes.rewrite import Uses, position, remove_nodes, summary
+from ait_build.passes.rewrite import Uses, remove_nodes, summary
 
 # (op, attrs) the epilogues take (fuse_epilogue.ACTIVATION_OPS), tried in order
 CANDIDATES = (("gelu", {"approximate": "tanh"}), ("gelu", {"approximate": "none"}),
@@ -27,8 +27,21 @@ PROBES = np.concatenate([np.linspace(-8.0, 8.0, 321), [-30.0, -16.0, 16.0, 30.0]
 RTOL, ATOL = 1e-5, 1e-6  # an importer's constants may be rounded to float32
 
 
+_FOUND: dict = {}  # program -> what _activation found: a model repeats its blocks' programs
+
+
 def _activation(steps) -> tuple | None:
     """The (op, attrs) whose reference the one-input program `steps` computes, or None."""
+    try:
+        return _FOUND[steps]
+    except KeyError:
+        found = _FOUND[steps] = _evaluate(steps)
+        return found
+    except TypeError:  # an attribute that cannot be a key
+        return _evaluate(steps)
+
+
+def _evaluate(steps) -> tuple | None:
     try:
         with np.errstate(all="ignore"):
             y = get_op("fused_elementwise").reference({"program": steps}, [PROBES], {})[0]
@@ -92,19 +105,25 @@ def run(graph: Graph, target) -> str:
     replaced = 0
     taken: set = set()
     uses = Uses(graph)
+    # Groups grow towards earlier nodes and the roots are taken last first, so a replacement
+    # (the activation node in its sink's place, reading the same input the nodes it replaces
+    # read) changes nothing a later match looks at: the readers and the order are taken once,
+    # and the replaced nodes all go at the end (per match, each was a pass over the graph)
+    order = {id(n): i for i, n in enumerate(graph.nodes)}
+    dead = []
     for root in reversed(list(graph.nodes)):
         if id(root) in taken or not fusable(root):
             continue
-        group = grow(graph, uses, root, taken)
+        group = grow(graph, uses, root, taken, order)
         taken.update(id(n) for n in group)
         found = _match(graph, uses, group) if len(group) >= 2 else None
         if found is None:
             continue
         nodes, t, op, attrs = found
         sink = nodes[-1]
-        graph.nodes[position(graph, sink)] = Node(sink.name, op, [t], list(sink.outputs),
-                                                  dict(attrs), {}, sink.loc)
-        remove_nodes(graph, nodes[:-1])
+        graph.nodes[order[id(sink)]] = Node(sink.name, op, [t], list(sink.outputs), dict(attrs),
+                                            {}, sink.loc)
+        dead += nodes[:-1]
         replaced += 1
-        uses = Uses(graph)  # only a replacement changes who reads what
+    remove_nodes(graph, dead)
     return summary((replaced, "written-out activations recognised"))

@@ -250,7 +250,14 @@ def _solve(pending: list, env: dict) -> None:
 
 
 def output_shapes(manifest: Manifest, env: dict) -> dict:
-    return {o.name: tuple(evaluate(d, env) for d in o.shape) for o in manifest.outputs}
+    shapes = {o.name: tuple(evaluate(d, env) for d in o.shape) for o in manifest.outputs}
+    for o in manifest.outputs:
+        if any(size < 0 for size in shapes[o.name]):
+            given = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
+            raise ModelError(f"{manifest.name}: output '{o.name}' {o.shape_text()} would have "
+                             f"shape {list(shapes[o.name])} at {given}: the model has no "
+                             "output at these dims")
+    return shapes
 
 
 def weights_path(build_dir: str, manifest: Manifest) -> str:

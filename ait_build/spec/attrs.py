@@ -9,6 +9,7 @@ from ait_build.ir.dims import Dim
 from ait_build.ir.dtypes import ALL_DTYPES
 from ait_build.ops.opdef import REQUIRED, OpDef
 from ait_build.spec.fields import type_name
+from ait_build.spec.model_fields import MAX_DIM
 from ait_build.spec.yamlfile import YList
 
 
@@ -71,11 +72,14 @@ def convert(kind: str, value, name: str, dims: dict, loc: Location):
         if not isinstance(value, list) or not all(_is_int(v) for v in value):
             raise SpecError(f"{what} must be a list of integers", loc)
         return tuple(_int64(v, what, loc) for v in value)
-    if kind == "pair":
-        if _is_int(value):
-            return _int64(value, what, loc)
-        if isinstance(value, list) and len(value) == 2 and all(_is_int(v) for v in value):
-            return tuple(_int64(v, what, loc) for v in value)
+    if kind == "pair":  # window sizes, strides, pads, an image size: each a size of a dim
+        if _is_int(value) or (isinstance(value, list) and len(value) == 2
+                              and all(_is_int(v) for v in value)):
+            values = [value] if _is_int(value) else value
+            if any(abs(v) > MAX_DIM for v in values):
+                raise SpecError(f"{what} must be at most {MAX_DIM} (a dim's largest size), got "
+                                f"{shown(value)}", loc)
+            return int(values[0]) if _is_int(value) else tuple(int(v) for v in values)
         raise SpecError(f"{what} must be an integer or a list of two integers", loc)
     if kind == "shape":
         if not isinstance(value, list):

@@ -84,7 +84,9 @@ class BlockExpander:
                 prefix = scope.prefix + local + (f".{i}" if "repeat" in entry else "") + "."
             env = self._block_env(block, args, dict(scope.env, i=i), loc)
             inner = Scope(prefix=prefix, names=dict(zip(block.inputs, inputs)), env=dict(env, i=i),
-                          prev=inputs[0], prev_node=f"block input '{block.inputs[0]}'",
+                          prev=inputs[0] if inputs else None,
+                          prev_node=f"block input '{block.inputs[0]}'" if inputs
+                          else f"the start of block '{bname}', which has no inputs",
                           blocks=scope.blocks + (bname,))
             try:
                 self._entries(block.graph, inner)
@@ -92,7 +94,7 @@ class BlockExpander:
             except SpecError as exc:  # the cause is often an argument given at the use site
                 exc.add_note(f"in block '{bname}' used as '{prefix[:-1]}'", loc)
                 raise
-            inputs = [outputs[0]] + inputs[1:]
+            inputs = [outputs[0]] + inputs[1:] if inputs else inputs
             if templated:
                 scope.names[instance] = outputs[0]
             if i == 0:  # now the size of one instance is known

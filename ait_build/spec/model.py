@@ -126,23 +126,28 @@ class ModelBuilder(BlockExpander):
         outputs = expect_list(doc["outputs"], where(doc, "outputs"), "outputs")
         if not outputs:
             raise SpecError("outputs is empty", where(doc, "outputs"))
-        result = []
+        result, listed, renamed = [], {}, {}  # tensor -> the output name that listed it first
         for i, oname in enumerate(outputs):
             loc = outputs.where(i)
             if not isinstance(oname, str):
                 raise SpecError(f"outputs must be tensor names, got {type_name(oname)}", loc)
-            if oname not in scope.names and oname in self.tensors \
+            if oname in renamed or scope.names.get(oname) in renamed:  # listed under another name
+                tid = renamed.get(oname) or renamed[scope.names[oname]]
+            elif oname not in scope.names and oname in self.tensors \
                     and self.tensors[oname].kind not in (INPUT, WEIGHT):
                 tid = oname  # a tensor inside a block, by its full name: 'layers.1.fc1'
             else:
                 tid = self._lookup(oname, scope, loc)
             if tid in self.tensors and self.tensors[tid].kind == INPUT:
                 raise SpecError(f"output '{oname}' is a model input; outputs must be computed", loc)
+            if tid in listed:
+                raise SpecError(f"output '{oname}' is listed twice" + (
+                    f" (as '{listed[tid]}' too: the same tensor)" if listed[tid] != oname else ""), loc)
             if tid != oname and oname not in self.tensors:
                 self._rename(tid, oname)  # an output is reachable under the name the user gave it
+                renamed[tid] = oname
                 tid = oname
-            if tid in result:
-                raise SpecError(f"output '{oname}' is listed twice", loc)
+            listed[tid] = oname
             result.append(tid)
         return result
 
@@ -219,6 +224,9 @@ class ModelBuilder(BlockExpander):
 
     def _resolve_inputs(self, entry, scope: Scope, loc: Location, what: str) -> list:
         if "inputs" not in entry:
+            if scope.prev is None and not scope.prev_hint:
+                raise SpecError(f"{what} has no 'inputs' and nothing before it to read "
+                                f"({scope.prev_node}); name its inputs", loc)
             if scope.prev is None:
                 raise SpecError(f"{what} has no 'inputs' and the previous node ({scope.prev_node}) "
                                 f"has several outputs; name the input, e.g. inputs: [{scope.prev_hint}]",
@@ -267,7 +275,8 @@ class ModelBuilder(BlockExpander):
         scope.prev = outputs[0] if len(outputs) == 1 else None
         scope.prev_node = f"'{full}'"
         if len(outputs) > 1:
-            scope.prev_hint = next(k for k, v in scope.names.items() if v == outputs[0] and k != local)
+            scope.prev_hint = next((k for k, v in scope.names.items()
+                                    if v == outputs[0] and k != local), local)
 
     def _node_weights(self, entry, scope, full, op_name, params, loc) -> dict:
         overrides = {}
@@ -302,6 +311,9 @@ class ModelBuilder(BlockExpander):
                 if existing.shape != shape:
                     raise SpecError(f"weight '{wname}' is used with shape {shape_str(shape)} here and "
                                     f"{shape_str(existing.shape)} at {existing.loc}", loc)
+                if existing.dtype != dtype:
+                    raise SpecError(f"weight '{wname}' is used as {dtype} here and as "
+                                    f"{existing.dtype} at {existing.loc}", loc)
             else:
                 total = numel(shape).value
                 if total > MAX_WEIGHT_ELEMENTS:
@@ -359,6 +371,10 @@ class ModelBuilder(BlockExpander):
         if terms > MAX_NUMEL_TERMS:
             raise SpecError(f"{what} would have shape {shown(shape_str(shape))}, whose element count "
                             f"expands to more than {MAX_NUMEL_TERMS} terms", loc)
+        for d in shape:
+            if not d.is_static and max(bounds(d, self.dims)) < 1:
+                raise SpecError(f"{what} would have size {shown(str(d))}, which is below 1 at "
+                                "every value of its dims", loc)
         _, hi = bounds(numel(shape), self.dims)
         if hi > MAX_TENSOR_ELEMENTS:
             raise SpecError(f"{what} would hold {hi} elements at the largest dims; the limit is "

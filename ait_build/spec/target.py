@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from dataclasses import dataclass
 
 from ait_build.errors import AitError, SpecError, did_you_mean, shown
@@ -25,6 +26,8 @@ from ait_build.spec.yamlfile import load_yaml, where
 TARGET_FIELDS = ("apiVersion", "kind", "name", "description", "backend", "arch", "compiler",
                  "device", "kernels", "capabilities", "precision", "profile_cache", "sources")
 COMPILER_FIELDS = ("cxx", "flags", "link_flags", "min_version")
+ARCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+:-]*")  # gfx90a:xnack- too
+VERSION = re.compile(r"\d+(\.\d+)*")
 DEVICE_FIELDS = ("cores", "sm_count", "smem_per_block", "peak_fp16_tflops", "peak_fp32_tflops",
                  "hbm_tbps", "memory_gb", "l2_mb", "simd")
 CAPABILITY_FIELDS = ("dtypes", "fused_epilogue", "fused_attention", "fused_layernorm",
@@ -165,11 +168,17 @@ def load_target(path: str, backends) -> Target:
         raise SpecError(f"unknown backend {shown(backend)}" + did_you_mean(backend, names)
                         + f"; one of {', '.join(names)}", where(doc, "backend"))
     arch = get(doc, "arch", str, "the target", default="")
+    if arch and not ARCH.fullmatch(arch):  # one compiler word: it goes into a flag as it is
+        raise SpecError(f"arch must be one architecture name (letters, digits, . _ + : -), "
+                        f"got {shown(arch)}", where(doc, "arch"))
     if backends[backend].needs_arch and not arch:
         raise SpecError(f"a {backend} target needs 'arch' (e.g. sm_90a, gfx90a)", doc.loc)
     compiler = expect_map(doc["compiler"], where(doc, "compiler"), "compiler")
     check_keys(compiler, COMPILER_FIELDS, "compiler", required=("cxx",))
     min_version = str(get(compiler, "min_version", (str, float), "compiler", default=""))
+    if min_version and not VERSION.fullmatch(min_version):
+        raise SpecError(f"compiler.min_version must be a version like 11 or 12.2, got "
+                        f"{shown(min_version)}", compiler.where("min_version"))
     device = expect_map(doc.get("device", {}), where(doc, "device"), "device") if "device" in doc else {}
     if device:
         check_keys(device, DEVICE_FIELDS, "device")

@@ -231,6 +231,8 @@ class _Builder:
         except (yaml.YAMLError, ValueError) as exc:
             raise SpecError(f"bad {tag.rsplit(':', 1)[-1]} value '{event.value}': "
                             f"{getattr(exc, 'problem', exc)}", loc) from None
+        except (KeyError, IndexError):  # PyYAML's constructors index the text: `!!bool maybe`, `!!int ""`
+            raise SpecError(f"bad {tag.rsplit(':', 1)[-1]} value '{event.value}'", loc) from None
 
 
 def _empty(event) -> bool:

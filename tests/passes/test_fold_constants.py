@@ -81,3 +81,26 @@ def test_an_embedding_of_constant_ids_folds():
     assert summary == "1 nodes folded into weights" and "embedding" not in ops(after)
     np.testing.assert_array_equal(after.weights.get("bias.folded_weight"),
                                   g.weights.get("table")[ids])
+
+
+def test_large_weights_are_neither_folded_nor_loaded(monkeypatch):
+    """Folding reads its inputs' values at build time: over INPUT_LIMIT elements (a 2^31-element
+    parameter took 16 GiB while `graph --target cpu` ran) a node is left to the run, and a weight
+    no folded node reads is never loaded."""
+    g = model("""
+        - {name: pos, op: parameter, shape: [1, 4, 8], weights: {value: pos_table}}
+        - {name: shifted, op: tanh, inputs: [pos]}
+        - {name: y, op: add, inputs: [x, shifted]}
+        """, X, "[y]")
+    monkeypatch.setattr(fold_constants, "INPUT_LIMIT", 31)
+    loaded = []
+    real_get = type(g.weights).get
+    monkeypatch.setattr(type(g.weights), "get", lambda self, name: loaded.append(name) or
+                        real_get(self, name))
+    assert fold_constants.run(g.copy(), None) == "" and loaded == []
+    after, summary = check_pass(g, fold_constants.run)
+    assert summary == "" and after.node("shifted").op == "tanh"
+    monkeypatch.setattr(fold_constants, "INPUT_LIMIT", 32)
+    loaded.clear()
+    fold_constants.run(g.copy(), None)
+    assert "pos_table" in loaded  # at the limit it folds, reading the weight

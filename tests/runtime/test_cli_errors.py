@@ -182,3 +182,48 @@ def test_nan_and_infinite_inputs_give_no_numpy_warnings(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert "mean=nan" in describe("y", np.array([np.inf, -np.inf], np.float32))
+
+
+IOTA = """apiVersion: ait-build/v1
+kind: Model
+name: positions
+dims: {seq: {max: 8}}
+inputs: {dummy: {shape: [1]}}
+graph: [{name: positions, op: iota, shape: [seq]}]
+outputs: [positions]
+"""
+
+
+def test_reference_takes_a_dim_no_input_names_from_dim(tmp_path):
+    """A dim only an attribute uses (an iota's length) is given with --dim; without it the error
+    says so (it was a KeyError)."""
+    spec = tmp_path / "positions.yaml"
+    spec.write_text(IOTA)
+    _one_line(run_main("reference", str(spec), "--random-input"), 1,
+              "no input's shape tells dim(s) seq: give --dim seq=N")
+    proc = run_main("reference", str(spec), "--random-input", "--dim", "seq=3")
+    assert proc.returncode == 0 and "positions: int64[3]" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_output_shapes_below_zero_at_the_given_dims_are_an_error():
+    """An output [4, 4 - seq] at seq = 6 has no elements to give: the run says so, where NumPy's
+    'negative dimensions' was an internal error."""
+    from ait_build.runtime.manifest import ModelError, output_shapes
+    manifest = type("M", (), {})()
+    out = type("O", (), {"name": "r", "shape": [4, "4 - seq"], "shape_text": lambda self: "[4, 4 - seq]"})()
+    manifest.name, manifest.outputs = "sl", [out]
+    assert output_shapes(manifest, {"seq": 2}) == {"r": (4, 2)}
+    with pytest.raises(ModelError, match=r"output 'r' \[4, 4 - seq\] would have shape \[4, -2\] at "
+                                         r"seq=6: the model has no output at these dims"):
+        output_shapes(manifest, {"seq": 6})
+
+
+def test_out_of_memory_is_an_error_not_a_bug(monkeypatch):
+    """Tensors too large for the machine at the dims asked for are the input's limit, exit 1."""
+    from ait_build.cli import check
+
+    def out_of_memory(args):
+        raise MemoryError()
+
+    monkeypatch.setattr(check, "run", out_of_memory)
+    _one_line(run_main("check", MLP), 1, "error: out of memory")

@@ -146,3 +146,24 @@ def test_a_tensor_in_a_dtype_the_backend_cannot_hold_is_located(write):
     assert str(info.value).startswith(f"{path}:5:3: error: tensor 'x' is bfloat16, which the rocm "
                                       "backend of target 'mi250' cannot hold; use one of float32")
     assert build_plan(path, "cpu").kernels  # the cpu backend holds bfloat16 (as float32)
+
+
+@pytest.mark.parametrize("lines, error", [
+    ('arch: "x86-64 -O0"\ncompiler: {cxx: g++}', "5:7: error: arch must be one architecture name"),
+    ("arch: x86-64;rm\ncompiler: {cxx: g++}", "5:7: error: arch must be one architecture name"),
+    ("compiler: {cxx: g++, min_version: .nan}", "5:35: error: compiler.min_version must be a version"),
+    ("compiler: {cxx: g++, min_version: abc}", "5:35: error: compiler.min_version must be a version"),
+])
+def test_arch_and_min_version_are_checked_where_they_are_written(write, lines, error):
+    """An arch goes into a compiler flag as it is, and a min_version is compared with the
+    compiler's: a word with spaces or a NaN was taken, then failed in the compiler or never."""
+    path = write("t.yaml", f"name: t\nbackend: cpu\n{lines}\n", kind="Target")
+    with pytest.raises(SpecError) as info:
+        load_target(path)
+    assert str(info.value).startswith(f"{path}:{error}"), str(info.value)
+
+
+@pytest.mark.parametrize("arch", ["gfx90a:xnack-", "x86-64-v3", "armv8.2-a+sve", "sm_90a"])
+def test_arch_names_compilers_use_are_taken(arch):
+    from ait_build.spec.target import ARCH
+    assert ARCH.fullmatch(arch)
