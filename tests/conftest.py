@@ -71,11 +71,16 @@ def pytest_runtest_makereport(item, call):
 
 
 def _empty(folder) -> None:
+    """What `folder` holds, as far as it can go (a test may leave a file it made read-only, or
+    a process it started may still be removing its own)."""
     for entry in os.scandir(folder):
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)
         else:
-            os.unlink(entry.path)
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                pass
 
 
 @pytest.fixture(autouse=True)
