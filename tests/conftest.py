@@ -72,7 +72,9 @@ def pytest_runtest_makereport(item, call):
 
 def _empty(folder) -> None:
     """What `folder` holds, as far as it can go (a test may leave a file it made read-only, or
-    a process it started may still be removing its own)."""
+    a process it started may still be removing its own; a test may have removed the folder)."""
+    if not os.path.isdir(folder):
+        return
     for entry in os.scandir(folder):
         if entry.is_dir(follow_symlinks=False):
             shutil.rmtree(entry.path, ignore_errors=True)
