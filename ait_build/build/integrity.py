@@ -21,6 +21,7 @@ import sys
 import SCons.Action
 import SCons.Builder
 import SCons.CacheDir
+import SCons.Errors
 import SCons.Node
 import SCons.Node.FS
 
@@ -68,7 +69,14 @@ class VerifiedCache(SCons.CacheDir.CacheDir):
     folder: str | None = None  # set by use_cache
 
     def __init__(self, path):
-        super().__init__(self.folder if path is not None and self.folder else path)
+        folder = self.folder if path is not None and self.folder else path
+        try:
+            super().__init__(folder)
+        except Exception as exc:  # unwritable, locked or corrupt: SCons would print its stack
+            raise SCons.Errors.StopError(
+                f"ait-build: the cache {folder} cannot be used ({type(exc).__name__}: "
+                f"{str(exc).strip() or 'no reason given'}); give another with cache=DIR (ait-build "
+                "build --cache DIR), or build without one: cache=off") from None
 
     def cachepath(self, node) -> tuple:
         """(folder, entry) as SCons places them, by the signature without the path for a

@@ -101,12 +101,20 @@ def to_dot(graph: Graph) -> str:
     return "\n".join(lines) + "\n"
 
 
+DOT_TIMEOUT_S = 120
+
+
 def render_image(dot_text: str, fmt: str) -> bytes:
     exe = shutil.which("dot")
     if exe is None:
         raise AitError(f"--format {fmt} needs Graphviz's 'dot' program (apt-get install graphviz); "
                        "--format dot writes the source without it")
-    proc = subprocess.run([exe, f"-T{fmt}"], input=dot_text.encode(), capture_output=True, timeout=120)
+    try:
+        proc = subprocess.run([exe, f"-T{fmt}"], input=dot_text.encode(), capture_output=True,
+                              timeout=DOT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise AitError(f"dot ({exe}) gave no {fmt} in {DOT_TIMEOUT_S} s; --format dot writes "
+                       "the source without it") from None
     if proc.returncode != 0:
         raise AitError(f"dot failed: {proc.stderr.decode(errors='replace').strip()}")
     return proc.stdout

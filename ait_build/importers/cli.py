@@ -98,12 +98,12 @@ def _finish(graph, args, description: str, source) -> int:
 
 def cmd_import_torch(args) -> int:
     from ait_build.importers.from_torch import import_torch
-    from ait_build.importers.options import dims_for, parse_dim, parse_input
+    from ait_build.importers.options import dims_for, parse_dim, parse_input, unique
     _require("torch", "pip install \"ait-build[torch]\"")
-    inputs = [parse_input(text) for text in args.input]
+    inputs = unique([parse_input(text) for text in args.input], "--input")
     if not inputs:
         raise AitError("give at least one --input NAME:SHAPE[:DTYPE]")
-    dims = dims_for(inputs, [parse_dim(text) for text in args.dim])
+    dims = dims_for(inputs, unique([parse_dim(text) for text in args.dim], "--dim"))
     graph = import_torch(args.factory, args.args, inputs, dims, _name(args), args.dtype, _say)
     from ait_build.importers.source import torch_source
     return _finish(graph, args, f"Imported from PyTorch {args.factory} by ait-build import.",
@@ -112,10 +112,10 @@ def cmd_import_torch(args) -> int:
 
 def cmd_import_onnx(args) -> int:
     from ait_build.importers.from_onnx import import_onnx
-    from ait_build.importers.options import parse_dim, parse_input
+    from ait_build.importers.options import parse_dim, parse_input, unique
     _require("onnx", "pip install \"ait-build[onnx]\"")
-    inputs = [parse_input(text) for text in args.input]
-    dims = [parse_dim(text) for text in args.dim]
+    inputs = unique([parse_input(text) for text in args.input], "--input")
+    dims = unique([parse_dim(text) for text in args.dim], "--dim")
     graph = import_onnx(args.model, inputs, dims, _name(args), args.dtype, _say)
     from ait_build.importers.source import onnx_source
     return _finish(graph, args, f"Imported from ONNX {os.path.basename(args.model)} by "

@@ -65,30 +65,51 @@ def load_factory(target: str, args_json: str | None):
     if os.getcwd() not in sys.path:  # a factory in the user's own project
         sys.path.insert(0, os.getcwd())
     try:
+        kwargs = json.loads(args_json) if args_json else {}
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise AitError(f"--args is not JSON that can be read: {exc}") from None
+    if not isinstance(kwargs, dict):
+        raise AitError("--args must be a JSON object of keyword arguments")
+    # the user's code runs here: whatever it raises (or exits with) is its error, said in a line
+    try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise AitError(f"cannot import module '{module_name}': {exc}") from None
+    except (Exception, SystemExit) as exc:
+        raise AitError(f"importing module '{module_name}' failed: {_said(exc)}") from None
     factory = module
     for part in attr.split("."):
-        if not hasattr(factory, part):
-            raise AitError(f"module '{module_name}' has no '{attr}'")
-        factory = getattr(factory, part)
-    try:
-        kwargs = json.loads(args_json) if args_json else {}
-    except json.JSONDecodeError as exc:
-        raise AitError(f"--args is not JSON: {exc}") from None
-    if not isinstance(kwargs, dict):
-        raise AitError("--args must be a JSON object of keyword arguments")
+        try:
+            factory = getattr(factory, part)
+        except AttributeError:
+            raise AitError(f"module '{module_name}' has no '{attr}'") from None
+        except (Exception, SystemExit) as exc:
+            raise AitError(f"reading '{attr}' of module '{module_name}' failed: {_said(exc)}") from None
+    if not callable(factory):
+        raise AitError(f"'{target}' is a {type(factory).__name__}, not a function or class that "
+                       "makes the model")
+    cwd = os.getcwd()
     # under a fixed seed, so that a factory drawing its weights at random (torchvision's with
     # weights=None) makes the same module at import and when `bench --vs torch` rebuilds it:
     # parameters the import folded into constants (Swin V2's position-bias MLP and logit
     # scale) are not in the spec, and the rebuilt module must have the same ones
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = factory(**kwargs)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            model = factory(**kwargs)
+    except (Exception, SystemExit) as exc:
+        raise AitError(f"'{target}' failed to make the model: {_said(exc)}") from None
+    finally:
+        os.chdir(cwd)  # a factory that moved elsewhere must not move where the spec is written
     if not isinstance(model, torch.nn.Module):
         raise AitError(f"'{target}' returned a {type(model).__name__}, not a torch.nn.Module")
     return model.eval()
+
+
+def _said(exc: BaseException) -> str:
+    """An exception of the user's code as one line: its type and message."""
+    text = str(exc).strip().splitlines()
+    return type(exc).__name__ + (f": {text[0]}" if text else "")
 
 
 def export(model, inputs: list, dims: dict):
@@ -99,8 +120,12 @@ def export(model, inputs: list, dims: dict):
     for spec in inputs:
         shape = [s if isinstance(s, int) else example_size(dims[s]) for s in spec.shape]
         dtype = getattr(torch, spec.dtype)
-        examples.append(torch.randn(shape, dtype=dtype) if dtype.is_floating_point
-                        else torch.zeros(shape, dtype=dtype))
+        try:
+            examples.append(torch.randn(shape, dtype=dtype) if dtype.is_floating_point
+                            else torch.zeros(shape, dtype=dtype))
+        except (RuntimeError, MemoryError) as exc:  # sizes past this machine's memory
+            raise AitError(f"--input {spec.name}: an example of shape {shape} cannot be made "
+                           f"to export with: {_said(exc)}") from None
         dynamic.append({i: tdims[s] for i, s in enumerate(spec.shape) if isinstance(s, str)} or None)
     params = list(inspect.signature(model.forward).parameters)
     by_name = all(spec.name in params for spec in inputs)

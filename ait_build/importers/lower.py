@@ -11,7 +11,7 @@ import numpy as np
 
 from ait_build.errors import AitError
 from ait_build.importers.graph import NHWC, ImportGraph, Value, identity, shape_attr
-from ait_build.importers.lower_shapes import ShapeLowering, lean, product
+from ait_build.importers.lower_shapes import ShapeLowering, axis_in, lean, product
 from ait_build.ir.dims import Dim
 from ait_build.ir.dtypes import FLOAT_DTYPES
 from ait_build.ops.conv import out_count
@@ -46,7 +46,7 @@ class Lower(ShapeLowering):
 
     def our_axis(self, value: Value, axis: int) -> int:
         """Where source axis `axis` sits in our stored tensor."""
-        return value.perm.index(axis % value.rank)
+        return value.perm.index(axis_in(axis, value.rank))
 
     # -- elementwise --------------------------------------------------------------------------
     def unary(self, op: str, x: Value, **attrs) -> Value:
@@ -260,7 +260,7 @@ class Lower(ShapeLowering):
     def mean(self, x: Value, axes, keepdim: bool) -> Value:
         """The mean over source `axes`: global_avg_pool, after a reshape when the axes are not
         an image's H and W."""
-        axes = sorted(a % x.rank for a in axes)
+        axes = sorted(axis_in(a, x.rank) for a in axes)
         if x.rank == 4 and axes == [2, 3]:
             return self.emit("global_avg_pool", [self.layout(x, NHWC)],
                              {"keepdims": True} if keepdim else {},
@@ -297,7 +297,7 @@ class Lower(ShapeLowering):
         max_pool2d with one window over all of them, of an NHWC image's H and W as they are,
         else of [outer, count, 1, inner] (torch.amax, max(dim) values, adaptive max pooling to
         size 1, ONNX ReduceMax)."""
-        axes = sorted(a % x.rank for a in axes)
+        axes = sorted(axis_in(a, x.rank) for a in axes)
         if x.rank == 4 and axes == [2, 3] and all(d.is_static for d in x.source_shape[2:]):
             window = [d.value for d in x.source_shape[2:]]
             pooled = self.pool("max_pool2d", x, window, window, 0)
@@ -335,7 +335,7 @@ class Lower(ShapeLowering):
 
     def sum(self, x: Value, axes, keepdim: bool) -> Value:
         """The sum over source `axes`: their mean times how many elements it averages."""
-        axes = [a % x.rank for a in axes]
+        axes = [axis_in(a, x.rank) for a in axes]
         count = product(x.source_shape[a] for a in axes)
         if not count.is_static:
             self.fail(f"a sum over {count} elements (only a static number)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ait_build.errors import AitError
 from ait_build.importers.graph import NHWC, Value, dim_attr, shape_attr
 from ait_build.ir.dims import Dim
 from ait_build.passes.rewrite import inverse_dims
@@ -38,19 +39,21 @@ class ShapeLowering:
 
     def permute(self, x: Value, dims) -> Value:
         """No node: the stored tensor is the same, seen through another permutation."""
-        dims = tuple(d % x.rank for d in dims)
+        dims = tuple(axis_in(d, x.rank) for d in dims)
+        if sorted(dims) != list(range(x.rank)):
+            raise AitError(f"a permutation of {x.rank} axes, got {list(dims)}")
         inv = inverse_dims(dims)
         return self.g.relabel(x, tuple(inv[q] for q in x.perm))
 
     def transpose(self, x: Value, a: int, b: int) -> Value:
         dims = list(range(x.rank))
-        a, b = a % x.rank, b % x.rank
+        a, b = axis_in(a, x.rank), axis_in(b, x.rank)
         dims[a], dims[b] = dims[b], dims[a]
         return self.permute(x, dims)
 
     def concat(self, xs: list, axis: int) -> Value:
         xs, perm = self._aligned(xs)
-        axis = perm.index(axis % xs[0].rank)
+        axis = perm.index(axis_in(axis, xs[0].rank))
         return self.emit("concat", xs, {"axis": axis}, perm=perm)
 
     def split(self, x: Value, axis: int, sizes: list) -> list:
@@ -62,7 +65,7 @@ class ShapeLowering:
         return out
 
     def slice(self, x: Value, axis: int, start, end, step: int = 1) -> Value:
-        size = x.source_shape[axis % x.rank]
+        size = x.source_shape[axis_in(axis, x.rank)]
         whole = end is None or (Dim.of(end) == size if isinstance(end, str) else
                                 size.is_static and end >= size.value)
         if start in (0, None) and step == 1 and whole:
@@ -261,6 +264,14 @@ class ShapeLowering:
         if dtype != self.g.dtype:
             attrs["dtype"] = dtype
         return self.emit("constant", [], attrs, hint="constant")
+
+
+def axis_in(axis: int, rank: int) -> int:
+    """A source axis (negative from the end) as 0..rank-1; one outside the rank is the source's
+    error, not wrapped into another axis."""
+    if not -rank <= axis < rank:
+        raise AitError(f"axis {axis} is outside a tensor of rank {rank}")
+    return axis % rank
 
 
 def lean(attrs: dict, defaults: dict) -> dict:

@@ -10,6 +10,7 @@ import numpy as np
 
 from ait_build.errors import AitError
 from ait_build.importers.graph import Value, dim_attr, registrar
+from ait_build.importers.lower_shapes import axis_in
 from ait_build.importers.onnx_values import (Sizes, as_array, as_sizes, attributes, element_type,
                                              is_known, owner, size_div)
 from ait_build.ir.dims import Dim, shape_str
@@ -45,6 +46,9 @@ def _target_shape(t, x: Value, sizes: Sizes, allow_zero: bool) -> tuple:
     shape = []
     for i, d in enumerate(sizes):
         if d.is_static and d.value == 0 and not allow_zero:
+            if i >= len(src):
+                raise AitError(f"reshape to {[str(v) for v in sizes]}: the 0 at {i} copies an "
+                               f"axis a tensor of rank {len(src)} does not have")
             d = src[i]
         shape.append(d)
     if any(d.is_static and d.value == -1 for d in shape):
@@ -159,7 +163,7 @@ def _axes(t, node, index: int, rank: int) -> list:
     axes = attributes(node).get("axes")
     if axes is None:
         axes = t.ints(node, index)
-    return [a % rank for a in axes] if axes is not None else None
+    return [axis_in(a, rank) for a in axes] if axes is not None else None
 
 
 @handles("Unsqueeze")
@@ -205,7 +209,7 @@ def _concat(t, node):
             out.extend(as_sizes(p))
         return out
     xs = [t.tensor(node, i) for i in range(len(node.input))]
-    axis = attributes(node)["axis"] % xs[0].rank
+    axis = axis_in(attributes(node)["axis"], xs[0].rank)
     # aranges, each with a size-1 last axis, stacked on it: the coordinates of a grid
     if axis == xs[0].rank - 1 and all(
             name in t.iota and t.iota[name][1] < axis for name in node.input):
@@ -320,7 +324,7 @@ def _bound(d: Dim):
 def _split(t, node):
     x = t.tensor(node, 0)
     attrs = attributes(node)
-    axis = attrs.get("axis", 0) % x.rank
+    axis = axis_in(attrs.get("axis", 0), x.rank)
     sizes = attrs.get("split") or (t.ints(node, 1) if len(node.input) > 1 and node.input[1]
                                    else None)
     if sizes is None:

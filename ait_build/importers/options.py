@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ait_build.errors import AitError
 from ait_build.ir.dims import DimRange
 from ait_build.ir.dtypes import ALL_DTYPES
+from ait_build.spec.model_fields import MAX_DIM
 from ait_build.spec.names import IDENTIFIER
 
 DEFAULT_MAX = 64  # a dim without --dim: 1..64
@@ -37,8 +38,10 @@ def parse_input(text: str) -> InputSpec:
     shape = []
     for item in shape_text.split(","):
         item = item.strip()
-        if item.isdigit() and int(item) >= 1:
+        if item.isdigit() and 1 <= int(item) <= MAX_DIM:
             shape.append(int(item))
+        elif item.isdigit():
+            raise AitError(f"--input {name}: a size is 1 to {MAX_DIM}, got {item}")
         elif IDENTIFIER.fullmatch(item):
             shape.append(item)
         else:
@@ -63,6 +66,16 @@ def parse_dim(text: str) -> DimRange:
     if not nums[0] <= opt <= nums[1]:
         raise AitError(f"--dim {name}: OPT {opt} is outside [{nums[0]}, {nums[1]}]")
     return DimRange(name, nums[0], nums[1], opt)
+
+
+def unique(records: list, flag: str) -> list:
+    """The --input or --dim records, each name given once."""
+    seen = set()
+    for r in records:
+        if r.name in seen:
+            raise AitError(f"{flag} {r.name} is given twice")
+        seen.add(r.name)
+    return records
 
 
 def dims_for(inputs: list, given: list) -> dict:

@@ -13,6 +13,7 @@ from functools import lru_cache
 from ait_build.codegen.digest import json_sha256
 from ait_build.errors import AitError
 from ait_build.files.read import read_bytes
+from ait_build.ir.dtypes import NUMPY
 
 MAX_MANIFEST_BYTES = 64 << 20  # a real manifest is a few KB; a bigger file is not one
 
@@ -85,7 +86,7 @@ def load_manifest(path: str) -> Manifest:
                          "with this ait-build")
     try:
         weights = raw["weights"]
-        return Manifest(
+        manifest = Manifest(
             name=_text(raw["name"]), target=_text(raw["target"]), backend=_text(raw["backend"]),
             device=_text(raw["device"]),
             dims=tuple(DimSpec(_text(d["name"]), _count(d["min"]), _count(d["max"]),
@@ -95,8 +96,31 @@ def load_manifest(path: str) -> Manifest:
             weights_file=_text(weights["file"]), weights_bytes=_count(weights["bytes"]),
             weights_sha256=_text(weights["sha256"]), build_id=recorded,
             c_name=_text(raw["c_name"]), raw=raw)
+        _consistent(manifest)
+        return manifest
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModelError(f"{path}: not a valid ait-build manifest ({type(exc).__name__}: {exc})") from None
+
+
+def _consistent(manifest: Manifest) -> None:
+    """What the runtime relies on: known dtypes, shapes over the manifest's own dims, divisions
+    by nonzero numbers (a sealed manifest written by hand could say otherwise)."""
+    names = {d.name for d in manifest.dims}
+    for t in manifest.inputs + manifest.outputs:
+        if t.dtype not in NUMPY:
+            raise ValueError(f"tensor '{t.name}' has dtype '{t.dtype}'")
+        for d in t.shape:
+            if isinstance(d, int):
+                continue
+            unknown = symbols(d) - names
+            if unknown:
+                raise ValueError(f"tensor '{t.name}' size '{d}' names dims {sorted(unknown)} the "
+                                 "manifest does not declare")
+            if any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.FloorDiv) and not (
+                    isinstance(n.right, ast.Constant) and n.right.value > 0)
+                   for n in ast.walk(_parse(d))):
+                raise ValueError(f"tensor '{t.name}' size '{d}' divides by something other "
+                                 "than a positive number")
 
 
 def _read_json(path: str) -> dict:
@@ -129,7 +153,7 @@ def _count(value) -> int:
 
 
 def _tensor(raw: dict) -> TensorSpec:
-    shape = tuple(d if isinstance(d, int) and not isinstance(d, bool) else _text(d)
+    shape = tuple(_count(d) if isinstance(d, int) and not isinstance(d, bool) else _text(d)
                   for d in raw["shape"])
     for d in shape:
         if isinstance(d, str):

@@ -50,8 +50,20 @@ def package_files(build_dir: str) -> list:
             path = os.path.join(folder, name)
             if name.startswith(".") or ".tmp" in name or not os.path.isfile(path):
                 continue
+            _inside(build_dir, path)
             found.append((os.path.normpath(os.path.join(rel_folder, name)), path))
     return sorted(found)
+
+
+def _inside(build_dir: str, path: str) -> None:
+    """A link in the folder may point into it (or at the target's shared runtime copies, which
+    builds place as files); one that leads elsewhere would pack a file of this machine that
+    the build never made."""
+    real, top = os.path.realpath(path), os.path.realpath(build_dir)
+    runtime = os.path.join(os.path.dirname(top), ".runtime")
+    if os.path.commonpath([real, top]) != top and os.path.commonpath([real, runtime]) != runtime:
+        raise AitError(f"{path} links to {real}, outside the build folder: not packed (remove "
+                       "the link, or copy the file in if the package should carry it)")
 
 
 def sha256sums(files: list) -> bytes:
@@ -64,6 +76,11 @@ def make_package(build_dir: str, output: str) -> str:
     .tgz (its top folder is the model's name), else a folder (new or empty). Returns a line
     saying what was written."""
     files = package_files(build_dir)
+    out, top = os.path.realpath(output or "."), os.path.realpath(build_dir)
+    packed = {os.path.realpath(path) for _, path in files}  # those: "would destroy it", below
+    if os.path.commonpath([out, top]) == top and out not in packed:
+        raise AitError(f"{output}: inside the build folder {build_dir}; every later package of "
+                       "it would carry this one: write it elsewhere")
     sums = sha256sums(files)
     name = os.path.basename(os.path.normpath(build_dir))
     size = sum(os.path.getsize(path) for _, path in files)

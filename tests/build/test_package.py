@@ -81,3 +81,22 @@ def test_an_archive_to_a_fifo_is_written_in_place_and_never_over_a_packed_file(b
     assert main(["package", str(small), "-o", str(tmp_path / "link.tar.gz")]) == 1
     assert "writing it would destroy it" in capsys.readouterr().err
     assert (small / "manifest.json").read_bytes() == before
+
+
+def test_a_link_out_of_the_folder_and_an_output_inside_it_are_refused(built, tmp_path, capsys):
+    """A package carries what the build made: a link in the folder to a file elsewhere on the
+    machine (`notes.txt -> /etc/hostname`) is refused, not packed; so is a package written into
+    the folder it packs (every later package would carry it)."""
+    small = tmp_path / MODEL
+    shutil.copytree(built.out(), small, ignore=shutil.ignore_patterns("libmkl*", "libscipy*"))
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not the build's")
+    os.symlink(secret, small / "notes.txt")
+    capsys.readouterr()
+    assert main(["package", str(small), "-o", str(tmp_path / "a.tgz")]) == 1
+    assert "outside the build folder: not packed" in capsys.readouterr().err
+    assert not (tmp_path / "a.tgz").exists()
+    os.unlink(small / "notes.txt")
+    assert main(["package", str(small), "-o", str(small / "sub")]) == 1
+    assert "inside the build folder" in capsys.readouterr().err and not (small / "sub").exists()
+    assert main(["package", str(small), "-o", str(tmp_path / "a.tgz")]) == 0

@@ -151,3 +151,18 @@ def test_cache_entries_replaced_by_fifos_are_rebuilt_not_waited_on(filled, tmp_p
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _steps(proc, "compiling") == {"model.cpp"} and _steps(proc, "linking") == {"libtiny.so"}
     checkout.runs()
+
+
+def test_a_cache_that_cannot_be_used_is_one_message_not_a_stack(filled, tmp_path):
+    """A cache folder whose config is not SCons' (or that cannot be locked or read) stops the
+    build with what to do, instead of SCons' Python stack."""
+    source, _ = filled
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config").write_text("junk{")
+    checkout = source.clone(str(tmp_path / "co"))
+    proc = checkout.scons(f"cache={broken}")
+    assert proc.returncode != 0 and "Traceback" not in proc.stdout + proc.stderr
+    assert "File \"" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert f"the cache {broken} cannot be used" in proc.stdout + proc.stderr
+    assert "cache=off" in proc.stdout + proc.stderr

@@ -254,3 +254,47 @@ def test_reading_the_indices_of_a_max_says_which_output(tmp_path):
         import_case(("tests.importers.zoo:max_indices", ["x:2,5"], [], None), tmp_path, "mi")
     assert "output 1 of aten.max.dim is not translated" in str(info.value), str(info.value)
     assert "not the indices" in str(info.value)
+
+
+FACTORIES = '''import os, sys
+import torch
+def raises(): raise RuntimeError("boom")
+def exits(): sys.exit(7)
+notcallable = 5
+def good(n=4): return torch.nn.Linear(n, 2)
+def moves():
+    os.chdir("/")
+    return torch.nn.Linear(4, 2)
+'''
+
+
+@pytest.mark.parametrize("args, words", [
+    (["user_factories:raises"], "'user_factories:raises' failed to make the model: RuntimeError: boom"),
+    (["user_factories:exits"], "failed to make the model: SystemExit: 7"),
+    (["user_factories:notcallable"], "is a int, not a function or class that makes the model"),
+    (["user_factories:good", "--args", '{"bogus": 1}'], "unexpected keyword argument 'bogus'"),
+    (["user_factories:good", "--args", '{"a":' * 20000 + "1" + "}" * 20000], "--args is not JSON"),
+    (["user_factories:good", "--input", "x:batch,4"], "--input x is given twice"),
+    (["user_factories:good", "--dim", "batch=1:4", "--dim", "batch=1:8"], "--dim batch is given twice"),
+    (["user_factories:good", "--input", "y:99999999999"], "a size is 1 to 2147483647"),
+])
+def test_what_the_users_code_or_arguments_get_wrong_is_one_line(tmp_path, args, words):
+    """The factory is the user's code: an exception (or sys.exit) in it is its error, said in a
+    line with exit status 1, not an internal error."""
+    from cli_in_process import run_main
+    (tmp_path / "user_factories.py").write_text(FACTORIES)
+    proc = run_main("import", "torch", args[0], "--input", "x:batch,4", *args[1:],
+                    "-o", str(tmp_path / "out" / "m.yaml"), cwd=str(tmp_path))
+    sys.modules.pop("user_factories", None)
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith("import: ")]
+    assert proc.returncode == 1 and len(lines) == 1 and words in lines[0], proc.stderr
+
+
+def test_a_factory_that_changes_directory_writes_where_it_was_asked(tmp_path):
+    from cli_in_process import run_main
+    (tmp_path / "user_factories.py").write_text(FACTORIES)
+    proc = run_main("import", "torch", "user_factories:moves", "--input", "x:batch,4",
+                    "-o", "out/m.yaml", cwd=str(tmp_path))
+    sys.modules.pop("user_factories", None)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "m.yaml").exists() and not os.path.exists("/out/m.yaml")

@@ -145,3 +145,19 @@ def test_a_reshape_written_for_one_size_of_a_dynamic_dim_says_which(tmp_path, ca
                  "--input", "x:batch,2,8"]) == 0
     graph = load_model(str(tmp_path / "m.yaml"))
     assert [tuple(graph.tensors[t].shape[1:]) for t in graph.outputs] == [(4, 4)]
+
+
+@pytest.mark.parametrize("node, inits, words", [
+    (helper.make_node("Transpose", ["x"], ["y"], perm=[0, 0]), [], "a permutation of 2 axes, got [0, 0]"),
+    (helper.make_node("Concat", ["x", "x"], ["y"], axis=7), [], "axis 7 is outside a tensor of rank 2"),
+    (helper.make_node("Softmax", ["x"], ["y"], axis=-9), [], "axis -9 is outside a tensor of rank 2"),
+    (helper.make_node("Reshape", ["x", "s"], ["y"]),
+     [numpy_helper.from_array(np.array([0, 0, 0], np.int64), "s")],
+     "the 0 at 2 copies an axis a tensor of rank 2 does not have"),
+])
+def test_axes_outside_the_rank_are_errors_not_wrapped(tmp_path, capsys, node, inits, words):
+    """ONNX Runtime refuses these; the importer took them modulo the rank (another axis, another
+    model) or failed with an IndexError."""
+    path = _save(tmp_path, node.op_type, [node], [X], [Y], inits)
+    rc, err = _import(path, str(tmp_path / "m.yaml"), capsys)
+    assert rc == 1 and words in err, err

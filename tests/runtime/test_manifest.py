@@ -116,3 +116,29 @@ def test_a_manifest_without_device_asks_for_a_rebuild(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps(raw))
     with pytest.raises(ModelError, match="no 'device' field .*rebuild the model"):
         load_manifest(str(tmp_path / "manifest.json"))
+
+
+@pytest.mark.parametrize("inputs, message", [
+    ({"x": ["batch", -32]}, "expected a non-negative integer, got -32"),
+    ({"x": ["batch", "nosuchdim"]}, "names dims ['nosuchdim'] the manifest does not declare"),
+    ({"x": ["batch//0"]}, "divides by something other than a positive number"),
+    ({"x": ["batch//seq"]}, "divides by something other than a positive number"),
+])
+def test_a_sealed_manifest_the_runtime_cannot_rely_on_is_refused(tmp_path, inputs, message):
+    """A manifest sealed again after a hand edit passes its build_id; what the runtime then
+    relies on is checked when it loads (these were KeyError, ZeroDivisionError and NumPy's
+    'negative dimensions' at run time)."""
+    with pytest.raises(ModelError, match="not a valid ait-build manifest") as info:
+        _manifest(tmp_path, inputs)
+    assert message in str(info.value)
+
+
+def test_a_sealed_manifest_with_an_unknown_dtype_is_refused(tmp_path):
+    raw = _raw({"x": ["batch", 4]})
+    raw["inputs"][0]["dtype"] = "float99"
+    del raw["build_id"]
+    raw["build_id"] = json_sha256(raw)
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ModelError, match="tensor 'x' has dtype 'float99'"):
+        load_manifest(str(path))
