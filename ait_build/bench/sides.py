@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -42,6 +43,14 @@ SETTLE_S = 0.1
 # Runtime, which has its own too: in its process the only OpenMP threads are PyTorch's from the
 # export, and spinning they halved ONNX Runtime's speed.
 SIDE_ENV = {"torch": {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "2000000"}}
+
+
+
+def _signal(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 class SideProcess:
@@ -70,9 +79,12 @@ class SideProcess:
         except OSError:  # the child is gone: its stderr says why
             line = ""
         if not line:
-            self.proc.wait()
+            code = self.proc.wait()
             self.log.seek(0)
-            raise AitError(f"bench side '{self.side}' failed:\n{self.log.read().strip()}")
+            said = self.log.read().strip()
+            if code < 0:  # killed: a crash in the library (SIGSEGV, SIGBUS) says nothing itself
+                said = "\n".join(filter(None, [said, f"(killed by {_signal(-code)})"]))
+            raise AitError(f"bench side '{self.side}' failed:\n{said}")
         return json.loads(line)
 
     def ready(self) -> None:

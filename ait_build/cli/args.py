@@ -74,14 +74,15 @@ def dims_of(pairs, batch: int | None = None) -> dict:
 
 def add_input_arguments(p) -> None:
     """The inputs of a run (`reference`, `run`): random at the dims given, or from a file."""
-    p.add_argument("--random-input", action="store_true", help="random inputs at each dim's opt")
-    p.add_argument("--inputs", metavar="FILE", help="inputs from a safetensors file")
+    source = p.add_mutually_exclusive_group()  # one of the two: which would the run take?
+    source.add_argument("--random-input", action="store_true",
+                        help="random inputs at each dim's opt")
+    source.add_argument("--inputs", metavar="FILE", help="inputs from a safetensors file")
     p.add_argument("--batch", type=positive_int, help="value of the 'batch' dim, e.g. --batch 4")
     p.add_argument("--dim", action="append", type=dim_value, metavar="NAME=VALUE",
                    help="a dim's value (repeatable), e.g. --dim seq=64")
     p.add_argument("--seed", type=nonnegative_int, default=0,
                    help="seed of the random inputs (default: 0)")
-
 
 
 def add_spec_argument(p, many: bool = False) -> None:
