@@ -7,13 +7,17 @@ be the files one build wrote, else `Model()` raises ModelError instead of runnin
   library is mapped, so a truncated library is an error, not a SIGBUS inside dlopen;
 - the library's `build_id()` must return the manifest's (a manifest from another build would
   describe buffers the library does not have);
-- the build's own weights file must have the size and SHA-256 the manifest records.
+- the build's own weights file must have the size and SHA-256 the manifest records;
+- the other shared libraries in the folder (the BLAS it carries, found through `$ORIGIN`) must
+  hold every byte their ELF headers say they have: mapping a truncated one is a SIGBUS.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import stat
+import struct
 
 from ait_build.codegen.digest import read_digest, sha256_file
 from ait_build.files.read import read_bytes
@@ -34,6 +38,49 @@ def check_library_file(library: str) -> None:
     if actual != recorded:
         raise ModelError(f"{library} does not match the hash its build recorded (truncated, "
                          "corrupt or replaced); rebuild it")
+
+
+ELF_MAGIC = b"\x7fELF"
+
+
+def check_carried_libraries(build_dir: str, model_library: str) -> None:
+    """Each shared library in the folder but the model's own (which check_library_file hashes)
+    is whole: its ELF program headers' file ranges and its section table end inside the file."""
+    own = os.path.basename(model_library)
+    for path in sorted(glob.glob(os.path.join(build_dir, "lib*.so*"))):
+        if os.path.basename(path) == own or path.endswith(".sha256") or not os.path.isfile(path):
+            continue
+        end, size = _elf_end(path), os.path.getsize(path)
+        if end is None or end > size:
+            raise ModelError(f"{path} is not a whole shared library ({size} bytes"
+                             + (f", its headers need {end}" if end else ", no ELF header")
+                             + "): it was truncated or replaced; build the model again, or copy "
+                             "the build folder again")
+
+
+def _elf_end(path: str) -> int | None:
+    """The first byte past what a 64-bit little-endian ELF file's headers place in it (its
+    program headers' file ranges, its section header table), or None where it is no such
+    file."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+            if len(head) < 64 or head[:4] != ELF_MAGIC or head[4] != 2 or head[5] != 1:
+                return None
+            phoff, shoff = struct.unpack_from("<QQ", head, 0x20)
+            phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", head, 0x36)
+            fh.seek(phoff)
+            table = fh.read(phentsize * phnum)
+    except OSError:
+        return None
+    end = max(phoff + phentsize * phnum, shoff + shentsize * shnum)
+    if phentsize < 56 or len(table) < phentsize * phnum:
+        return end  # the table itself runs past the file (or is not ELF64's)
+    for i in range(phnum):  # Elf64_Phdr: p_offset at 8, p_filesz at 32
+        offset, = struct.unpack_from("<Q", table, i * phentsize + 8)
+        filesz, = struct.unpack_from("<Q", table, i * phentsize + 32)
+        end = max(end, offset + filesz)
+    return end
 
 
 def check_library_build(library_id: str, manifest: Manifest, library: str) -> None:

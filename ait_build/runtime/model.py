@@ -88,6 +88,7 @@ class Model:
         identity.check_weights_file(self.weights, m, own=not weights)
         library = os.path.join(self.build_dir, f"lib{m.name}.so")
         identity.check_library_file(library)
+        identity.check_carried_libraries(self.build_dir, library)
         self._api = CApi(library, m.c_name)
         identity.check_library_build((self._api.build_id() or b"").decode("ascii", "replace"), m,
                                      library)

@@ -22,7 +22,8 @@ from ait_build.build.runtime_files import place
 from ait_build.codegen.digest import digest_line, sha256_file
 from ait_build.errors import AitError
 from ait_build.files.output import check_output, output_file
-from ait_build.runtime.identity import check_library_file, check_weights_file
+from ait_build.runtime.identity import (check_carried_libraries, check_library_file,
+                                        check_weights_file)
 from ait_build.runtime.manifest import load_manifest, weights_path
 
 LEFT_OUT = ("src", "obj")  # the rendered sources and their objects: building, not running
@@ -39,7 +40,9 @@ def package_files(build_dir: str) -> list:
         raise AitError(f"{build_dir} has no manifest.json: build the model first "
                        "(scons target=... model=...)")
     manifest = load_manifest(manifest_path)
-    check_library_file(os.path.join(build_dir, f"lib{manifest.name}.so"))
+    library = os.path.join(build_dir, f"lib{manifest.name}.so")
+    check_library_file(library)
+    check_carried_libraries(build_dir, library)
     check_weights_file(weights_path(build_dir, manifest), manifest, own=True)
     found = []
     for folder, dirs, files in os.walk(build_dir):

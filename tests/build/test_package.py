@@ -12,6 +12,7 @@ import subprocess
 import threading
 
 import numpy as np
+import pytest
 
 from ait_build.cli.main import main
 from ait_build.cli.package import default_output
@@ -99,4 +100,21 @@ def test_a_link_out_of_the_folder_and_an_output_inside_it_are_refused(built, tmp
     os.unlink(small / "notes.txt")
     assert main(["package", str(small), "-o", str(small / "sub")]) == 1
     assert "inside the build folder" in capsys.readouterr().err and not (small / "sub").exists()
+    assert main(["package", str(small), "-o", str(tmp_path / "a.tgz")]) == 0
+
+
+def test_a_truncated_carried_library_is_refused_before_it_is_mapped(built, tmp_path, capsys):
+    """A cut-short BLAS beside the model's library (only the model's own is hashed) made `run`,
+    `serve` and a package die of SIGBUS inside dlopen; its ELF headers say how long it must be."""
+    small = tmp_path / MODEL
+    shutil.copytree(built.out(), small, ignore=shutil.ignore_patterns("libmkl*", "libscipy*"))
+    whole = (small / f"lib{MODEL}.so").read_bytes()
+    (small / "libcarried.so.1").write_bytes(whole[:1000])
+    capsys.readouterr()
+    assert main(["package", str(small), "-o", str(tmp_path / "a.tgz")]) == 1
+    assert "libcarried.so.1 is not a whole shared library (1000 bytes" in capsys.readouterr().err
+    from ait_build.runtime.manifest import ModelError
+    with pytest.raises(ModelError, match="not a whole shared library"):
+        Model(str(small))
+    (small / "libcarried.so.1").write_bytes(whole)  # whole again: no longer the error
     assert main(["package", str(small), "-o", str(tmp_path / "a.tgz")]) == 0
