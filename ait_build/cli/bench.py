@@ -63,7 +63,7 @@ def run(args) -> int:
     if args.json:  # before the bench, not after it
         check_output(args.json, [args.spec], make_folder=True)
     batches = args.batch
-    vs = [v.strip() for v in (args.vs or "").split(",") if v.strip()]
+    vs = list(dict.fromkeys(v.strip() for v in (args.vs or "").split(",") if v.strip()))  # each once
     report = bench_run.run_bench(args.spec, args.target, batches, vs, args.runs, args.warmup,
                                  dims_of(args.dim), args.jobs, args.dtype, args.in_process,
                                  args.compile_mode,

@@ -27,11 +27,14 @@ def add_arguments(p) -> None:
                    "--stage fuse_epilogue")
     p.add_argument("--format", default="text", choices=["text", "json", "dot", "svg", "png"],
                    help="output format (default: text; svg/png need Graphviz and -o)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to this file instead of stdout")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to this file instead of stdout "
+                   "(-: stdout)")
 
 
 def run(args) -> int:
     spec = project_spec(args.spec)
+    if args.output == "-":  # the usual name of stdout, not a file called '-'
+        args.output = None
     if args.output:  # before the work, not after it
         check_output(args.output, [spec])
     graph = load_model(spec)

@@ -56,3 +56,22 @@ def test_dot_source_names_every_node(tmp_path):
     text = proc.stdout.decode()
     assert text.startswith('digraph "tiny_bert"')
     assert text.count("->") >= 60 and '"encoder.layer.0.attention.self.query"' in text
+
+
+def test_a_dot_that_hangs_is_an_error_not_a_stack(tmp_path, monkeypatch, capsys):
+    """Graphviz that never answers: the command gives up after DOT_TIMEOUT_S with a line."""
+    from ait_build.cli import graph_view
+    from ait_build.cli.main import main
+    fake = tmp_path / "dot"
+    fake.write_text("#!/bin/sh\nexec sleep 30\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(graph_view, "DOT_TIMEOUT_S", 1)
+    assert main(["graph", SPEC, "--format", "svg", "-o", str(tmp_path / "g.svg")]) == 1
+    assert "gave no svg in 1 s" in capsys.readouterr().err
+
+
+def test_dash_is_stdout(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "ait_build", "graph", SPEC, "-o", "-"],
+                          capture_output=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith(b"model ") and not os.listdir(tmp_path)
