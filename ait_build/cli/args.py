@@ -32,6 +32,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def bounded_int(most: int):
+    """An argparse type: an integer from 1 to `most`."""
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if value > most:
+            raise argparse.ArgumentTypeError(f"must be at most {most}, got {value}")
+        return value
+    return parse
+
+
 def nonnegative_int(text: str) -> int:
     value = _int(text)
     if value < 0:

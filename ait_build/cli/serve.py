@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from ait_build.cli.args import nonnegative_int, positive_int
+from ait_build.cli.args import bounded_int, nonnegative_int, positive_int
 from ait_build.errors import AitError
 from ait_build.serve.binding import ServeOptions, serve
+
+MAX_INSTANCES = 256  # model instances per device: each holds its own workspaces
 
 DESCRIPTION = ("Serve built models through Triton Inference Server (PyTriton): HTTP, gRPC and "
                "metrics endpoints, dynamic batching up to the model's batch dim max, N instances "
@@ -46,7 +48,8 @@ def add_arguments(p) -> None:
                    help=f"gRPC port (default {defaults.grpc_port})")
     p.add_argument("--metrics-port", type=port, default=defaults.metrics_port,
                    help=f"Prometheus metrics port (default {defaults.metrics_port})")
-    p.add_argument("--instances", type=positive_int, default=defaults.instances, metavar="N",
+    p.add_argument("--instances", type=bounded_int(MAX_INSTANCES), default=defaults.instances,
+                   metavar="N",
                    help="model instances per device (per model for cpu builds; default 1)")
     p.add_argument("--max-queue-delay-us", type=nonnegative_int, metavar="US",
                    default=defaults.max_queue_delay_us,

@@ -49,6 +49,8 @@ def _one_line(proc, rc: int, words: str) -> None:
     (["bench", "mlp", "--runs", "0"], "argument --runs: must be >= 1, got 0"),
     (["bench", "mlp", "--warmup", "-1"], "argument --warmup: must be >= 0, got -1"),
     (["build", "mlp", "-j", "0"], "argument -j/--jobs: must be >= 1, got 0"),
+    (["serve", "{toy}", "--instances", "99999999999"],
+     "argument --instances: must be at most 256, got 99999999999"),
     (["profile", "mlp", "--target", "h200", "-j", "0"], "argument -j/--jobs: must be >= 1, got 0"),
 ])
 def test_malformed_arguments_are_usage_errors(toy_dir, args, words):
