@@ -31,19 +31,28 @@ def run(args) -> int:
     files = target_files()
     if args.copy:
         return copy_stock_target(args.copy)
+    if args.show == "":
+        raise AitError("--show needs a target name or file")
     if args.show:  # a name or a path, as --target takes; an unknown name lists the known ones
         sys.stdout.write(read_text(find_target(args.show).source))
         return 0
-    rows = [("name", "backend", "arch", "from", "file")]
+    rows, broken = [("name", "backend", "arch", "from", "file")], []
     for name, (path, origin) in files.items():
-        target = load_target(path)
-        rows.append((name, target.backend, target.arch or "-", origin, os.path.relpath(path)
-                     if origin == "project" else path))
+        shown = os.path.relpath(path) if origin == "project" else path
+        try:
+            target = load_target(path)
+        except AitError as exc:  # listed, with its error after the table: the others still are
+            rows.append((name, "?", "?", origin, shown))
+            broken.append(str(exc))
+            continue
+        rows.append((name, target.backend, target.arch or "-", origin, shown))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4])
     print(f"\nproject targets ({project_targets()}) override stock ones of the same name")
-    return 0
+    for error in broken:
+        print(error, file=sys.stderr)
+    return 1 if broken else 0
 
 
 def copy_stock_target(name: str) -> int:

@@ -104,3 +104,20 @@ def test_check_without_files_checks_the_projects_specs_and_targets(tmp_path, cap
     monkeypatch.chdir(tmp_path)
     assert main(["check"]) == 1
     assert "no spec files given" in capsys.readouterr().err
+
+
+def test_one_bad_project_target_is_listed_with_its_error(tmp_path, capsys, monkeypatch):
+    """`ait-build targets` lists every target even when one file of the project's is broken:
+    that row shows '?', its error follows the table, and the exit status is 1."""
+    main(["init", str(tmp_path / "p")])
+    (tmp_path / "p" / "targets" / "bad.yaml").write_text(
+        "apiVersion: ait-build/v1\nkind: Target\nname: bad\nbackend: nope\n")
+    monkeypatch.chdir(tmp_path / "p")
+    capsys.readouterr()
+    assert main(["targets"]) == 1
+    out, err = capsys.readouterr()
+    rows = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:] if line.strip()}
+    assert rows["bad"] == "?" and rows["cpu"] == "cpu" and rows["h200"] == "cuda"
+    assert "bad.yaml:1:1: error:" in err
+    assert main(["targets", "--show", ""]) == 1
+    assert "--show needs a target name or file" in capsys.readouterr().err
