@@ -79,6 +79,8 @@ def init_project(directory: str) -> list:
 
 
 def run(args) -> int:
+    if not args.dir:
+        raise AitError("give the project folder (or nothing for the working directory)")
     for rel, what in init_project(args.dir):
         print(f"{what} {os.path.join(args.dir, rel)}" + (" (exists)" if what == "kept" else ""))
     print(NEXT_STEPS.format(where=args.dir, model=os.path.splitext(EXAMPLE_SPEC)[0]).rstrip())

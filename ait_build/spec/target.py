@@ -198,6 +198,9 @@ def load_target(path: str, backends) -> Target:
         for key, value in raw.items():
             if key == "dtypes":
                 caps[key] = string_list(raw, key, "capabilities")
+                if not caps[key]:
+                    raise SpecError("capabilities.dtypes is empty: name the dtypes the target "
+                                    "builds (e.g. [float32, float16])", raw.where(key))
                 for i, dtype in enumerate(caps[key]):
                     if dtype not in ALL_DTYPES:
                         raise SpecError(f"unknown dtype {shown(dtype)} in capabilities.dtypes"

@@ -121,3 +121,8 @@ def test_one_bad_project_target_is_listed_with_its_error(tmp_path, capsys, monke
     assert "bad.yaml:1:1: error:" in err
     assert main(["targets", "--show", ""]) == 1
     assert "--show needs a target name or file" in capsys.readouterr().err
+
+
+def test_init_of_an_empty_folder_name_says_what_to_give(capsys):
+    assert main(["init", ""]) == 1
+    assert "give the project folder" in capsys.readouterr().err

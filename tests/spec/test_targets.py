@@ -167,3 +167,10 @@ def test_arch_and_min_version_are_checked_where_they_are_written(write, lines, e
 def test_arch_names_compilers_use_are_taken(arch):
     from ait_build.spec.target import ARCH
     assert ARCH.fullmatch(arch)
+
+
+def test_an_empty_dtypes_list_is_located(write):
+    path = write("t.yaml", "name: t\nbackend: cpu\ncompiler: {cxx: g++}\ncapabilities: {dtypes: []}\n",
+                 kind="Target")
+    with pytest.raises(SpecError, match="capabilities.dtypes is empty"):
+        load_target(path)
