@@ -82,3 +82,12 @@ def test_min_version_is_enforced(tmp_path):
         else:
             with pytest.raises(AitError, match=r"needs g\+\+ 9999 or newer \(compiler.min_version\)"):
                 toolchain_for(target)
+
+
+def test_a_program_that_is_not_a_compiler_is_named_as_such(tmp_path):
+    """`cxx: /bin/false` printed a SIMD-width message that sent the user to device.simd."""
+    path = tmp_path / "t.yaml"
+    path.write_text("apiVersion: ait-build/v1\nkind: Target\nname: t\nbackend: cpu\n"
+                    "compiler: {cxx: /bin/false}\ndevice: {simd: 8}\n")
+    with pytest.raises(AitError, match=r"'/bin/false' does not say which machine it compiles for"):
+        toolchain_for(load_target(str(path)))

@@ -140,6 +140,9 @@ def simd_flags(target, cxx: str) -> tuple:
     if not lanes:
         return ()
     machine = compiler_machine(cxx).split("-")[0]
+    if not machine:  # `-dumpmachine` said nothing: not a compiler we can ask
+        raise AitError(f"target '{target.name}': '{cxx}' does not say which machine it compiles "
+                       "for (`-dumpmachine`); compiler.cxx must name a C++ compiler (g++, clang++)")
     flags = SIMD_FLAGS.get((machine, int(lanes)))
     if flags is None:
         raise AitError(f"target '{target.name}' asks for {lanes}-lane float32 vectors, which "
