@@ -12,6 +12,7 @@ from ait_build.bench.cuda import (COMPILE_MODES, DEFAULT_RUNS, DEFAULT_WARMUP, L
 from ait_build.bench.run import CPU_RUNS, CPU_WARMUP
 from ait_build.cli.args import (add_spec_argument, add_target_argument, dim_value, dims_of,
                                 nonnegative_int, positive_int, positive_int_list)
+from ait_build.errors import AitError
 from ait_build.files.output import check_output
 
 DESCRIPTION = ("Time a built model beside PyTorch (and ONNX Runtime on cpu): the model an imported "
@@ -30,8 +31,9 @@ EXAMPLES = ["ait-build bench resnet50 --target cpu --dtype float32 --vs torch,on
 def add_arguments(p) -> None:
     add_spec_argument(p)
     add_target_argument(p)
-    p.add_argument("--batch", default=[1], type=positive_int_list,
-                   help="comma-separated batch sizes (default: 1), e.g. --batch 1,32")
+    p.add_argument("--batch", type=positive_int_list,
+                   help="comma-separated batch sizes (default: 1, or --dim batch=N), e.g. "
+                   "--batch 1,32")
     p.add_argument("--dim", action="append", type=dim_value, metavar="NAME=VALUE",
                    help="other dims (default: opt), e.g. --dim seq=128")
     p.add_argument("--vs", default="", help="comma list from: " + ", ".join(COMPETITORS)
@@ -62,10 +64,15 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     if args.json:  # before the bench, not after it
         check_output(args.json, [args.spec], make_folder=True)
-    batches = args.batch
+    dims = dims_of(args.dim)
+    if "batch" in dims and args.batch and args.batch != [dims["batch"]]:
+        raise AitError(f"dim 'batch' is given twice (--dim batch={dims['batch']} and --batch "
+                       f"{','.join(map(str, args.batch))})")
+    batches = args.batch or [dims.pop("batch", 1)]
+    dims.pop("batch", None)
     vs = list(dict.fromkeys(v.strip() for v in (args.vs or "").split(",") if v.strip()))  # each once
     report = bench_run.run_bench(args.spec, args.target, batches, vs, args.runs, args.warmup,
-                                 dims_of(args.dim), args.jobs, args.dtype, args.in_process,
+                                 dims, args.jobs, args.dtype, args.in_process,
                                  args.compile_mode,
                                  on_case=lambda r: bench_run.write_json(r, args.json),
                                  prebuilt=args.prebuilt)

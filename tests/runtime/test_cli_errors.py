@@ -61,6 +61,7 @@ def test_malformed_arguments_are_usage_errors(toy_dir, args, words):
     (["reference", MLP, "--random-input", "--dim", "nope=3"], "unknown dim(s) nope; the model's dims: batch"),
     (["reference", MLP, "--random-input", "--batch", "65"], "dim 'batch' is 65, outside the model's range [1, 64]"),
     (["reference", MLP, "--random-input", "--dim", "batch=2", "--batch", "3"], "dim 'batch' is given twice"),
+    (["bench", MLP, "--dim", "batch=4", "--batch", "2"], "dim 'batch' is given twice"),
     (["run", "{toy}", "--random-input", "--dim", "nope=3"], "unknown dim(s) nope"),
     (["run", "{toy}", "--random-input", "--batch", "100000"], "outside the model's range [1, 64]"),
     (["run", "{toy}", "--random-input", "-o", "{tmp}"], "is a directory; give a file name"),
