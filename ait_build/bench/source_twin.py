@@ -80,7 +80,7 @@ def comparison_twin(spec: str, graph, name: str):
 def rebuild_module(source, shown: str):
     """The factory's module, as the import made it (load_factory seeds the factory's random
     draws the same way), or NoComparison when it cannot be imported."""
-    from ait_build.importers.from_torch import load_factory
+    from ait_build.importers.factory import load_factory
     import json
     try:
         return load_factory(source.factory, json.dumps(source.args))

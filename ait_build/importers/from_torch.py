@@ -10,16 +10,14 @@ with PyTorch itself and enter the spec as weights of their own.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
 import io
-import json
 import operator
 import os
-import sys
 
 from ait_build.errors import AitError
 from ait_build.importers.boundaries import export_error, prepare
+from ait_build.importers.factory import load_factory, said
 from ait_build.importers.graph import ImportFailure, ImportGraph, Value
 from ait_build.importers.lower import Lower
 from ait_build.importers.options import example_size
@@ -56,62 +54,6 @@ def _one_integer_index(node) -> bool:
     return str(getattr(val, "dtype", "")) in ("torch.int64", "torch.int32")
 
 
-def load_factory(target: str, args_json: str | None):
-    """MODULE:FACTORY -> the eval-mode module the factory returns (kwargs from --args JSON)."""
-    import torch
-    module_name, colon, attr = target.partition(":")
-    if not colon or not module_name or not attr:
-        raise AitError(f"expected MODULE:FACTORY (e.g. torchvision.models:resnet50), got '{target}'")
-    if os.getcwd() not in sys.path:  # a factory in the user's own project
-        sys.path.insert(0, os.getcwd())
-    try:
-        kwargs = json.loads(args_json) if args_json else {}
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise AitError(f"--args is not JSON that can be read: {exc}") from None
-    if not isinstance(kwargs, dict):
-        raise AitError("--args must be a JSON object of keyword arguments")
-    # the user's code runs here: whatever it raises (or exits with) is its error, said in a line
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise AitError(f"cannot import module '{module_name}': {exc}") from None
-    except (Exception, SystemExit) as exc:
-        raise AitError(f"importing module '{module_name}' failed: {_said(exc)}") from None
-    factory = module
-    for part in attr.split("."):
-        try:
-            factory = getattr(factory, part)
-        except AttributeError:
-            raise AitError(f"module '{module_name}' has no '{attr}'") from None
-        except (Exception, SystemExit) as exc:
-            raise AitError(f"reading '{attr}' of module '{module_name}' failed: {_said(exc)}") from None
-    if not callable(factory):
-        raise AitError(f"'{target}' is a {type(factory).__name__}, not a function or class that "
-                       "makes the model")
-    cwd = os.getcwd()
-    # under a fixed seed, so that a factory drawing its weights at random (torchvision's with
-    # weights=None) makes the same module at import and when `bench --vs torch` rebuilds it:
-    # parameters the import folded into constants (Swin V2's position-bias MLP and logit
-    # scale) are not in the spec, and the rebuilt module must have the same ones
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(0)
-            model = factory(**kwargs)
-    except (Exception, SystemExit) as exc:
-        raise AitError(f"'{target}' failed to make the model: {_said(exc)}") from None
-    finally:
-        os.chdir(cwd)  # a factory that moved elsewhere must not move where the spec is written
-    if not isinstance(model, torch.nn.Module):
-        raise AitError(f"'{target}' returned a {type(model).__name__}, not a torch.nn.Module")
-    return model.eval()
-
-
-def _said(exc: BaseException) -> str:
-    """An exception of the user's code as one line: its type and message."""
-    text = str(exc).strip().splitlines()
-    return type(exc).__name__ + (f": {text[0]}" if text else "")
-
-
 def export(model, inputs: list, dims: dict):
     """torch.export with each named size of each input as a torch.export.Dim."""
     import torch
@@ -125,7 +67,7 @@ def export(model, inputs: list, dims: dict):
                             else torch.zeros(shape, dtype=dtype))
         except (RuntimeError, MemoryError) as exc:  # sizes past this machine's memory
             raise AitError(f"--input {spec.name}: an example of shape {shape} cannot be made "
-                           f"to export with: {_said(exc)}") from None
+                           f"to export with: {said(exc)}") from None
         dynamic.append({i: tdims[s] for i, s in enumerate(spec.shape) if isinstance(s, str)} or None)
     params = list(inspect.signature(model.forward).parameters)
     by_name = all(spec.name in params for spec in inputs)
