@@ -56,7 +56,7 @@ def pytest_configure(config):
 
 
 # Disk: what a passing test or module wrote under the run's temp dir (built models and their
-# weights: gigabytes over the run) is removed when it ends; a failure keeps its files to look at.
+# weights: gigabytes over the run) is emptied when it ends; a failure keeps its files to look at.
 # The folders themselves stay, empty: pytest numbers new ones after the highest it finds, and a
 # reused path would make dlopen hand back the library an earlier test loaded from it.
 FAILED = pytest.StashKey[bool]()

@@ -45,7 +45,6 @@ SETTLE_S = 0.1
 SIDE_ENV = {"torch": {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "2000000"}}
 
 
-
 def _signal(number: int) -> str:
     try:
         return signal.Signals(number).name

@@ -65,11 +65,11 @@ def run(args) -> int:
     if args.json:  # before the bench, not after it
         check_output(args.json, [args.spec], make_folder=True)
     dims = dims_of(args.dim)
-    if "batch" in dims and args.batch and args.batch != [dims["batch"]]:
-        raise AitError(f"dim 'batch' is given twice (--dim batch={dims['batch']} and --batch "
+    batch = dims.pop("batch", None)  # --dim batch=N alone is --batch N
+    if batch is not None and args.batch and args.batch != [batch]:
+        raise AitError(f"dim 'batch' is given twice (--dim batch={batch} and --batch "
                        f"{','.join(map(str, args.batch))})")
-    batches = args.batch or [dims.pop("batch", 1)]
-    dims.pop("batch", None)
+    batches = args.batch or [batch or 1]
     vs = list(dict.fromkeys(v.strip() for v in (args.vs or "").split(",") if v.strip()))  # each once
     report = bench_run.run_bench(args.spec, args.target, batches, vs, args.runs, args.warmup,
                                  dims, args.jobs, args.dtype, args.in_process,

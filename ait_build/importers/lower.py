@@ -11,10 +11,11 @@ import numpy as np
 
 from ait_build.errors import AitError
 from ait_build.importers.graph import NHWC, ImportGraph, Value, identity, shape_attr
-from ait_build.importers.lower_shapes import ShapeLowering, axis_in, lean, product
-from ait_build.ir.dims import Dim
+from ait_build.importers.lower_shapes import ShapeLowering, lean
+from ait_build.ir.dims import Dim, numel
 from ait_build.ir.dtypes import FLOAT_DTYPES
 from ait_build.ops.conv import out_count
+from ait_build.ops.opdef import norm_axis
 
 
 class Lower(ShapeLowering):
@@ -46,7 +47,7 @@ class Lower(ShapeLowering):
 
     def our_axis(self, value: Value, axis: int) -> int:
         """Where source axis `axis` sits in our stored tensor."""
-        return value.perm.index(axis_in(axis, value.rank))
+        return value.perm.index(norm_axis(axis, value.rank))
 
     # -- elementwise --------------------------------------------------------------------------
     def unary(self, op: str, x: Value, **attrs) -> Value:
@@ -260,7 +261,7 @@ class Lower(ShapeLowering):
     def mean(self, x: Value, axes, keepdim: bool) -> Value:
         """The mean over source `axes`: global_avg_pool, after a reshape when the axes are not
         an image's H and W."""
-        axes = sorted(axis_in(a, x.rank) for a in axes)
+        axes = sorted(norm_axis(a, x.rank) for a in axes)
         if x.rank == 4 and axes == [2, 3]:
             return self.emit("global_avg_pool", [self.layout(x, NHWC)],
                              {"keepdims": True} if keepdim else {},
@@ -269,7 +270,7 @@ class Lower(ShapeLowering):
             # channels-last frames or sequences ([N, T, H, W, C]): every position one row
             n, c = x.shape[0], x.shape[-1]
             grid = self.emit("reshape", [x], {"shape": shape_attr(
-                (n, product(x.shape[1:-1]), Dim.of(1), c), x.shape)}, hint="rows")
+                (n, numel(x.shape[1:-1]), Dim.of(1), c), x.shape)}, hint="rows")
             pooled = self.emit("global_avg_pool", [grid])  # [N, C]
             return self.reshape(pooled, (n, c) + (Dim.of(1),) * (x.rank - 2) if keepdim
                                 else (n, c))
@@ -284,8 +285,8 @@ class Lower(ShapeLowering):
         if axes != list(range(axes[0], axes[-1] + 1)):
             self.fail(f"{what} over axes {axes}: only neighbouring axes are supported")
         shape = x.shape
-        outer, inner = product(shape[:axes[0]]), product(shape[axes[-1] + 1:])
-        count = product(shape[axes[0]:axes[-1] + 1])
+        outer, inner = numel(shape[:axes[0]]), numel(shape[axes[-1] + 1:])
+        count = numel(shape[axes[0]:axes[-1] + 1])
         grid = self.emit("reshape", [x], {"shape": shape_attr((outer, count, Dim.of(1), inner),
                                                                shape)}, hint="rows")
         kept = tuple(Dim.of(1) if i in axes else d for i, d in enumerate(shape))
@@ -297,7 +298,7 @@ class Lower(ShapeLowering):
         max_pool2d with one window over all of them, of an NHWC image's H and W as they are,
         else of [outer, count, 1, inner] (torch.amax, max(dim) values, adaptive max pooling to
         size 1, ONNX ReduceMax)."""
-        axes = sorted(axis_in(a, x.rank) for a in axes)
+        axes = sorted(norm_axis(a, x.rank) for a in axes)
         if x.rank == 4 and axes == [2, 3] and all(d.is_static for d in x.source_shape[2:]):
             window = [d.value for d in x.source_shape[2:]]
             pooled = self.pool("max_pool2d", x, window, window, 0)
@@ -335,8 +336,8 @@ class Lower(ShapeLowering):
 
     def sum(self, x: Value, axes, keepdim: bool) -> Value:
         """The sum over source `axes`: their mean times how many elements it averages."""
-        axes = [axis_in(a, x.rank) for a in axes]
-        count = product(x.source_shape[a] for a in axes)
+        axes = [norm_axis(a, x.rank) for a in axes]
+        count = numel(x.source_shape[a] for a in axes)
         if not count.is_static:
             self.fail(f"a sum over {count} elements (only a static number)")
         return self.binary("mul", self.mean(x, axes, keepdim), float(count.value))

@@ -9,7 +9,8 @@ import numpy as np
 
 from ait_build.errors import AitError
 from ait_build.importers.graph import NHWC, Value, dim_attr, shape_attr
-from ait_build.ir.dims import Dim
+from ait_build.ir.dims import Dim, numel
+from ait_build.ops.opdef import norm_axis
 from ait_build.passes.rewrite import inverse_dims
 
 
@@ -35,11 +36,11 @@ class ShapeLowering:
 
     def flat(self, x: Value) -> Value:
         """x as one axis, in the source's order (torch ops given no dim)."""
-        return self.reshape(x, (product(x.source_shape),))
+        return self.reshape(x, (numel(x.source_shape),))
 
     def permute(self, x: Value, dims) -> Value:
         """No node: the stored tensor is the same, seen through another permutation."""
-        dims = tuple(axis_in(d, x.rank) for d in dims)
+        dims = tuple(norm_axis(d, x.rank) for d in dims)
         if sorted(dims) != list(range(x.rank)):
             raise AitError(f"a permutation of {x.rank} axes, got {list(dims)}")
         inv = inverse_dims(dims)
@@ -47,13 +48,13 @@ class ShapeLowering:
 
     def transpose(self, x: Value, a: int, b: int) -> Value:
         dims = list(range(x.rank))
-        a, b = axis_in(a, x.rank), axis_in(b, x.rank)
+        a, b = norm_axis(a, x.rank), norm_axis(b, x.rank)
         dims[a], dims[b] = dims[b], dims[a]
         return self.permute(x, dims)
 
     def concat(self, xs: list, axis: int) -> Value:
         xs, perm = self._aligned(xs)
-        axis = perm.index(axis_in(axis, xs[0].rank))
+        axis = perm.index(norm_axis(axis, xs[0].rank))
         return self.emit("concat", xs, {"axis": axis}, perm=perm)
 
     def split(self, x: Value, axis: int, sizes: list) -> list:
@@ -65,7 +66,7 @@ class ShapeLowering:
         return out
 
     def slice(self, x: Value, axis: int, start, end, step: int = 1) -> Value:
-        size = x.source_shape[axis_in(axis, x.rank)]
+        size = x.source_shape[norm_axis(axis, x.rank)]
         whole = end is None or (Dim.of(end) == size if isinstance(end, str) else
                                 size.is_static and end >= size.value)
         if start in (0, None) and step == 1 and whole:
@@ -266,14 +267,6 @@ class ShapeLowering:
         return self.emit("constant", [], attrs, hint="constant")
 
 
-def axis_in(axis: int, rank: int) -> int:
-    """A source axis (negative from the end) as 0..rank-1; one outside the rank is the source's
-    error, not wrapped into another axis."""
-    if not -rank <= axis < rank:
-        raise AitError(f"axis {axis} is outside a tensor of rank {rank}")
-    return axis % rank
-
-
 def lean(attrs: dict, defaults: dict) -> dict:
     """Attributes without those at their defaults: specs stay short."""
     return {k: v for k, v in attrs.items() if k not in defaults or defaults[k] != v}
@@ -368,10 +361,3 @@ def _factors(d: Dim):
         return None
     names, coef = d.terms[0]
     return ([Dim.of(coef)] if coef != 1 else []) + [Dim.of(n) for n in names]
-
-
-def product(dims) -> Dim:
-    out = Dim.of(1)
-    for d in dims:
-        out = out * d
-    return out

@@ -11,12 +11,12 @@ from ait_build.errors import AitError
 from ait_build.importers.composites import convolution, group_norm
 from ait_build.importers.einsum import einsum
 from ait_build.importers.graph import Value, registrar
-from ait_build.importers.lower_shapes import axis_in
 from ait_build.importers.recurrent import Cell, run_layers
 from ait_build.importers.onnx_shapes import HANDLERS as SHAPES
 from ait_build.importers.onnx_values import (Sizes, as_array, as_sizes, attributes, element_type,
                                              is_known, owner, size_div)
 from ait_build.ir.dims import Dim
+from ait_build.ops.opdef import norm_axis
 
 HANDLERS: dict = dict(SHAPES)
 handles = registrar(HANDLERS)
@@ -103,7 +103,7 @@ def _pad(t, node):
     axes = t.ints(node, 3) if len(node.input) > 3 and node.input[3] else list(range(x.rank))
     per_axis = [(0, 0)] * x.rank
     for i, axis in enumerate(axes):
-        per_axis[axis_in(axis, x.rank)] = (pads[i], pads[i + len(axes)])
+        per_axis[norm_axis(axis, x.rank)] = (pads[i], pads[i + len(axes)])
     return t.lower.pad(x, per_axis, value)
 
 
@@ -327,7 +327,7 @@ def _batch_norm(t, node):
 def _layer_norm(t, node):
     attrs = attributes(node)
     x = t.tensor(node, 0)
-    if axis_in(attrs.get("axis", -1), x.rank) != x.rank - 1:
+    if norm_axis(attrs.get("axis", -1), x.rank) != x.rank - 1:
         raise AitError("LayerNormalization over more than the last axis")
     weight = t.weight(node, 1)
     bias = t.weight(node, 2) if len(node.input) > 2 and node.input[2] else None

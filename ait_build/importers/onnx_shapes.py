@@ -10,10 +10,10 @@ import numpy as np
 
 from ait_build.errors import AitError
 from ait_build.importers.graph import Value, dim_attr, registrar
-from ait_build.importers.lower_shapes import axis_in
 from ait_build.importers.onnx_values import (Sizes, as_array, as_sizes, attributes, element_type,
                                              is_known, owner, size_div)
-from ait_build.ir.dims import Dim, shape_str
+from ait_build.ir.dims import Dim, numel, shape_str
+from ait_build.ops.opdef import norm_axis
 
 HANDLERS: dict = {}
 handles = registrar(HANDLERS)
@@ -104,19 +104,12 @@ def _reshape(t, node):
     return t.lower.reshape(x, shape)
 
 
-def _numel(shape) -> Dim:
-    total = Dim.of(1)
-    for d in shape:
-        total = total * d
-    return total
-
-
 def _check_fixed_sizes(t, src: tuple, shape: tuple) -> None:
     """A reshape whose target holds a size where its input has a named dim was written for one
     value of that dim: tracing exporters (torch.onnx.export(dynamo=False)) store the example's
     sizes as constants though the inputs are declared dynamic. Says which value and how to import
     the model at it, instead of a reshape that cannot be inferred."""
-    total, target = _numel(src), _numel(shape)
+    total, target = numel(src), numel(shape)
     if total == target or len(total.terms) != 1 or len(target.terms) != 1:
         return
     (names, count), (kept, fixed) = total.terms[0], target.terms[0]
@@ -163,7 +156,7 @@ def _axes(t, node, index: int, rank: int) -> list:
     axes = attributes(node).get("axes")
     if axes is None:
         axes = t.ints(node, index)
-    return [axis_in(a, rank) for a in axes] if axes is not None else None
+    return [norm_axis(a, rank) for a in axes] if axes is not None else None
 
 
 @handles("Unsqueeze")
@@ -209,7 +202,7 @@ def _concat(t, node):
             out.extend(as_sizes(p))
         return out
     xs = [t.tensor(node, i) for i in range(len(node.input))]
-    axis = axis_in(attributes(node)["axis"], xs[0].rank)
+    axis = norm_axis(attributes(node)["axis"], xs[0].rank)
     # aranges, each with a size-1 last axis, stacked on it: the coordinates of a grid
     if axis == xs[0].rank - 1 and all(
             name in t.iota and t.iota[name][1] < axis for name in node.input):
@@ -324,7 +317,7 @@ def _bound(d: Dim):
 def _split(t, node):
     x = t.tensor(node, 0)
     attrs = attributes(node)
-    axis = axis_in(attrs.get("axis", 0), x.rank)
+    axis = norm_axis(attrs.get("axis", 0), x.rank)
     sizes = attrs.get("split") or (t.ints(node, 1) if len(node.input) > 1 and node.input[1]
                                    else None)
     if sizes is None:

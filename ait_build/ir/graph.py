@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from itertools import chain
 from dataclasses import dataclass, field
 
 from ait_build.errors import Location, SpecError
@@ -90,11 +89,9 @@ class Graph:
 
     def remove_unused_tensors(self) -> None:
         used = set(self.inputs) | set(self.outputs)
-        used.update(chain.from_iterable(n.inputs for n in self.nodes))
-        used.update(chain.from_iterable(n.outputs for n in self.nodes))
-        used.update(chain.from_iterable(n.weights.values() for n in self.nodes))
-        for name in [k for k in self.tensors if k not in used]:  # few: no copy of the dict
-            del self.tensors[name]
+        for n in self.nodes:
+            used.update(n.inputs, n.outputs, n.weights.values())
+        self.tensors = {k: v for k, v in self.tensors.items() if k in used}
 
     def bounds_env(self, which: str) -> dict:
         return {name: getattr(r, which) for name, r in self.dims.items()}

@@ -11,6 +11,8 @@ the group's last value may be read outside it; the replacement keeps its name an
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ait_build.errors import OpError
@@ -27,16 +29,10 @@ PROBES = np.concatenate([np.linspace(-8.0, 8.0, 321), [-30.0, -16.0, 16.0, 30.0]
 RTOL, ATOL = 1e-5, 1e-6  # an importer's constants may be rounded to float32
 
 
-_FOUND: dict = {}  # program -> what _activation found: a model repeats its blocks' programs
-
-
 def _activation(steps) -> tuple | None:
     """The (op, attrs) whose reference the one-input program `steps` computes, or None."""
     try:
-        return _FOUND[steps]
-    except KeyError:
-        found = _FOUND[steps] = _evaluate(steps)
-        return found
+        return _evaluated(steps)  # a model repeats its blocks' programs: each evaluated once
     except TypeError:  # an attribute that cannot be a key
         return _evaluate(steps)
 
@@ -54,6 +50,9 @@ def _evaluate(steps) -> tuple | None:
         if np.allclose(y, want, rtol=RTOL, atol=ATOL):
             return op, attrs
     return None
+
+
+_evaluated = lru_cache(maxsize=4096)(_evaluate)
 
 
 def _reads_only(group: list, t: str) -> list:

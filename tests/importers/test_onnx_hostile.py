@@ -149,8 +149,8 @@ def test_a_reshape_written_for_one_size_of_a_dynamic_dim_says_which(tmp_path, ca
 
 @pytest.mark.parametrize("node, inits, words", [
     (helper.make_node("Transpose", ["x"], ["y"], perm=[0, 0]), [], "a permutation of 2 axes, got [0, 0]"),
-    (helper.make_node("Concat", ["x", "x"], ["y"], axis=7), [], "axis 7 is outside a tensor of rank 2"),
-    (helper.make_node("Softmax", ["x"], ["y"], axis=-9), [], "axis -9 is outside a tensor of rank 2"),
+    (helper.make_node("Concat", ["x", "x"], ["y"], axis=7), [], "axis 7 is out of range for a rank-2 tensor"),
+    (helper.make_node("Softmax", ["x"], ["y"], axis=-9), [], "axis -9 is out of range for a rank-2 tensor"),
     (helper.make_node("Reshape", ["x", "s"], ["y"]),
      [numpy_helper.from_array(np.array([0, 0, 0], np.int64), "s")],
      "the 0 at 2 copies an axis a tensor of rank 2 does not have"),
