@@ -14,7 +14,8 @@ channels, depth = filter taps x input channels) and the configuration as its blo
   multiprocessor's share of the peak and of loading its operand tiles ((rows + columns) x depth;
   TMA multicast in a cluster loads a shared tile once) at its share of FEED_RATIO x HBM
   bandwidth, both times the family's EFFICIENCY, plus STEP_NS of synchronization; a tile then
-  writes its outputs (ping-pong overlaps that with its next tile). A conv's depth steps are per
+  writes its outputs and pays TILE_US (sm90 GEMMs); ping-pong overlaps that with the other warp
+  group's mainloop, so its tile costs the longer of the two. A conv's depth steps are per
   filter tap over the input channels (CUTLASS's kOptimized iterator: 24 channels in a 32-deep
   step waste a quarter), or over the whole filter for the kFixedChannels iterator;
 - stream-K spreads the depth steps of all tiles evenly over the multiprocessors (no wave
@@ -40,6 +41,12 @@ STREAMK_FIXUP_US = 8.0
 STEP_NS = {"sm80": 30.0, "sm90": 20.0, "sm90_conv": 20.0}
 # the part of the shorter of memory and mainloop that does not hide behind the longer
 OVERLAP_LOSS = 0.5
+# what an sm90 GEMM tile costs besides its steps and its output bytes (its epilogue's barriers
+# and TMA store drain; persistent kernels pay it per tile): fitted to every candidate's time on
+# the 1x1 convs of four mobile CNNs (bench/results/h100/estimate_small_k/), where one depth step a
+# tile left the ping-pong 64- and 128-row tiles the estimate chose 1.5-2.5x slower than the
+# largest cooperative or sm80 tiles; sm80 tiles and sm90 convs fit best without it
+TILE_US = {"sm80": 0.0, "sm90": 0.3, "sm90_conv": 0.0}
 FEED_RATIO = 4.0  # L2 feeds a multiprocessor's tiles at about 4x its share of HBM bandwidth
 # fraction of the multiprocessor's peak a configuration's mainloop reaches, by configuration
 # kind and whether the device is a Hopper (wgmma) one: mma.sync reaches about half of
@@ -140,7 +147,8 @@ def estimate_us(device: Device, kind: str, problem: dict, config: Config, extent
     step_flops = 2 * s.rows * s.cols * s.depth
     step_bytes = 2 * s.depth * (s.rows / s.multicast[1] + s.cols / s.multicast[0])
     step_s = max(step_flops / sm_flops, step_bytes / sm_feed) + STEP_NS[s.kind] * 1e-9
-    epilogue_s = 2 * s.rows * s.cols / sm_feed  # writing a tile's outputs
+    # writing a tile's outputs, and what a tile costs besides its steps (TILE_US)
+    epilogue_s = 2 * s.rows * s.cols / sm_feed + TILE_US[s.kind] * 1e-6
     tiles = math.ceil(rows / s.rows) * math.ceil(cols / s.cols) * batches
     tile_steps = steps(s.depth, s.fixed_channels)
     if kind == "conv2d" and problem["c"] <= s.depth:
@@ -151,8 +159,14 @@ def estimate_us(device: Device, kind: str, problem: dict, config: Config, extent
     if s.streamk:
         mainloop = math.ceil(tiles * tile_steps / device.sm_count) * step_s + waves * epilogue_s
     else:
-        # ping-pong overlaps a tile's epilogue with its next tile's mainloop: only the last shows
-        mainloop = waves * tile_steps * step_s + (1 if s.overlapped else waves) * epilogue_s
+        tile_s = tile_steps * step_s
+        if s.overlapped:
+            # ping-pong: one warp group's epilogue runs while the other's tile is in its mainloop,
+            # so a tile costs the longer of the two, not their sum (a short mainloop, few input
+            # channels, hides little of it); the last epilogue shows
+            mainloop = waves * max(tile_s, epilogue_s) + epilogue_s
+        else:
+            mainloop = waves * (tile_s + epilogue_s)
     memory = moved / (device.hbm_tbps * 1e12)
     overlapped = max(memory, mainloop) + OVERLAP_LOSS * min(memory, mainloop)
     return LAUNCH_US + 1e6 * overlapped + (STREAMK_FIXUP_US if s.streamk else 0.0)
