@@ -57,6 +57,10 @@ def init_project(directory: str) -> list:
     written. Returns (path, 'wrote' | 'kept') pairs."""
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise AitError(f"'{directory}' exists and is not a folder")
+    real = os.path.realpath(directory)
+    if os.path.dirname(real) == real:  # '/', or a drive's root: a project's files across the system
+        raise AitError(f"'{directory}' is the root of the file system; give a project folder "
+                       f"(ait-build init NAME)")
     todo = []
     for rel in INIT_FILES:
         path = os.path.join(directory, rel)

@@ -42,6 +42,12 @@ def test_init_keeps_existing_files(tmp_path, capsys):
     assert "exists and is not a folder" in capsys.readouterr().err
 
 
+def test_init_refuses_the_file_system_root(capsys):
+    assert main(["init", "/"]) == 1
+    assert "'/' is the root of the file system" in capsys.readouterr().err
+    assert not os.path.exists("/SConstruct")
+
+
 def test_targets_show_and_copy(tmp_path, capsys, monkeypatch):
     main(["init", str(tmp_path / "p")])
     monkeypatch.chdir(tmp_path / "p" / "specs")  # the project around the working directory
