@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 
-from ait_build.backends.cuda.configs import gemm_candidates
+from ait_build.backends.cuda.configs import family_candidates
+from ait_build.backends.cuda.cutlass import hopper_family
 from ait_build.backends.cuda.estimate import Device, ranked
 from ait_build.pipeline import find_target
+from ait_build.profile.journal import Journal
+from ait_build.profile.measure import TOLERANCE
 
 
 def family_act(family: str) -> str:
@@ -24,16 +26,14 @@ def family_act(family: str) -> str:
 
 
 def measured(path: str) -> dict:
-    """(family, problem text, extent) -> {config: us} of the journal's valid results."""
+    """(family, problem text, extent) -> {config: us} of the journal's results that count, as
+    the profiler's report counts them (timed, no error, within the dtype's tolerance)."""
     times = collections.defaultdict(dict)
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            result = row["result"]
-            if result.get("us") and not result.get("error"):
-                times[tuple(row["key"])][result["config"]] = result["us"]
+    for (_, key), results in Journal.load(path).seen.items():
+        tolerance = TOLERANCE.get(key[0].split()[1], 1e-2)
+        for config, result in results.items():
+            if result.valid(tolerance):
+                times[key][config] = result.us
     return times
 
 
@@ -45,9 +45,7 @@ def compare(times: dict, device: Device, skip_acts=()) -> tuple:
         if not family.startswith("gemm ") or family_act(family) in skip_acts:
             continue
         problem = {k: int(v) for k, v in (item.split("=") for item in text.split())}
-        dtype = family.split()[1]
-        align = min(int(a) for a in family.split("align=")[1].split()[0].split(","))
-        offered = gemm_candidates(dtype, device.hopper, align, min(problem["n"], problem["k"]))[0]
+        offered = family_candidates(family, problem, device.hopper)[0]
         candidates = [c for c in offered if c.name in by_config]
         if len(candidates) < 2:
             continue
@@ -67,7 +65,7 @@ def main() -> None:
     parser.add_argument("--worst", type=int, default=10)
     args = parser.parse_args()
     target = find_target(args.target)
-    device = Device.of(target, target.kernel("gemm", "") == "cutlass_sm90")
+    device = Device.of(target, hopper_family(target, "gemm"))
     picked, best, rows = compare(measured(args.journal), device,
                                  tuple(a for a in args.skip_act.split(",") if a))
     print(f"{len(rows)} problems: the estimate's choices {picked:.0f} us, the best {best:.0f} us "

@@ -181,3 +181,15 @@ def conv_candidates(dtype: str, hopper: bool, min_align: int, channels: int,
     if 0 < min(channels, out_channels or channels) <= CONV_NARROW_CHANNELS:
         more = more + SM80_CONV_NARROW
     return ladder + more, ladder
+
+
+def family_candidates(family: str, problem: dict, hopper: bool) -> tuple:
+    """(candidates, ladder) a build offers a call of a profile `family` (its readable identity,
+    e.g. 'gemm float16 b=col act=relu align=8,8,8') and `problem` (the static sizes: n and k, or
+    a conv's c and o), as backends/gpu/gemm.py asks for them: what a profile entry or a journal
+    line was chosen among."""
+    op, dtype = family.split()[:2]
+    align = min(int(a) for a in family.split("align=")[1].split()[0].split(","))
+    if op == "gemm":
+        return gemm_candidates(dtype, hopper, align, min(problem["n"], problem["k"]))
+    return conv_candidates(dtype, hopper, align, problem["c"], problem["o"])

@@ -63,10 +63,14 @@ def context(lw, dtype: str, epi, aligns: tuple) -> dict:
                 inst=tc["inst"], math=tc["math"], **accumulator(lw, dtype))
 
 
-def _hopper(lw, op: str) -> bool:
+def hopper_family(target, op: str) -> bool:
     """Whether the target's family for `op` is Hopper's (checked when the target loaded:
     backends.check_target)."""
-    return FAMILIES[lw.plan.target.kernel(op, DEFAULT_FAMILY)]
+    return FAMILIES[target.kernel(op, DEFAULT_FAMILY)]
+
+
+def _hopper(lw, op: str) -> bool:
+    return hopper_family(lw.plan.target, op)
 
 
 def candidates(lw, op: str, dtype: str, min_align: int, channels: int, out_channels: int = 0) -> tuple:

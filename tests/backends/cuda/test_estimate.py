@@ -14,7 +14,8 @@ import math
 
 import pytest
 
-from ait_build.backends.cuda.configs import SM80_CONV_NARROW, conv_candidates, gemm_candidates
+from ait_build.backends.cuda.configs import (SM80_CONV_NARROW, conv_candidates, family_candidates,
+                                             gemm_candidates)
 from ait_build.backends.cuda.estimate import Device, estimate_us, ranked
 from ait_build.codegen.tuning import tunables
 from ait_build.pipeline import build_plan, find_target
@@ -28,15 +29,6 @@ MATCHES = {"h200": 195, "a100": 78}
 LADDER_MATCHES = {"h200": 31, "a100": 31}
 CLOSE = 1.25
 CLOSE_ENTRIES = {"h200": 475, "a100": 100}
-
-
-def offered(family: str, problem: dict, hopper: bool) -> tuple:
-    """(candidates, ladder) a build offers a call of this family and problem (gpu/gemm.py)."""
-    op, dtype = family.split()[:2]
-    align = min(int(a) for a in family.split("align=")[1].split()[0].split(","))
-    if op == "gemm":
-        return gemm_candidates(dtype, hopper, align, min(problem["n"], problem["k"]))
-    return conv_candidates(dtype, hopper, align, problem["c"], problem["o"])
 
 
 def ladder_choice(kind: str, problem: dict, ladder: tuple, extent: int, sm_count: int):
@@ -63,7 +55,7 @@ def test_the_estimate_picks_the_profiled_winners(name):
             continue
         problem = {k: int(v) for k, v in (item.split("=") for item in text.split())}
         kind = family.split()[0]
-        candidates, ladder = offered(family, problem, device.hopper)
+        candidates, ladder = family_candidates(family, problem, device.hopper)
         by_name = {c.name: c for c in candidates}
         for e in measured:
             entries += 1
