@@ -1,6 +1,7 @@
 // One core's rate of our AVX2 GEMM tiles (templates/cpu/include/ait_panel.h, panel_gemm_avx2)
 // beside MKL's packed sgemm (cblas_sgemm_compute on a cblas_sgemm_pack copy, as ait_packed.h
-// uses it), on ResNet-50's, MobileNetV3's and BERT-base's weight-GEMM shapes at batch 1; data
+// uses it), on ResNet-50's, MobileNetV3's, BERT-base's and ResNeXt-101's weight-GEMM shapes at
+// batch 1 (bench/ort_matmul.py times ONNX Runtime's on the same shapes); data
 // in cache, the two taking turns (best of five rounds each), GFLOP/s and ours / MKL time. An
 // experiment, not product code; with the mkl-devel wheel installed (PREFIX: its include/ and
 // lib/, e.g. python -c "import sys; print(sys.prefix)"):
@@ -33,7 +34,9 @@ int main() {
       {"r50 l3 1x1", 196, 1024, 256},        {"r50 l4 1x1", 49, 512, 2048},
       {"mnv3 1x1 24->72", 3136, 24, 72},     {"mnv3 1x1 80->480", 196, 80, 480},
       {"classifier 960->1280", 1, 960, 1280}, {"r50 fc", 1, 2048, 1000},
-      {"bert b1 rows 2", 2, 768, 768}};
+      {"bert b1 rows 2", 2, 768, 768},      {"rx101 s1 1x1", 3136, 256, 256},
+      {"rx101 s2 1x1", 784, 512, 512},       {"rx101 s3 1x1", 196, 1024, 1024},
+      {"rx101 s4 1x1", 49, 2048, 2048}};
   if (!ait::panel_avx2()) return std::printf("this CPU has no AVX2 with FMA\n"), 1;
   std::printf("shape,M,K,N,mkl_gflops,ours_gflops,ours_over_mkl_time,rel_diff\n");
   for (const Shape& s : shapes) {
@@ -45,7 +48,7 @@ int main() {
     cblas_sgemm_pack(CblasRowMajor, CblasBMatrix, CblasNoTrans, 256, N, K, 1.0f, b.data(), N,
                      packed.data());
     std::vector<float> panels(ait::panel_floats(K, N));
-    ait::pack_panels(b.data(), K, N, N, false, 1.0f, panels.data());
+    ait::pack_panels(b.data(), K, N, N, false, 1.0f, panels.data(), ait::PanelAvx2::kWidth);
     const double flops = 2.0 * M * N * K;
     const int calls = std::max(3, int(2e9 / flops));
     double best_mkl = 1e30, best_ours = 1e30;

@@ -355,7 +355,8 @@ inline void thread_part(int64_t M, int64_t N, int t, int nt, int64_t& m0, int64_
 }
 
 // The copy of g's weight, columns [n0, n1), that a product multiplies: our panels where the handle
-// chose our GEMM for a product of g.M rows (PackedWeights::own_gemm, ait_panel.h), else the BLAS's
+// chose our GEMM for a product of g.M rows and depth g.K (PackedWeights::own_gemm, ait_panel.h),
+// else the BLAS's
 // packed layout where it has one and g.blas_packed, else none (the plain weight). Copied the first
 // time it is asked for.
 struct WeightCopy {
@@ -367,7 +368,7 @@ inline WeightCopy weight_copy(const Gemm& g, int64_t n0, int64_t n1) {
   WeightCopy copy;
   if (g.packs == nullptr || g.K == 0) return copy;
   const float* b = g.B + (g.trans_b ? n0 * g.ldb : n0);
-  if (!g.trans_a && g.packs->own_gemm(g.M))
+  if (!g.trans_a && g.packs->own_gemm(g.M, g.K))
     copy.panels = g.packs->panels(b, g.K, n1 - n0, g.ldb, g.trans_b, g.alpha);
   else if (g.blas_packed)
     copy.packed = g.packs->get(b, g.K, n1 - n0, g.ldb, g.trans_b, g.alpha);

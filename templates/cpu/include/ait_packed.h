@@ -59,16 +59,15 @@ class PackedWeights {
 #endif
   }
 
-  // whether a product of `rows` rows with a model weight multiplies in panel_gemm (ait_panel.h),
+  // whether a product of `rows` x K with a model weight multiplies in panel_gemm (ait_panel.h),
   // as chosen at the handle's creation
-  bool own_gemm(int64_t rows) const {
-    return own_gemm_ == OwnGemm::kAll || (own_gemm_ == OwnGemm::kNarrow && rows <= kNarrowRows);
-  }
+  bool own_gemm(int64_t rows, int64_t K) const { return own_gemm_takes(own_gemm_, rows, K); }
 
-  // the same operand in panels for panel_gemm; null when the copy cannot be allocated
+  // the same operand in panels for panel_gemm (this CPU's width); null when the copy cannot be
+  // allocated
   const float* panels(const float* b, int64_t K, int64_t N, int64_t ldb, bool trans, float alpha) {
     return find_or_pack(Key{kPanelLayout, b, K, N, ldb, trans, alpha}, 4 * panel_floats(K, N),
-                        [&](float* dst) { pack_panels(b, K, N, ldb, trans, alpha, dst); });
+                        [&](float* dst) { pack_panels(b, K, N, ldb, trans, alpha, dst, panel_width()); });
   }
 
  private:

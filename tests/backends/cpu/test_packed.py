@@ -72,7 +72,7 @@ static int compare(int64_t M, int64_t N, int64_t K, int nt, bool trans_b, float 
 static int cache() {
   std::vector<float> b(64 * 48, 1.0f);
   ait::PackedWeights packs;
-  const bool own = packs.own_gemm(1000);
+  const bool own = packs.own_gemm(1000, 64);
   auto get = [&](const float* p, int64_t n) { return own ? packs.panels(p, 64, n, 48, false, 1.0f)
                                                           : packs.get(p, 64, n, 48, false, 1.0f); };
   const float* whole = get(b.data(), 48);
@@ -86,10 +86,10 @@ static int cache() {
 
 int main(int argc, char** argv) {
   if (std::strcmp(argv[1], "cache") == 0) return cache();
-  if (std::strcmp(argv[1], "own") == 0) {  // for products of 1, 2, 3 and 1000 rows
+  if (std::strcmp(argv[1], "own") == 0) {  // 1, 2, 3 and 1000 rows of depth 64, 3 of 128
     ait::PackedWeights packs;
-    return std::printf("%d %d %d %d\n", packs.own_gemm(1), packs.own_gemm(2), packs.own_gemm(3),
-                       packs.own_gemm(1000)) < 0;
+    return std::printf("%d %d %d %d %d\n", packs.own_gemm(1, 64), packs.own_gemm(2, 64),
+                       packs.own_gemm(3, 64), packs.own_gemm(1000, 64), packs.own_gemm(3, 128)) < 0;
   }
   return compare(std::atoll(argv[1]), std::atoll(argv[2]), std::atoll(argv[3]), std::atoi(argv[4]),
                  argv[5][0] == 't', static_cast<float>(std::atof(argv[6])), argv[7][0] == 'a');
@@ -145,22 +145,23 @@ def has_tiles(flags: set) -> bool:
 
 def test_the_chosen_gemm_runs(program, gemm):
     want = gemm == "own" and has_tiles(cpu_flags())
-    assert run(program, "own") == [str(int(want))] * 4
+    assert run(program, "own") == [str(int(want))] * 5
 
 
 def test_the_default_gemm_by_cpu_and_rows(program, monkeypatch):
     """Unforced: our GEMM for every product on AMD CPUs with AVX-512, for products of at most two
-    rows on AMD CPUs with AVX2 only, the BLAS elsewhere."""
+    rows or of depth 128 and more on AMD CPUs with AVX2 only, the BLAS elsewhere."""
     monkeypatch.delenv("AIT_CPU_GEMM", raising=False)
     flags = cpu_flags()
     amd = cpu_vendor() == "AuthenticAMD" and has_tiles(flags)
-    narrow, wide = amd, amd and "avx512f" in flags
-    assert run(program, "own") == [str(int(x)) for x in (narrow, narrow, wide, wide)]
+    narrow_or_deep, wide = amd, amd and "avx512f" in flags
+    assert run(program, "own") == [str(int(x)) for x in
+                                   (narrow_or_deep, narrow_or_deep, wide, wide, narrow_or_deep)]
 
 
 def test_cache_keeps_one_copy_per_request(program, gemm):
     got = run(program, "cache")  # made, same again, a slice differs, the other layout differs
-    if run(program, "own")[-1] == "1" or "packed_mkl" in program:  # panels for wide products
+    if run(program, "own")[3] == "1" or "packed_mkl" in program:  # panels for 1000 x 64
         assert got == ["1", "1", "1", "1"]
     else:  # OpenBLAS has no packed layout: nothing to cache (the panels still are)
         assert got == ["0", "1", "0", "1"]

@@ -4,12 +4,14 @@
 // pool and the row splitting on it (ait_pool.h, ait_cpu.h), and our GEMM's panels with the
 // per-handle cache of weight copies (ait_panel.h, ait_packed.h). Prints one line per failed
 // check and exits non-zero when any failed; tests/backends/cpu/test_headers.py builds and runs it.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -212,43 +214,52 @@ static void math() {
 // -- ait_panel.h, ait_packed.h ---------------------------------------------------------------
 
 static void panels() {
-  // rows past a multiple of 4 (AVX-512) and of 6 (AVX2), columns past 64 and past 16 (AVX2's
-  // tile), K past one pass of 1024 (AVX-512) and several of 256 (AVX2)
-  const int64_t M = 7, N = 70, K = 1030;
-  std::vector<float> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(N * K));
+  // rows past a multiple of 4 (AVX-512) and of 6 (AVX2: a last tile of one row and of two),
+  // columns past 64 and past 16 (AVX2's panel), K past one pass of 1024 (AVX-512) and several of
+  // 256 (AVX2)
+  const int64_t N = 70, K = 1030;
+  std::vector<float> a(static_cast<size_t>(8 * K)), b(static_cast<size_t>(N * K));
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7) % 11) - 5.0f;
   for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 5) % 13) * 0.25f - 1.5f;
+  CHECK(ait::panel_floats(K, N) == 2 * 64 * K);  // N rounded up to 64 columns in every width
   for (bool trans : {false, true}) {  // B [K, N], or its transpose [N, K]
     const int64_t ldb = trans ? K : N;
-    std::vector<float> packed(static_cast<size_t>(ait::panel_floats(K, N)), -1.0f);
-    ait::pack_panels(b.data(), K, N, ldb, trans, 0.5f, packed.data());
-    CHECK(ait::panel_floats(K, N) == 2 * 64 * K);
-    CHECK(packed[static_cast<size_t>(64 * K + 6)] == 0.0f);  // the padding of the last panel
     const float b01 = trans ? b[static_cast<size_t>(1 * ldb)] : b[1];  // B[0][1]
-    CHECK(packed[1] == 0.5f * b01);
+    const float b10 = trans ? b[1] : b[static_cast<size_t>(ldb)];      // B[1][0]
+    for (int64_t width : {64, 16}) {  // AVX-512's panels and AVX2's
+      std::vector<float> packed(static_cast<size_t>(ait::panel_floats(K, N)), -1.0f);
+      ait::pack_panels(b.data(), K, N, ldb, trans, 0.5f, packed.data(), width);
+      CHECK(std::count(packed.begin(), packed.end(), -1.0f) == 0);  // every float written
+      CHECK(packed[static_cast<size_t>(64 * K + 6)] == 0.0f);  // column 70, k = 0: padding
+      CHECK(packed[1] == 0.5f * b01 && packed[static_cast<size_t>(width)] == 0.5f * b10);
+    }
 #if AIT_PANEL_GEMM
-    // each ISA's tiles where this CPU runs them
+    // each ISA's tiles, on panels of its width, where this CPU runs them
     using Gemm = void (*)(int64_t, int64_t, int64_t, const float*, int64_t, const float*, float*,
                           int64_t, bool);
-    const std::pair<bool, Gemm> isas[] = {{ait::panel_avx512(), ait::panel_gemm_avx512},
-                                          {ait::panel_avx2(), ait::panel_gemm_avx2}};
-    for (const auto& [runs, gemm] : isas) {
+    const std::tuple<bool, Gemm, int64_t> isas[] = {
+        {ait::panel_avx512(), ait::panel_gemm_avx512, ait::PanelAvx512::kWidth},
+        {ait::panel_avx2(), ait::panel_gemm_avx2, ait::PanelAvx2::kWidth}};
+    for (const auto& [runs, gemm, width] : isas) {
       if (!runs) continue;
-      for (bool accumulate : {false, true}) {
-        std::vector<float> c(static_cast<size_t>(M * N), accumulate ? 1.0f : 99.0f);
-        gemm(M, N, K, a.data(), K, packed.data(), c.data(), N, accumulate);
-        double worst = 0.0;
-        for (int64_t i = 0; i < M; ++i)
-          for (int64_t j = 0; j < N; ++j) {
-            double want = accumulate ? 1.0 : 0.0;
-            for (int64_t k = 0; k < K; ++k) {
-              const size_t at = static_cast<size_t>(trans ? j * ldb + k : k * ldb + j);
-              want += 0.5 * a[static_cast<size_t>(i * K + k)] * b[at];
+      std::vector<float> packed(static_cast<size_t>(ait::panel_floats(K, N)));
+      ait::pack_panels(b.data(), K, N, ldb, trans, 0.5f, packed.data(), width);
+      for (int64_t M : {7, 8})
+        for (bool accumulate : {false, true}) {
+          std::vector<float> c(static_cast<size_t>(M * N), accumulate ? 1.0f : 99.0f);
+          gemm(M, N, K, a.data(), K, packed.data(), c.data(), N, accumulate);
+          double worst = 0.0;
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              double want = accumulate ? 1.0 : 0.0;
+              for (int64_t k = 0; k < K; ++k) {
+                const size_t at = static_cast<size_t>(trans ? j * ldb + k : k * ldb + j);
+                want += 0.5 * a[static_cast<size_t>(i * K + k)] * b[at];
+              }
+              worst = std::max(worst, std::fabs(c[static_cast<size_t>(i * N + j)] - want));
             }
-            worst = std::max(worst, std::fabs(c[static_cast<size_t>(i * N + j)] - want));
-          }
-        CHECK(worst == 0.0);  // sums of eighths below 2^12: exact in float32, in any order
-      }
+          CHECK(worst == 0.0);  // sums of eighths below 2^12: exact in float32, in any order
+        }
     }
 #endif
   }
@@ -257,7 +268,7 @@ static void panels() {
   CHECK(p != nullptr && cache.panels(b.data(), K, N, N, false, 1.0f) == p);
   CHECK(cache.panels(b.data(), K, N, N, false, 2.0f) != p);
   CHECK(cache.panels(b.data(), K, 64, N, false, 1.0f) != p);
-  CHECK(p[0] == b[0] && p[64] == b[static_cast<size_t>(N)]);  // row k = 1 of the first panel
+  CHECK(p[0] == b[0] && p[ait::panel_width()] == b[static_cast<size_t>(N)]);  // k = 1 of panel 0
 #ifndef AIT_MKL
   CHECK(cache.get(b.data(), K, N, N, false, 1.0f) == nullptr);  // no packed BLAS layout
 #endif
