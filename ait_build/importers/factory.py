@@ -1,9 +1,11 @@
 """The user's model, made by the factory `ait-build import torch MODULE:FACTORY` names: its module
 imported from the working directory, the factory called with `--args` under a fixed seed.
-Whatever that code raises is the import's error, said in one line."""
+Whatever that code raises is the import's error, said in one line; so is an os._exit or
+os.abort in it (user_code)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -12,9 +14,41 @@ import sys
 from ait_build.errors import AitError
 
 
+class _ProcessEnd(BaseException):
+    """The user's code called os._exit or os.abort (user_code raised this instead): a
+    BaseException, so that its own `except Exception` does not swallow it."""
+
+
+@contextlib.contextmanager
+def user_code(target: str):
+    """Around the user's model code (its module's import, the factory, the forward that
+    torch.export runs): os._exit and os.abort, which would end ait-build's process without a
+    word (os._exit(0) with a success status and no spec written), raise instead, and the import
+    fails with that said. A process forked meanwhile keeps the real ones."""
+    real_exit, real_abort, pid = os._exit, os.abort, os.getpid()
+
+    def _exit(status=0):
+        if os.getpid() != pid:
+            real_exit(status)
+        raise _ProcessEnd(f"os._exit({status})")
+
+    def _abort():
+        if os.getpid() != pid:
+            real_abort()
+        raise _ProcessEnd("os.abort()")
+
+    os._exit, os.abort = _exit, _abort
+    try:
+        yield
+    except _ProcessEnd as end:
+        raise AitError(f"'{target}' tried to end the process ({end}); the model's code must "
+                       "return the model (or raise) for the import to go on") from None
+    finally:
+        os._exit, os.abort = real_exit, real_abort
+
+
 def load_factory(target: str, args_json: str | None):
     """MODULE:FACTORY -> the eval-mode module the factory returns (kwargs from --args JSON)."""
-    import torch
     module_name, colon, attr = target.partition(":")
     if not colon or not module_name or not attr:
         raise AitError(f"expected MODULE:FACTORY (e.g. torchvision.models:resnet50), got '{target}'")
@@ -27,6 +61,12 @@ def load_factory(target: str, args_json: str | None):
     if not isinstance(kwargs, dict):
         raise AitError("--args must be a JSON object of keyword arguments")
     # the user's code runs here: whatever it raises (or exits with) is its error, said in a line
+    with user_code(target):
+        return _make(target, module_name, attr, kwargs)
+
+
+def _make(target: str, module_name: str, attr: str, kwargs: dict):
+    import torch
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

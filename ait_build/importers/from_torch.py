@@ -17,7 +17,7 @@ import os
 
 from ait_build.errors import AitError
 from ait_build.importers.boundaries import export_error, prepare
-from ait_build.importers.factory import load_factory, said
+from ait_build.importers.factory import load_factory, said, user_code
 from ait_build.importers.graph import ImportFailure, ImportGraph, Value
 from ait_build.importers.lower import Lower
 from ait_build.importers.options import example_size
@@ -509,7 +509,8 @@ def import_torch(target: str, args_json: str | None, inputs: list, dims: dict, n
     say(f"loading {target}")
     model = prepare(load_factory(target, args_json), say)
     say("exporting with torch.export")
-    ep = export(model, inputs, dims)
+    with user_code(target):  # the export runs the model's forward
+        ep = export(model, inputs, dims)
     leaves = frozenset(path for path, m in model.named_modules()
                        if path and not any(True for _ in m.children())
                        and not any(True for _ in m.parameters(recurse=False)))

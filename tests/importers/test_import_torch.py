@@ -265,12 +265,22 @@ def good(n=4): return torch.nn.Linear(n, 2)
 def moves():
     os.chdir("/")
     return torch.nn.Linear(4, 2)
+def quits(): os._exit(0)
+def aborts(): os.abort()
+class Leaves(torch.nn.Module):
+    def forward(self, x):
+        os._exit(3)
+def leaves_in_forward(): return Leaves()
 '''
 
 
 @pytest.mark.parametrize("args, words", [
     (["user_factories:raises"], "'user_factories:raises' failed to make the model: RuntimeError: boom"),
     (["user_factories:exits"], "failed to make the model: SystemExit: 7"),
+    # os._exit(0) would end the import with a success status and no spec: an error instead
+    (["user_factories:quits"], "'user_factories:quits' tried to end the process (os._exit(0))"),
+    (["user_factories:aborts"], "tried to end the process (os.abort())"),
+    (["user_factories:leaves_in_forward"], "tried to end the process (os._exit(3))"),
     (["user_factories:notcallable"], "is a int, not a function or class that makes the model"),
     (["user_factories:good", "--args", '{"bogus": 1}'], "unexpected keyword argument 'bogus'"),
     (["user_factories:good", "--args", '{"a":' * 20000 + "1" + "}" * 20000], "--args is not JSON"),
@@ -279,8 +289,8 @@ def moves():
     (["user_factories:good", "--input", "y:99999999999"], "a size is 1 to 2147483647"),
 ])
 def test_what_the_users_code_or_arguments_get_wrong_is_one_line(tmp_path, args, words):
-    """The factory is the user's code: an exception (or sys.exit) in it is its error, said in a
-    line with exit status 1, not an internal error."""
+    """The factory is the user's code: an exception (or sys.exit, os._exit, os.abort) in it is
+    its error, said in a line with exit status 1, not an internal error."""
     from cli_in_process import run_main
     (tmp_path / "user_factories.py").write_text(FACTORIES)
     proc = run_main("import", "torch", args[0], "--input", "x:batch,4", *args[1:],
