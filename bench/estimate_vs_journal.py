@@ -18,7 +18,7 @@ from ait_build.backends.cuda.cutlass import hopper_family
 from ait_build.backends.cuda.estimate import Device, ranked
 from ait_build.pipeline import find_target
 from ait_build.profile.journal import Journal
-from ait_build.profile.measure import TOLERANCE
+from ait_build.profile.measure import tolerance
 
 
 def family_act(family: str) -> str:
@@ -30,9 +30,9 @@ def measured(path: str) -> dict:
     the profiler's report counts them (timed, no error, within the dtype's tolerance)."""
     times = collections.defaultdict(dict)
     for (_, key), results in Journal.load(path).seen.items():
-        tolerance = TOLERANCE.get(key[0].split()[1], 1e-2)
+        limit = tolerance(key[0])
         for config, result in results.items():
-            if result.valid(tolerance):
+            if result.valid(limit):
                 times[key][config] = result.us
     return times
 

@@ -22,6 +22,12 @@ from ait_build.profile.journal import Journal, Result  # noqa: F401 (measure's t
 # relative L2 error against the heuristic's output above which a candidate is wrong, by dtype
 # (both sides round once to the storage type; float32 runs 3xTF32 on both)
 TOLERANCE = {"float16": 1e-2, "bfloat16": 3e-2, "float32": 1e-4}
+
+
+def tolerance(family: str) -> float:
+    """TOLERANCE of a profile family's dtype (its readable identity's second word)."""
+    return TOLERANCE.get(family.split()[1], 1e-2)
+
 HEURISTIC = "heuristic"
 # a harness silent this long is stuck (a candidate that hangs the GPU): it is killed, and the
 # candidate it was running recorded as failed

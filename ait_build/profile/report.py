@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ait_build.profile.measure import HEURISTIC, TOLERANCE
+from ait_build.profile.measure import HEURISTIC, tolerance
 
 
 @dataclass
@@ -27,13 +27,13 @@ class Pick:
 
 def choose(problem, results: dict) -> Pick:
     """The fastest configuration whose output matches the heuristic's, as a profile entry."""
-    tolerance = TOLERANCE.get(problem.tunable.family.split()[1], 1e-2)
+    limit = tolerance(problem.tunable.family)
     pick = Pick(heuristic=results.get(HEURISTIC))
     for name, result in sorted(results.items()):
         if name == HEURISTIC:
             continue
         pick.measured += 1
-        if not result.valid(tolerance):
+        if not result.valid(limit):
             pick.rejected += 1
             continue
         if pick.best is None or result.us < pick.best.us:

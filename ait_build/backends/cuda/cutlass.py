@@ -69,13 +69,9 @@ def hopper_family(target, op: str) -> bool:
     return FAMILIES[target.kernel(op, DEFAULT_FAMILY)]
 
 
-def _hopper(lw, op: str) -> bool:
-    return hopper_family(lw.plan.target, op)
-
-
 def candidates(lw, op: str, dtype: str, min_align: int, channels: int, out_channels: int = 0) -> tuple:
     """(candidates, ladder) of a GEMM or conv on the target's family."""
-    hopper = _hopper(lw, op)
+    hopper = hopper_family(lw.plan.target, op)
     if op == "gemm":
         return gemm_candidates(dtype, hopper, min_align, channels)
     return conv_candidates(dtype, hopper, min_align, channels, out_channels)
@@ -89,7 +85,7 @@ def estimate(lw, op: str, problem: tuple, configs: tuple):
     if (len(configs) < 2 or not all(isinstance(v, int) for _, v in problem)
             or any(target.fact(k) is None for k in ("sm_count", "peak_fp16_tflops", "hbm_tbps"))):
         return None
-    device, sizes = Device.of(target, _hopper(lw, op)), dict(problem)
+    device, sizes = Device.of(target, hopper_family(target, op)), dict(problem)
     return lambda extent: ranked(device, op, sizes, configs, extent)[0][1]
 
 

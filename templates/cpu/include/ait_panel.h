@@ -21,18 +21,18 @@ constexpr int64_t kPanelCols = 64;    // four AVX-512 vectors of float32: the wi
 constexpr int64_t kPanelRows = 4;     // rows of A per AVX-512 register tile
 constexpr int64_t kPanelDepth = 1024; // K per AVX-512 pass: a pass's panel (256 KiB) stays in L2
 
-// floats of op(B) [K, N] in panels: N rounded up to kPanelCols whatever the width, so that a tile
-// reading several narrow panels side by side stays inside the copy
-inline int64_t panel_floats(int64_t K, int64_t N) {
-  return (N + kPanelCols - 1) / kPanelCols * kPanelCols * K;
-}
+// the columns the panels of N columns hold: N rounded up to kPanelCols whatever the width, so
+// that a tile reading several narrow panels side by side stays inside the copy
+inline int64_t panel_columns(int64_t N) { return (N + kPanelCols - 1) / kPanelCols * kPanelCols; }
+
+// floats of op(B) [K, N] in panels
+inline int64_t panel_floats(int64_t K, int64_t N) { return panel_columns(N) * K; }
 
 // alpha * op(B) [K, N] (leading dimension ldb, transposed when `trans`) into panels of `width`
 // columns at dst, [panel][k][column], the columns past N zero
 inline void pack_panels(const float* b, int64_t K, int64_t N, int64_t ldb, bool trans, float alpha,
                         float* dst, int64_t width) {
-  const int64_t padded = (N + kPanelCols - 1) / kPanelCols * kPanelCols;
-  for (int64_t j0 = 0; j0 < padded; j0 += width) {
+  for (int64_t j0 = 0; j0 < panel_columns(N); j0 += width) {
     const int64_t w = std::max<int64_t>(0, std::min(width, N - j0));
     float* p = dst + j0 * K;
     for (int64_t k = 0; k < K; ++k, p += width) {
@@ -77,15 +77,6 @@ inline bool panel_avx512() {
 inline bool panel_avx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
-// The panel width this CPU's tiles read: a k's 64 columns are one AVX-512 tile's four vectors,
-// and an AVX2 tile's 16 columns are a panel of their own, so that its pass (16 KiB) is one
-// contiguous block: strips of a 64-column panel, 256 bytes apart a k, fall into a quarter of the
-// L1's sets and measured 10-30% slower on a Zen 3 core
-inline int64_t panel_width() {
-  static const int64_t width = panel_avx512() ? kPanelCols : 16;
-  return width;
 }
 
 // Which products with a model weight run on panel_gemm: none, all, or those of at most
@@ -177,6 +168,15 @@ struct PanelAvx2 {
     }
   }
 };
+
+// The panel width this CPU's tiles read: a k's 64 columns are one AVX-512 tile's four vectors,
+// and an AVX2 tile's 16 columns are a panel of their own, so that its pass (16 KiB) is one
+// contiguous block: strips of a 64-column panel, 256 bytes apart a k, fall into a quarter of the
+// L1's sets and measured 10-30% slower on a Zen 3 core
+inline int64_t panel_width() {
+  static const int64_t width = panel_avx512() ? PanelAvx512::kWidth : PanelAvx2::kWidth;
+  return width;
+}
 
 // C [m, n] (leading dimension ldc; `accumulate`: C += the product) = A [m, K] (row-major, lda)
 // times the panels (Isa::kWidth wide) of op(B)'s n columns, in Isa's tiles: per pass of K, per
