@@ -217,7 +217,7 @@ def bind_dims(manifest: Manifest, shapes: dict, given: dict | None = None) -> di
             raise ModelError(f"{manifest.name}: dim '{name}' must be an integer, got "
                              f"{type(value).__name__} ({value!r:.40})")
         env[name] = int(value)
-    unknown = set(env) - set(manifest.dim_names)
+    unknown = [n if isinstance(n, str) else repr(n) for n in env if n not in manifest.dim_names]
     if unknown:
         raise ModelError(f"{manifest.name}: unknown dim(s) {', '.join(sorted(unknown))}; the model's "
                          f"dims: {', '.join(manifest.dim_names) or 'none'}")

@@ -313,7 +313,8 @@ class Model:
     def _check_names(self, inputs: dict) -> None:
         expected = [t.name for t in self.manifest.inputs]
         missing = [n for n in expected if n not in inputs]
-        extra = sorted(set(inputs) - set(expected))
+        # keys named as written (a key that is not a string, e.g. a TensorSpec, by its repr)
+        extra = sorted(k if isinstance(k, str) else repr(k) for k in inputs if k not in expected)
         if missing or extra:
             parts = ([f"missing input(s) {', '.join(missing)}"] if missing else []) + \
                     ([f"unknown input(s) {', '.join(extra)}"] if extra else [])

@@ -48,6 +48,8 @@ def test_non_contiguous_input_is_copied(toy):
 @pytest.mark.parametrize("change, message", [
     (lambda i: i.pop("tokens"), "missing input(s) tokens; the model takes x, tokens"),
     (lambda i: i.update(extra=i["x"]), "unknown input(s) extra"),
+    # keys that are not names (an input's spec object, a position) are named by their repr
+    (lambda i: i.update({("x",): i["x"], 0: i["x"]}), "unknown input(s) ('x',), 0"),
     (lambda i: i.update(x=i["x"].astype(np.float64)), "input 'x' is float64; the model expects float32"),
     (lambda i: i.update(tokens=i["tokens"].astype(np.int32)), "the model expects int64"),
     (lambda i: i.update(x=i["x"].tolist()), "must be a NumPy array of float32, got a list"),
@@ -87,6 +89,8 @@ def test_given_dims_are_checked_against_shapes(toy):
         toy.run(inputs, dims={"seq": 4})
     with pytest.raises(ModelError, match="unknown dim"):
         toy.run(inputs, dims={"sequence": 3})
+    with pytest.raises(ModelError, match=r"unknown dim\(s\) \('seq',\), 1"):
+        toy.run(inputs, dims={("seq",): 3, 1: 3})  # not names: each by its repr
 
 
 def test_library_error_becomes_an_exception_with_its_message(toy):
