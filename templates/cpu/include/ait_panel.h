@@ -3,7 +3,7 @@
 // zero-padded, alpha folded in; ait_packed.h keeps the copies), multiplied by register tiles: on
 // AVX-512, panels of 64 columns and tiles of 4 rows x 64 columns (16 accumulators) over K in
 // passes of 1024; on AVX2, panels of 16 columns and tiles of 6 rows x 16 columns (12
-// accumulators) over K in passes of 256, 128 columns (8 panels, 128 KiB a pass) at a time. On
+// accumulators) over K in passes of 1024 too, 128 columns (8 panels) at a time. On
 // AVX-512 it outruns the BLAS on AMD CPUs and not on Intel's, whose two FMA units want the panel
 // faster than the L2 gives it where K is long; on AVX2 it outran MKL on a Zen 3 core and matched
 // ONNX Runtime's MLAS (figures in docs/benchmarks.md): hence the defaults of own_gemm_chosen().
@@ -134,8 +134,10 @@ AIT_PANEL_INLINE inline void panel_tile(const float* a, int64_t lda, const float
 // One ISA's tiles: rows per tile (kRows), K per pass (kDepth), the panel width (kWidth), the
 // columns a pass runs at a time (kBlock: their panels' pass stays in L2 while every tile of rows
 // goes across them), the columns a tile of `rows` rows covers (cols), and that tile (tile; the
-// next panel `stride` floats on). AVX2's pass of one panel, 16 KiB, stays in L1 (faster than
-// passes of 1024 on a Zen 3 core), its block of 8 panels, 128 KiB, in L2.
+// next panel `stride` floats on). AVX2's passes are as deep as AVX-512's: with the weight in
+// cache, passes of 256 (a panel's pass, 16 KiB, in L1) were faster on a Zen 3 core, but in the
+// models, where each pass loads and stores every tile's sums again, passes of 1024 took 2-5% less
+// time (docs/codegen.md).
 struct PanelAvx512 {
   static constexpr int64_t kRows = kPanelRows, kDepth = kPanelDepth, kWidth = kPanelCols;
   static constexpr int64_t kBlock = kPanelCols;
@@ -153,7 +155,7 @@ struct PanelAvx512 {
 };
 
 struct PanelAvx2 {
-  static constexpr int64_t kRows = 6, kDepth = 256, kWidth = 16, kBlock = 128;
+  static constexpr int64_t kRows = 6, kDepth = kPanelDepth, kWidth = 16, kBlock = 128;
   static constexpr int64_t cols(int64_t rows) { return rows == 1 ? 64 : rows == 2 ? 32 : 16; }
   AIT_PANEL_AVX2 static void tile(int64_t rows, const float* a, int64_t lda, const float* panel,
                                   int64_t stride, int64_t k0, int64_t k1, float* c, int64_t ldc,

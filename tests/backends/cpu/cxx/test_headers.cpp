@@ -215,8 +215,7 @@ static void math() {
 
 static void panels() {
   // rows past a multiple of 4 (AVX-512) and of 6 (AVX2: a last tile of one row and of two),
-  // columns past 64 and past 16 (AVX2's panel), K past one pass of 1024 (AVX-512) and several of
-  // 256 (AVX2)
+  // columns past 64 and past 16 (AVX2's panel), K past one pass of 1024 (both ISAs)
   const int64_t N = 70, K = 1030;
   std::vector<float> a(static_cast<size_t>(8 * K)), b(static_cast<size_t>(N * K));
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7) % 11) - 5.0f;
