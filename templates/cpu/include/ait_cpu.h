@@ -142,7 +142,8 @@ inline float erfc_pos(float z) {
 // -- activations (the epilogue table: names match ops/elementwise.py ACTIVATIONS) --------------
 
 inline float identity(float x) { return x; }
-inline float relu(float x) { return x > 0.0f ? x : 0.0f; }
+// a NaN stays NaN, as in PyTorch, NumPy's maximum and the GPU backends (maxps(0, x) when vectorised)
+inline float relu(float x) { return x < 0.0f ? 0.0f : x; }
 inline float sigmoid(float x) { return 1.0f / (1.0f + ait::exp(-x)); }
 inline float silu(float x) { return x * ait::sigmoid(x); }
 inline float hardswish(float x) {

@@ -21,6 +21,7 @@ import pytest
 
 from ait_build.backends.cpu import grouped
 from ait_build.ir.dims import Dim
+from ait_build.ops.reference import run_reference
 from ait_build.spec.model import load_model
 
 from .helpers import write_spec
@@ -249,3 +250,29 @@ def test_max_pool_keeps_nans(tmp_path_factory, build_spec, tmp_path, copy):
     got = np.load(tmp_path / "out.npz")["mp"]
     assert np.isnan(got[0, 0, 0, 3]) and np.isnan(got[0, 1, 1, 17])
     assert np.isnan(got).sum() == 2
+
+
+@pytest.mark.parametrize("copy", ["avx512", "base"])
+def test_relu_keeps_nans(tmp_path_factory, build_spec, tmp_path, copy):
+    """A NaN stays NaN through a relu, as in PyTorch and the reference: the relu a depthwise conv
+    applies on its register tile, a GEMM's epilogue relu (a 1x1 conv) and a standalone one."""
+    if copy == "avx512" and not avx512():
+        pytest.skip("this CPU has no AVX-512: only the base copy can run here")
+    spec = write_spec(tmp_path_factory.mktemp("nan_relu"), "nan_relu", dims=B,
+                      inputs={"x": {"shape": ["batch", 5, 6, 24]}},
+                      graph=[dw("dw", "x", 24, 3, padding=1, activation="relu"),
+                             n("pw", "conv2d", ["x"], out_channels=16, kernel=1,
+                               activation="relu"),
+                             n("r", "relu", ["x"])], outputs=["dw", "pw", "r"])
+    model, out_dir, _ = build_spec(spec, name="nan_relu")
+    x = np.random.default_rng(0).standard_normal((1, 5, 6, 24)).astype(np.float32)
+    x[0, 2, 3, 5] = np.nan
+    x[0, 4, 0, 17] = np.nan  # channel 17: the AVX2 copy's third vector
+    np.savez(tmp_path / "in.npz", x=x)
+    env = dict(os.environ, AIT_CPU_AVX512="1" if copy == "avx512" else "0")
+    subprocess.run([sys.executable, "-c", RUN, ROOT, out_dir, model.lib._name,
+                    str(tmp_path / "in.npz"), str(tmp_path / "out.npz")], check=True, env=env)
+    got = np.load(tmp_path / "out.npz")
+    for name, expected in run_reference(load_model(spec), {"x": x}).items():
+        assert np.isnan(expected).any(), name
+        np.testing.assert_array_equal(np.isnan(got[name]), np.isnan(expected), err_msg=name)
