@@ -23,6 +23,7 @@ from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.render import render
 
 FAMILIES = ("efficientnet_b0", "convnext")  # MobileNetV3's convs have EfficientNet's shapes
+VECS = (4, 2)  # channels a thread takes: the planner's 4, and 2 (fewer registers a thread)
 TILE_KEYS = ("slice", "vec", "px", "gw", "th", "gvec", "raw_window")
 
 
@@ -32,7 +33,10 @@ def alternatives(planned, ranked: list) -> list:
     or smaller than `planned`, without repeats."""
     tests = (lambda t: t.raw_window != planned.raw_window, lambda t: t.px != planned.px,
              lambda t: t.slice != planned.slice,
-             lambda t: not 2 / 3 < t.threads / planned.threads < 1.5)
+             lambda t: not 2 / 3 < t.threads / planned.threads < 1.5,
+             lambda t: t.vec != planned.vec,
+             lambda t: t.vec != planned.vec and t.px == planned.px
+             and t.raw_window == planned.raw_window)
     twin = replace(planned, raw_window=not planned.raw_window)
     out = [twin] if twin in ranked else []
     for test in tests:
@@ -46,7 +50,7 @@ def variants(kernel, dtype: str, ho: int, wo: int) -> list:
     """The planned kernel and its re-renderings with alternatives() of its tile."""
     ctx = dict(kernel.context)
     itemsize = 2 if dtype in ("float16", "bfloat16") else 4
-    both = (candidates(itemsize, ctx["channels"], ho, wo, ctx, raw_windows=raw)
+    both = (candidates(itemsize, ctx["channels"], ho, wo, ctx, raw_windows=raw, vecs=VECS)
             for raw in (False, True))
     ranked = [t for _, t in sorted((e for found in both for e in found),
                                    key=lambda e: (e[0], -e[1].threads))]
@@ -54,7 +58,8 @@ def variants(kernel, dtype: str, ho: int, wo: int) -> list:
     out = [kernel]
     for tile in alternatives(planned, ranked):
         raw = "r" if tile.raw_window else ""
-        out.append(make_kernel(f"{kernel.label}_s{tile.slice}p{tile.px}g{tile.gw}t{tile.th}{raw}",
+        name = f"{kernel.label}_s{tile.slice}v{tile.vec}p{tile.px}g{tile.gw}t{tile.th}{raw}"
+        out.append(make_kernel(name,
                                kernel.op, kernel.template, dict(ctx, **asdict(tile)),
                                [tuple(p.rsplit(" ", 1)) for p in kernel.params.split(", ")]))
     return out

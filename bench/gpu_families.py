@@ -41,6 +41,10 @@ DEPTHWISE = (
     + [("convnext", size, c, 7, 1, "none")
        for size, c in ((56, 96), (28, 192), (14, 384), (7, 768))])
 GOAL_OF_HBM = 0.6  # issue 26: every depthwise conv and pool at 60% of HBM bandwidth or more
+# the CUDA cores' float32 FMA rate (TFLOP/s, two a FMA): 132 multiprocessors x 128 lanes x 1.98
+# GHz on the H200 (its datasheet's 67): a depthwise conv computes on them, KH x KW FMAs an output,
+# so a 7x7 one cannot run at 60% of HBM bandwidth whatever its memory access (`fma_ms`)
+FP32_TFLOPS = 66.9
 # (model, size, channels) of global average pools: SE blocks' and heads'
 POOLS = [("efficientnet_b0", 112, 32), ("efficientnet_b0", 56, 144), ("efficientnet_b0", 28, 240),
          ("efficientnet_b0", 14, 672), ("efficientnet_b0", 7, 1152), ("efficientnet_b0", 7, 1280),
@@ -93,6 +97,13 @@ def specs(batch: int, dtype: str) -> dict:
 
 def write_specs(batch: int, dtype: str) -> dict:
     return node_times.write_specs(specs(batch, dtype))
+
+
+def fma_ms(shape: tuple, k: int, s: int) -> float:
+    """A depthwise conv's time at the CUDA cores' float32 FMA rate (FP32_TFLOPS), ms."""
+    n, h, w, c = shape
+    ho, wo = (h + 2 * (k // 2) - k) // s + 1, (w + 2 * (k // 2) - k) // s + 1
+    return 2 * k * k * n * ho * wo * c / (FP32_TFLOPS * 1e12) * 1e3
 
 
 def torch_ms(kind: str, shape: tuple, k: int, s: int, dtype: str, runs: int) -> float | None:
@@ -155,17 +166,18 @@ def main() -> int:
                 continue
             kind, family, shape, k, s = info[row["node"]]
             row.update(kind=kind, model=family, shape=list(shape), kernel=k, stride=s,
-                       of_hbm=row["gbps"] / (target.fact("hbm_tbps") * 1e3))
+                       of_hbm=row["gbps"] / (target.fact("hbm_tbps") * 1e3),
+                       fma_ms=fma_ms(shape, k, s) if kind == "depthwise" else 0.0)
             row["torch_ms"] = torch_ms(kind, shape, k, s, args.dtype, args.runs)
             row["vs_torch"] = row["ms"] / row["torch_ms"] if row["torch_ms"] else None
             results.append(row)
-    print(f"{'node':<34}{'kernel':<30}{'ms':>8}{'GB/s':>8}{'of HBM':>8}{'torch ms':>10}"
-          f"{'ours/torch':>11}")
+    print(f"{'node':<34}{'kernel':<30}{'ms':>8}{'GB/s':>8}{'of HBM':>8}{'FMA ms':>8}"
+          f"{'torch ms':>10}{'ours/torch':>11}")
     for r in results:
         torch_text = f"{r['torch_ms']:.4f}" if r["torch_ms"] is not None else "-"
         ratio = f"{r['vs_torch']:.2f}" if r["vs_torch"] is not None else "-"
         print(f"{r['node']:<34}{'+'.join(r['kernels'])[:29]:<30}{r['ms']:>8.4f}{r['gbps']:>8.0f}"
-              f"{r['of_hbm']:>8.0%}{torch_text:>10}{ratio:>11}")
+              f"{r['of_hbm']:>8.0%}{r['fma_ms']:>8.4f}{torch_text:>10}{ratio:>11}")
     for kind in ("depthwise", "global_avg_pool", "channel_scale"):
         rows = [r for r in results if r["kind"] == kind]
         if rows:
@@ -186,13 +198,14 @@ def main() -> int:
             plan, paths["depthwise"][2], plan.backend, toolchain_for(target),
             os.path.join(ROOT, "build", "bench_families_variants", args.target), args.batch,
             args.runs)
-        print("\ndepthwise kernel tiles (channel slice, strip, strips x rows[, raw window]): ms; "
+        print("\ndepthwise kernel tiles (channel slice, vN channels a thread, strip, strips x rows"
+              "[, raw window]): ms; "
               "* planned")
 
         def tile(v: dict) -> str:
             wrong = f" DIFFERS by {v['max_diff']:.3g}" if v.get("max_diff", 0) else ""
             raw = ",raw" if v.get("raw_window") else ""
-            return f"({v['slice']},{v['px']},{v['gw']}x{v['th']}{raw}){wrong}"
+            return f"({v['slice']},v{v['vec']},{v['px']},{v['gw']}x{v['th']}{raw}){wrong}"
         for node in dict.fromkeys(v["node"] for v in report["variants"]):
             mine = [v for v in report["variants"] if v["node"] == node]
             best = min(mine, key=lambda v: v["ms"])

@@ -14,6 +14,7 @@ each of the 16 ImageNet convs timed (bench/results/h200/depthwise_raw/).
 
 How the tile is chosen (`plan_tile`), in three steps:
 - channels per thread (`vec`): 4 (one 16-byte float32 vector of shared memory) where C allows,
+  2 for windows of 5x5 and more at stride 2 staged raw (`thread_channels`: fewer registers),
   else 1;
 - channel slices per block (`slice`) to choose from: the divisors of C whose pixels are 64-128
   contiguous bytes in global memory, whole 32-byte sectors (32, 48 or 64 channels in 16-bit
@@ -110,14 +111,19 @@ def registers(tile: Tile, win: dict, itemsize: int, loads: int) -> int:
 
 
 def candidates(itemsize: int, channels: int, ho: int, wo: int, win: dict,
-               raw_windows: bool = False, pooled: bool = False) -> list:
+               raw_windows: bool = False, pooled: bool = False, vecs: tuple = (4,)) -> list:
     """(estimated multiprocessor cycles per output element, Tile) of every tile that fits, best
     first; with `raw_windows` (the target's async_copy) tiles staging their window in the
     input's type, else in float32 (on the H200 the first were faster on each of 16 ImageNet
     convs, 5-45%: docs/cuda.md); `pooled`: the window's shared memory must hold the tile's
-    float32 sums."""
+    float32 sums; `vecs`: the channels a thread may take (those dividing C; 1 where none does)."""
+    return sorted((e for vec in [v for v in vecs if channels % v == 0] or [1]
+                   for e in _candidates(itemsize, channels, ho, wo, win, raw_windows, pooled,
+                                        vec)), key=lambda e: (e[0], -e[1].threads))
+
+
+def _candidates(itemsize, channels, ho, wo, win, raw_windows, pooled, vec) -> list:
     kh, kw, sh, sw, dh, dw = (win[k] for k in ("kh", "kw", "sh", "sw", "dh", "dw"))
-    vec = 4 if channels % 4 == 0 else 1
     # input and output once: the halo's rows and columns come again from L2
     moved = (ho * sh * wo * sw + ho * wo) * channels * itemsize
     out = []
@@ -156,7 +162,6 @@ def candidates(itemsize: int, channels: int, ho: int, wo: int, win: dict,
                     memory = moved / BYTES_PER_CYCLE / min(1.0, in_flight / IN_FLIGHT_BYTES)
                     cycles = max(issue, memory) + issue / 20  # fewer instructions break ties
                     out.append((cycles / (ho * wo * channels), tile))
-    out.sort(key=lambda e: (e[0], -e[1].threads))
     return out
 
 
@@ -165,9 +170,20 @@ def _size(d) -> int:
     return d.value if d.is_static else UNKNOWN_SIZE
 
 
+def thread_channels(win: dict, raw_windows: bool) -> tuple:
+    """The channels a thread may take: 4, or 2 for windows of 5x5 and more at stride 2 staged in
+    the input's type, whose strips hold the most registers (a 4-channel thread of a 5x5/2 strip
+    of 7 outputs: 80-90, so 25-30% occupancy); there 2-channel tiles were 15-16% faster on an
+    H100 (the 56x56x144 and 14x14x672 convs), where at stride 1 and at 3x3/2 they lost as often as
+    they won (bench/results/h100/depthwise_vec2/). Float32 windows were not measured."""
+    wide = max(win["sh"], win["sw"]) > 1 and win["kh"] * win["kw"] >= 25
+    return (2,) if wide and raw_windows else (4,)
+
+
 def plan_tile(itemsize: int, channels: int, ho, wo, win: dict, raw_windows: bool = False,
               pooled: bool = False) -> Tile:
-    found = candidates(itemsize, channels, _size(ho), _size(wo), win, raw_windows, pooled)
+    found = candidates(itemsize, channels, _size(ho), _size(wo), win, raw_windows, pooled,
+                       thread_channels(win, raw_windows))
     if not found:
         raise ValueError(f"depthwise conv: no tile of {channels} channels fits a {win} window")
     return found[0][1]
