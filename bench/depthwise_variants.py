@@ -2,8 +2,9 @@
 --no-variants): each conv's planned kernel re-rendered with the planned tile in the other
 staging (a float32 window or one in the input's type, `raw_window`) and with the best tile of the
 planner's own estimate (backends/gpu/depthwise.py: candidates) that differs from the planned one
-in the staging, in the strip width, in the channel slice, and in the block's size (at least 1.5
-times more or fewer threads),
+in the staging, in the strip width, in the channel slice, in the block's size (at least 1.5
+times more or fewer threads) and in the channels a thread takes (2 or 4: `VECS`; also the best
+such tile with the planned strip and staging),
 every one its own translation unit compiled with the target's nvcc line, linked with one C entry
 per variant into a library, and timed from PyTorch with CUDA events. Whether the estimate ranks
 the tiles as the GPU does; each variant's output is also compared with the planned kernel's
