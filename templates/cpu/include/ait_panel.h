@@ -19,7 +19,8 @@ namespace ait {
 
 constexpr int64_t kPanelCols = 64;    // four AVX-512 vectors of float32: the widest panel
 constexpr int64_t kPanelRows = 4;     // rows of A per AVX-512 register tile
-constexpr int64_t kPanelDepth = 1024; // K per pass (both ISAs): an AVX-512 pass of a panel, 256 KiB, stays in L2
+// K per pass, both ISAs (an AVX-512 pass of a panel, 256 KiB, stays in L2)
+constexpr int64_t kPanelDepth = 1024;
 
 // the columns the panels of N columns hold: N rounded up to kPanelCols whatever the width, so
 // that a tile reading several narrow panels side by side stays inside the copy
