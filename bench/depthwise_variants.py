@@ -111,6 +111,12 @@ def time_ms(fn, runs: int) -> float:
     return statistics.median(event_times(torch, fn, 1, runs))
 
 
+def out_size(size: int, k: int, s: int) -> int:
+    """Output pixels along a side of `size` of a k x k conv at stride s padded by k // 2 (the
+    benchmark's convs)."""
+    return (size + 2 * (k // 2) - k) // s + 1
+
+
 def sweep(plan, info: dict, backend, toolchain, folder: str, batch: int, runs: int) -> list:
     """Rows {node, slice, px, gw, th, threads, planned, ms} for the depthwise nodes of `plan` of
     FAMILIES (`info`: node -> (kind, model, input shape, kernel, stride))."""
@@ -119,11 +125,11 @@ def sweep(plan, info: dict, backend, toolchain, folder: str, batch: int, runs: i
              and s.kernel.label.startswith("depthwise")]
     dtype = plan.graph.dtype
 
-    def out_size(step) -> int:
-        _, h, _, _ = info[step.node][2]
+    def sizes(step) -> tuple:
+        _, h, w, _ = info[step.node][2]
         k, s = info[step.node][3], info[step.node][4]
-        return (h + 2 * (k // 2) - k) // s + 1
-    per_node = [(s, variants(s.kernel, dtype, out_size(s), out_size(s))) for s in steps]
+        return out_size(h, k, s), out_size(w, k, s)
+    per_node = [(s, variants(s.kernel, dtype, *sizes(s))) for s in steps]
     kernels = list({k.name: k for _, ks in per_node for k in ks}.values())
     lib = build(kernels, backend, toolchain, folder)
     index = {k.name: i for i, k in enumerate(kernels)}
@@ -134,7 +140,7 @@ def sweep(plan, info: dict, backend, toolchain, folder: str, batch: int, runs: i
     for step, ks in per_node:
         n, h, w, c = info[step.node][2]
         k, s = info[step.node][3], info[step.node][4]
-        ho, wo = (h + 2 * (k // 2) - k) // s + 1, (w + 2 * (k // 2) - k) // s + 1
+        ho, wo = sizes(step)
         x = torch.randn(n, h, w, c, device="cuda", dtype=tdtype)
         weight = torch.randn(k, k, c, device="cuda", dtype=torch.float32)
         bias = torch.randn(c, device="cuda", dtype=tdtype)

@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bench import node_times  # noqa: E402
-from bench.depthwise_variants import time_ms  # noqa: E402
+from bench.depthwise_variants import out_size, time_ms  # noqa: E402
 
 # (model, input size, channels, kernel, stride, activation) of each distinct depthwise conv
 DEPTHWISE = (
@@ -102,8 +102,7 @@ def write_specs(batch: int, dtype: str) -> dict:
 def fma_ms(shape: tuple, k: int, s: int) -> float:
     """A depthwise conv's time at the CUDA cores' float32 FMA rate (FP32_TFLOPS), ms."""
     n, h, w, c = shape
-    ho, wo = (h + 2 * (k // 2) - k) // s + 1, (w + 2 * (k // 2) - k) // s + 1
-    return 2 * k * k * n * ho * wo * c / (FP32_TFLOPS * 1e12) * 1e3
+    return 2 * k * k * n * out_size(h, k, s) * out_size(w, k, s) * c / (FP32_TFLOPS * 1e12) * 1e3
 
 
 def torch_ms(kind: str, shape: tuple, k: int, s: int, dtype: str, runs: int) -> float | None:

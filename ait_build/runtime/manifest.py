@@ -204,6 +204,12 @@ def evaluate(expr, env: dict) -> int:
 
 
 # -- binding --------------------------------------------------------------------------------------
+def unknown_keys(given, known) -> list:
+    """The keys of `given` not in `known`, sorted, as a message names them: a key that is not a
+    string (a TensorSpec, a position) by its repr."""
+    return sorted(k if isinstance(k, str) else repr(k) for k in given if k not in known)
+
+
 def bind_dims(manifest: Manifest, shapes: dict, given: dict | None = None) -> dict:
     """Dim values from the input shapes (name -> tuple), checked for rank, static sizes, ranges and
     consistency. `given` fixes dims up front. Expressions such as 'batch*seq' are solved for their
@@ -217,9 +223,9 @@ def bind_dims(manifest: Manifest, shapes: dict, given: dict | None = None) -> di
             raise ModelError(f"{manifest.name}: dim '{name}' must be an integer, got "
                              f"{type(value).__name__} ({value!r:.40})")
         env[name] = int(value)
-    unknown = [n if isinstance(n, str) else repr(n) for n in env if n not in manifest.dim_names]
+    unknown = unknown_keys(env, manifest.dim_names)
     if unknown:
-        raise ModelError(f"{manifest.name}: unknown dim(s) {', '.join(sorted(unknown))}; the model's "
+        raise ModelError(f"{manifest.name}: unknown dim(s) {', '.join(unknown)}; the model's "
                          f"dims: {', '.join(manifest.dim_names) or 'none'}")
     pending = []  # (input, axis, expression, size)
     for spec in manifest.inputs:

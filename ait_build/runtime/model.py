@@ -22,7 +22,7 @@ import numpy as np
 from ait_build.ir.dtypes import NUMPY, from_numpy
 from ait_build.runtime import cuda, devices, identity
 from ait_build.runtime.manifest import (Manifest, ModelError, bind_dims, load_manifest,
-                                        output_shapes, weights_path)
+                                        output_shapes, unknown_keys, weights_path)
 
 # the memory a build's tensors live in (manifest "device", the backend's Backend.device) that
 # this runtime can hand a library: host arrays, or CUDA device memory
@@ -313,8 +313,7 @@ class Model:
     def _check_names(self, inputs: dict) -> None:
         expected = [t.name for t in self.manifest.inputs]
         missing = [n for n in expected if n not in inputs]
-        # keys named as written (a key that is not a string, e.g. a TensorSpec, by its repr)
-        extra = sorted(k if isinstance(k, str) else repr(k) for k in inputs if k not in expected)
+        extra = unknown_keys(inputs, expected)
         if missing or extra:
             parts = ([f"missing input(s) {', '.join(missing)}"] if missing else []) + \
                     ([f"unknown input(s) {', '.join(extra)}"] if extra else [])

@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -25,7 +23,7 @@ from ait_build.ops.reference import run_reference
 from ait_build.spec.model import load_model
 
 from .helpers import write_spec
-from .test_wide import ROOT, RUN, avx512, check_copy
+from .test_wide import check_copy, run_copy, skip_unless_runs
 
 B = {"batch": {"min": 1, "max": 4, "opt": 2}}
 
@@ -232,8 +230,7 @@ def test_rule():
 def test_max_pool_keeps_nans(tmp_path_factory, build_spec, tmp_path, copy):
     """A NaN anywhere in a window is that window's maximum, as in PyTorch, whether it comes
     before or after the window's largest number."""
-    if copy == "avx512" and not avx512():
-        pytest.skip("this CPU has no AVX-512: only the base copy can run here")
+    skip_unless_runs(copy)
     spec = write_spec(tmp_path_factory.mktemp("nan_pool"), "nan_pool", dims=B,
                       inputs={"x": {"shape": ["batch", 4, 6, 20]}},
                       graph=[n("mp", "max_pool2d", ["x"], kernel=2, stride=2)], outputs=["mp"])
@@ -243,11 +240,7 @@ def test_max_pool_keeps_nans(tmp_path_factory, build_spec, tmp_path, copy):
     x[0, 1, 1, 3] = 5.0
     x[0, 2, 2, 17] = 5.0  # a later tap: window (1, 1), channel 17 (the second vector on AVX2)
     x[0, 3, 3, 17] = np.nan
-    np.savez(tmp_path / "in.npz", x=x)
-    env = dict(os.environ, AIT_CPU_AVX512="1" if copy == "avx512" else "0")
-    subprocess.run([sys.executable, "-c", RUN, ROOT, out_dir, model.lib._name,
-                    str(tmp_path / "in.npz"), str(tmp_path / "out.npz")], check=True, env=env)
-    got = np.load(tmp_path / "out.npz")["mp"]
+    got = run_copy(out_dir, model.lib._name, {"x": x}, tmp_path, copy)["mp"]
     assert np.isnan(got[0, 0, 0, 3]) and np.isnan(got[0, 1, 1, 17])
     assert np.isnan(got).sum() == 2
 
@@ -256,8 +249,7 @@ def test_max_pool_keeps_nans(tmp_path_factory, build_spec, tmp_path, copy):
 def test_relu_keeps_nans(tmp_path_factory, build_spec, tmp_path, copy):
     """A NaN stays NaN through a relu, as in PyTorch and the reference: the relu a depthwise conv
     applies on its register tile, a GEMM's epilogue relu (a 1x1 conv) and a standalone one."""
-    if copy == "avx512" and not avx512():
-        pytest.skip("this CPU has no AVX-512: only the base copy can run here")
+    skip_unless_runs(copy)
     spec = write_spec(tmp_path_factory.mktemp("nan_relu"), "nan_relu", dims=B,
                       inputs={"x": {"shape": ["batch", 5, 6, 24]}},
                       graph=[dw("dw", "x", 24, 3, padding=1, activation="relu"),
@@ -268,11 +260,7 @@ def test_relu_keeps_nans(tmp_path_factory, build_spec, tmp_path, copy):
     x = np.random.default_rng(0).standard_normal((1, 5, 6, 24)).astype(np.float32)
     x[0, 2, 3, 5] = np.nan
     x[0, 4, 0, 17] = np.nan  # channel 17: the AVX2 copy's third vector
-    np.savez(tmp_path / "in.npz", x=x)
-    env = dict(os.environ, AIT_CPU_AVX512="1" if copy == "avx512" else "0")
-    subprocess.run([sys.executable, "-c", RUN, ROOT, out_dir, model.lib._name,
-                    str(tmp_path / "in.npz"), str(tmp_path / "out.npz")], check=True, env=env)
-    got = np.load(tmp_path / "out.npz")
+    got = run_copy(out_dir, model.lib._name, {"x": x}, tmp_path, copy)
     for name, expected in run_reference(load_model(spec), {"x": x}).items():
         assert np.isnan(expected).any(), name
         np.testing.assert_array_equal(np.isnan(got[name]), np.isnan(expected), err_msg=name)

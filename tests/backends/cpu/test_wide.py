@@ -75,19 +75,30 @@ def test_which_kernels_get_a_wide_copy(built):
                     "mha": True, "relu_linear": False, "add": False}
 
 
+def skip_unless_runs(copy: str) -> None:
+    """Skips the test where this CPU cannot run the `copy` (`avx512` or `base`)."""
+    if copy == "avx512" and (not avx512() or os.uname().machine != "x86_64"):
+        pytest.skip("this CPU has no AVX-512: only the base copy can run here")
+
+
+def run_copy(out_dir: str, lib: str, inputs: dict, tmp_path, copy: str) -> dict:
+    """A built model's outputs for `inputs` on one copy (`avx512` or `base`), run in a
+    subprocess (the copy is chosen when the library loads)."""
+    env = dict(os.environ, AIT_CPU_AVX512="1" if copy == "avx512" else "0")
+    np.savez(tmp_path / "in.npz", **inputs)
+    subprocess.run([sys.executable, "-c", RUN, ROOT, out_dir, lib,
+                    str(tmp_path / "in.npz"), str(tmp_path / "out.npz")], check=True, env=env)
+    return dict(np.load(tmp_path / "out.npz"))
+
+
 def check_copy(built, tmp_path, copy: str) -> None:
     """Runs a built model (out_dir, library, graph) on one copy, `avx512` or `base`, in a
     subprocess at batches 1 and 3, against the reference."""
-    if copy == "avx512" and (not avx512() or os.uname().machine != "x86_64"):
-        pytest.skip("this CPU has no AVX-512: only the base copy can run here")
+    skip_unless_runs(copy)
     out_dir, lib, graph = built
-    env = dict(os.environ, AIT_CPU_AVX512="1" if copy == "avx512" else "0")
     for batch in (1, 3):
         inputs = random_inputs(graph, {"batch": batch}, seed=batch)
-        np.savez(tmp_path / "in.npz", **inputs)
-        subprocess.run([sys.executable, "-c", RUN, ROOT, out_dir, lib,
-                        str(tmp_path / "in.npz"), str(tmp_path / "out.npz")], check=True, env=env)
-        got = np.load(tmp_path / "out.npz")
+        got = run_copy(out_dir, lib, inputs, tmp_path, copy)
         for name, expected in run_reference(graph, inputs).items():
             np.testing.assert_allclose(got[name], expected, **tolerance(expected), err_msg=name)
 

@@ -55,7 +55,8 @@ def test_depthwise_tiles_of_imagenet_models(itemsize, raw_windows):
         slice_bytes = tile.slice * itemsize
         assert tile.slice == c or 64 <= slice_bytes <= 128 and slice_bytes % 32 == 0, \
             (size, c, k, s, tile)
-        assert 64 <= tile.threads <= 256 or tile.threads == tile.slice // tile.vec * ho, (size, c, tile)
+        assert 64 <= tile.threads <= 256 or tile.threads == tile.slice // tile.vec * ho, \
+            (size, c, tile)
         if s == 1:
             assert tile.px >= 5, (size, c, k, s, tile)
 
