@@ -24,24 +24,47 @@ ATTENTION_SCORE_FLOATS = 65536
 # vectors are AVX-512 or AVX2 (templates/cpu/_conv2d_direct.j2): im2col would gather runs of only KW*C
 # floats per kernel row (21 for ResNet-50's 7x7 stem). Only while a tile's weight panel, taps x 64
 # floats, stays in a 48 KiB L1 (the stem: 147 taps; ViT-B/16's 16x16 patches, 768, do not).
-# 1x1 convs take it over up to DIRECT_POINTWISE_MAX_CHANNELS (MobileNetV3's 16, RegNetX's 32),
-# where the BLAS's GEMM is far from its rate. Figures in docs/codegen.md, "conv2d: which
-# algorithm".
+# 1x1 convs take it over up to DIRECT_POINTWISE_MAX_CHANNELS (MobileNetV3's 16-72, ResNet-50's
+# layer-1 64), where our GEMM's packing and its epilogue pass cost more than the product, while
+# the path's tiles of 6 pixels fill at least DIRECT_ROW_FILL of an output row (a 14-pixel row
+# runs 18 pixels of tiles: slower than the GEMM, whose rows run across the image), except into
+# more than DIRECT_RESIDUAL_MAX_OUTPUTS with a same-shaped residual (ResNet-50's 64 -> 256 + its
+# shortcut: 6-9% slower direct than the GEMM, which sums onto the residual in place); the AVX-512
+# copy takes such 1x1s only over up to WIDE_POINTWISE_MAX_CHANNELS into whole 16-float vectors
+# (the range measured on it) and runs the GEMM for the others. Figures in docs/codegen.md,
+# "conv2d: which algorithm".
 DIRECT_MAX_CHANNELS = 4
 DIRECT_MAX_TAPS = 192
-DIRECT_POINTWISE_MAX_CHANNELS = 32
+DIRECT_POINTWISE_MAX_CHANNELS = 72
+DIRECT_ROW_FILL = 0.9
+DIRECT_RESIDUAL_MAX_OUTPUTS = 128
+WIDE_POINTWISE_MAX_CHANNELS = 32
 
 
-def direct_conv(win: dict, groups: int, c: int, o: int) -> bool:
-    """Whether a conv takes the direct path: a kernel wider than 1x1 over few input channels
-    and taps, output channels in whole 8-float vectors (the AVX-512 copy takes it for whole
-    16-float ones only, else keeps im2col: ShuffleNet's and EfficientNetV2's 24), or a 1x1 over
-    up to 32 input channels into whole 16-float vectors; no grouping or horizontal dilation."""
+def row_fill(wo: int) -> float:
+    """The share of the direct path's tiles of 6 output pixels that a row of `wo` fills."""
+    return wo / (6 * -(-wo // 6))
+
+
+def direct_conv(win: dict, groups: int, c: int, o: int, wo: int | None = None,
+                 residual: bool = False) -> bool:
+    """Whether a conv takes the direct path: output channels in whole 8-float vectors, no
+    grouping or horizontal dilation, and either a kernel wider than 1x1 over few input channels
+    and taps, or a 1x1 over up to 72 input channels whose output rows (`wo` pixels, where
+    static) fill its tiles, into at most 128 outputs where a same-shaped `residual` is added."""
     taps = win["kh"] * win["kw"]
-    few = c <= DIRECT_MAX_CHANNELS and taps > 1 or \
-        taps == 1 and c <= DIRECT_POINTWISE_MAX_CHANNELS and o % 16 == 0
-    return (groups == 1 and few and taps * c <= DIRECT_MAX_TAPS and o % 8 == 0 and
-            win["dw"] == 1)
+    if taps == 1:
+        few = (c <= DIRECT_POINTWISE_MAX_CHANNELS and (wo is None or row_fill(wo) >= DIRECT_ROW_FILL)
+               and not (residual and o > DIRECT_RESIDUAL_MAX_OUTPUTS))
+    else:
+        few = c <= DIRECT_MAX_CHANNELS and taps * c <= DIRECT_MAX_TAPS
+    return groups == 1 and few and o % 8 == 0 and win["dw"] == 1
+
+
+def wide_direct(win: dict, c: int, o: int) -> bool:
+    """Whether a direct conv's AVX-512 copy takes the path too (its vectors are 16 floats), or
+    falls back to the GEMM (1x1s) or im2col."""
+    return o % 16 == 0 and (win["kh"] * win["kw"] > 1 or c <= WIDE_POINTWISE_MAX_CHANNELS)
 
 
 def nchw_source(graph, conv) -> str | None:
@@ -56,10 +79,11 @@ def nchw_source(graph, conv) -> str | None:
     if (permute is None or permute.op != "permute" or tuple(permute.attrs["dims"]) != (0, 2, 3, 1)
             or x in graph.outputs or len(graph.consumers().get(x, [])) != 1):
         return None
-    c = graph.tensors[x].shape[-1]
+    c, wo = graph.tensors[x].shape[-1], graph.tensors[conv.outputs[0]].shape[2]
     win = window_attrs(conv.attrs)
     if not c.is_static or not direct_conv(win, conv.attrs["groups"], c.value,
-                                          conv.attrs["out_channels"]):
+                                          conv.attrs["out_channels"],
+                                          wo.value if wo.is_static else None):
         return None
     return permute.inputs[0]
 
@@ -186,12 +210,12 @@ def lower_conv2d(lw, scale: tuple | None = None) -> None:
     wt = lw.weight("weight", lambda a: a.reshape(g, og, cg, kh, kw).transpose(0, 3, 4, 2, 1),
                    "ghwio", (g, kh, kw, cg, og))
     pointwise = kh == kw == 1 and win["sh"] == win["sw"] == 1 and win["ph"] == win["pw"] == 0 \
-        and g == 1
+        and g == 1 and not nchw
     kg = kh * kw * cg
     chunk = min(lw.at_max(n * ho * wo), max(512, IM2COL_FLOATS // kg))  # the most rows at once
     # a squeeze-excitation's scaled 1x1 stays a GEMM (the direct path has no gate)
-    direct = direct_conv(win, g, cv, ov) and not scale
-    pointwise = pointwise and not direct
+    direct = direct_conv(win, g, cv, ov, wo.value if wo.is_static else None,
+                         residual=epi.mode == "full") and not scale
     # the direct path's padded input rows, per participant: a ring of the (KH - 1) * DH + 1 rows
     # one output row reads, and a row of zeros, each of its taps' width
     padded_rows = ((kh - 1) * win["dh"] + 2) * ((lw.at_max(wo) - 1) * win["sw"] + kw) * cv \
@@ -199,9 +223,9 @@ def lower_conv2d(lw, scale: tuple | None = None) -> None:
     context = dict(epi.context(), **win, groups=g, pointwise=pointwise, direct=direct,
                    nchw=bool(nchw))
     if direct:  # constants in the direct path's code; other convs share kernels across channels
-        context.update(direct_c=cv, direct_o=ov)
+        context.update(direct_c=cv, direct_o=ov, wide_direct=wide_direct(win, cv, ov))
     params = [("float*", "out"), ("const float*", "x"), ("const float*", "w")] + epi.params()
-    label = "conv2d_1x1" if pointwise else "conv2d_direct" if direct else "conv2d"
+    label = "conv2d_direct" if direct else "conv2d_1x1" if pointwise else "conv2d"
     scale_args, scaled = [], 0  # the scaled weights' floats
     if scale:
         context.update(channel_scale=True)

@@ -1,13 +1,14 @@
 """The cpu backend's direct conv path for few input channels (templates/cpu/_conv2d_direct.j2),
-and for 1x1 convs of up to 32 input channels into whole 16-float vectors of outputs:
+and for 1x1 convs of up to 72 input channels whose output rows fill its 6-pixel tiles:
 which convs take it, and that built models match the reference on both of the kernel's copies
 (the AVX-512 copy runs it with vectors of 16 floats, the base copy of an AVX2 target with 8: panels
 of 16 channels). The shapes cover tails of fewer than 6 output pixels, channel panels of 64 + 16
 and of 48, strides, asymmetric windows and padding, vertical dilation, a per-column residual and
 a residual the memory plan puts on the output (the kernel accumulates onto it), a residual that
 is a model input (added tile by tile), and images of a few rows; for the 1x1s, strides 1 and 2,
-96 outputs (a panel of 64 and one of 32), a residual on the output and rows whose last tile has
-fewer than 6 pixels."""
+96 outputs (a panel of 64 and one of 32), a residual on the output, rows whose last tile has
+fewer than 6 pixels, and 24 outputs or 33-72 input channels, which the AVX-512 copy runs through
+the GEMM instead."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import os
 
 import pytest
 
-from ait_build.backends.cpu.gemm import direct_conv
+from ait_build.backends.cpu.gemm import direct_conv, wide_direct
 from ait_build.spec.model import load_model
 
 from .helpers import write_spec
@@ -31,14 +32,16 @@ def n(name, op, inputs, **attrs):
 
 CONVS = dict(
     dims=B,
-    inputs={"img": {"shape": ["batch", 23, 19, 3]}, "gray": {"shape": ["batch", 9, 13, 1]},
+    inputs={"img": {"shape": ["batch", 23, 23, 3]}, "gray": {"shape": ["batch", 9, 13, 1]},
             "rgba": {"shape": ["batch", 11, 10, 4]}, "res": {"shape": ["batch", 11, 10, 16]},
             "col": {"shape": [48]}, "short": {"shape": ["batch", 3, 20, 2]},
-            "short32": {"shape": ["batch", 5, 13, 32]}, "wide32": {"shape": ["batch", 5, 13, 32]},
-            "wide33": {"shape": ["batch", 4, 7, 33]},
+            "short32": {"shape": ["batch", 5, 23, 32]}, "wide32": {"shape": ["batch", 5, 23, 32]},
+            "wide33": {"shape": ["batch", 4, 23, 33]}, "pw16": {"shape": ["batch", 6, 12, 16]},
+            "res33": {"shape": ["batch", 4, 23, 32]}, "res144": {"shape": ["batch", 6, 12, 144]},
+            "wide73": {"shape": ["batch", 4, 23, 73]}, "row14": {"shape": ["batch", 3, 14, 16]},
             # NCHW images, permuted to NHWC before their convs (an imported CNN's input)
             "nchw": {"shape": ["batch", 3, 21, 17]}, "nchw_odd": {"shape": ["batch", 3, 9, 14]},
-            "nchw_pw": {"shape": ["batch", 2, 5, 13]}, "nchw_two": {"shape": ["batch", 3, 6, 7]}},
+            "nchw_pw": {"shape": ["batch", 2, 5, 23]}, "nchw_two": {"shape": ["batch", 3, 6, 7]}},
     graph=[n("stem", "conv2d", ["img"], out_channels=80, kernel=7, stride=2, padding=3,
              activation="relu"),
            # images of 3 rows: a participant's rows run through several images that read the
@@ -67,17 +70,29 @@ CONVS = dict(
            n("wide_in", "conv2d", ["res"], out_channels=16, kernel=3, padding=1),
            n("odd12", "conv2d", ["img"], out_channels=12, kernel=3),
            # 1x1 over few channels (MobileNetV3's 16 -> 64, RegNetX's 32 -> 96 and its strided
-           # projection): direct where the outputs are whole 16-float vectors
+           # projection): direct on both copies where the outputs are whole 16-float vectors
            n("pointwise", "conv2d", ["img"], out_channels=32, kernel=1),
-           n("pw96", "conv2d", ["res"], out_channels=96, kernel=1, activation="relu"),
+           n("pw96", "conv2d", ["pw16"], out_channels=96, kernel=1, activation="relu"),
            n("pw_s2", "conv2d", ["short32"], out_channels=48, kernel=1, stride=2),
            n("pw_pre", "relu", ["wide32"]),
            n("pw_block", "conv2d", ["short32"], out_channels=32, kernel=1),
            n("pw_sum", "add", ["pw_block", "pw_pre"]), n("pw_out", "relu", ["pw_sum"]),
            n("pw_pool", "global_avg_pool", ["pw_out"]),
-           # not direct: outputs not whole 16-float vectors, more than 32 input channels
-           n("pw24", "conv2d", ["res"], out_channels=24, kernel=1),
+           # direct on the AVX2 copy only, the GEMM on the AVX-512 one: outputs not whole
+           # 16-float vectors (MobileNetV3's 24 -> 72), more than 32 input channels (its 64 ->
+           # 24), the latter with a residual the plan puts on the output
+           n("pw24", "conv2d", ["pw16"], out_channels=24, kernel=1, activation="relu"),
            n("pw_wide", "conv2d", ["wide33"], out_channels=32, kernel=1),
+           n("pw_wide_pre", "relu", ["res33"]),
+           n("pw_wide_block", "conv2d", ["wide33"], out_channels=32, kernel=1),
+           n("pw_wide_sum", "add", ["pw_wide_block", "pw_wide_pre"]),
+           n("pw_wide_out", "relu", ["pw_wide_sum"]),
+           # not direct: more than 72 input channels; a 14-pixel row (tiles of 6, 6 and 2)
+           n("pw_73", "conv2d", ["wide73"], out_channels=32, kernel=1),
+           n("pw_row14", "conv2d", ["row14"], out_channels=32, kernel=1),
+           # not direct: a same-shaped residual into more than 128 outputs (ResNet-50's conv3)
+           n("pw144", "conv2d", ["pw16"], out_channels=144, kernel=1),
+           n("pw144_sum", "add", ["pw144", "res144"]),
            # the conv reads the NCHW image itself, the permute emitting nothing: a stem; 24
            # outputs (the AVX-512 copy's im2col gathers from the planes); a 1x1 without padding
            # (its rows copied, not read in place); a permute two convs read (kept)
@@ -92,7 +107,7 @@ CONVS = dict(
            n("two_a", "conv2d", ["two_nhwc"], out_channels=16, kernel=3, padding=1),
            n("two_b", "conv2d", ["two_nhwc"], out_channels=16, kernel=3)],
     outputs=["stem", "short_conv", "gray_res", "dilated", "pool", "sum_in", "pw_sum_in", "wide_in",
-             "odd_out", "odd12", "pointwise", "pw96", "pw_s2", "pw_pool", "pw24", "pw_wide",
+             "odd_out", "odd12", "pointwise", "pw96", "pw_s2", "pw_pool", "pw24", "pw_wide", "pw_wide_out", "pw_73", "pw_row14", "pw144_sum",
              "nchw_stem", "nchw_24", "nchw_1x1", "two_a", "two_b"])
 
 
@@ -114,8 +129,17 @@ def test_rule():
     one = dict(win, kh=1, kw=1)
     assert direct_conv(one, 1, 16, 64)  # MobileNetV3's first expanding 1x1 (K = 16)
     assert direct_conv(one, 1, 32, 96)  # RegNetX's first 1x1
-    assert not direct_conv(one, 1, 24, 72)  # 1x1 into outputs not whole 16-float vectors
-    assert not direct_conv(one, 1, 64, 256)  # enough channels: the input is the GEMM's A
+    assert direct_conv(one, 1, 24, 72, wo=56)  # MobileNetV3's 24 -> 72 (AVX2 copy)
+    assert direct_conv(one, 1, 64, 256, wo=56)  # ResNet-50's layer-1 downsample
+    assert not direct_conv(one, 1, 64, 256, wo=56, residual=True)  # ... its conv3: the GEMM
+    assert direct_conv(one, 1, 72, 24, wo=56, residual=True)  # MobileNetV3's 72 -> 24 + shortcut
+    assert not direct_conv(one, 1, 80, 480, wo=14)  # the GEMM: 80 channels
+    assert not direct_conv(one, 1, 40, 240, wo=14)  # the GEMM: a row of tiles 6, 6 and 2
+    assert direct_conv(one, 1, 40, 240, wo=28)  # 28 of 30 pixels
+    assert not direct_conv(one, 1, 16, 36, wo=56)  # not whole 8-float vectors
+    assert wide_direct(one, 32, 96) and wide_direct(win, 3, 64)
+    assert not wide_direct(one, 24, 72) and not wide_direct(one, 64, 256)
+    assert not wide_direct(win, 3, 24)
     assert not direct_conv(dict(win, kh=16, kw=16), 1, 3, 768)  # ViT's patches: 768 taps
 
 
@@ -124,7 +148,8 @@ def test_kernels_picked(built):
         steps = {s["node"]: s["kernel"] for s in json.load(fh)["steps"] if s.get("node")}
     direct = {node for node, kernel in steps.items() if kernel.startswith("conv2d_direct")}
     assert direct == {"stem", "short_conv", "gray_res", "dilated", "block", "block_in", "odd_out",
-                      "pointwise", "pw96", "pw_s2", "pw_block", "pw_in", "nchw_stem", "nchw_24",
+                      "pointwise", "pw96", "pw_s2", "pw_block", "pw_in", "pw24", "pw_wide",
+                      "pw_wide_block", "nchw_stem", "nchw_24",
                       "nchw_1x1", "two_a", "two_b"}
     # the permutes the convs read through: no step; the one two convs read: its own
     assert {"to_nhwc", "odd_nhwc", "pw_nhwc"}.isdisjoint(steps) and "two_nhwc" in steps
@@ -136,8 +161,8 @@ def test_both_copies_match_reference(built, tmp_path, copy):
 
 
 def test_other_convs_share_kernels_across_channel_counts():
-    """Only the direct path has its channel counts in its code: ResNet-50's 1x1 convs, of
-    64-2048 channels, all run one kernel per epilogue."""
+    """Only the direct path has its channel counts in its code: ResNet-50's 1x1 convs over
+    128-2048 channels (those over layer 1's 64 are direct) all run one kernel per epilogue."""
     from ait_build.pipeline import build_plan
     from ait_build.pipeline import find_target
     plan = build_plan(os.path.join(os.path.dirname(__file__), "..", "..", "..", "specs",
