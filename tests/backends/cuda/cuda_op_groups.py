@@ -369,7 +369,7 @@ GROUPS = {
                  "less", "ge", "eq_i", "ne", "both", "either", "neither", "where", "fill",
                  "fill_b", "iota", "iota_mid", "roll", "roll_img"]),
     # the epilogue activations beyond the unary ops (relu6, the importers' hardsigmoid, hardtanh
-    # with its bounds, one side open too) on CUTLASS GEMMs and convs and on the own fallbacks
+    # with its bounds, one side open too, the tanh GELU) on CUTLASS GEMMs and convs and on the own fallbacks
     # (odd K: gemm_simple; 3 channels: conv2d_direct); inputs scaled so every bound is reached
     "epilogue_activations": dict(
         inputs={"x": {"shape": ["batch", 6, 16]}, "x7": {"shape": ["batch", 6, 7]},
@@ -383,14 +383,16 @@ GROUPS = {
                n("mm_open", "matmul", ["x4", "x4"], transpose_b=True, activation="hardtanh",
                  hardtanh_min=float("-inf"), hardtanh_max=0.25),
                n("lin_k7", "linear", ["x7"], out_features=8, activation="hardsigmoid"),
+               # the tanh GELU's device form (x sigmoid(2y)) over both tails
+               n("lin_gelu_tanh", "linear", ["x4"], out_features=24, activation="gelu_tanh"),
                n("c3_relu6", "conv2d", ["img4"], out_channels=16, kernel=3, padding=1,
                  activation="relu6"),
                n("c1_hsig", "conv2d", ["img4", "res"], out_channels=16, kernel=1,
                  activation="hardsigmoid"),
                n("c_odd", "conv2d", ["img3"], out_channels=6, kernel=3, padding=1,
                  activation="hardtanh", hardtanh_min=-0.5, hardtanh_max=0.5)],
-        outputs=["lin_relu6", "lin_hsig", "lin_htanh", "mm_open", "lin_k7", "c3_relu6",
-                 "c1_hsig", "c_odd"]),
+        outputs=["lin_relu6", "lin_hsig", "lin_htanh", "mm_open", "lin_k7", "lin_gelu_tanh",
+                 "c3_relu6", "c1_hsig", "c_odd"]),
     # depthwise convs (depthwise_conv2d.cu.j2): 3x3, 5x5 and 7x7 windows, strides 1 and 2,
     # dilation 2; channels in 16-byte vectors (16, 24, 32), in 4 (12) and in none (5);
     # bias, residual and activations; images of one tile and of several along H and W with
