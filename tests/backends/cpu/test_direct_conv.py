@@ -107,7 +107,8 @@ CONVS = dict(
            n("two_a", "conv2d", ["two_nhwc"], out_channels=16, kernel=3, padding=1),
            n("two_b", "conv2d", ["two_nhwc"], out_channels=16, kernel=3)],
     outputs=["stem", "short_conv", "gray_res", "dilated", "pool", "sum_in", "pw_sum_in", "wide_in",
-             "odd_out", "odd12", "pointwise", "pw96", "pw_s2", "pw_pool", "pw24", "pw_wide", "pw_wide_out", "pw_73", "pw_row14", "pw144_sum",
+             "odd_out", "odd12", "pointwise", "pw96", "pw_s2", "pw_pool", "pw24", "pw_wide",
+             "pw_wide_out", "pw_73", "pw_row14", "pw144_sum",
              "nchw_stem", "nchw_24", "nchw_1x1", "two_a", "two_b"])
 
 
