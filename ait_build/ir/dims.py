@@ -48,6 +48,11 @@ class Dim:
         return self.terms[0][1] if self.terms else 0
 
     @property
+    def static_value(self) -> int | None:
+        """The constant value, or None where the dim is symbolic."""
+        return self.value if self.is_static else None
+
+    @property
     def symbols(self) -> frozenset:
         return frozenset(s for m, _ in self.terms for s in m)
 

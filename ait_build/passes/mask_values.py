@@ -72,11 +72,6 @@ def _moved(axis: int, src: tuple, dst: tuple) -> int | None:
     return keep_dst[keep_src.index(axis)]
 
 
-def _static_len(shape: tuple, axis: int) -> int | None:
-    d = shape[axis]
-    return d.value if d.is_static else None
-
-
 def _compare(op: str, a, b):
     """The boolean value of `a op b` for every index."""
     if isinstance(a, Const) and isinstance(b, Const):
@@ -219,7 +214,7 @@ def _slice(mv, node):
         return None
     start = start.value
     if start < 0:  # from the end: only a static size says where
-        size = _static_len(shape, axis)
+        size = shape[axis].static_value
         if size is None:
             return None if not isinstance(value, Const) else value
         start = max(size + start, 0)
@@ -233,13 +228,13 @@ def _slice(mv, node):
 def _pieces(mv, node, axis: int) -> list:
     """(value, static length or None) of each piece a concat or pad joins along `axis`."""
     if node.op == "concat":
-        return [(mv.of(t), _static_len(_shape(mv.graph, t), axis)) for t in node.inputs]
+        return [(mv.of(t), _shape(mv.graph, t)[axis].static_value) for t in node.inputs]
     shape = _shape(mv.graph, node.inputs[0])
     i = len(shape) + axis
     before, after = node.attrs["pads"][2 * i], node.attrs["pads"][2 * i + 1]
     fill = Const(node.attrs["value"])
-    return ([(fill, before)] if before else []) + [(mv.of(node.inputs[0]), _static_len(shape, axis))] \
-        + ([(fill, after)] if after else [])
+    middle = (mv.of(node.inputs[0]), shape[axis].static_value)
+    return ([(fill, before)] if before else []) + [middle] + ([(fill, after)] if after else [])
 
 
 def _join(mv, node):

@@ -82,8 +82,7 @@ def nchw_source(graph, conv) -> str | None:
     c, wo = graph.tensors[x].shape[-1], graph.tensors[conv.outputs[0]].shape[2]
     win = window_attrs(conv.attrs)
     if not c.is_static or not direct_conv(win, conv.attrs["groups"], c.value,
-                                          conv.attrs["out_channels"],
-                                          wo.value if wo.is_static else None):
+                                          conv.attrs["out_channels"], wo.static_value):
         return None
     return permute.inputs[0]
 
@@ -214,8 +213,7 @@ def lower_conv2d(lw, scale: tuple | None = None) -> None:
     kg = kh * kw * cg
     chunk = min(lw.at_max(n * ho * wo), max(512, IM2COL_FLOATS // kg))  # the most rows at once
     # a squeeze-excitation's scaled 1x1 stays a GEMM (the direct path has no gate)
-    direct = direct_conv(win, g, cv, ov, wo.value if wo.is_static else None,
-                         residual=epi.mode == "full") and not scale
+    direct = direct_conv(win, g, cv, ov, wo.static_value, residual=epi.mode == "full") and not scale
     # the direct path's padded input rows, per participant: a ring of the (KH - 1) * DH + 1 rows
     # one output row reads, and a row of zeros, each of its taps' width
     padded_rows = ((kh - 1) * win["dh"] + 2) * ((lw.at_max(wo) - 1) * win["sw"] + kw) * cv \
