@@ -169,6 +169,14 @@ def _size_distance(profiled: int, size: int) -> float:
     return abs(math.log(profiled / size))
 
 
+def gemm_rows(problem: dict, extent: int) -> tuple:
+    """(rows, batches) of a GEMM problem at `extent`: the extent is the rows, or with a problem
+    `m` (a GEMM per image, backends/gpu/gemm.py's `per_image`) the number of images."""
+    if "m" in problem:
+        return problem["m"], extent
+    return extent, problem.get("l", 1)
+
+
 # -- choosing per call ----------------------------------------------------------------------------
 def call_extents(plan, tunable: Tunable) -> list:
     """The call's extent at the dims' min, opt and max (the extents a profile measures), sorted,

@@ -11,11 +11,10 @@ the map has more pixels than the conv has outputs, is folded into that conv: the
 nothing and the conv multiplies the map by its weights with their rows scaled by the image's gate
 (gemm.lower_conv2d's `scale`; C x O products per image instead of HW x C), so the product is
 never written out and read back. Where the map is smaller (7x7 maps of 1152 channels) the
-multiply stays."""
+multiply stays. Which multiplies fold is codegen/squeeze_excitation.py's rule, shared with the
+GPU layer."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from ait_build.backends import shared
 from ait_build.backends.cpu import gemm
@@ -23,76 +22,10 @@ from ait_build.codegen import rows_and_windows
 from ait_build.codegen.cexpr import cexpr
 from ait_build.codegen.elementwise import ACT
 from ait_build.codegen.kernel import make_kernel
-from ait_build.codegen.op_geometry import window_attrs
 from ait_build.codegen.plan import Lowerer
+from ait_build.codegen.squeeze_excitation import Gate, gates, scales
 
-POINTWISE = dict(kh=1, kw=1, sh=1, sw=1, ph=0, pw=0, dh=1, dw=1)
 MUL = shared.ELEMENTWISE["mul"]
-
-
-@dataclass(frozen=True)
-class Scale:
-    mul: object  # the multiply of the map by the gate
-    map: str
-    gate: str
-    conv: object  # the 1x1 conv that alone reads the product
-
-
-@dataclass(frozen=True)
-class Gate:
-    pool: object  # the global_avg_pool node
-    fc1: object  # the two 1x1 convs
-    fc2: object
-
-
-def _pointwise_of(node, tensor: str, residual: bool = False) -> bool:
-    """A 1x1 ungrouped conv of `tensor` (and of nothing else, unless `residual`)."""
-    return (node.op == "conv2d" and node.inputs[0] == tensor and node.attrs["groups"] == 1 and
-            (residual or len(node.inputs) == 1) and window_attrs(node.attrs) == POINTWISE)
-
-
-def gates(graph) -> dict:
-    """node name -> the Gate it belongs to, for every pool -> 1x1 conv -> 1x1 conv chain whose
-    pooled and hidden tensors nothing else reads."""
-    users = graph.consumers()
-    found = {}
-    for pool in graph.nodes:
-        if pool.op != "global_avg_pool" or not pool.attrs.get("keepdims"):
-            continue
-        chain = [pool]
-        while len(chain) < 3:
-            tensor = chain[-1].output
-            readers = users.get(tensor, [])
-            if tensor in graph.outputs or len(readers) != 1 or not _pointwise_of(readers[0], tensor):
-                break
-            chain.append(readers[0])
-        if len(chain) == 3:
-            gate = Gate(*chain)
-            found.update({node.name: gate for node in chain})
-    return found
-
-
-def scales(graph) -> dict:
-    """node name -> the Scale it belongs to (the multiply and its conv), for every multiply of a
-    map by a gate whose product only a 1x1 conv reads, as its input."""
-    users = graph.consumers()
-    gate_outputs = {g.fc2.output for g in gates(graph).values()}
-    found = {}
-    for mul in graph.nodes:
-        if mul.op != "mul" or len(mul.inputs) != 2 or mul.output in graph.outputs:
-            continue
-        readers = users.get(mul.output, [])
-        if len(readers) != 1 or not _pointwise_of(readers[0], mul.output, residual=True):
-            continue
-        for gate, fmap in (mul.inputs, mul.inputs[::-1]):
-            shape = graph.tensors[mul.output].shape
-            pixels = shape[1] * shape[2] if len(shape) == 4 else None
-            if (gate in gate_outputs and graph.tensors[fmap].shape == shape and pixels is not None
-                    and pixels.is_static and pixels.value > readers[0].attrs["out_channels"]):
-                scale = Scale(mul, fmap, gate, readers[0])
-                found.update({mul.name: scale, readers[0].name: scale})
-                break
-    return found
 
 
 def lower_global_avg_pool(lw) -> None:

@@ -18,7 +18,7 @@ side, and stream-K for the GEMMs whose tiles cannot fill the 132 multiprocessors
 
 from __future__ import annotations
 
-from ait_build.codegen.tuning import Config
+from ait_build.codegen.tuning import Config, gemm_rows
 
 
 def _x(shape) -> str:
@@ -55,7 +55,8 @@ def _streamk_workspace(tile):
     falls back to a configuration without scratch)."""
     def bound(tunable, extent: int) -> int:
         problem = dict(tunable.problem)
-        tiles = -(-extent // tile[0]) * -(-problem["n"] // tile[1]) * problem.get("l", 1)
+        rows, batches = gemm_rows(problem, extent)
+        tiles = -(-rows // tile[0]) * -(-problem["n"] // tile[1]) * batches
         return max(tiles, 2 * SM_COUNT_BOUND) * tile[0] * tile[1] * 4 + tiles * 64 + 4096
     return bound
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ait_build.codegen.tuning import Config
+from ait_build.codegen.tuning import Config, gemm_rows
 
 LAUNCH_US = 5.0  # a launch and its tail, in every configuration alike
 # stream-K's workspace and partial-tile fixup (stream-K won none of the profiled GEMMs)
@@ -124,7 +124,7 @@ def shape_of(config: Config) -> Shape:
 def gemm_view(kind: str, problem: dict, extent: int) -> tuple:
     """(rows, columns, batches, depth steps of a `depth`-deep tile as a function, bytes moved)."""
     if kind == "gemm":
-        m, n, k, batches = extent, problem["n"], problem["k"], problem.get("l", 1)
+        (m, batches), n, k = gemm_rows(problem, extent), problem["n"], problem["k"]
         return (m, n, batches, lambda depth, fixed: math.ceil(k / depth),
                 2 * batches * (m * k + n * k + m * n))
     taps, c = problem["kh"] * problem["kw"], problem["c"]

@@ -12,6 +12,8 @@ run loop, written with CUDA's names, which a HIP build maps through its own smal
 
 from __future__ import annotations
 
+from functools import partial
+
 from ait_build.backends import shared
 from ait_build.backends.base import Backend, frozen
 from ait_build.backends.gpu import edges, gemm, rows, squeeze_excitation, transpose
@@ -23,7 +25,9 @@ def lowerings(engine, tensor_core_attention=None) -> dict:
     attention, if any)."""
     return {
         **shared.ELEMENTWISE,  # elementwise ops, fused programs, batch_norm (backends/shared.py)
-        "mul": squeeze_excitation.lower_mul,  # a per-(image, channel) gate: vectors
+        # a per-(image, channel) gate: vectors, or nothing where the 1x1 conv after it scales
+        # its weights instead
+        "mul": partial(squeeze_excitation.lower_mul, engine),
         **gemm.lowerings(engine),  # linear, matmul, bmm, conv2d with the fused epilogue
         "multi_head_attention": attention_lowering(tensor_core_attention),
         # rows and windows

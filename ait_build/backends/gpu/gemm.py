@@ -6,8 +6,10 @@ may run. This module decides the rest, the same way for every engine: the epilog
 bias + residual) fused in the kernel (a per-column residual becomes the bias; a residual of
 another shape is added by a following elementwise pass), batch axes collapsed to at most two,
 pointwise and patch convs as GEMMs, convs over few input channels as im2col + GEMM (im2col.py),
-implicit-GEMM convs, and the tuned call (codegen/tuning.py) whose kernel is a dispatch (the
-backend's `gemm`/`conv2d` template) over one part per configuration. Sizes are run-time arguments.
+a squeeze-excitation's gate folded into the 1x1 conv after it (its weights scaled per image, then
+a GEMM batched over the images: `scaled_pointwise`), implicit-GEMM convs, and the tuned call
+(codegen/tuning.py) whose kernel is a dispatch (the backend's `gemm`/`conv2d` template) over one
+part per configuration. Sizes are run-time arguments.
 
 What an engine cannot take goes to the GPU layer's own templates: depthwise convolutions
 (depthwise.py), grouped ones and operands whose rows the engine cannot read (`conv2d_direct`,
@@ -26,6 +28,7 @@ from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, element
 from ait_build.codegen.elementwise import act_fn, float_literal, hardtanh_struct
 from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.op_geometry import conv_geometry, conv_kernel_params, matmul_geometry
+from ait_build.codegen.squeeze_excitation import Scale, scales
 from ait_build.codegen.tuning import Tunable
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
@@ -153,9 +156,11 @@ def label_of(op: str, epi: Epilogue) -> str:
 
 
 def gemm_call(engine: MatrixEngine, lw, epi: Epilogue, out: str, a_var: str, b_var: str, m, n, k, col_b: bool,
-              batch=(), a_bs=(), b_bs=(), alpha=1.0) -> None:
+              batch=(), a_bs=(), b_bs=(), alpha=1.0, per_image: bool = False) -> None:
     """out[.., M, N] = act(alpha * A[.., M, K] B + bias + res); B is [.., N, K] when `col_b`
-    (column-major K x N) else [.., K, N]. At most two batch axes after collapsing."""
+    (column-major K x N) else [.., K, N]. At most two batch axes after collapsing. `per_image`:
+    one batch axis, the images, of a static M: the profile and the estimate key the call by M
+    (problem `m`) and choose by the number of images (the extent) instead of by the rows."""
     dtype = lw.dtype(out)
     ctype = lw.ctype(out)
     out_bs = contiguous_strides(batch)
@@ -193,10 +198,15 @@ def gemm_call(engine: MatrixEngine, lw, epi: Epilogue, out: str, a_var: str, b_v
     candidates, ladder = engine.candidates(lw, "gemm", dtype, min(aligns),
                                            min(static) if len(static) == 2 else 0)
     layout = f" b={'col' if col_b else 'row'}"
+    if per_image:
+        problem = (("n", _static(n)), ("k", _static(k)), ("m", _static(m)))
+        extent = Dim.of(sizes[1])
+    else:
+        problem, extent = (("n", _static(n)), ("k", _static(k)),
+                           ("l", _static(Dim.of(sizes[0]) * sizes[1]))), Dim.of(m)
     tuned(engine, lw, "gemm", label_of("gemm", epi), context, params, args, dict(
         kind="gemm", family=family_text("gemm", dtype, epi, context, layout),
-        problem=(("n", _static(n)), ("k", _static(k)), ("l", _static(Dim.of(sizes[0]) * sizes[1]))),
-        extent=Dim.of(m), scalars=tuple(scalars),
+        problem=problem, extent=extent, scalars=tuple(scalars),
         operands=(("bias", epi.bias is not None), ("res", epi.residual is not None)),
         candidates=candidates, ladder=ladder))
     epi.finish(lw, out)
@@ -221,6 +231,36 @@ def lower_matmul(engine: MatrixEngine, lw) -> None:
     epi = Epilogue(lw, 2, False)
     gemm_call(engine, lw, epi, node.output, lw.src(node.inputs[0]), lw.src(node.inputs[1]), g.m,
               g.n, g.k, g.trans_b, g.batch, g.a_bs, g.b_bs, node.attrs["alpha"])
+
+
+def folded_scale(engine: MatrixEngine, plan, node) -> Scale | None:
+    """The squeeze-excitation gate that the 1x1 conv of `node`'s block (`node` is that conv or
+    the gate's mul) takes over (codegen/squeeze_excitation.scales), where the conv runs as the
+    GEMM: input and output channels the engine can read. Else None (the mul scales the map)."""
+    scale = scales(plan.graph).get(node.name)
+    if scale is None:
+        return None
+    tensors = plan.graph.tensors
+    c, o = tensors[scale.map].shape[-1], tensors[scale.conv.output].shape[-1]
+    choices = engine.aligns(tensors[scale.conv.output].dtype)
+    return scale if alignment([c], choices) and alignment([o], choices) else None
+
+
+def scaled_pointwise(engine: MatrixEngine, lw, epi: Epilogue, scale: Scale, wt: str, n, hw, c, o):
+    """out[i] = act(map[i] (W diag(gate[i]))^T + bias + res[i]) for each image i: the weights
+    [O, C] scaled by each image's gate into [N, O, C] (channel_scale's kernel with every image
+    reading the same rows; a slot of the workspace), then the GEMM [HW, C] x [O, C]^T batched
+    over the images. The map's gated product is never written: C x O products an image instead
+    of the mul's HW x C."""
+    ctype = lw.ctype(lw.node.output)
+    scaled = lw.plan.add_slot(f"{lw.node.name}:scaled_weights", ctype, (n, o, c)).var
+    params = [(f"{ctype}*", "out"), (f"const {ctype}*", "x"), (f"const {ctype}*", "s")]
+    params += [("int64_t", p) for p in ("rows", "P", "C", "s_stride")]
+    kernel = make_kernel("scaled_weights", "conv2d", lw.template("channel_scale"),
+                         dict(ctype=ctype, shared_x=True), params)
+    lw.call(kernel, [scaled, wt, lw.src(scale.gate), cexpr(n * o), cexpr(o), cexpr(c), cexpr(c)])
+    gemm_call(engine, lw, epi, lw.node.output, lw.src(scale.map), scaled, hw, o, c, col_b=True,
+              batch=(n,), a_bs=(hw * c,), b_bs=(o * c,), per_image=True)
 
 
 def patches(win: dict) -> bool:
@@ -259,6 +299,10 @@ def lower_conv2d(engine: MatrixEngine, lw) -> None:
         if kh == kw == 1 and win["sh"] == win["sw"] == 1 and win["ph"] == win["pw"] == 0:
             # a pointwise conv over NHWC rows is the GEMM [N*H*W, C] x [O, C]^T: the GEMM
             # kernels (Hopper's included) take it
+            scale = folded_scale(engine, lw.plan, node)
+            if scale is not None:
+                scaled_pointwise(engine, lw, epi, scale, wt, n, h * w, c, o)
+                return
             gemm_call(engine, lw, epi, out, lw.src(x), wt, n * h * w, o, c, col_b=True)
             return
         if patches(win):

@@ -11,14 +11,19 @@ importers write them) runs as templates/gpu/channel_scale.cu.j2, a pass over x i
 vectors, instead of the elementwise template's element-at-a-time loop. Any other mul is the
 shared elementwise lowering.
 
-Why a pass of its own and not a fused load: the scale's next reader is a pointwise conv, a
-CUTLASS GEMM whose mainloop reads A through TMA or cp.async tiles that cannot be scaled per
-(image, channel) on the way in, and its writer (the depthwise conv) cannot apply it, since the
-gate is computed from that conv's whole output.
+Where only the block's projection (a 1x1 conv running as the GEMM) reads the product and the
+map has more pixels than the conv has outputs (codegen/squeeze_excitation.scales), the mul emits
+nothing: the conv scales its weights per image instead and runs a GEMM batched over the images
+(gemm.scaled_pointwise), C x O products per image instead of HW x C, and the product is never
+written out and read back. Elsewhere the scale stays a pass of its own, not a fused load: the
+GEMM's mainloop reads A through TMA or cp.async tiles that cannot be scaled per (image, channel)
+on the way in, and the map's writer (the depthwise conv) cannot apply it, since the gate is
+computed from that conv's whole output.
 """
 
 from __future__ import annotations
 
+from ait_build.backends.gpu.gemm import folded_scale
 from ait_build.codegen.cexpr import broadcast_strides, cexpr, elements
 from ait_build.codegen.elementwise import lower_simple
 from ait_build.codegen.kernel import io_params, make_kernel
@@ -76,7 +81,9 @@ def _channel_gate(lw) -> tuple | None:
     return None
 
 
-def lower_mul(lw) -> None:
+def lower_mul(engine, lw) -> None:
+    if folded_scale(engine, lw.plan, lw.node) is not None:
+        return  # the projection after it scales its weights by the gate (gemm.scaled_pointwise)
     gate = _channel_gate(lw)
     if gate is None:
         lower_simple(lw)
@@ -87,6 +94,6 @@ def lower_mul(lw) -> None:
     params = io_params(lw, node.output, "x", "s") + [
         ("int64_t", p) for p in ("rows", "P", "C", "s_stride")]
     kernel = make_kernel("channel_scale", node.op, lw.template("channel_scale"),
-                         dict(ctype=lw.ctype(node.output)), params)
+                         dict(ctype=lw.ctype(node.output), shared_x=False), params)
     lw.call(kernel, [lw.dst(node.output), lw.src(x), lw.src(s), cexpr(elements(shape[:-1])),
                      cexpr(elements(shape[1:-1])), cexpr(shape[-1]), cexpr(s_stride)])

@@ -24,6 +24,18 @@ from backends.family_ops import (CONCAT_NORMS, IMPORT_FAMILIES, LAYOUT_SWAPS,  #
 B = {"batch": {"min": 1, "max": 8, "opt": 3}}
 
 
+def se_block(prefix: str, x: str, hidden: int, c: int, gate: str, out: int, residual=None) -> list:
+    """A squeeze-excitation block of the map `x` (c channels) and its 1x1 projection to `out`
+    channels (plus `residual`), as the importers write it: pool, two 1x1 convs, the gate."""
+    p = prefix + "_"
+    return [n(p + "pool", "global_avg_pool", [x], keepdims=True),
+            n(p + "fc1", "conv2d", [p + "pool"], out_channels=hidden, kernel=1, activation="relu"),
+            n(p + "fc2", "conv2d", [p + "fc1"], out_channels=c, kernel=1, activation=gate),
+            n(p + "mul", "mul", [x, p + "fc2"]),
+            n(p + "proj", "conv2d", [p + "mul"] + ([residual] if residual else []),
+              out_channels=out, kernel=1)]
+
+
 # every op the cuda backend lowers, in float16, with shapes that reach each kernel variant
 # (aligned CUTLASS GEMMs and convs, the unaligned fallbacks, direct grouped/depthwise convs)
 GROUPS = {
@@ -474,7 +486,8 @@ GROUPS = {
     # squeeze-excitation blocks as the importers write them: MobileNetV3's (relu, then the
     # add 3 -> relu6 -> div 6 hardsigmoid the epilogue takes) and EfficientNet's (silu, sigmoid)
     "squeeze_excitation": dict(
-        inputs={"x": {"shape": ["batch", 14, 14, 64]}},
+        inputs={"x": {"shape": ["batch", 14, 14, 64]}, "y": {"shape": ["batch", 14, 14, 64]},
+                "z": {"shape": ["batch", 7, 7, 96]}},
         graph=[n("pool", "global_avg_pool", ["x"], keepdims=True),
                n("fc1", "conv2d", ["pool"], out_channels=16, kernel=1),
                n("fc1_act", "relu", ["fc1"]),
@@ -485,8 +498,15 @@ GROUPS = {
                n("e_fc1", "conv2d", ["pool"], out_channels=16, kernel=1, activation="silu"),
                n("e_fc2", "conv2d", ["e_fc1"], out_channels=64, kernel=1),
                n("e_gate", "sigmoid", ["e_fc2"]),
-               n("effnet", "mul", ["x", "e_gate"])],
-        outputs=["mnv3", "effnet"]),
+               n("effnet", "mul", ["x", "e_gate"]),
+               # blocks whose projection alone reads the product: where the map has more pixels
+               # than the projection outputs, the gate scales its weights per image instead
+               # (gpu/gemm.py scaled_pointwise), into 24 outputs and into 64 with a residual; a
+               # 7x7 map into 64 outputs keeps the mul
+               *se_block("a", "y", 16, 64, "hardsigmoid", 24),
+               *se_block("b", "y", 16, 64, "sigmoid", 64, residual="y"),
+               *se_block("c", "z", 24, 96, "sigmoid", 64)],
+        outputs=["mnv3", "effnet", "a_proj", "b_proj", "c_proj"]),
     "import_families": IMPORT_FAMILIES,  # tests/backends/family_ops.py, also built for cpu
     # DenseNet's concat -> batch norm -> relu and lone batch norms -> relu6/silu, fused by the
     # optimizer (only the ends are outputs): concat_elementwise.cu.j2 in 16-byte vectors and

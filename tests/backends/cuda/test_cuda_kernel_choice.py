@@ -305,3 +305,32 @@ def test_patch_convs_gather_then_gemm(tmp_path):
     assert patch[1].args[5:8] == ("9*d_batch", "16", "72")  # M, N = O, K = 3 * 3 * 8
     srcs = kernels(op_spec("conv"), "h200", tmp_path)
     assert names(srcs, "patches") and names(srcs, "conv2d")
+
+
+def test_gates_fold_into_the_projection_over_larger_maps():
+    """A squeeze-excitation's mul whose product only the block's 1x1 projection reads, over a map
+    of more pixels than the projection has outputs, emits nothing: the projection scales its
+    weights by each image's gate (channel_scale's kernel, every image reading the same rows)
+    and runs one GEMM batched over the images, keyed by its rows per image (problem `m`) and
+    chosen by the number of images. The muls that are outputs, and the 7x7 map into 64 outputs
+    (49 pixels), keep the pass over the map. (Numerics: the group's GPU test.)"""
+    plan = build_plan(op_spec("squeeze_excitation"), "h200", tune=False)
+    steps: dict = {}
+    for step in plan.steps:
+        steps.setdefault(step.node, []).append(step)
+    assert "a_mul" not in steps and "b_mul" not in steps
+    for mul in ("mnv3", "effnet", "c_mul"):
+        assert [s.kernel.name.split("_")[:2] for s in steps[mul]] == [["channel", "scale"]]
+    for proj, out, residual in (("a_proj", 24, "nullptr"), ("b_proj", 64, plan.values["y"].var)):
+        scale, gemm = steps[proj]
+        assert scale.kernel.name.startswith("scaled_weights_")
+        scaled, weight, gate = scale.args[:3]
+        assert gate == plan.values[proj.replace("proj", "fc2")].var
+        assert scale.args[4:] == (str(out), "64", "64")  # P = O rows an image, C, gate stride
+        assert gemm.tuning.tunable.problem == (("n", out), ("k", 64), ("m", 196))
+        assert str(gemm.tuning.tunable.extent) == "batch"
+        # out, the map, the scaled weights, bias, residual; M N K; bi = the images, their strides
+        assert gemm.args[1:3] == (plan.values["y"].var, scaled) and gemm.args[4] == residual
+        assert gemm.args[5:8] == ("196", str(out), "64")
+        assert gemm.args[10:] == ("d_batch", "0", str(196 * 64), "0", str(out * 64))
+    assert [s.kernel.name.split("_")[0] for s in steps["c_proj"]] == ["gemm"]

@@ -11,6 +11,7 @@ call's own Tunable chooses the same."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 
@@ -102,3 +103,21 @@ def test_the_estimate_ranks_by_the_documented_effects():
             *SM80_CONV_NARROW]
     assert best("conv2d", conv, 128, pool) in {"sm80_64x64x32_w32x32x32_s4"} | {
         c.name for c in SM80_CONV_NARROW if c.tile[0] <= 128}
+
+
+def test_a_gemm_per_image_is_estimated_as_its_batched_twin():
+    """A GEMM per image (gpu/gemm.py `per_image`: problem `m`, the extent the images) costs what
+    the same GEMM batched over `l` images at `m` rows does, and reserves the same stream-K
+    scratch."""
+    h200 = Device.of(find_target("h200"), True)
+    candidates = gemm_candidates("float16", True, 8, 120)[0]
+    for images in (1, 128):
+        per_image, batched = {"n": 40, "k": 120, "m": 784}, {"n": 40, "k": 120, "l": images}
+        assert [c.name for _, c in ranked(h200, "gemm", per_image, candidates, images)] == \
+            [c.name for _, c in ranked(h200, "gemm", batched, candidates, 784)]
+        for c in candidates:
+            assert estimate_us(h200, "gemm", per_image, c, images) == \
+                estimate_us(h200, "gemm", batched, c, 784)
+            if c.workspace is not None:
+                per, bat = (SimpleNamespace(problem=tuple(p.items())) for p in (per_image, batched))
+                assert c.workspace(per, images) == c.workspace(bat, 784)
