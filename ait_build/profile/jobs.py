@@ -24,7 +24,9 @@ class Problem:
         return (self.tunable.family, self.tunable.problem_text, self.extent)
 
     def describe(self) -> str:
-        name = "m" if self.tunable.kind == "gemm" else "n"
+        # the extent: a GEMM's rows, or the images (n) of a conv or of a GEMM per image (`m` given)
+        rows = self.tunable.kind == "gemm" and "m" not in dict(self.tunable.problem)
+        name = "m" if rows else "n"
         return f"{self.tunable.problem_text} {name}={self.extent}"
 
 
