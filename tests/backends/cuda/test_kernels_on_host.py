@@ -10,7 +10,8 @@ and float32, against the
 reference executor with the GPU tests' single-op tolerances, and in float16 once more on tensors
 that start one element past an aligned address (the single-element fallbacks); and the explicit
 im2col of the stem convs (`stem_conv`, float16 and float32) alone, its GEMM being CUTLASS's,
-against NumPy's windows bit for bit, into 16-byte aligned rows and rows one element past. What it
+against NumPy's windows bit for bit, into 16-byte aligned rows and rows one element past; and the
+kernel that scales a squeeze-excitation projection's weights by each image's gate. What it
 catches: indexing, bounds, tiles that overrun the image, vector widths that do not divide the
 channels, unaligned pointers; not what only a GPU shows (speed, races between blocks, the
 compiler's device code).
@@ -150,3 +151,49 @@ def test_stem_im2col_matches_numpy_on_the_host(dtype, tmp_path):
             np.testing.assert_array_equal(got.view(f"u{x.itemsize}"),
                                           expected.view(f"u{x.itemsize}"),
                                           err_msg=f"{step.node}/{dtype}" + (" (unaligned)" if shifted else ""))
+
+
+def test_gate_scaled_weights_match_numpy_on_the_host(tmp_path):
+    """The kernel that scales a projection's weights [O, C] by each image's gate before the GEMM
+    batched over the images (gpu/gemm.py scaled_pointwise: channel_scale.cu.j2 with every image
+    reading the same rows) writes float16(w * gate) bit for bit: 16-byte vectors (C = 64), single
+    elements (C = 13, and pointers one element past an aligned address)."""
+    import ctypes
+    if cuda_include() is None:
+        pytest.skip("no CUDA headers (CUDA_HOME/include/cuda_runtime.h)")
+    from ait_build.pipeline import build_plan
+    spec = op_spec("squeeze_excitation")
+    out = str(tmp_path / "gates")
+    emit(spec, "h200", out)
+    steps = [s for s in build_plan(spec, "h200").steps if s.kernel.label == "scaled_weights"]
+    assert [s.node for s in steps] == ["a_proj", "b_proj"]
+    kernel = steps[0].kernel
+    assert steps[1].kernel.name == kernel.name
+    driver = ('#include "ait_cuda.h"\nnamespace ait_kernels {\n'
+              f"int {kernel.name}(const ait::Ctx& cx, {kernel.params});\n}}\n"
+              'extern "C" int run(void* out, const void* w, const void* s, int64_t rows, '
+              "int64_t P, int64_t C, int64_t s_stride) {\n  ait::Ctx cx{nullptr, 4, nullptr, 0};\n"
+              f"  return ait_kernels::{kernel.name}(cx, static_cast<__half*>(out), "
+              "static_cast<const __half*>(w), static_cast<const __half*>(s), rows, P, C, "
+              "s_stride);\n}\n")
+    run = ctypes.CDLL(build_kernels(out, [kernel], driver)).run
+    run.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64] * 4
+    rng = np.random.default_rng(0)
+
+    def aligned(values: np.ndarray, shifted: bool) -> np.ndarray:
+        buf = np.full(values.size + 16, np.nan, np.float16)
+        start = (-buf.ctypes.data % 16) // 2 + (1 if shifted else 0)
+        view = buf[start:start + values.size].reshape(values.shape)
+        view[...] = values
+        return view
+
+    for n, o, c, shifted in ((3, 24, 64, False), (2, 5, 13, False), (2, 8, 64, True)):
+        w = rng.standard_normal((o, c)).astype(np.float16)
+        gate = rng.random((n, c)).astype(np.float16)
+        product = w[None].astype(np.float32) * gate[:, None].astype(np.float32)
+        expected = product.astype(np.float16)
+        got = aligned(np.full(expected.shape, np.nan, np.float16), shifted)
+        wa, ga = aligned(w, shifted), aligned(gate, shifted)
+        assert run(got.ctypes.data, wa.ctypes.data, ga.ctypes.data, n * o, o, c, c) == 0
+        np.testing.assert_array_equal(got.view("u2"), expected.view("u2"),
+                                      err_msg=f"{n}x{o}x{c}" + (" (unaligned)" if shifted else ""))
