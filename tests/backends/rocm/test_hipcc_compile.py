@@ -175,3 +175,26 @@ def test_stem_im2col_kernels_compile_for_gfx90a(tmp_path):
         proc = subprocess.run(tc.compile_command(str(unity), str(out / "stems.o")),
                               capture_output=True, text=True, env=tc.environ())
         assert proc.returncode == 0, f"{group} {dtype}:\n{proc.stderr[-4000:]}"
+
+
+def test_folded_gate_kernels_compile_for_gfx90a(tmp_path):
+    """Squeeze-excitation gates folded into their projections (gpu/gemm.py scaled_pointwise) on
+    mi250: the kernel that scales the projection's weights per image (channel_scale.cu.j2 with
+    every image reading the same rows) compiles with hipcc for gfx90a; the batched GEMM after it
+    is the MFMA dispatch every GEMM of the model runs (test_every_spec_builds_for_gfx90a)."""
+    if shutil.which("hipcc") is None:
+        pytest.skip("hipcc is not on PATH")
+    from ait_build.backends import toolchain_for
+    from ait_build.pipeline import emit
+    sys.path.insert(0, os.path.join(ROOT, "tests", "backends", "cuda"))
+    from cuda_op_groups import op_spec
+    spec, target = op_spec("squeeze_excitation"), find_target("mi250")
+    out = tmp_path / "gates"
+    emit(spec, target, str(out))
+    steps = [s for s in build_plan(spec, target).steps if s.node in ("a_proj", "b_proj")]
+    assert [s.kernel.label for s in steps] == ["scaled_weights", "gemm"] * 2
+    source = str(out / steps[0].kernel.source)
+    tc = toolchain_for(target)
+    proc = subprocess.run(tc.compile_command(source, str(tmp_path / "scaled.o")),
+                          capture_output=True, text=True, env=tc.environ())
+    assert proc.returncode == 0, proc.stderr[-4000:]
