@@ -61,6 +61,7 @@ class ModelPlan:
     # per-tile sums for the global average pool that reads it: backends/gpu/depthwise.py)
     handed_on: dict = field(default_factory=dict)
     _readers: dict | None = field(default=None, repr=False, compare=False)  # tensor -> readers
+    _found: dict = field(default_factory=dict, repr=False, compare=False)  # memo() -> its values
     tuning: object = None  # tuning.TuningReport once finalized
     # (node, why) of calls a GPU backend runs on a plain fallback kernel (a direct conv, a tiled
     # GEMM without tensor or matrix cores): an order of magnitude slower; the build says so
@@ -101,6 +102,13 @@ class ModelPlan:
         if self._readers is None:
             self._readers = self.graph.consumers()
         return self._readers.get(tensor, [])
+
+    def memo(self, key: str, find: Callable):
+        """`find()` of the graph (patterns several lowerings ask about), computed once: lowering
+        does not change the graph."""
+        if key not in self._found:
+            self._found[key] = find()
+        return self._found[key]
 
     def scratch(self) -> tuple:
         """(shared, per-thread) scratch bytes: the largest any step needs."""

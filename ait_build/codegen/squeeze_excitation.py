@@ -2,7 +2,8 @@
 RegNetY compute a per-channel gate from a feature map (global_avg_pool -> 1x1 conv -> 1x1 conv)
 and multiply the map by it; the block's projection, a 1x1 conv, then reads the product.
 
-`scales` names the multiplies a backend may fold into that conv: where the map has more pixels
+`gates` and `scales` find them in a graph; lowerings ask `plan_gates` and `plan_scales`, found
+once per plan. `scales` names the multiplies a backend may fold into that conv: where the map has more pixels
 than the conv has outputs, scaling the conv's weights per image (C x O products) moves fewer
 bytes than scaling the map (HW x C), and the product is never written out and read back. The cpu
 backend scales the weights inside its conv kernel (backends/cpu/squeeze_excite.py), the GPU
@@ -81,3 +82,13 @@ def scales(graph) -> dict:
                 found.update({mul.name: scale, readers[0].name: scale})
                 break
     return found
+
+
+def plan_gates(plan) -> dict:
+    """`gates` of the plan's graph, found once."""
+    return plan.memo("squeeze_excitation.gates", lambda: gates(plan.graph))
+
+
+def plan_scales(plan) -> dict:
+    """`scales` of the plan's graph, found once."""
+    return plan.memo("squeeze_excitation.scales", lambda: scales(plan.graph))

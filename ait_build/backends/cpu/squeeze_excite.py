@@ -23,19 +23,18 @@ from ait_build.codegen.cexpr import cexpr
 from ait_build.codegen.elementwise import ACT
 from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.plan import Lowerer
-from ait_build.codegen.squeeze_excitation import Gate, gates, scales
+from ait_build.codegen.squeeze_excitation import Gate, plan_gates, plan_scales
 
 MUL = shared.ELEMENTWISE["mul"]
 
 
 def lower_global_avg_pool(lw) -> None:
-    if lw.node.name not in gates(lw.plan.graph):
+    if lw.node.name not in plan_gates(lw.plan):
         rows_and_windows.lower_global_avg_pool(lw)
 
 
 def lower_conv2d(lw) -> None:
-    graph = lw.plan.graph
-    gate, scale = gates(graph).get(lw.node.name), scales(graph).get(lw.node.name)
+    gate, scale = plan_gates(lw.plan).get(lw.node.name), plan_scales(lw.plan).get(lw.node.name)
     if gate is None:
         gemm.lower_conv2d(lw, (scale.map, scale.gate) if scale else None)
     elif lw.node.name == gate.fc2.name:
@@ -44,7 +43,7 @@ def lower_conv2d(lw) -> None:
 
 
 def lower_mul(lw) -> None:
-    if lw.node.name not in scales(lw.plan.graph):  # else the conv after it scales its rows
+    if lw.node.name not in plan_scales(lw.plan):  # else the conv after it scales its rows
         MUL(lw)
 
 

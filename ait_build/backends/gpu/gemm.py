@@ -28,7 +28,7 @@ from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, element
 from ait_build.codegen.elementwise import act_fn, float_literal, hardtanh_struct
 from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.op_geometry import conv_geometry, conv_kernel_params, matmul_geometry
-from ait_build.codegen.squeeze_excitation import Scale, scales
+from ait_build.codegen.squeeze_excitation import Scale, plan_scales
 from ait_build.codegen.tuning import Tunable
 from ait_build.errors import AitError
 from ait_build.ir.dims import Dim
@@ -237,7 +237,7 @@ def folded_scale(engine: MatrixEngine, plan, node) -> Scale | None:
     """The squeeze-excitation gate that the 1x1 conv of `node`'s block (`node` is that conv or
     the gate's mul) takes over (codegen/squeeze_excitation.scales), where the conv runs as the
     GEMM: input and output channels the engine can read. Else None (the mul scales the map)."""
-    scale = scales(plan.graph).get(node.name)
+    scale = plan_scales(plan).get(node.name)
     if scale is None:
         return None
     tensors = plan.graph.tensors

@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from ait_build.backends.cpu import squeeze_excite
+from ait_build.codegen import squeeze_excitation
 from ait_build.passes import optimize
 from ait_build.spec.model import load_model
 
@@ -117,8 +117,8 @@ def test_means_split_by_pixels_across_threads(built, tmp_path, monkeypatch):
 
 def test_chains_found_on_the_graph(built, cpu_target):
     graph, _ = optimize(built[2], cpu_target)
-    found = squeeze_excite.gates(graph)
+    found = squeeze_excitation.gates(graph)
     assert {g.fc2.name for g in found.values()} == {"se.fc2", "se2.fc2", "se3.fc2", "se5.fc2",
                                                     "se6.fc2", "se7.fc2"}
-    scales = squeeze_excite.scales(graph)
+    scales = squeeze_excitation.scales(graph)
     assert {s.conv.name for s in scales.values()} == {"proj", "proj2", "proj6", "proj7"}
