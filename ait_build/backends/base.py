@@ -55,6 +55,9 @@ class Backend:
     step_timing: bool = False  # the library exports num_steps() and time_steps()
     render_globals: Mapping = field(default_factory=dict)  # names every template of it may use
     profile_driver: str = ""  # template of the `ait-build profile` timing driver ('' : none)
+    # a header template every kernel source begins with, which the build precompiles once per
+    # target where the compiler can ('' : none; build/precompiled.py)
+    precompiled_header: str = ""
 
     def template(self, kind: str) -> str:
         try:

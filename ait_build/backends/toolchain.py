@@ -68,6 +68,13 @@ class Toolchain:
             cmd.append(f"-frandom-seed={seed}")
         return cmd + ["-c", source, "-o", obj]
 
+    def precompile_command(self, header: str, out: str) -> list:
+        """Compile a header into a precompiled one (g++: `out` is its .gch) with the flags
+        of compile_command, which then takes it through `-include` (build/precompiled.py)."""
+        cmd = [self.cxx, *self.flags, *(f"-D{d}" for d in self.defines)]
+        cmd += [f"-I{d}" for d in self.include_dirs]
+        return cmd + ["-x", "c++-header", "-c", header, "-o", out]
+
     def link_command(self, objects, library: str) -> list:
         return self._link(["-shared", *self.link_flags, "-o", library, *objects])
 

@@ -24,20 +24,24 @@ import SCons.Builder
 import SCons.Scanner.C
 import SCons.Scanner.Prog
 
+from ait_build.build import precompiled
 from ait_build.build.cache import keyed_by_content
 from ait_build.codegen.digest import sha256_file
 
 
 class ArgvAction(SCons.Action.FunctionAction):
-    """Runs `command(target, source, env) -> (argv, signature)`; prints `label(...)` as its line
-    (or the whole argv with verbose=1)."""
+    """Runs `command(target, source, env) -> (argv, signature)`, with `extra(target, source,
+    env)`'s arguments added when it runs (never in the signature); prints `label(...)` as its
+    line (or the whole argv with verbose=1)."""
 
-    def __init__(self, command, verb: str):
-        self.command, self.verb = command, verb
+    def __init__(self, command, verb: str, extra=None):
+        self.command, self.verb, self.extra = command, verb, extra
         super().__init__(self._run, {"strfunction": self._line})
 
     def _run(self, target, source, env):
         argv, _ = self.command(target, source, env)
+        if self.extra:
+            argv = argv + self.extra(target, source, env)
         try:
             return subprocess.run(argv, env=env["ENV"], check=False).returncode
         except OSError as exc:
@@ -78,6 +82,17 @@ def compile_command(target, source, env) -> tuple:
             _without(signature, {f"-I{d}" for d in tc.include_dirs}))
 
 
+def precompiled_header(target, source, env) -> list:
+    """`-include` of the target's precompiled kernel header where the compile step has one
+    (AIT_PRECOMPILED: the backend's header template and support files, and the folder) and no
+    launcher: it leaves the object as it is, so it is no part of the command's signature."""
+    given = env.get("AIT_PRECOMPILED")
+    if not given or env.get("AIT_LAUNCHER"):
+        return []
+    header, support_files, folder = given
+    return precompiled.prefix_args(env["AIT_TOOLCHAIN"], header, support_files, folder)
+
+
 def source_digest(path: str) -> str:
     """The first 16 hex digits of the file's SHA-256 (its name where it cannot be read: a dry
     run prints commands of sources not yet generated)."""
@@ -108,7 +123,8 @@ def add_builders(env) -> None:
     """AitCompile (one source -> one object, cached by content: cache.py), AitLink (objects ->
     shared library) and AitProgram (objects -> program)."""
     env.Append(BUILDERS={
-        "AitCompile": SCons.Builder.Builder(action=ArgvAction(compile_command, "compiling"),
+        "AitCompile": SCons.Builder.Builder(action=ArgvAction(compile_command, "compiling",
+                                                                   precompiled_header),
                                             emitter=keyed_by_content,
                                             source_scanner=SCons.Scanner.C.CScanner(),
                                             single_source=True),

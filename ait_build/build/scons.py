@@ -292,11 +292,18 @@ def model_rules(env, spec: str, tname: str, target, root: str, claimed: dict) ->
     genv.Precious(generated)  # emit() leaves unchanged files alone; SCons must not delete them
     by_path = {str(node.abspath): node for node in generated}
     objects = []
+    backend = get_backend(target.backend)
+    pch = {}  # kernels begin with one header: precompiled once per target (precompiled.py)
+    if backend.precompiled_header:
+        pch["AIT_PRECOMPILED"] = (backend.precompiled_header, backend.support_files,
+                                  os.path.join(root, "build", tname, ".pch"))
     for src in sorted(emission.compiled_sources):
         obj = file(os.path.join(out, "obj", _stem(src) + env["AIT_OBJ_SUFFIX"]))
-        obj = genv.AitCompile(target=obj, source=by_path[os.path.join(out, src)])[0]
+        kernel = src in emission.kernel_sources
+        obj = genv.AitCompile(target=obj, source=by_path[os.path.join(out, src)],
+                              **(pch if kernel else {}))[0]
         objects.append(obj)
-        if src in emission.kernel_sources:
+        if kernel:
             _after_same_kernel(genv, tname, src, obj)
     library = genv.AitLink(target=file(os.path.join(out, f"lib{emission.name}.so")), source=objects)
     digest = genv.AitDigest(target=file(os.path.join(out, f"lib{emission.name}.so.sha256")),

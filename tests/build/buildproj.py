@@ -118,8 +118,10 @@ _SNAPSHOT: list = []
 def copy_tree(src: str, dest: str) -> None:
     """A copy of a project or build folder. Files the build hard-linked (a cpu build's BLAS,
     hundreds of MB of MKL) are linked again, being shared already; every other file is copied,
-    so edits to the copy never reach the original."""
-    shutil.copytree(src, dest, symlinks=True, copy_function=_link_if_shared)
+    so edits to the copy never reach the original. The precompiled kernel header (build/<target>/
+    .pch, 76 MB) stays behind: a build makes it again where it compiles a kernel."""
+    shutil.copytree(src, dest, symlinks=True, copy_function=_link_if_shared,
+                    ignore=shutil.ignore_patterns(".pch"))
 
 
 def _link_if_shared(src: str, dst: str) -> None:

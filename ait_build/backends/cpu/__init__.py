@@ -79,6 +79,7 @@ BACKEND = Backend(
     templates=frozen(TEMPLATES),
     model_template="cpu/model.cpp.j2",
     support_files=frozen(SUPPORT_FILES),
+    precompiled_header="cpu/include/ait_precompiled.h",  # ait_cpu.h and the intrinsics
     ctypes=frozen(CTYPE),
     io_ctypes=frozen(IO_CTYPE),
     sizeof=frozen(SIZEOF),
