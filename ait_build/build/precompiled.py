@@ -64,7 +64,10 @@ def prefix_args(toolchain, header_template: str, support_files, folder: str) -> 
     command = toolchain.precompile_command(NAME, "OUT")
     home = os.path.join(folder, key(files, command, toolchain.version()))
     header = os.path.join(home, NAME)
-    if not os.path.exists(header + ".gch") and not _make(home, files, toolchain):
+    try:
+        if not os.path.exists(header + ".gch") and not _make(home, files, toolchain):
+            return []
+    except OSError:  # a folder it cannot write: the kernel compiles without it
         return []
     return ["-include", header]
 

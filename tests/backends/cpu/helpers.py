@@ -9,9 +9,9 @@ only if no one has, and renames the finished object into place.
 
 A kernel's compile is mostly parsing its one header, ait_cpu.h (the standard library and the
 intrinsics), so that header is precompiled once per run for each command and set of header bytes
-and linked beside each model's copy, where g++ reads it instead. The objects are byte-identical to
-those of the plain compile (tests/backends/cpu/test_headers.py checks it): the tests still
-compile what a build compiles.
+and linked beside each model's copy, where g++ reads it instead (a build precompiles its own,
+ait_build/build/precompiled.py). The objects are byte-identical to those of the plain compile
+(tests/backends/cpu/test_headers.py checks it): the tests still compile what a build compiles.
 """
 
 from __future__ import annotations
@@ -83,8 +83,7 @@ def precompile_kernel_header(tc, out_dir: str, emission, cache_dir) -> str | Non
     header = os.path.join(out_dir, KERNEL_HEADER)
 
     def make(partial: str) -> None:
-        argv = tc.compile_command(header, partial, prefix_map=out_dir)
-        _run_compiler(argv[:-4] + ["-x", "c++-header"] + argv[-4:], KERNEL_HEADER)
+        _run_compiler(tc.precompile_command(header, partial), KERNEL_HEADER)
 
     pch = _once(os.path.join(str(cache_dir), key + ".gch"), make)
     if not os.path.lexists(header + ".gch"):
