@@ -59,8 +59,7 @@ class Toolchain:
         the build folder becomes `.` and the source's own folder nothing (the later map wins),
         so a kernel compiled for two models gives one object; `seed` (the source's hash) is
         g++'s -frandom-seed, which would otherwise come from the object's path."""
-        cmd = [self.cxx, *self.flags, *(f"-D{d}" for d in self.defines)]
-        cmd += [f"-I{d}" for d in tuple(include_dirs) + self.include_dirs]
+        cmd = self._compile_head(include_dirs)
         if prefix_map:
             for mapping in (f"{prefix_map}=.", f"{os.path.dirname(source) or '.'}/="):
                 cmd += [*self.host_prefix, f"-ffile-prefix-map={mapping}"]
@@ -71,9 +70,12 @@ class Toolchain:
     def precompile_command(self, header: str, out: str) -> list:
         """Compile a header into a precompiled one (g++: `out` is its .gch) with the flags
         of compile_command, which then takes it through `-include` (build/precompiled.py)."""
+        return self._compile_head() + ["-x", "c++-header", "-c", header, "-o", out]
+
+    def _compile_head(self, include_dirs=()) -> list:
+        """The compiler, flags, defines and include folders every compile starts with."""
         cmd = [self.cxx, *self.flags, *(f"-D{d}" for d in self.defines)]
-        cmd += [f"-I{d}" for d in self.include_dirs]
-        return cmd + ["-x", "c++-header", "-c", header, "-o", out]
+        return cmd + [f"-I{d}" for d in tuple(include_dirs) + self.include_dirs]
 
     def link_command(self, objects, library: str) -> list:
         return self._link(["-shared", *self.link_flags, "-o", library, *objects])

@@ -60,9 +60,7 @@ def prefix_args(toolchain, header_template: str, support_files, folder: str) -> 
     (build/<target>/.pch) first where it does not exist; [] where it cannot be used."""
     if toolchain.host_prefix or not is_gcc(toolchain.cxx):
         return []
-    files = header_files(header_template, support_files)
-    command = toolchain.precompile_command(NAME, "OUT")
-    home = os.path.join(folder, key(files, command, toolchain.version()))
+    home, files = _home(toolchain, header_template, tuple(sorted(support_files.items())), folder)
     header = os.path.join(home, NAME)
     try:
         if not os.path.exists(header + ".gch") and not _make(home, files, toolchain):
@@ -70,6 +68,15 @@ def prefix_args(toolchain, header_template: str, support_files, folder: str) -> 
     except OSError:  # a folder it cannot write: the kernel compiles without it
         return []
     return ["-include", header]
+
+
+@functools.lru_cache(maxsize=None)
+def _home(toolchain, header_template: str, support_items: tuple, folder: str) -> tuple:
+    """(the header's folder under `folder`, its files): rendered and hashed once per build
+    process, not at every kernel's compile."""
+    files = header_files(header_template, dict(support_items))
+    command = toolchain.precompile_command(NAME, "OUT")
+    return os.path.join(folder, key(files, command, toolchain.version())), files
 
 
 def _make(home: str, files: dict, toolchain) -> bool:

@@ -3,11 +3,12 @@ RegNetY compute a per-channel gate from a feature map (global_avg_pool -> 1x1 co
 and multiply the map by it; the block's projection, a 1x1 conv, then reads the product.
 
 `gates` and `scales` find them in a graph; lowerings ask `plan_gates` and `plan_scales`, found
-once per plan. `scales` names the multiplies a backend may fold into that conv: where the map has more pixels
-than the conv has outputs, scaling the conv's weights per image (C x O products) moves fewer
-bytes than scaling the map (HW x C), and the product is never written out and read back. The cpu
-backend scales the weights inside its conv kernel (backends/cpu/squeeze_excite.py), the GPU
-layer in a small kernel before a GEMM batched over the images (backends/gpu/squeeze_excitation.py).
+once per plan. `scales` names the multiplies a backend may fold into that conv: where the map
+has more pixels than the conv has outputs, scaling the conv's weights per image (C x O products)
+moves fewer bytes than scaling the map (HW x C), and the product is never written out and read
+back. The cpu backend scales the weights inside its conv kernel (backends/cpu/squeeze_excite.py),
+the GPU layer in a small kernel before a GEMM batched over the images
+(backends/gpu/squeeze_excitation.py).
 """
 
 from __future__ import annotations
