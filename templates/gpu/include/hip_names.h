@@ -30,6 +30,7 @@
 #define cudaMalloc                     hipMalloc
 #define cudaMemcpy                     hipMemcpy
 #define cudaMemcpyHostToDevice         hipMemcpyHostToDevice
+#define cudaMemsetAsync                hipMemsetAsync
 #define cudaSetDevice                  hipSetDevice
 #define cudaStreamBeginCapture         hipStreamBeginCapture
 #define cudaStreamCaptureModeRelaxed   hipStreamCaptureModeRelaxed
@@ -38,6 +39,7 @@
 #define cudaStreamDestroy              hipStreamDestroy
 #define cudaStreamEndCapture           hipStreamEndCapture
 #define cudaStreamNonBlocking          hipStreamNonBlocking
+#define cudaStreamSynchronize          hipStreamSynchronize
 #define cudaStreamWaitEvent            hipStreamWaitEvent
 #define cudaStream_t                   hipStream_t
 #define cudaSuccess                    hipSuccess
