@@ -29,25 +29,16 @@ def _c(shape) -> str:
     return ", ".join(map(str, shape))
 
 
-def sm80(block, warp, stages: int, iterator: str = "", splits: int = 1) -> Config:
+def sm80(block, warp, stages: int, iterator: str = "") -> Config:
     """A CUTLASS 2.x tensor-op configuration (GEMM and conv alike); a conv's `iterator` other
     than the default kOptimized (kFixedChannels: activations read as whole C-channel vectors,
-    for convs over a few channels such as a stem over 8 padded image channels), and its serial
-    split-K `splits` (conv2d_sm80.cu.j2)."""
+    for convs over a few channels such as a stem over 8 padded image channels)."""
     context = (("block", _c(block)), ("stages", stages), ("warp", _c(warp)))
     suffix = ""
     if iterator:
         context += (("iterator", iterator),)
         suffix = "_" + {"kFixedChannels": "fixed"}[iterator]
-    if splits > 1:
-        context += (("splits", splits),)
-        suffix += f"_k{splits}"
     return Config(f"sm80_{_x(block)}_w{_x(warp)}_s{stages}{suffix}", "sm80", context, tuple(block[:2]))
-
-
-def split_k(config: Config) -> int:
-    """A CUTLASS 2.x conv configuration's serial split-K slices (1: none)."""
-    return dict(config.context).get("splits", 1) if config.kind == "sm80" else 1
 
 
 # stream-K's scratch bound counts partial tiles per multiprocessor; no lent GPU has more
@@ -130,13 +121,6 @@ FIXED_CHANNELS = (
 SM90_CONV_CHANNELS = 64
 
 
-# convs whose tiles are too few to fill the GPU with their reduction long (ResNet-50's 3x3
-# convs at batch 1: 196 rows x 256 outputs, 2304 deep, are 16 blocks of 64 x 64 for 132
-# multiprocessors): serial split-K, the reduction over the input channels split among 2-8
-# blocks per output tile; offered where each slice has at least one depth step of channels.
-# Not estimated (estimate.py ranks the others): only a profile picks them
-SM80_SPLIT_K = tuple(sm80((64, 64, 32), (32, 32, 32), 4, splits=s) for s in (2, 4, 8))
-
 # GEMMs over few channels (the 1x1 convs of mobile CNNs: N or K of 16 to 320, M = batch x pixels,
 # millions of rows): tiles 32 columns wide waste less of a 16-96 column problem than the 64- and
 # 128-wide ones, and with a short K loop more, smaller blocks keep more loads in flight
@@ -186,8 +170,7 @@ def conv_candidates(dtype: str, hopper: bool, min_align: int, channels: int,
     """(candidates, ladder) of an implicit-GEMM conv over `channels` input and `out_channels`
     output channels; the sm90 convs are offered on Hopper targets for 64-channel multiples but
     never in the ladder (slower than sm80 on ResNet-50 as a default, docs/cuda.md): a profile or
-    the estimate picks them. Few channels (either side) add the narrow tiles, enough channels
-    the split-K ones (SM80_SPLIT_K)."""
+    the estimate picks them. Few channels (either side) add the narrow tiles."""
     if dtype == "float32":
         return (SM80_FLOAT32,), (SM80_FLOAT32,)
     ladder = (SM80_LARGE, SM80_SMALL)
@@ -198,12 +181,7 @@ def conv_candidates(dtype: str, hopper: bool, min_align: int, channels: int,
         more = more + FIXED_CHANNELS
     if 0 < min(channels, out_channels or channels) <= CONV_NARROW_CHANNELS:
         more = more + SM80_CONV_NARROW
-    more = more + tuple(c for c in SM80_SPLIT_K if channels >= split_k(c) * _depth(c))
     return ladder + more, ladder
-
-
-def _depth(config: Config) -> int:
-    return int(dict(config.context)["block"].split(",")[2])
 
 
 def family_candidates(family: str, problem: dict, hopper: bool) -> tuple:

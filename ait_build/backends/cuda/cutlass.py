@@ -21,7 +21,7 @@ float32); bfloat16 and float32 models and the GPU layer's own templates keep flo
 
 from __future__ import annotations
 
-from ait_build.backends.cuda.configs import conv_candidates, gemm_candidates, split_k
+from ait_build.backends.cuda.configs import conv_candidates, gemm_candidates
 from ait_build.backends.cuda.estimate import Device, ranked
 from ait_build.backends.gpu.gemm import MatrixEngine
 
@@ -80,10 +80,8 @@ def candidates(lw, op: str, dtype: str, min_align: int, channels: int, out_chann
 def estimate(lw, op: str, problem: tuple, configs: tuple):
     """extent -> the configuration estimate.py ranks first for the call, or None where there is
     nothing to rank (one candidate, sizes known only at run time, a target without the device
-    facts the estimate reads). Split-K convs are not ranked: estimate.py does not model their
-    serial fixup, so only a profile picks them."""
+    facts the estimate reads)."""
     target = lw.plan.target
-    configs = tuple(c for c in configs if split_k(c) == 1)
     if (len(configs) < 2 or not all(isinstance(v, int) for _, v in problem)
             or any(target.fact(k) is None for k in ("sm_count", "peak_fp16_tflops", "hbm_tbps"))):
         return None

@@ -30,7 +30,6 @@
 #define cudaMalloc                     hipMalloc
 #define cudaMemcpy                     hipMemcpy
 #define cudaMemcpyHostToDevice         hipMemcpyHostToDevice
-#define cudaMemsetAsync                hipMemsetAsync
 #define cudaSetDevice                  hipSetDevice
 #define cudaStreamBeginCapture         hipStreamBeginCapture
 #define cudaStreamCaptureModeRelaxed   hipStreamCaptureModeRelaxed
@@ -39,7 +38,6 @@
 #define cudaStreamDestroy              hipStreamDestroy
 #define cudaStreamEndCapture           hipStreamEndCapture
 #define cudaStreamNonBlocking          hipStreamNonBlocking
-#define cudaStreamSynchronize          hipStreamSynchronize
 #define cudaStreamWaitEvent            hipStreamWaitEvent
 #define cudaStream_t                   hipStream_t
 #define cudaSuccess                    hipSuccess

@@ -102,17 +102,6 @@ GROUPS = {
                n("lin_plain", "linear", ["x"], out_features=2048, bias=False),
                n("bmm_relu", "matmul", ["x", "b"], activation="relu")],
         outputs=["lin_res_gelu", "lin_plain", "bmm_relu"]),
-    # convs over enough channels for the serial split-K configurations (configs.SM80_SPLIT_K:
-    # 8 slices of 32 channels), which only a profile picks (test_gpu_split_k names them): a
-    # 3x3 with ReLU, a 3x3 at stride 2 onto a residual, a 1x1 at stride 2 without bias
-    "split_k": dict(
-        inputs={"img": {"shape": ["batch", 14, 14, 256]}, "res": {"shape": ["batch", 7, 7, 128]}},
-        graph=[n("k3_relu", "conv2d", ["img"], out_channels=256, kernel=3, padding=1,
-                 activation="relu"),
-               n("k3_s2_res", "conv2d", ["img", "res"], out_channels=128, kernel=3, stride=2,
-                 padding=1, activation="relu"),
-               n("k1_s2", "conv2d", ["img"], out_channels=64, kernel=1, stride=2, bias=False)],
-        outputs=["k3_relu", "k3_s2_res", "k1_s2"]),
     # convs big enough for the large (128x128) tile at batch 5 and the small one at batch 1,
     # with 64 input channels: 3x3, a 1x1 projection onto a residual, stride 2 with dilation
     "conv_large": dict(

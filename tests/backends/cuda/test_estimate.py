@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from ait_build.backends.cuda.configs import (SM80_CONV_NARROW, conv_candidates, family_candidates,
-                                             gemm_candidates, split_k)
+                                             gemm_candidates)
 from ait_build.backends.cuda.estimate import Device, estimate_us, ranked
 from ait_build.codegen.tuning import tunables
 from ait_build.pipeline import build_plan, find_target
@@ -121,23 +121,3 @@ def test_a_gemm_per_image_is_estimated_as_its_batched_twin():
             if c.workspace is not None:
                 per, bat = (SimpleNamespace(problem=tuple(p.items())) for p in (per_image, batched))
                 assert c.workspace(per, images) == c.workspace(bat, 784)
-
-
-def test_split_k_convs_are_offered_by_channels_and_left_to_a_profile():
-    """The serial split-K convs (configs.SM80_SPLIT_K) are candidates where each slice gets at
-    least one 32-channel depth step, on Hopper targets and others alike; the estimate ranks
-    none of them (it does not model their serial fixup), so a build without a profile entry
-    never runs one: ResNet-50's convs at batch 1, 8 and 256 all get unsplit configurations."""
-    def splits(channels, hopper=True):
-        return sorted(split_k(c) for c in conv_candidates("float16", hopper, 8, channels, 256)[0]
-                      if split_k(c) > 1)
-    assert splits(32) == [] and splits(64) == [2] and splits(128) == [2, 4]
-    assert splits(256) == splits(2048) == splits(256, hopper=False) == [2, 4, 8]
-    offered = 0
-    for _, call in tunables(build_plan(spec_path("resnet50"), find_target("h200"), tune=False)):
-        t = call.tunable
-        if t.kind != "conv2d":
-            continue
-        offered += any(split_k(c) > 1 for c in t.candidates)
-        assert all(split_k(t.estimate(extent)) == 1 for extent in (1, 8, 256)), t.problem_text
-    assert offered >= 10  # the 3x3 convs of layers 2-4 and the strided 1x1s

@@ -150,34 +150,6 @@ def test_narrow_configurations_compile(nvcc, tmp_path, target_name):
         list(pool.map(compile_one, parts.values()))
 
 
-@pytest.mark.parametrize("target_name", ["a100", "h200"])
-def test_split_k_configurations_compile(nvcc, tmp_path, target_name):
-    """The serial split-K convs, which only a profile picks (configs.SM80_SPLIT_K): the split_k
-    op group with a profile naming each of them for its first conv, so that its kernel holds
-    them; each part compiles on its own (with the lock words passed to CUTLASS's parameters on
-    h200, where kernels launch as programmatic dependents, and to its device class on a100)."""
-    from ait_build.backends.cuda.configs import SM80_SPLIT_K
-    from ait_build.codegen.tuning import tunables
-    from test_tuning import entry, target_with_profile
-    spec = op_spec("split_k")
-    first = next(c.tunable for _, c in tunables(build_plan(spec, find_target(target_name), tune=False)))
-    entries = [entry((first.family, first.problem_text), i + 1, c.name) for i, c in enumerate(SM80_SPLIT_K)]
-    target = find_target(target_with_profile(tmp_path, entries, target_name))
-    out = tmp_path / "out"
-    emit(spec, target, str(out))
-    parts = {p.name: p for k in build_plan(spec, target).unique_kernels() for p in k.parts
-             if "splits" in dict(p.context)}
-    assert sorted(dict(p.context)["splits"] for p in parts.values()) == [2, 4, 8]
-    tc = toolchain_for(target)
-
-    def compile_one(part):
-        run_checked(tc.compile_command(str(out / part.source), str(tmp_path / f"{part.name}.o")),
-                    f"compiling {part.source} for {target_name}")
-
-    with ThreadPoolExecutor(2) as pool:
-        list(pool.map(compile_one, parts.values()))
-
-
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_direct_stem_kernels_compile(nvcc, tmp_path, dtype):
     """The direct_stems group's convs on the h200 (`direct_stem_outputs: 32`,
