@@ -39,7 +39,8 @@ class Config:
     """One way to run a tunable call: `name` is what profiles and logs say; `kind` and `context`
     say what the backend renders for it (its own translation unit); `tile` (rows, columns) and
     `base_align` (bytes its operands' bases need) are what the kernel's heuristic and dispatch
-    know of it; `workspace(tunable, extent)` the scratch bytes it may need."""
+    know of it; `workspace(tunable, extent)` the scratch bytes it may need; `estimated` False
+    for one that a backend's estimate leaves unranked, so that only a profile picks it."""
 
     name: str
     kind: str
@@ -47,6 +48,7 @@ class Config:
     tile: tuple = ()
     base_align: int = 0
     workspace: Callable | None = field(default=None, compare=False, hash=False)
+    estimated: bool = field(default=True, compare=False)
 
 
 @dataclass(frozen=True)

@@ -71,10 +71,11 @@ def sm90_gemm(schedule: str, tile, cluster, streamk: bool = False) -> Config:
                   context, tuple(tile[:2]), SM90_BASE, _streamk_workspace(tile) if streamk else None)
 
 
-def sm90_conv(tile, cluster) -> Config:
+def sm90_conv(tile, cluster, estimated: bool = True) -> Config:
     """A CUTLASS 3.x Hopper implicit-GEMM conv (non-persistent: CUTLASS 4.2 has no other)."""
     return Config(f"sm90_conv_{_x(tile)}_c{_x(cluster)}", "sm90",
-                  (("cluster", _c((*cluster, 1))), ("tile", _c(tile))), tuple(tile[:2]), SM90_BASE)
+                  (("cluster", _c((*cluster, 1))), ("tile", _c(tile))), tuple(tile[:2]), SM90_BASE,
+                  estimated=estimated)
 
 
 # float32 models: 3xTF32, one configuration (its math is the point, not its speed)
@@ -107,6 +108,12 @@ SM90_CONVS = (
     sm90_conv((128, 128, 64), (1, 1)),
     sm90_conv((128, 64, 64), (1, 1)),
     sm90_conv((128, 128, 64), (2, 1)),
+    # 64-row tiles (one consumer warp group): twice the blocks of the 128-row ones, for convs
+    # whose tiles are too few to fill the GPU (ResNet-50's 3x3 convs at batch 1 are 8-14 blocks
+    # of 128 x 64 for 132 multiprocessors); not ranked by the estimate: only a profile picks them
+    sm90_conv((64, 128, 64), (1, 1), estimated=False),
+    sm90_conv((64, 64, 64), (1, 1), estimated=False),
+    sm90_conv((64, 32, 64), (1, 1), estimated=False),
 )
 # convs over at most 8 channels whose alignment is the channel count (CUTLASS's
 # kFixedChannels iterator), for the profile to measure against kOptimized on a slow stem

@@ -173,7 +173,9 @@ def estimate_us(device: Device, kind: str, problem: dict, config: Config, extent
 
 
 def ranked(device: Device, kind: str, problem: dict, candidates, extent: int) -> list:
-    """(estimate, config) of every candidate, fastest first (ties: the candidate listed first)."""
+    """(estimate, config) of every candidate the estimate ranks (not those marked not
+    `estimated`: only a profile picks them), fastest first (ties: the candidate listed first)."""
+    candidates = [c for c in candidates if c.estimated]
     order = {c.name: i for i, c in enumerate(candidates)}
     return sorted(((estimate_us(device, kind, problem, c, extent), c) for c in candidates),
                   key=lambda pair: (pair[0], order[pair[1].name]))

@@ -121,3 +121,22 @@ def test_a_gemm_per_image_is_estimated_as_its_batched_twin():
             if c.workspace is not None:
                 per, bat = (SimpleNamespace(problem=tuple(p.items())) for p in (per_image, batched))
                 assert c.workspace(per, images) == c.workspace(bat, 784)
+
+
+def test_64_row_hopper_convs_are_left_to_a_profile():
+    """The Hopper convs with 64-row tiles (configs.SM90_CONVS, not `estimated`) are candidates of
+    convs over 64-channel multiples on Hopper targets only, and the estimate ranks none of them:
+    ResNet-50's convs at batch 1, 8 and 256 built without a profile never run one."""
+    def tiles(channels, hopper=True):
+        return sorted(c.tile for c in conv_candidates("float16", hopper, 8, channels, 256)[0]
+                      if c.kind == "sm90" and c.tile[0] == 64)
+    assert tiles(64) == tiles(512) == [(64, 32), (64, 64), (64, 128)]
+    assert tiles(48) == tiles(64, hopper=False) == []
+    offered = 0
+    for _, call in tunables(build_plan(spec_path("resnet50"), find_target("h200"), tune=False)):
+        t = call.tunable
+        if t.kind != "conv2d":
+            continue
+        offered += any(not c.estimated for c in t.candidates)
+        assert all(t.estimate(extent).estimated for extent in (1, 8, 256)), t.problem_text
+    assert offered >= 10  # the 3x3 convs and the strided 1x1s

@@ -140,14 +140,41 @@ def test_narrow_configurations_compile(nvcc, tmp_path, target_name):
              if k.label in ("conv2d_relu", "gemm_relu") for p in k.parts
              if any(set(context) <= set(p.context) for context in wanted)}
     assert len(parts) == len(SM80_CONV_NARROW) + len(gemms), sorted(parts)
+    compile_parts(target, out, parts.values(), tmp_path)
+
+
+def compile_parts(target, out, parts, obj_dir) -> None:
+    """Compiles each configuration part emitted under `out` on its own, two at a time."""
     tc = toolchain_for(target)
 
     def compile_one(part):
-        run_checked(tc.compile_command(str(out / part.source), str(tmp_path / f"{part.name}.o")),
-                    f"compiling {part.source} for {target_name}")
+        run_checked(tc.compile_command(str(out / part.source), str(obj_dir / f"{part.name}.o")),
+                    f"compiling {part.source} for {target.name}")
 
     with ThreadPoolExecutor(2) as pool:
-        list(pool.map(compile_one, parts.values()))
+        list(pool.map(compile_one, parts))
+
+
+def test_64_row_hopper_convs_compile(nvcc, tmp_path):
+    """The Hopper convs with 64-row tiles, which only a profile picks (configs.SM90_CONVS, not
+    `estimated`): the conv_large op group for h200 with a profile naming each of them for its
+    3x3 conv, so that its kernel holds them; each part compiles on its own (about a minute of
+    nvcc each on 2 cores)."""
+    from ait_build.backends.cuda.configs import SM90_CONVS
+    from ait_build.codegen.tuning import tunables
+    from test_tuning import entry, target_with_profile
+    spec = op_spec("conv_large")
+    first = next(c.tunable for _, c in tunables(build_plan(spec, find_target("h200"), tune=False)))
+    small = [c for c in SM90_CONVS if c.tile[0] == 64]
+    entries = [entry((first.family, first.problem_text), i + 1, c.name) for i, c in enumerate(small)]
+    target = find_target(target_with_profile(tmp_path, entries, "h200"))
+    out = tmp_path / "out"
+    emit(spec, target, str(out))
+    wanted = {c.context for c in small}
+    parts = {p.name: p for k in build_plan(spec, target).unique_kernels() for p in k.parts
+             if any(set(context) <= set(p.context) for context in wanted)}
+    assert len(parts) == len(small), sorted(parts)
+    compile_parts(target, out, parts.values(), tmp_path)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
