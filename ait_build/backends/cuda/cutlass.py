@@ -80,11 +80,10 @@ def candidates(lw, op: str, dtype: str, min_align: int, channels: int, out_chann
 def estimate(lw, op: str, problem: tuple, configs: tuple):
     """extent -> the configuration estimate.py ranks first for the call, or None where there is
     nothing to rank (one candidate, sizes known only at run time, a target without the device
-    facts the estimate reads). Configurations marked not `estimated` are left out: only a
-    profile picks them."""
+    facts the estimate reads). Configurations marked not `estimated` are not counted: `ranked`
+    leaves them out, so only a profile picks them."""
     target = lw.plan.target
-    configs = tuple(c for c in configs if c.estimated)
-    if (len(configs) < 2 or not all(isinstance(v, int) for _, v in problem)
+    if (sum(c.estimated for c in configs) < 2 or not all(isinstance(v, int) for _, v in problem)
             or any(target.fact(k) is None for k in ("sm_count", "peak_fp16_tflops", "hbm_tbps"))):
         return None
     device, sizes = Device.of(target, hopper_family(target, op)), dict(problem)
