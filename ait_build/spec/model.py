@@ -171,6 +171,8 @@ class ModelBuilder(BlockExpander):
                     raise SpecError(f"'when' must be true or false, got {type_name(cond)}",
                                     where(entry, "when"))
                 if not cond:
+                    for name in _entry_names(entry):
+                        scope.dropped.setdefault(name, where(entry, "when"))
                     continue
             if "block" in entry:
                 self._block_use(entry, scope, loc)
@@ -212,6 +214,10 @@ class ModelBuilder(BlockExpander):
         if name in scope.names:
             return scope.names[name]
         base = name.split(":")[0]
+        dropped = scope.dropped.get(base)
+        if dropped is not None:
+            raise SpecError(f"tensor {shown(name)} is not computed: 'when' drops the entry that "
+                            f"defines it (line {dropped.line})", loc)
         later = scope.later.get(base)
         if later is not None and not any(k == base or k.startswith(base + ":") for k in scope.names):
             raise SpecError(f"tensor {shown(name)} is used before the node that computes it (line "
@@ -400,13 +406,17 @@ def _names_defined(entries) -> dict:
     """Literal node and output names in a graph list, to tell 'defined later' from 'undefined'."""
     found: dict = {}
     for i, entry in enumerate(entries):
-        if not isinstance(entry, YMap):
-            continue
-        outputs = entry.get("outputs")
-        for name in [entry.get("name")] + (list(outputs) if isinstance(outputs, YList) else []):
-            if isinstance(name, str) and "$" not in name:
+        if isinstance(entry, YMap):
+            for name in _entry_names(entry):
                 found.setdefault(name, entries.where(i))
     return found
+
+
+def _entry_names(entry: YMap) -> list:
+    """The literal names an entry defines: its own and its `outputs:`."""
+    outputs = entry.get("outputs")
+    names = [entry.get("name")] + (list(outputs) if isinstance(outputs, YList) else [])
+    return [name for name in names if isinstance(name, str) and "$" not in name]
 
 
 def _blame(entry: YMap, attrs: dict, message: str, loc: Location) -> Location:
