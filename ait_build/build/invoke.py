@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from ait_build.build.spec_list import join_paths
+from ait_build.files.read import kind_of
 from ait_build.errors import AitError, ReportedError
 from ait_build.ir.resources import PACKAGE_DIR, project_root, project_spec
 from ait_build.spec.model import load_model
@@ -31,8 +32,10 @@ def spec_name(spec: str) -> str:
 def resolve_spec(spec: str, root: str | None = None) -> str:
     """The absolute path of a spec given as a path or as a model name under specs/."""
     spec = project_spec(spec, root)
-    if not os.path.isfile(spec):
+    if not os.path.exists(spec):
         raise AitError(f"spec file '{spec}' not found")
+    if not os.path.isfile(spec):
+        raise AitError(f"spec file '{spec}' is {kind_of(os.stat(spec).st_mode)}, not a YAML file")
     return os.path.abspath(spec)
 
 

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass
 
 from ait_build.errors import Location, SpecError, did_you_mean, shown
+from ait_build.files.read import kind_of
 from ait_build.spec.fields import (check_header, check_keys, check_path, expect_list, expect_map,
                                    get, type_name)
 from ait_build.spec.names import check_identifier
@@ -136,9 +137,12 @@ class BlockLibrary:
             raise SpecError(f"include loop: {loop}", loc)
         if len(stack) >= MAX_INCLUDE_DEPTH:
             raise SpecError(f"includes nested deeper than {MAX_INCLUDE_DEPTH}", loc)
-        if not os.path.isfile(full):
+        if not os.path.exists(full):
             raise SpecError(f"included file {shown(rel)} not found (looked for {shown(full, 200)})",
                             loc)
+        if not os.path.isfile(full):
+            raise SpecError(f"included file {shown(rel)} is {kind_of(os.stat(full).st_mode)}, not "
+                            "a block file", loc)
         if real in self.files:
             return
         if len(self.files) >= MAX_INCLUDE_FILES:

@@ -87,3 +87,11 @@ def test_run_spec_takes_a_model_name(monkeypatch):
     assert find_spec(manifest, None) == expected
     assert find_spec(manifest, "mlp") == expected
     assert find_spec(manifest, "specs/mlp.yaml") == "specs/mlp.yaml"  # a path, as given
+
+
+def test_build_of_a_folder_says_it_is_one(tmp_path, capsys):
+    assert main(["build", str(tmp_path), "--target", "cpu"]) == 1
+    err = capsys.readouterr().err
+    assert f"spec file '{tmp_path}' is a directory, not a YAML file" in err, err
+    assert main(["build", str(tmp_path / "none.yaml"), "--target", "cpu"]) == 1
+    assert "not found" in capsys.readouterr().err
