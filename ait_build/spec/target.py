@@ -145,15 +145,19 @@ def _check_for_backend(doc, b, arch: str, compiler, flags: tuple, kernels) -> No
 
 
 def _command_line(compiler) -> None:
-    """compiler.cxx and its flags become a command line."""
+    """compiler.cxx and its flags become a command line: each one argument, none of them empty
+    (the compiler would read an empty one as a file name)."""
     for key in ("cxx", "flags", "link_flags"):
         values = compiler.get(key)
-        if isinstance(values, str):
-            check_path(values, where(compiler, key), f"compiler.{key}", "command-line argument")
-        elif isinstance(values, list):
-            for i, value in enumerate(values):
-                if isinstance(value, str):
-                    check_path(value, where(values, i), f"compiler.{key}", "command-line argument")
+        items = [(values, where(compiler, key))] if isinstance(values, str) else \
+            [(v, where(values, i)) for i, v in enumerate(values)] if isinstance(values, list) else []
+        for value, loc in items:
+            if isinstance(value, str):
+                check_path(value, loc, f"compiler.{key}", "command-line argument")
+                if not value.strip():
+                    raise SpecError("compiler.cxx is empty: name the compiler (g++, nvcc, hipcc)"
+                                    if key == "cxx" else f"compiler.{key} holds an empty flag",
+                                    loc)
 
 
 def load_target(path: str, backends) -> Target:
