@@ -1,4 +1,4 @@
-"""`ait-build check`: validate a spec file of any kind (Model, Target or Blocks)."""
+"""`ait-build check`: validate a spec file of any kind (Model, Target, Blocks or Profile)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from ait_build.errors import SpecError
 from ait_build.ops.registry import all_ops
 from ait_build.spec.blocks import load_blocks
 from ait_build.spec.model import load_model, op_for_entry
+from ait_build.spec.profile import read_profile
 from ait_build.spec.target import load_target
 from ait_build.spec.yamlfile import YMap, load_yaml, where
 
@@ -13,7 +14,7 @@ from ait_build.spec.yamlfile import YMap, load_yaml, where
 def spec_kind(path: str) -> str:
     """The `kind` a spec file declares ('Model' when it declares none; load_model says so)."""
     kind = load_yaml(path).get("kind")
-    return kind if kind in ("Model", "Target", "Blocks") else "Model"
+    return kind if kind in ("Model", "Target", "Blocks", "Profile") else "Model"
 
 
 def check_spec(path: str, backends) -> str:
@@ -27,6 +28,9 @@ def check_spec(path: str, backends) -> str:
         library = load_blocks(path)
         lint_blocks(library)
         return f"ok (blocks: {', '.join(sorted(library.blocks)) or 'none'})"
+    if kind == "Profile":
+        entries = sum(len(e) for e in read_profile(path).values())
+        return f"ok (profile: {entries} entries)"
     graph = load_model(path)
     return f"ok ({len(graph.nodes)} nodes, {len(graph.weight_names())} weights)"
 

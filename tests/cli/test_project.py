@@ -102,10 +102,14 @@ def test_check_without_files_checks_the_projects_specs_and_targets(tmp_path, cap
     (tmp_path / "p" / "specs" / "blocks" / "bad.yaml").write_text("kind: Blocks\n")
     monkeypatch.chdir(tmp_path / "p" / "specs")
     assert main(["targets", "--copy", "cpu"]) == 0
+    (tmp_path / "p" / "profiles").mkdir()
+    (tmp_path / "p" / "profiles" / "cpu.yaml").write_text(
+        "apiVersion: ait-build/v1\nkind: Profile\ntarget: cpu\nentries: []\n")
     capsys.readouterr()
     assert main(["check"]) == 1  # the bad blocks file fails; the others are checked all the same
     out, err = capsys.readouterr()
     assert "mlp.yaml: ok" in out and "cpu.yaml: ok (target: cpu" in out, out
+    assert os.path.join("profiles", "cpu.yaml") + ": ok (profile: 0 entries)" in out, out
     assert "bad.yaml:" in err, err
     monkeypatch.chdir(tmp_path)
     assert main(["check"]) == 1

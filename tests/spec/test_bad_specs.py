@@ -61,7 +61,7 @@ def _expected_line(name: str, expect: str) -> tuple:
 def _load(name: str):
     if name.startswith("target_"):
         return load_target(name)
-    if name.startswith("blocks_"):
+    if name.startswith(("blocks_", "profile_")):
         return check_file(name)
     return load_model(name)
 
