@@ -10,8 +10,11 @@ only if no one has, and renames the finished object into place.
 A kernel's compile is mostly parsing its one header, ait_cpu.h (the standard library and the
 intrinsics), so that header is precompiled once per run for each command and set of header bytes
 and linked beside each model's copy, where g++ reads it instead (a build precompiles its own,
-ait_build/build/precompiled.py). The objects are byte-identical to those of the plain compile
-(tests/backends/cpu/test_headers.py checks it): the tests still compile what a build compiles.
+ait_build/build/precompiled.py). model.cpp includes standard headers before ait_cpu.h, where
+that .gch cannot serve it, so its leading includes are precompiled as one header of their own
+(the same for every model) and taken with `-include`. The objects are byte-identical to those of
+the plain compile (tests/backends/cpu/test_headers.py checks both): the tests still compile what
+a build compiles.
 """
 
 from __future__ import annotations
@@ -70,8 +73,11 @@ def _compile(tc, out_dir: str, rel: str, emission, cache_dir) -> str:
     key = _content_key(tc, out_dir, [rel] + headers)
     if key not in _OBJECTS:
         src = os.path.join(out_dir, rel)
+        # no part of the key: the object is the same with or without it
+        prefix = (precompile_model_prefix(tc, out_dir, emission, cache_dir)
+                  if rel == emission.model_source else [])
         _OBJECTS[key] = _once(os.path.join(str(cache_dir), key + ".o"), lambda partial: _run_compiler(
-            tc.compile_command(src, partial, prefix_map=out_dir, seed=key[:16]), rel))
+            tc.compile_command(src, partial, prefix_map=out_dir, seed=key[:16]) + prefix, rel))
     return _OBJECTS[key]
 
 
@@ -79,16 +85,56 @@ def precompile_kernel_header(tc, out_dir: str, emission, cache_dir) -> str | Non
     """The kernel header precompiled (g++ only) and linked beside the model's copy; its path."""
     if tc.host_prefix or KERNEL_HEADER not in emission.support_headers:
         return None
-    key = _content_key(tc, out_dir, emission.support_headers)
-    header = os.path.join(out_dir, KERNEL_HEADER)
+    return _precompile(tc, out_dir, KERNEL_HEADER, emission.support_headers, cache_dir)
+
+
+def _precompile(tc, out_dir: str, rel: str, headers: list, cache_dir) -> str:
+    """The header `rel` precompiled once per run for each command and the bytes of `headers`
+    (those it reads), linked beside it as its .gch; the .gch's path."""
+    key = _content_key(tc, out_dir, headers)
+    header = os.path.join(out_dir, rel)
 
     def make(partial: str) -> None:
-        _run_compiler(tc.precompile_command(header, partial), KERNEL_HEADER)
+        _run_compiler(tc.precompile_command(header, partial), rel)
 
     pch = _once(os.path.join(str(cache_dir), key + ".gch"), make)
-    if not os.path.lexists(header + ".gch"):
-        os.symlink(pch, header + ".gch")
-    return header + ".gch"
+    link = header + ".gch"
+    if os.path.lexists(link) and os.readlink(link) != pch:  # a folder emitted into again
+        os.remove(link)
+    if not os.path.lexists(link):
+        os.symlink(pch, link)
+    return link
+
+
+MODEL_PREFIX = "src/ait_model_prefix.h"  # model.cpp's leading includes, precompiled
+
+
+def model_prefix_lines(source: str) -> list:
+    """The `#include` lines model.cpp begins with, up to its own model's header (`../NAME.h`,
+    which differs per model); comments and blank lines between them are skipped."""
+    lines = []
+    with open(source, encoding="utf-8") as fh:
+        for line in fh:
+            text = line.strip()
+            if not text or text.startswith("//"):
+                continue
+            if not text.startswith("#include") or '"../' in text:
+                break
+            lines.append(text)
+    return lines
+
+
+def precompile_model_prefix(tc, out_dir: str, emission, cache_dir) -> list:
+    """`-include` of model.cpp's leading includes, precompiled (g++ only) once per run for each
+    command and set of header bytes; [] where the kernel header is not among them."""
+    lines = model_prefix_lines(os.path.join(out_dir, emission.model_source))
+    if tc.host_prefix or f'#include "{os.path.basename(KERNEL_HEADER)}"' not in lines:
+        return []
+    header = os.path.join(out_dir, MODEL_PREFIX)
+    with open(header, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    _precompile(tc, out_dir, MODEL_PREFIX, [MODEL_PREFIX] + emission.support_headers, cache_dir)
+    return ["-include", header]
 
 
 def build_library(tc, out_dir: str, emission, cache_dir) -> str:

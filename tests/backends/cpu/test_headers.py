@@ -16,7 +16,8 @@ from ait_build.backends.cpu.toolchain import find_openblas
 from ait_build.codegen.render import templates_dir
 from ait_build.pipeline import emit, find_target
 
-from .helpers import precompile_kernel_header
+from .helpers import (KERNEL_HEADER, MODEL_PREFIX, precompile_kernel_header,
+                      precompile_model_prefix)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INCLUDES = [os.path.join(templates_dir(), folder, "include") for folder in ("common", "cpu")]
@@ -52,24 +53,33 @@ def test_headers_do_what_they_say(tmp_path):
     assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stdout + run.stderr
 
 
-def test_precompiled_kernel_header_is_used_and_changes_no_object(cpu_target, tmp_path):
-    """The tests' builds precompile ait_cpu.h (helpers.py): g++ takes it (`-H` marks it `!`)
-    and a kernel's object is byte for byte the plain compile's."""
+@pytest.mark.parametrize("which", ["kernel", "model"])
+def test_precompiled_header_is_used_and_changes_no_object(cpu_target, tmp_path, which):
+    """The tests' builds precompile ait_cpu.h for the kernels and model.cpp's leading includes
+    for model.cpp (helpers.py): g++ takes each (`-H` marks it `!`) and the object is byte for
+    byte the plain compile's."""
     tc = toolchain_for(cpu_target)
     spec = os.path.join(HERE, "..", "..", "..", "specs", "mlp.yaml")
     objects = []
     for use_pch in (False, True):
         out_dir = str(tmp_path / f"pch{int(use_pch)}")
         emission = emit(spec, cpu_target, out_dir)
+        extra, header = [], None
         if use_pch:
             assert precompile_kernel_header(tc, out_dir, emission, str(tmp_path))
-        src = os.path.join(out_dir, emission.kernel_sources[0])
-        objects.append(str(tmp_path / f"kernel{int(use_pch)}.o"))
-        argv = tc.compile_command(src, objects[-1], prefix_map=out_dir, seed="0")
+            header = KERNEL_HEADER
+            if which == "model":
+                extra = precompile_model_prefix(tc, out_dir, emission, str(tmp_path))
+                assert extra, "model.cpp's includes were not precompiled"
+                header = MODEL_PREFIX
+        rel = emission.kernel_sources[0] if which == "kernel" else emission.model_source
+        src = os.path.join(out_dir, rel)
+        objects.append(str(tmp_path / f"{which}{int(use_pch)}.o"))
+        argv = tc.compile_command(src, objects[-1], prefix_map=out_dir, seed="0") + extra
         proc = subprocess.run(argv[:1] + ["-H"] + argv[1:], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr[-4000:]
         used = [line for line in proc.stderr.splitlines() if line.startswith("! ")]
-        assert used == ([f"! {src.rsplit('/', 1)[0]}/ait_cpu.h.gch"] if use_pch else []), \
+        assert used == ([f"! {os.path.join(out_dir, header)}.gch"] if use_pch else []), \
             proc.stderr[-2000:]
     with open(objects[0], "rb") as plain, open(objects[1], "rb") as precompiled:
         assert plain.read() == precompiled.read()
