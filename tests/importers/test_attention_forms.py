@@ -37,12 +37,25 @@ CASES = {  # name -> (family case, attentions)
 }
 
 
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """name -> the case's imported graph, exported once for both targets (optimize copies it)."""
+    graphs = {}
+
+    def get(name: str):
+        if name not in graphs:
+            _, graphs[name] = import_family(CASES[name][0], "torch",
+                                            tmp_path_factory.mktemp(name), name)
+        return graphs[name]
+
+    return get
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("target", ["h200", "cpu"])
-def test_every_attention_is_fused_and_computes_the_module(name, target, tmp_path):
+def test_every_attention_is_fused_and_computes_the_module(name, target, imported):
     case, attentions = CASES[name]
-    _, graph = import_family(case, "torch", tmp_path, name)
-    optimized, _ = optimize(graph, find_target(target))
+    optimized, _ = optimize(imported(name), find_target(target))
     ops = [n.op for n in optimized.nodes]
     assert ops.count("multi_head_attention") == attentions and "softmax" not in ops
     feed = case[3]
