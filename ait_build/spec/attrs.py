@@ -10,7 +10,7 @@ from ait_build.ir.dtypes import ALL_DTYPES
 from ait_build.ops.opdef import REQUIRED, OpDef
 from ait_build.spec.fields import type_name
 from ait_build.spec.model_fields import MAX_DIM
-from ait_build.spec.yamlfile import YList
+from ait_build.spec.yamlfile import YList, number_hint
 
 
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1  # what the generated code holds an integer in
@@ -46,7 +46,8 @@ def convert(kind: str, value, name: str, dims: dict, loc: Location):
         return _int64(value, what, loc)
     if kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SpecError(f"{what} must be a number, got {type_name(value)} ({shown(value)})", loc)
+            raise SpecError(f"{what} must be a number, got {type_name(value)} ({shown(value)})"
+                            + number_hint(value), loc)
         return float(value)
     if kind == "epsilon":  # added to a variance: NaN, infinity or below 0 would poison outputs
         number = convert("float", value, name, dims, loc)

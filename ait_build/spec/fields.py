@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ait_build.errors import Location, SpecError, did_you_mean, shown
-from ait_build.spec.yamlfile import YList, YMap, type_name, where
+from ait_build.spec.yamlfile import YList, YMap, number_hint, type_name, where
 
 TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
               YMap: "a mapping", YList: "a list"}
@@ -71,8 +71,8 @@ def get(mapping: YMap, key: str, kind, what: str, default=None, required=False):
     if not ok:
         names = " or ".join(TYPE_NAMES.get(k, k.__name__) for k in kinds)
         raise SpecError(f"'{key}' in {what} must be {names}, got {type_name(value)}"
-                        + (f" ({shown(value)})" if not isinstance(value, (YMap, YList)) else ""),
-                        where(mapping, key))
+                        + (f" ({shown(value)})" if not isinstance(value, (YMap, YList)) else "")
+                        + (number_hint(value) if float in kinds else ""), where(mapping, key))
     return float(value) if float in kinds and int not in kinds and isinstance(value, int) else value
 
 

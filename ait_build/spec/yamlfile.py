@@ -10,6 +10,7 @@ bomb fails at its first oversized alias instead of eating time and memory.
 from __future__ import annotations
 
 import errno
+import re
 
 import yaml
 
@@ -66,6 +67,19 @@ def type_name(value) -> str:
         if isinstance(value, kind):
             return name
     return type(value).__name__
+
+
+_EXPONENT_NUMBER = re.compile(r"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))[eE]([-+]?)([0-9]+)")
+
+
+def number_hint(value) -> str:
+    """For text where a number belongs: `1e-5` and `1.0e5` are numbers to JSON and YAML 1.2, but
+    text to the YAML 1.1 that PyYAML reads, which wants a '.' and a signed exponent."""
+    m = _EXPONENT_NUMBER.fullmatch(value) if isinstance(value, str) else None
+    if not m:
+        return ""
+    number = (m[1] if "." in m[1] else m[1] + ".0") + f"e{m[2] or '+'}{m[3]}"
+    return f"; YAML reads {value} as text: write {number}" if number != value else ""
 
 
 def plain(value):
