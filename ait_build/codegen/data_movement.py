@@ -141,6 +141,19 @@ def lower_concat(lw) -> None:
         at = at + shape[axis]
 
 
+def innermost_widths(lw, max_pieces: int) -> tuple | None:
+    """The pieces' widths of a concat along the innermost axis (NHWC channel concats) where each
+    is known at build time and there are at most `max_pieces`; else None (lower_concat's copy
+    per piece). The backends' one-kernel concats take such concats."""
+    node = lw.node
+    rank = len(lw.shape(node.output))
+    widths = [Dim.of(lw.shape(x)[-1]) for x in node.inputs]
+    if (norm_axis(node.attrs["axis"], rank) != rank - 1 or len(widths) > max_pieces
+            or not all(w.is_static for w in widths)):
+        return None
+    return tuple(w.value for w in widths)
+
+
 def lower_split(lw) -> None:
     node = lw.node
     x = node.inputs[0]

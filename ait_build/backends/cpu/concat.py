@@ -10,7 +10,6 @@ from __future__ import annotations
 from ait_build.codegen import data_movement
 from ait_build.codegen.cexpr import cexpr, elements
 from ait_build.codegen.kernel import make_kernel
-from ait_build.ops.opdef import norm_axis
 
 MAX_PIECES = 64  # one pointer argument per piece
 
@@ -18,13 +17,10 @@ MAX_PIECES = 64  # one pointer argument per piece
 def lower_concat(lw) -> None:
     node = lw.node
     out_shape = lw.shape(node.output)
-    rank = len(out_shape)
-    widths = [lw.shape(x)[-1] for x in node.inputs]
-    if (norm_axis(node.attrs["axis"], rank) != rank - 1 or len(node.inputs) > MAX_PIECES
-            or not all(w.is_static for w in widths)):
+    widths = data_movement.innermost_widths(lw, MAX_PIECES)
+    if widths is None:
         data_movement.lower_concat(lw)
         return
-    widths = tuple(w.value for w in widths)
     offsets = tuple(sum(widths[:i]) for i in range(len(widths)))
     ctype = lw.ctype(node.output)
     params = [(f"{ctype}*", "out")] + [(f"const {ctype}*", f"in{i}") for i in range(len(widths))]

@@ -18,7 +18,7 @@ from ait_build.backends.cuda.toolchain import (ARCH_OPTIONS, arch_flags, arch_nu
 TEMPLATES = {kind: f"gpu/{kind}.cu.j2" for kind in (
     "elementwise", "copy", "padded_copy", "gather", "gather_elements", "softmax", "pool2d", "global_avg_pool",
     "resize2d", "layer_norm", "pad_channels", "attention", "gemm_simple", "conv2d_direct",
-    "depthwise_conv2d", "im2col", "channel_scale", "concat_elementwise", "transpose",
+    "depthwise_conv2d", "im2col", "channel_scale", "concat_elementwise", "concat_rows", "transpose",
     "short_transpose", "stem_conv", "gemm", "conv2d")}
 TEMPLATES["conv2d_grouped"] = "cuda/conv2d_grouped.cu.j2"  # tensor-core grouped convs (grouped.py)
 SUPPORT_FILES = {  # generated path -> template (.j2) or plain header, copied as it is

@@ -5,7 +5,8 @@ dtype; rows.py: layer norm, channel pads; attention.py: fused attention on ordin
 a backend may replace per call with a faster kernel; gemm.py: GEMMs and convs on a backend's
 `MatrixEngine`; im2col.py: the window rows of convs over few channels, for those GEMMs;
 depthwise.py: depthwise convs; squeeze_excitation.py: the global average pool and the gate's
-channel scale; transpose.py: permutes that swap the innermost axes) and `LOWER`, the table rows
+channel scale; transpose.py: permutes that swap the innermost axes; concat.py: concats along
+the innermost axis) and `LOWER`, the table rows
 they make. Template side: templates/gpu/, the simple kernels and the device half of the model's
 run loop, written with CUDA's names, which a HIP build maps through its own small header.
 """
@@ -16,7 +17,7 @@ from functools import partial
 
 from ait_build.backends import shared
 from ait_build.backends.base import Backend, frozen
-from ait_build.backends.gpu import edges, gemm, rows, squeeze_excitation, transpose
+from ait_build.backends.gpu import concat, edges, gemm, rows, squeeze_excitation, transpose
 from ait_build.backends.gpu.attention import attention_lowering
 
 
@@ -36,6 +37,7 @@ def lowerings(engine, tensor_core_attention=None) -> dict:
         **shared.ROWS_AND_WINDOWS,  # softmax and pools (backends/shared.py)
         "global_avg_pool": squeeze_excitation.lower_global_avg_pool,  # ranges split in scratch
         **shared.DATA_MOVEMENT,  # views, strided copies, gather (backends/shared.py)
+        "concat": concat.lower_concat,  # along the innermost axis: one kernel (concat.py)
         "permute": transpose.lower_permute,  # innermost axes swapped: tiles (transpose.py)
         "transpose": transpose.lower_permute,
         "strided_copy": transpose.lower_strided_copy,  # a fused chain; tiles where it transposes

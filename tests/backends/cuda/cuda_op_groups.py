@@ -57,12 +57,17 @@ GROUPS = {
                  "sub_row", "mul_col", "div", "add_scalar", "to_f32", "to_i32", "to_bool",
                  "i_to_f", "i_add", "bn"]),
     "shape": dict(
-        inputs={"x": {"shape": ["batch", 4, 6]}, "x1": {"shape": ["batch", 1, 6]}},
+        inputs={"x": {"shape": ["batch", 4, 6]}, "x1": {"shape": ["batch", 1, 6]},
+                "c8": {"shape": ["batch", 4, 8]}, "c16": {"shape": ["batch", 4, 16]}},
         graph=[n("reshape", "reshape", ["x"], shape=["batch", 24]),
                n("permute", "permute", ["x"], dims=[2, 0, 1]),
                n("transpose", "transpose", ["x"], dim0=1, dim1=2),
                n("expand", "expand", ["x1"], shape=["batch", 4, 6]),
                n("concat", "concat", ["x", "x1", "x"], axis=1),
+               # along the channels: one kernel of 16-byte runs, and of single elements where a
+               # width (6) is not whole vectors (gpu/concat_rows.cu.j2)
+               n("concat_c", "concat", ["c8", "c16", "c8"], axis=2),
+               n("concat_c_odd", "concat", ["x", "c8"], axis=-1),
                {"name": "split", "op": "split", "inputs": ["x"], "axis": 2, "sizes": [1, 2, 3],
                 "outputs": ["split_a", "split_b", "split_c"]},
                n("slice", "slice", ["x"], axis=2, start=1, end=5, step=2),
@@ -70,8 +75,9 @@ GROUPS = {
                n("pad_last", "pad", ["x"], pads=[0, 0, 0, 0, 1, 3], value=0.5),  # one pass
                n("param", "parameter", [], shape=[4, 6], weights={"value": "table"}),
                n("plus_param", "add", ["x", "param"])],
-        outputs=["reshape", "permute", "transpose", "expand", "concat", "split_a", "split_b",
-                 "split_c", "slice", "pad", "pad_last", "param", "plus_param"]),
+        outputs=["reshape", "permute", "transpose", "expand", "concat", "concat_c", "concat_c_odd",
+                 "split_a", "split_b", "split_c", "slice", "pad", "pad_last", "param",
+                 "plus_param"]),
     "gemm": dict(
         inputs={"x": {"shape": ["batch", 6, 16]}, "res": {"shape": ["batch", 6, 24]},
                 "res_row": {"shape": [24]}, "res_odd": {"shape": ["batch", 1, 24]},

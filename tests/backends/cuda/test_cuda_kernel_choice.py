@@ -258,6 +258,22 @@ def test_a_channel_pad_writes_each_row_once(tmp_path):
     assert not fills(other) and len(names(other, "padded_copy")) == 1
 
 
+def test_a_channel_concat_is_one_kernel(tmp_path):
+    """A concat along the innermost axis with widths known at build time is one kernel that finds
+    each 16-byte run's piece by constants (gpu/concat_rows.cu.j2), not a strided copy per piece;
+    along another axis it keeps the copies."""
+    plan = build_plan(op_spec("shape"), find_target("h200"))
+    steps = {node: [s.kernel.label for s in plan.steps if s.node == node]
+             for node in ("concat", "concat_c", "concat_c_odd")}
+    assert steps == {"concat": ["concat"] * 3, "concat_c": ["concat_rows"],
+                     "concat_c_odd": ["concat_rows"]}
+    srcs = kernels(op_spec("shape"), "h200", tmp_path / "s")
+    wide, odd = sorted(names(srcs, "concat_rows"), key=lambda k: "kRow = 14;" in srcs[k])
+    assert "constexpr int64_t kRow = 32;" in srcs[wide]
+    assert "if (at < 8) v = " in srcs[wide] and "if (at < 24) v = " in srcs[wide]
+    assert "constexpr bool kWhole = 6 % kVector == 0 && 8 % kVector == 0" in srcs[odd]
+
+
 @pytest.mark.parametrize("target", ["h200", "a100"])
 def test_stem_conv_gathers_its_windows_then_gemm(tmp_path, target):
     """ResNet-50's 7x7/s2/p3 stem over the 3-channel image: no pad to 8 channels, an im2col into

@@ -4,7 +4,8 @@ width and epilogue of the `depthwise` op group; their window in the input's type
 stages it, and as float32 on a copy of it without `async_copy`), the global average pools and squeeze-excitation's
 channel scale (`pools_and_scales`), the fused concat + batch norm + activation kernels
 (`concat_norms`), the tiled transposes (`layout_swaps`), the fused chains of data movement
-(`movement_chains`: strided and padded copies), the elementwise template (`elementwise`: its
+(`movement_chains`: strided and padded copies), the channel concats (`shape`, `concat_norms`: one
+kernel of 16-byte runs, or single elements), the elementwise template (`elementwise`: its
 vector and per-element paths) and the importers' ops (`import_families`), in float16, bfloat16
 and float32, against the
 reference executor with the GPU tests' single-op tolerances, and in float16 once more on tensors
