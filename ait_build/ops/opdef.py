@@ -66,6 +66,9 @@ class OpDef:
     weight_shapes: tuple = ()
     notes: str = ""
     model_dtype: bool = False  # infer takes the model's dtype (outputs that may be in it)
+    # (attrs, [TType], dim name -> DimRange) -> None, raising OpError where some value of the dims
+    # would make the kernel index outside its input (what infer cannot see: it has no ranges)
+    check_ranges: Callable | None = None
 
     def infer_types(self, attrs: dict, inputs: list, dtype: str) -> list:
         """The output types for `inputs` in a model computing in `dtype` (the callers' way in)."""

@@ -248,6 +248,25 @@ def _slice_infer(attrs, inputs):
     return [TType(tuple(shape), x.dtype)]
 
 
+def _slice_check_ranges(attrs, inputs, ranges):
+    """Symbolic bounds are not clamped (slice_range), so each must stay inside the dim at every
+    value of the dims: the kernel would read outside its input where one does not."""
+    x = inputs[0]
+    size = x.shape[norm_axis(attrs["axis"], len(x.shape))]
+    start, length = slice_range(attrs, size)
+    if size.is_static and start.is_static and length.is_static:
+        return  # clamped
+    for value, what in ((start, "starts before the dim's first element"),
+                        (size - (start + length), "ends past the dim's last element")):
+        for env in ({n: r.min for n, r in ranges.items()}, {n: r.max for n, r in ranges.items()}):
+            if value.eval(env) < 0:
+                at = ", ".join(f"{n}={env[n]}" for n in sorted(value.symbols))
+                end = "" if attrs["end"] is None else attrs["end"]
+                raise OpError(f"slice [{attrs['start']}:{end}] of a dim of size {size} "
+                              f"{what} at {at} (bounds beside a symbolic size are not clamped): "
+                              "keep them inside the dim at every value of its range")
+
+
 def _slice_reference(attrs, xs, ws):
     env = attrs["_env"]
     axis = norm_axis(attrs["axis"], xs[0].ndim)
@@ -269,8 +288,10 @@ register(OpDef(
            Attr("end", "dim_or_none", None, doc="one past the last index; null: the dim's end"),
            Attr("step", "int", 1, doc=">= 1")),
     notes="Python/PyTorch slicing (negative bounds count from the end, static bounds are "
-          "clamped); an empty result is an error; symbolic bounds need step 1.",
-    infer=_slice_infer, reference=_slice_reference))
+          "clamped); an empty result is an error; symbolic bounds need step 1. Beside a "
+          "symbolic size nothing is clamped: each bound must stay inside the dim at every value "
+          "of its dims' ranges (slice [0:4] of `seq` needs seq's min >= 4).",
+    infer=_slice_infer, reference=_slice_reference, check_ranges=_slice_check_ranges))
 
 
 def _pad_infer(attrs, inputs):

@@ -265,6 +265,8 @@ class ModelBuilder(BlockExpander):
         in_types = [TType(self.tensors[t].shape, self.tensors[t].dtype) for t in inputs]
         try:
             out_types = op.infer_types(attrs, in_types, self.dtype)
+            if op.check_ranges:
+                op.check_ranges(attrs, in_types, self.dims)
             params = op.params(attrs, in_types) if op.params else {}
         except OpError as exc:
             raise SpecError(f"{op_name} '{full}': {exc}", _blame(entry, raw, str(exc), loc)) from None
