@@ -323,7 +323,8 @@ def weight_arrays(plan: ModelPlan) -> dict:
     """key -> contiguous array, in the layout and dtype the kernels read."""
     out = {}
     for key, slot in sorted(plan.weights.items()):
-        arr = np.ascontiguousarray(slot.make(plan.graph.weights), dtype=NUMPY[slot.dtype])
+        # asarray, not ascontiguousarray: that makes a rank-0 weight (a scalar parameter) [1]
+        arr = np.asarray(slot.make(plan.graph.weights), dtype=NUMPY[slot.dtype], order="C")
         if tuple(arr.shape) != slot.shape:
             raise AitError(f"internal: weight '{key}' came out {list(arr.shape)}, "
                            f"planned {list(slot.shape)}")

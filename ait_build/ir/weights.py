@@ -78,8 +78,9 @@ class WeightStore:
         return self._file_keys
 
     def set(self, name: str, value: np.ndarray, init: str = "computed") -> None:
-        self.overrides[name] = np.ascontiguousarray(value, dtype=np.float32) \
-            if value.dtype.kind == "f" else np.ascontiguousarray(value)
+        # (np.ascontiguousarray would make a rank-0 array, a scalar parameter, rank 1)
+        self.overrides[name] = np.asarray(value, dtype=np.float32 if value.dtype.kind == "f"
+                                          else value.dtype, order="C")
         self.specs[name] = (tuple(value.shape), init)
 
     def __contains__(self, name: str) -> bool:
@@ -146,11 +147,12 @@ def safetensors_bytes(arrays: dict, metadata: dict | None = None) -> bytes:
     """A safetensors file's bytes (arrays sorted by name), for files/output.py to write: it writes
     a device in place, where safetensors' save_file would replace it with a regular file."""
     from safetensors.numpy import save
-    return save({k: np.ascontiguousarray(arrays[k]) for k in sorted(arrays)}, metadata=metadata)
+    return save({k: np.asarray(arrays[k], order="C") for k in sorted(arrays)}, metadata=metadata)
 
 
 def save_safetensors(arrays: dict, path: str, metadata: dict | None = None) -> None:
     """Write arrays (sorted by name, so the file is reproducible) to a safetensors file."""
     from safetensors.numpy import save_file
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    save_file({k: np.ascontiguousarray(arrays[k]) for k in sorted(arrays)}, path, metadata=metadata)
+    save_file({k: np.asarray(arrays[k], order="C") for k in sorted(arrays)}, path,
+              metadata=metadata)

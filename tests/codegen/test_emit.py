@@ -284,6 +284,31 @@ def test_weights_override_reaches_the_weights_file(tmp_path, cpu_target):
     np.testing.assert_array_equal(stored["fc2.weight@kn"], values["fc2.weight"].T)
 
 
+SCALAR_PARAMETER = """apiVersion: ait-build/v1
+kind: Model
+name: scaled
+inputs:
+  x: {shape: [2, 4]}
+graph:
+  - {name: scale, op: parameter, shape: []}
+  - {name: out, op: mul, inputs: [x, scale]}
+outputs: [out]
+"""
+
+
+def test_a_rank_0_parameter_stays_rank_0(tmp_path, cpu_target):
+    """A scalar nn.Parameter (CLIP's logit_scale) is a weight of shape []: NumPy's
+    ascontiguousarray made it [1], which the build refused as an internal error."""
+    from safetensors.numpy import save_file
+    spec = tmp_path / "scaled.yaml"
+    spec.write_text(SCALAR_PARAMETER)
+    emit(str(spec), cpu_target, str(tmp_path / "random"))
+    assert load_file(str(tmp_path / "random" / "weights.safetensors"))["scale"].shape == ()
+    save_file({"scale": np.array(3.0, np.float32)}, str(tmp_path / "w.safetensors"))
+    emit(str(spec), cpu_target, str(tmp_path / "file"), weights=str(tmp_path / "w.safetensors"))
+    assert load_file(str(tmp_path / "file" / "weights.safetensors"))["scale"] == 3.0
+
+
 def test_a_folder_that_cannot_be_written_is_one_error(tmp_path, cpu_target):
     """A read-only or blocked build folder is the user's to fix: an AitError naming the file
     (SCons prints it as one line), not an internal error."""
