@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ait_build.errors import OpError
-from ait_build.ir.dims import shape_str
+from ait_build.ir.dims import bounds, shape_str
 from ait_build.ir.dtypes import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, NUMPY
 from ait_build.ops.opdef import Attr, OpDef, TType, norm_axis, register
 
@@ -66,6 +66,15 @@ def _iota_infer(attrs, inputs):
     return [TType(tuple(attrs["shape"]), dtype)]
 
 
+def _iota_check_ranges(attrs, inputs, ranges):
+    """An int iota's last value must fit its dtype at the largest dims: it would wrap around."""
+    if attrs["dtype"] in INT_DTYPES:
+        shape = attrs["shape"]
+        n = bounds(shape[norm_axis(attrs["axis"], len(shape))], ranges)[1]
+        last = int(attrs["start"]) + int(attrs["step"]) * (n - 1)  # exact: infer checked both
+        _check_number(last, attrs["dtype"], f"its value at index {n - 1} (the largest dims),")
+
+
 def iota_values(attrs, shape) -> np.ndarray:
     """start + step * (index along `axis`), broadcast over the other dims; computed in float64
     for float dtypes (then rounded once), exactly for ints."""
@@ -90,6 +99,7 @@ register(OpDef(
            Attr("step", "float", 1.0, doc="the increment"),
            Attr("dtype", "dtype", "int64", FLOAT_DTYPES + INT_DTYPES, doc="the output dtype")),
     notes="torch.arange(start, start + n * step, step) for a rank-1 shape; a larger shape "
-          "broadcasts it along `axis` (arange(n).view(...).expand(shape)).",
-    infer=_iota_infer,
+          "broadcasts it along `axis` (arange(n).view(...).expand(shape)). An int iota's values "
+          "must fit its dtype at the largest dims (they would wrap around).",
+    infer=_iota_infer, check_ranges=_iota_check_ranges,
     reference=lambda attrs, xs, ws: [iota_values(attrs, attrs["_out_shapes"][0])]))
