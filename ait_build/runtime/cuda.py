@@ -151,7 +151,7 @@ class CudaRuntime:
 
     def to_device(self, array: np.ndarray, device: int | None = None) -> "DeviceArray":
         """A copy of `array` in the memory of `device` (None: the current one, taken as 0)."""
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")  # (np.ascontiguousarray makes 0-d arrays 1-d)
         out = DeviceArray.empty(self, array.shape, array.dtype, device)
         self.check(self.lib.cudaMemcpy(out.ptr, array.ctypes.data, array.nbytes,
                                        MEMCPY_HOST_TO_DEVICE), "copying an input to the device")

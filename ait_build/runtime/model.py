@@ -328,7 +328,7 @@ class Model:
                 raise ModelError(f"input '{spec.name}' must be a NumPy array of {spec.dtype}, got "
                                  f"{described(value)}")
             self._check_dtype(spec, value.dtype)
-            arrays[spec.name] = np.ascontiguousarray(value)
+            arrays[spec.name] = np.asarray(value, order="C")  # (ascontiguousarray: 0-d -> 1-d)
         return arrays
 
     def _enter(self):

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -43,6 +44,16 @@ def test_non_contiguous_input_is_copied(toy):
     wide[:, ::2] = inputs["x"]
     out = toy.run({"x": wide[:, ::2], "tokens": inputs["tokens"]})
     np.testing.assert_array_equal(out["y"], toy_expected(inputs["x"], inputs["tokens"])["y"])
+
+
+def test_a_rank_0_input_stays_rank_0():
+    """A scalar input (a spec shape []) reaches the library as the 0-d array it is:
+    np.ascontiguousarray made it [1], which the rank check then refused."""
+    model = Model.__new__(Model)  # only the manifest's inputs are read; no library is loaded
+    model.manifest = SimpleNamespace(name="scalar", inputs=[
+        SimpleNamespace(name="x", dtype="float32", shape=())])
+    arrays = model._check_inputs({"x": np.array(2.0, np.float32)})
+    assert arrays["x"].shape == () and arrays["x"] == 2.0
 
 
 @pytest.mark.parametrize("change, message", [
