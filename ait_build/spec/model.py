@@ -25,6 +25,7 @@ MODEL_FIELDS = ("apiVersion", "kind", "name", "description", "dtype", "dims", "i
                 "weights", "include", "blocks", "graph", "source")
 NODE_FIELDS = ("name", "op", "inputs", "outputs", "when", "weights", "doc")
 MAX_TENSOR_ELEMENTS = 2**40
+MAX_RANK = 32  # NumPy 1's most dims (NumPy 2: 64): the runtime hands every tensor to NumPy
 MAX_WEIGHT_ELEMENTS = 2**32
 MAX_WEIGHTS_BYTES = 2**36  # all weights together, at 4 bytes per element
 # dim expressions (concat sums dims, reshape multiplies them): real models use 2 terms of degree 2;
@@ -369,6 +370,8 @@ class ModelBuilder(BlockExpander):
     def _check_size(self, shape, loc, what) -> None:
         if not shape:
             return
+        if len(shape) > MAX_RANK:
+            raise SpecError(f"{what} would have rank {len(shape)}; the limit is {MAX_RANK}", loc)
         terms = 1
         for d in shape:
             if len(d.terms) > MAX_DIM_TERMS or any(len(m) > MAX_DIM_DEGREE for m, _ in d.terms):
