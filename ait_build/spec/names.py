@@ -31,7 +31,8 @@ def check_model_name(name, loc: Location, what: str = "model",
     """A model's name, or (`what`) a target's: `names` says what it becomes."""
     if not isinstance(name, str) or not MODEL_NAME.fullmatch(name):
         raise SpecError(f"{what} name {shown(name)} may only hold ASCII letters, digits, '_' and "
-                        f"'-' (not first), at most 64 of them: it names {names}", loc)
+                        f"'-' (not first), at most 64 of them: it names {names}"
+                        + _unquoted(name), loc)
 
 
 def check_target_name(name, loc: Location) -> None:
@@ -43,13 +44,25 @@ def check_name(name, loc: Location, what: str) -> None:
     """A tensor, node, weight, input or output name."""
     if not isinstance(name, str) or not TENSOR_NAME.fullmatch(name):
         raise SpecError(f"{what} name {shown(name)} may only hold ASCII letters, digits, '_', '.' "
-                        "and '-', at most 200 of them (it may not be empty or hold spaces)", loc)
+                        "and '-', at most 200 of them (it may not be empty or hold spaces)"
+                        + _unquoted(name), loc)
 
 
 def check_identifier(name, loc: Location, what: str, reserved=()) -> None:
     """A dim, block or block param name."""
     if not isinstance(name, str) or not IDENTIFIER.fullmatch(name) or keyword.iskeyword(name):
         raise SpecError(f"{what} name {shown(name)} must be an identifier: ASCII letters, digits "
-                        "and '_', not starting with a digit, at most 64, not a Python keyword", loc)
+                        "and '_', not starting with a digit, at most 64, not a Python keyword"
+                        + _unquoted(name, numbers=False), loc)
     if name in reserved:
         raise SpecError(f"{what} name '{name}' is reserved ({', '.join(reserved)})", loc)
+
+
+def _unquoted(name, numbers: bool = True) -> str:
+    """A name that YAML read as another type: `yes`, `on`, `null` or (where a name may be
+    digits) `123` unquoted are no strings."""
+    if isinstance(name, bool) or name is None:
+        return "; YAML reads yes, no, on, off, true, false and null unquoted as values, not " \
+               "names: quote it"
+    return "; YAML reads it as a number: quote it" if numbers and isinstance(name, (int, float)) \
+        else ""
