@@ -258,7 +258,12 @@ def _slice_check_ranges(attrs, inputs, ranges):
         return  # clamped
     for value, what in ((start, "starts before the dim's first element"),
                         (size - (start + length), "ends past the dim's last element")):
-        for env in ({n: r.min for n, r in ranges.items()}, {n: r.max for n, r in ranges.items()}):
+        # the smallest value: each dim at the end of its range that lowers the terms it is in
+        # (`seq - batch` is lowest at seq's min and batch's max), besides all at min and all at max
+        lowering = {n: r.max if any(c < 0 for m, c in value.terms if n in m) else r.min
+                    for n, r in ranges.items()}
+        for env in ({n: r.min for n, r in ranges.items()}, {n: r.max for n, r in ranges.items()},
+                    lowering):
             if value.eval(env) < 0:
                 at = ", ".join(f"{n}={env[n]}" for n in sorted(value.symbols))
                 end = "" if attrs["end"] is None else attrs["end"]

@@ -128,6 +128,9 @@ def test_slice_symbolic_bounds(tmp_path):
                "dim's last element at seq=1", model_dims=DIMS, axis=1, start=0, end=7)
     spec_error(tmp_path, "slice", inputs, r"slice \[-7:\] of a dim of size seq starts before the "
                "dim's first element at seq=1", model_dims=DIMS, axis=1, start=-7)
+    # another dim as a bound: lowest where that dim is largest and the sliced one smallest
+    spec_error(tmp_path, "slice", inputs, r"slice \[0:batch\] of a dim of size seq ends past the "
+               "dim's last element at batch=8, seq=1", model_dims=DIMS, axis=1, start=0, end="batch")
 
 
 @pytest.mark.parametrize("start, end, step, size, expected", [
