@@ -21,6 +21,7 @@ from ait_build.importers.factory import load_factory, said, user_code
 from ait_build.importers.graph import ImportFailure, ImportGraph, Value
 from ait_build.importers.lower import Lower
 from ait_build.importers.options import example_size
+from ait_build.importers.torch_args import empty
 from ait_build.importers.torch_ops import HANDLERS
 from ait_build.ir.dims import Dim
 
@@ -115,7 +116,7 @@ class TorchTranslator:
                 continue
             if self._fold(node):
                 continue
-            if _is_symbolic_scalar(node):
+            if _is_symbolic_scalar(node) or empty(node):  # an empty tensor: only a cat reads it
                 continue
             key = _target_name(node)
             handler = HANDLERS.get(key)
@@ -284,6 +285,9 @@ class TorchTranslator:
             value = self.values.get(arg)
             if isinstance(value, Value):
                 return value
+            if empty(arg):
+                raise AitError(f"'{arg.name}' has no elements (a size of 0): only a concat, "
+                               "which leaves it out, may read such a tensor")
             source = arg.args[0] if _target_name(arg) == "getitem" and arg.args else None
             if isinstance(self.values.get(source), list):  # an output its handler does not make
                 raise AitError(f"output {arg.args[1]} of {_target_name(source)} is not "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ait_build.errors import AitError
 from ait_build.importers.einsum import einsum
 from ait_build.importers.graph import Value, dim_attr, registrar
-from ait_build.importers.torch_args import arg
+from ait_build.importers.torch_args import arg, empty
 from ait_build.importers.torch_args import key as _key
 from ait_build.importers.torch_layers import HANDLERS as LAYERS
 from ait_build.importers.torch_scans import HANDLERS as SCANS
@@ -307,8 +307,12 @@ def _repeat_interleave(t, node):
 
 @handles("aten.cat.default", "aten.concat.default")
 def _cat(t, node):
-    xs = [t.tensor(a) for a in node.args[0]]
-    return t.lower.concat(xs, arg(node, 1, "dim", 0))
+    # torch.cat leaves out empty pieces, and so do we: an empty key/value cache before the
+    # first step (OPT's, BLOOM's, GPT-NeoX's: a [0] tensor), a slice of no columns
+    pieces = [t.tensor(a) for a in node.args[0] if not empty(a)]
+    if len(pieces) == 1:
+        return pieces[0]
+    return t.lower.concat(pieces or [t.tensor(node.args[0][0])], arg(node, 1, "dim", 0))
 
 
 @handles("aten.stack.default")

@@ -222,6 +222,26 @@ def bloom():
                          n_layer=2, n_head=4, use_cache=False)
 
 
+class EmptyPast(nn.Module):
+    """Keys concatenated after an empty past, as a key/value cache before the first step: a
+    legacy [0] tensor (OPT's, BLOOM's, GPT-NeoX's caches) and a slice of no columns."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(6, 6)
+        self.register_buffer("past", torch.zeros(0))
+
+    def forward(self, x):                                              # [b, s, 6]
+        k = self.proj(x)
+        keys = torch.cat([self.past.clone(), k], dim=1)
+        return torch.cat([x[:, :0], keys, k[:, :0]], dim=-2) + x
+
+
+def empty_past():
+    _seeded(44)
+    return EmptyPast().eval()
+
+
 class _MhaBlock(nn.Module):
     """nn.MultiheadAttention called the default way (need_weights=True, weights discarded)."""
 

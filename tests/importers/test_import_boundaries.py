@@ -1,6 +1,6 @@
 """Where an import of a PyTorch model stops, said in one line (importers/boundaries.py): the
-transformers KV cache turned off, a detector taken up to its head, a shape computed from tensor
-values; and what the import reports on the way (progress, the model's own line of an
+transformers KV cache turned off (and an empty one's concat left out), a detector taken up to its
+head, a shape computed from tensor values; and what the import reports on the way (progress, the model's own line of an
 unsupported op)."""
 
 from __future__ import annotations
@@ -52,6 +52,21 @@ def test_cache_outputs_import_with_the_cache_off_said_once(tmp_path):
         want = families.gpt2_with_cache()(torch.from_numpy(ids)).last_hidden_state.numpy()
     got = run_reference(built, {"input_ids": ids})[built.outputs[0]]
     assert rel_error(got, want) < 1e-5
+
+
+def test_empty_pieces_of_a_concat_are_left_out(tmp_path):
+    """torch.cat leaves out empty pieces (a key/value cache before the first step, as OPT,
+    BLOOM and GPT-NeoX start theirs), and so does the import: no piece becomes a parameter of
+    no elements."""
+    graph = _import(F + "empty_past", ["x:batch,seq,6"], ["batch=1:2:1", "seq=1:8:4"])
+    simplify(graph)
+    _, _, built = write_spec(graph, str(tmp_path / "empty_past.yaml"), "test")
+    assert not [n for n in built.nodes if n.op == "concat"], [n.op for n in built.nodes]
+    x = np.random.default_rng(1).standard_normal((2, 5, 6)).astype(np.float32)
+    with torch.no_grad():
+        want = families.empty_past()(torch.from_numpy(x)).numpy()
+    got = run_reference(built, {"x": x})[built.outputs[0]]
+    assert rel_error(got, want) < 1e-6
 
 
 def test_a_shape_from_tensor_values_stops_in_one_line():
