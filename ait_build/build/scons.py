@@ -29,6 +29,7 @@ import ait_build
 from ait_build.backends import get_backend, toolchain_for
 from ait_build.build import commands, integrity, runtime_files
 from ait_build.build.cache import cache_folder
+from ait_build.build.invoke import resolve_spec
 from ait_build.build.commands import literal
 from ait_build.build.launcher import Launcher, find_launcher
 from ait_build.build.lock import hold_build_lock
@@ -129,8 +130,7 @@ def parse_options(args: dict, root: str) -> Options:
                            + f"; known targets: {', '.join(targets_known)}")
     specs = [os.path.abspath(p) for p in split_paths(str(args.get("spec", "")))]
     for path in specs:
-        if not os.path.isfile(path):
-            raise AitError(f"spec file '{path}' not found")
+        resolve_spec(path, root)  # one that is missing or not a file says which
     if not specs:
         models = models_known if get("model") == "all" else _split(get("model"))
         for name in models:
@@ -138,6 +138,7 @@ def parse_options(args: dict, root: str) -> Options:
                 raise AitError(f"unknown model '{name}'" + did_you_mean(name, models_known)
                                + f"; known models: {', '.join(models_known) or 'none'}, or all")
         specs = [os.path.join(root, "specs", m + ".yaml") for m in models]
+    specs = list(dict.fromkeys(specs))  # a model named twice is built once, not two clashing
     if not targets or not specs:
         raise AitError("nothing to build: give target= and model= (see scons -h)")
     cache, given = cache_folder(args, root)

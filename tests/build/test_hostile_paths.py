@@ -112,6 +112,15 @@ def test_two_specs_naming_one_model_are_refused(tmp_path):
         f"{project.path('specs', 'mlp_copy.yaml')} both name model 'mlp' (build/cpu/mlp); rename one"]
 
 
+def test_a_model_named_twice_is_built_once_and_a_folder_spec_says_so(tmp_path):
+    project = make_project(str(tmp_path / "proj"))
+    result = project.scons("model=mlp,mlp", "target=cpu", "-n")  # -n: nothing is compiled
+    assert "linking libmlp.so (cpu/mlp)" in result.out, result.err
+    result = project.scons(f"spec={tmp_path}", "target=cpu", "-n", check=False)
+    assert result.rc == 2
+    assert result.err.strip() == f"scons: error: spec file '{tmp_path}' is a directory, not a YAML file"
+
+
 @pytest.mark.parametrize("cache, message", [
     ("/etc/passwd", "cache= '/etc/passwd' is not a directory"),
     ("/proc/ait-build-cache", "cannot create the cache folder"),
