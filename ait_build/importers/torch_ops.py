@@ -74,7 +74,8 @@ UNARY = {"aten.relu.default": "relu", "aten.sigmoid.default": "sigmoid",
          "aten.sqrt.default": "sqrt", "aten.exp.default": "exp", "aten.erf.default": "erf",
          "aten.logical_not.default": "logical_not", "aten.bitwise_not.default": "logical_not",
          "aten.sin.default": "sin", "aten.cos.default": "cos", "aten.log.default": "log",
-         "aten.ceil.default": "ceil", "aten.abs.default": "abs", "aten.sign.default": "sign"}
+         "aten.ceil.default": "ceil", "aten.abs.default": "abs", "aten.sign.default": "sign",
+         "aten.absolute.default": "abs"}  # an alias torch.export keeps
 FLOAT_ONLY = ("sin", "cos", "log", "ceil", "sqrt", "exp", "erf")
 
 
@@ -94,7 +95,7 @@ def _gelu(t, node):
 
 
 @handles("aten.hardtanh.default", "aten.clamp.default", "aten.clamp_min.default",
-         "aten.clamp_max.default")
+         "aten.clamp_max.default", "aten.clip.default")
 def _clamp(t, node):
     x = t.tensor(node.args[0])
     key = _key(node)
@@ -120,7 +121,7 @@ def _hardsigmoid(t, node):
     return t.lower.binary("div", t.lower.unary("relu6", t.lower.binary("add", x, 3.0)), 6.0)
 
 
-@handles("aten.neg.default")
+@handles("aten.neg.default", "aten.negative.default")
 def _neg(t, node):
     return t.lower.binary("mul", t.tensor(node.args[0]), -1)
 
@@ -136,7 +137,12 @@ BINARY = {"aten.add": "add", "aten.sub": "sub", "aten.mul": "mul", "aten.div": "
           "aten.minimum": "minimum", "aten.__and__": "logical_and",
           "aten.bitwise_and": "logical_and", "aten.logical_and": "logical_and",
           "aten.__or__": "logical_or", "aten.bitwise_or": "logical_or",
-          "aten.logical_or": "logical_or"}
+          "aten.logical_or": "logical_or",
+          # the alias spellings, which torch.export keeps (torch.multiply, torch.greater, ...)
+          "aten.multiply": "mul", "aten.subtract": "sub", "aten.divide": "div",
+          "aten.true_divide": "div", "aten.greater": "greater",
+          "aten.greater_equal": "greater_equal", "aten.less": "less",
+          "aten.less_equal": "less_equal", "aten.not_equal": "not_equal"}
 OTHER = {"aten.min.other": "minimum", "aten.max.other": "maximum"}  # torch.min(a, b)
 
 

@@ -242,6 +242,22 @@ def empty_past():
     return EmptyPast().eval()
 
 
+class Aliases(nn.Module):
+    """ATen's alias spellings, which torch.export keeps as they are (ConvBERT's torch.multiply)."""
+
+    def forward(self, x, y):
+        a = torch.multiply(x, y) + torch.subtract(x, y, alpha=2) + torch.divide(x, y.abs() + 1)
+        a = a + torch.true_divide(x, 4.0) + torch.negative(y) + torch.absolute(x)
+        b = torch.greater(x, y).float() + torch.greater_equal(x, 0.5).float() \
+            + torch.less(x, y).float() + torch.less_equal(y, 0.0).float() \
+            + torch.not_equal(x, y).float()
+        return torch.clip(a, -2.0, 3.0) + b
+
+
+def aliases():
+    return Aliases().eval()
+
+
 class _MhaBlock(nn.Module):
     """nn.MultiheadAttention called the default way (need_weights=True, weights discarded)."""
 
