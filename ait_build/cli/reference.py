@@ -8,6 +8,7 @@ from ait_build.cli.args import add_input_arguments, add_spec_argument, dims_of
 from ait_build.cli.run import describe
 from ait_build.errors import AitError
 from ait_build.files.output import check_output, write_output
+from ait_build.ir.dtypes import dtype_mismatch
 from ait_build.ir.resources import project_spec
 from ait_build.ir.weights import safetensors_bytes
 from ait_build.ops.reference import ProgressLine, random_inputs, run_reference
@@ -42,6 +43,11 @@ def run(args) -> int:
     dims = dims_of(args.dim, args.batch)
     if args.inputs:
         inputs = load_arrays(args.inputs)
+        for name in graph.inputs:  # as `run` refuses them: no silent cast (of float indices...)
+            problem = name in inputs and dtype_mismatch(f"input '{name}'", inputs[name].dtype,
+                                                        graph.tensors[name].dtype)
+            if problem:
+                raise AitError(problem)
     elif args.random_input:
         inputs = random_inputs(graph, dims, seed=args.seed)
     else:

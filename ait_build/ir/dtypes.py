@@ -45,6 +45,17 @@ def is_float(dtype: str) -> bool:
     return dtype in FLOAT_DTYPES
 
 
+def dtype_mismatch(what: str, dtype, expected: str) -> str:
+    """Why an array of NumPy `dtype` cannot be `what` (e.g. "input 'x'") of dtype `expected`;
+    '' when it can. Nothing casts silently: a cast costs a copy, and precision or (for indices)
+    values the caller did not choose."""
+    if dtype == NUMPY[expected]:
+        return ""
+    got = (from_numpy(dtype) or str(dtype)) if dtype is not None else "a dtype NumPy lacks"
+    return (f"{what} is {got}; the model expects {expected} (convert with .astype(...); "
+            "ait-build does not cast silently)")
+
+
 def from_numpy(dt) -> str | None:
     dt = np.dtype(dt)
     if dt.name == "bfloat16":  # ml_dtypes' (then it is imported already)

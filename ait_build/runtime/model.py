@@ -19,7 +19,7 @@ import threading
 
 import numpy as np
 
-from ait_build.ir.dtypes import NUMPY, from_numpy
+from ait_build.ir.dtypes import NUMPY, dtype_mismatch
 from ait_build.runtime import cuda, devices, identity
 from ait_build.runtime.manifest import (Manifest, ModelError, bind_dims, load_manifest,
                                         output_shapes, unknown_keys, weights_path)
@@ -300,10 +300,9 @@ class Model:
         return cuda.on_device(self._devices, self.device if self._devices else None)
 
     def _check_dtype(self, spec, dtype, what: str = "input") -> None:
-        if dtype != NUMPY[spec.dtype]:
-            got = (from_numpy(dtype) or str(dtype)) if dtype is not None else "a dtype NumPy lacks"
-            raise ModelError(f"{what} '{spec.name}' is {got}; the model expects {spec.dtype} "
-                             f"(convert with .astype(...); ait-build does not cast silently)")
+        problem = dtype_mismatch(f"{what} '{spec.name}'", dtype, spec.dtype)
+        if problem:
+            raise ModelError(problem)
 
     def _check_mapping(self, value, what: str) -> None:
         if not isinstance(value, dict):

@@ -212,6 +212,18 @@ def test_reference_takes_a_dim_no_input_names_from_dim(tmp_path):
     assert proc.returncode == 0 and "positions: int64[3]" in proc.stdout, proc.stdout + proc.stderr
 
 
+def test_reference_inputs_of_another_dtype_are_refused_as_run_refuses_them(tmp_path):
+    """float64 for a float32 input (or float indices) was cast silently by `reference --inputs`,
+    where `run` refuses it; a file that runs in one runs in the other."""
+    from safetensors.numpy import save_file
+    given = tmp_path / "in.safetensors"
+    save_file({"x": np.ones((2, 32), np.float64)}, str(given))
+    _one_line(run_main("reference", MLP, "--inputs", str(given)), 1,
+              "input 'x' is float64; the model expects float32 (convert with .astype(...)")
+    save_file({"x": np.ones((2, 32), np.float32)}, str(given))
+    assert run_main("reference", MLP, "--inputs", str(given)).returncode == 0
+
+
 def test_output_shapes_below_zero_at_the_given_dims_are_an_error():
     """An output [4, 4 - seq] at seq = 6 has no elements to give: the run says so, where NumPy's
     'negative dimensions' was an internal error."""
