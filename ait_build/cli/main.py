@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ait-build {__version__}",
                         help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.commands = {}  # name -> its parser, which reports the options it does not know
     for name, module_name, summary in COMMANDS:
         module = load_command(name, module_name)
         # every command's -h shows its description and examples
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
         p.set_defaults(func=module.run)
+        parser.commands[name] = p
     return parser
 
 
@@ -78,7 +80,9 @@ def main(argv=None) -> int:
         parser = build_parser()
     except BrokenCommand as exc:
         return internal_error(str(exc))
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the command's own parser: `ait-build run: ... (see ait-build run --help)`
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.func(args)
     except AitError as exc:

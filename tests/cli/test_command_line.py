@@ -53,7 +53,9 @@ def test_help_prints_whole_sentences():
 def test_usage_errors_exit_2(capsys):
     """A usage error is one line that names the command and where its usage is."""
     for argv, command in ((["nonsense"], "ait-build"), (["build"], "ait-build build"),
-                          (["run", "x", "--batch", "two"], "ait-build run")):
+                          (["run", "x", "--batch", "two"], "ait-build run"),
+                          # an option the command does not have points at its own help
+                          (["serve", "x", "--port", "1"], "ait-build serve")):
         with pytest.raises(SystemExit) as info:
             main(argv)
         assert info.value.code == 2, argv
