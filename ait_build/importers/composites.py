@@ -60,6 +60,11 @@ def _with_unit_axis(g, name: str, array: np.ndarray) -> str:
 def conv1d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> Value:
     w = lower.g.weights[weight]
     n, c, length = x.source_shape
+    if not length.is_static:
+        if w.shape[-1] == 1 and stride[0] == 1 and padding[0] == 0:
+            return _pointwise_conv1d(lower, x, weight, bias, groups)
+        lower.fail("a 1-d convolution over a length of symbolic size (of those, only pointwise "
+                   "ones: kernel 1, stride 1, no padding)")
     image = lower.reshape(x, (n, c, Dim.of(1), length))
     w2 = weight if w.ndim == 4 else \
         _with_unit_axis(lower.g, weight, w[:, :, None, :])  # 4-d: one conv1d shares another's
@@ -67,6 +72,23 @@ def conv1d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> V
                        groups, name)
     bn, o, _, lo = out.source_shape
     return lower.reshape(out, (bn, o, lo))
+
+
+def _pointwise_conv1d(lower, x, weight, bias, groups: int) -> Value:
+    """A conv1d of kernel 1 over a sequence of symbolic length (SqueezeBERT's), [N, C, L] ->
+    [N, O, L], as GEMMs over the positions: per group, [L, C/g] times its weights' [O/g, C/g]
+    transposed, batched over the images and groups, the bias in their epilogue. The weight
+    keeps its name and elements (a view [g, O/g, C/g])."""
+    w = lower.g.weights[weight]
+    n, c, length = x.source_shape
+    o, cg = w.shape[0], c.value // groups
+    param = lambda name: lower.g.parameter(name, lower.path, lower.where)
+    grouped = lower.reshape(param(weight), (groups, o // groups, cg))
+    rows = lower.transpose(lower.reshape(x, (n, groups, cg, length)), 2, 3)  # [N, g, L, C/g]
+    y = lower.matmul(rows, lower.transpose(grouped, 1, 2))  # [N, g, L, O/g]
+    if bias is not None:
+        y = lower.binary("add", y, lower.reshape(param(bias), (groups, 1, o // groups)))
+    return lower.reshape(lower.transpose(y, 2, 3), (n, Dim.of(o), length))
 
 
 def conv3d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> Value:

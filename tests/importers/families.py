@@ -258,6 +258,38 @@ def aliases():
     return Aliases().eval()
 
 
+class SequenceConvs(nn.Module):
+    """Convs over a sequence whose length is a dim, channels first (SqueezeBERT's): pointwise,
+    grouped and not, with and without a bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.grouped = nn.Conv1d(16, 24, 1, groups=4)
+        self.dense = nn.Conv1d(24, 8, 1, bias=False)
+
+    def forward(self, x):                                              # [b, s, 16]
+        y = torch.relu(self.grouped(x.transpose(1, 2)))
+        return self.dense(y).transpose(1, 2)
+
+
+def sequence_convs():
+    _seeded(45)
+    return SequenceConvs().eval()
+
+
+class WideSequenceConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(8, 8, 3, padding=1)
+
+    def forward(self, x):                                              # [b, 8, s]
+        return self.conv(x)
+
+
+def wide_sequence_conv():
+    return WideSequenceConv().eval()
+
+
 class _MhaBlock(nn.Module):
     """nn.MultiheadAttention called the default way (need_weights=True, weights discarded)."""
 

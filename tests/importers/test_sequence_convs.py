@@ -1,0 +1,49 @@
+"""Convs over a sequence whose length is a dim (importers/composites.py): pointwise ones
+(SqueezeBERT's q/k/v and feed-forward convs, grouped or not) import as GEMMs over the positions
+and match PyTorch through the reference executor; a wider window over such a length stops in
+one line (no compiler needed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import families  # noqa: E402
+from cases import rel_error  # noqa: E402
+
+from ait_build.errors import AitError  # noqa: E402
+from ait_build.importers.from_torch import import_torch  # noqa: E402
+from ait_build.importers.options import dims_for, parse_dim, parse_input  # noqa: E402
+from ait_build.importers.simplify import simplify  # noqa: E402
+from ait_build.importers.write import write_spec  # noqa: E402
+from ait_build.ops.reference import run_reference  # noqa: E402
+
+pytestmark = pytest.mark.torch
+F = "tests.importers.families:"
+
+
+def _import(factory: str, input_text: str):
+    inputs = [parse_input(input_text)]
+    dims = dims_for(inputs, [parse_dim("batch=1:4:2"), parse_dim("seq=2:32:8")])
+    return import_torch(F + factory, None, inputs, dims, factory)
+
+
+def test_pointwise_convs_over_a_symbolic_length_are_gemms(tmp_path):
+    graph = _import("sequence_convs", "x:batch,seq,16")
+    simplify(graph)
+    _, _, built = write_spec(graph, str(tmp_path / "sequence_convs.yaml"), "test")
+    assert not [n for n in built.nodes if n.op == "conv2d"]
+    assert sorted(built.weight_names()) == ["dense.weight", "grouped.bias", "grouped.weight"]
+    x = np.random.default_rng(5).standard_normal((3, 11, 16)).astype(np.float32)
+    with torch.no_grad():
+        want = families.sequence_convs()(torch.from_numpy(x)).numpy()
+    got = run_reference(built, {"x": x})[built.outputs[0]]
+    assert rel_error(got, want) < 1e-6
+
+
+def test_a_wider_window_over_a_symbolic_length_stops_in_one_line():
+    with pytest.raises(AitError) as info:
+        _import("wide_sequence_conv", "x:batch,8,seq")
+    assert "a 1-d convolution over a length of symbolic size" in str(info.value)
