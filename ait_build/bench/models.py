@@ -166,11 +166,16 @@ def torch_twin(graph, name: str | None = None) -> Twin:
     return Twin(module.eval(), to_args, outputs, input_names)
 
 
+def _without_unit_axes(shape) -> tuple:
+    return tuple(int(d) for d in shape if d != 1)
+
+
 def load_spec_weights(module, graph, strict: bool = True) -> None:
     """Copies every spec weight into the module's state_dict entry of that name. A name the
     module lacks is an error when `strict` (a hand-written twin must compute the same function);
     otherwise it is skipped (an imported spec's constants, which the source module computes). A
-    shape that differs is always an error, except a scalar the importer stored as [1]."""
+    shape that differs is an error, except by axes of size 1, which the importer adds or drops
+    (a scalar stored as [1]; a conv1d's [O, C, K] stored as the conv's [O, C, 1, K])."""
     torch, _ = _nn()
     state = module.state_dict()
     with torch.no_grad():
@@ -182,7 +187,7 @@ def load_spec_weights(module, graph, strict: bool = True) -> None:
             array = np.asarray(graph.weights.get(name))
             value = torch.from_numpy(array.astype(np.float32) if array.dtype.kind == "f" else array)
             if tuple(value.shape) != tuple(state[name].shape):
-                if value.numel() != state[name].numel() or state[name].dim() > 0:
+                if _without_unit_axes(value.shape) != _without_unit_axes(state[name].shape):
                     raise AitError(f"weight '{name}': spec shape {list(value.shape)}, PyTorch "
                                    f"module {list(state[name].shape)}")
                 value = value.reshape(state[name].shape)

@@ -131,6 +131,30 @@ def test_random_weights_with_constants_reach_the_source_module(factory, tmp_path
     np.testing.assert_allclose(got64.numpy(), want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.torch
+def test_random_weights_reach_a_conv1d_stored_with_a_unit_axis(tmp_path, monkeypatch):
+    """The import stores a conv1d's [O, C, K] weight as the conv's [O, C, 1, K]: bench's module
+    takes it back (was: a shape error, so no model with a conv1d could be compared)."""
+    import torch
+    from ait_build.bench.source_twin import comparison_twin
+    from ait_build.ops.reference import random_inputs, run_reference
+    from ait_build.spec.model import load_model
+    monkeypatch.syspath_prepend(os.path.join(REPO, "tests", "bench"))  # user_models:tiny_audio
+    monkeypatch.chdir(tmp_path)
+    model = zoo_specs.ZooModel("audio", "user_models:tiny_audio", ("x:batch,4,32",),
+                               ("batch=1:2:1",), (1, 2))
+    assert main(zoo_specs.import_args(model)) == 0
+    zoo_specs.randomize_weights(zoo_specs.spec_path(model), model)
+    graph = load_model(zoo_specs.spec_path(model))
+    assert tuple(graph.weights.get("0.weight").shape) == (8, 4, 1, 3)
+    twin = comparison_twin(zoo_specs.spec_path(model), graph, "audio")
+    inputs = random_inputs(graph, seed=4)
+    with torch.no_grad():
+        (got,) = twin.module.float()(*twin.to_args(inputs))
+    want = run_reference(graph, inputs)[graph.outputs[0]]
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-3, atol=1e-3)
+
+
 def test_weights_step_writes_the_weights_a_library_was_built_with(tmp_path, monkeypatch):
     """Libraries built elsewhere and copied without their weights: the weights step writes each
     file again from the spec's seed where its digest is the manifest's, and refuses (writing

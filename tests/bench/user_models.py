@@ -1,6 +1,7 @@
 """A user's own PyTorch model, as `ait-build import torch user_models:tiny_cnn` finds it in a
 project (test_bench_imported.py copies this file into one): a conv, batch norm and ReLU, a
-depthwise conv, a pool and a classifier."""
+depthwise conv, a pool and a classifier; and a 1-d conv net over audio frames (whose weights
+the import stores with a unit axis: test_bench_zoo.py)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,8 @@ def tiny_cnn(width: int = 8, classes: int = 5):
         model.bn.running_mean.uniform_(-0.5, 0.5)
         model.bn.running_var.uniform_(0.5, 1.5)
     return model.eval()
+
+
+def tiny_audio():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv1d(4, 8, 3, padding=1), nn.ReLU(), nn.Conv1d(8, 6, 1)).eval()
