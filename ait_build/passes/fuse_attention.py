@@ -241,11 +241,15 @@ def run(graph: Graph, target) -> str:
     if not target.cap("fused_attention"):
         return ""
     names = node_names(graph)
-    fused, made = 0, set()
+    fused, made, uses = 0, set(), None
     for softmax in [n for n in graph.nodes if n.op == "softmax"]:
-        found = match(graph, Uses(graph), softmax, names)
+        # a failed match leaves the graph's nodes as they were: one Uses serves until a match
+        # (rebuilding it for every softmax made a large graph quadratic)
+        uses = uses or Uses(graph)
+        found = match(graph, uses, softmax, names)
         if found is None:
             continue
+        uses = None
         node, replaced, before, after = found
         names.update(n.name for n in [node] + before + after)
         made.update(n.name for n in before)
@@ -262,11 +266,11 @@ def run(graph: Graph, target) -> str:
         if not dead:
             break
         remove_nodes(graph, dead)
-    packed = 0
+    packed, uses = 0, None
     for attn in [n for n in graph.nodes if n.op == "multi_head_attention" and not n.attrs["packed"]]:
-        uses = Uses(graph)
+        uses = uses or Uses(graph)
         replaced = packed_split(graph, uses, attn, names) or pack_qkv(graph, uses, attn, names)
         if replaced:
             remove_nodes(graph, replaced)
-            packed += 1
+            packed, uses = packed + 1, None
     return summary((fused, "attention patterns fused"), (packed, "q/k/v projections packed"))

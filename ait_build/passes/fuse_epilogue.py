@@ -99,7 +99,7 @@ def _take_residual(graph: Graph, uses: Uses, gemm: Node, other: str, add: Node) 
         # the residual is computed after the GEMM: run the GEMM at the add's place instead
         graph.nodes = [n for n in graph.nodes if n is not gemm]
         graph.nodes.insert(position(graph, add), gemm)
-    gemm.inputs.append(other)
+    uses.add_input(gemm, other)
     return True
 
 
@@ -124,10 +124,10 @@ def _take_scale(graph: Graph, uses: Uses, gemm: Node, other: str) -> bool:
     return True
 
 
-def fuse_into(graph: Graph, gemm: Node, counts: dict) -> None:
-    """Absorbs the chain of bias, channel scale, residual and activation after `gemm`."""
+def fuse_into(graph: Graph, gemm: Node, counts: dict, uses: Uses) -> None:
+    """Absorbs the chain of bias, channel scale, residual and activation after `gemm`; `uses`
+    follows each edit."""
     while gemm.attrs["activation"] == "none":
-        uses = Uses(graph)
         nxt = uses.only_reader(gemm.output)
         if nxt is None or graph.tensors[nxt.output].dtype != graph.tensors[gemm.output].dtype:
             break
@@ -136,8 +136,7 @@ def fuse_into(graph: Graph, gemm: Node, counts: dict) -> None:
             name, attrs, nodes = act
             gemm.attrs.update(attrs, activation=name)
             counts["activations"] += 1
-            gemm.outputs = list(nodes[-1].outputs)
-            graph.nodes = [n for n in graph.nodes if all(n is not m for m in nodes)]
+            _absorb(graph, uses, gemm, nodes)
             continue
         two = nxt.op in ("add", "mul") and nxt.attrs.get("scalar") is None
         other = (nxt.inputs[1] if nxt.inputs[0] == gemm.output else nxt.inputs[0]) if two else None
@@ -152,16 +151,24 @@ def fuse_into(graph: Graph, gemm: Node, counts: dict) -> None:
             counts["channel scales"] += 1
         else:
             break
-        gemm.outputs = list(nxt.outputs)
-        graph.nodes = [n for n in graph.nodes if n is not nxt]
+        _absorb(graph, uses, gemm, [nxt])
+
+
+def _absorb(graph: Graph, uses: Uses, gemm: Node, nodes: list) -> None:
+    """`gemm` makes the last of `nodes`' outputs; they leave the graph."""
+    for m in nodes:
+        uses.forget(m)
+    uses.set_outputs(gemm, nodes[-1].outputs)
+    graph.nodes = [n for n in graph.nodes if all(n is not m for m in nodes)]
 
 
 def run(graph: Graph, target) -> str:
     if not target.cap("fused_epilogue"):
         return ""
     counts = {"bias adds": 0, "residual adds": 0, "channel scales": 0, "activations": 0}
+    uses = Uses(graph)
     for gemm in [n for n in graph.nodes if n.op in GEMMS]:
-        fuse_into(graph, gemm, counts)
+        fuse_into(graph, gemm, counts, uses)
     dead = remove_dead(graph)  # parameter reads whose vector became a bias role
     graph.remove_unused_tensors()
     return summary(*[(n, f"{what} fused") for what, n in counts.items()],

@@ -169,3 +169,26 @@ def test_a_scale_after_the_residual_or_of_another_layout_stays():
         """, "{x: {shape: [batch, 5, 16]}}", "[scaled, scaled2]")
     after, summary = check_pass(g, fuse_epilogue.run)
     assert ops(after).count("mul") == 2 and summary == ""
+
+
+def test_fusing_many_layers_follows_the_edits_instead_of_rescanning(monkeypatch):
+    """Uses was rebuilt (a scan of the whole graph) after every fused op and for every softmax:
+    quadratic, minutes for a 20000-node model. Now once per pass, plus once per attention match."""
+    from ait_build.passes import fuse_attention, rewrite
+    layers = "".join(f"""
+        - {{name: fc{i}, op: linear, out_features: 16}}
+        - {{name: res{i}, op: add, inputs: [fc{i}, x]}}
+        - {{name: act{i}, op: gelu}}
+        - {{name: sm{i}, op: softmax}}""" for i in range(12))
+    g = model(layers, X, "[sm11]")
+    built, scan = [], rewrite.Uses.__init__
+
+    def counted(self, graph):
+        built.append(graph)
+        scan(self, graph)
+    monkeypatch.setattr(rewrite.Uses, "__init__", counted)
+    after, summary = check_pass(g, lambda graph, tgt: fuse_epilogue.run(graph, tgt)
+                                + fuse_attention.run(graph, tgt))
+    assert ops(after) == ["linear", "softmax"] * 12, ops(after)
+    assert summary.startswith("12 residual adds fused, 12 activations fused"), summary
+    assert len(built) <= 4, len(built)
