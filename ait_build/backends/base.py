@@ -47,6 +47,7 @@ class Backend:
     # targets (checked when one loads)
     kernel_families: Mapping = field(default_factory=dict)  # op -> families `kernels:` may name
     kernel_archs: Mapping = field(default_factory=dict)  # family -> Archs it runs on (absent: any)
+    kernels_conflict: Callable | None = None  # (kernels: op -> family) -> why they clash, or ''
     needs_arch: bool = False  # a target must name its `arch` (a GPU architecture)
     accumulate: tuple = ("float32",)  # what `precision.accumulate` may name (float16 models' GEMMs)
     # the runtime: 'host' (the caller's buffers are host memory) or the device API whose

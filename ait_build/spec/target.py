@@ -142,6 +142,9 @@ def _check_for_backend(doc, b, arch: str, compiler, flags: tuple, kernels) -> No
         if archs is not None and not archs.accepts(arch):
             raise SpecError(f"kernels.{op}: '{family}' runs on arch {archs.text}; this target's "
                             f"arch is {arch}", kernels.where(op))
+    problem = b.kernels_conflict(dict(kernels)) if b.kernels_conflict else ""
+    if problem:
+        raise SpecError(problem, kernels.where("conv2d") if "conv2d" in kernels else kernels.loc)
 
 
 def _command_line(compiler) -> None:

@@ -126,13 +126,22 @@ BLAS = {"openblas": lambda cxx: find_openblas(), "mkl": lambda cxx: find_mkl(),
         "auto": find_installed_blas}
 
 
-def find_blas(target) -> Blas:
-    gemm = target.kernel("gemm", "openblas")
-    conv = target.kernel("conv2d", f"im2col_{gemm}")
+def mixed_blas(kernels) -> str:
+    """Why a target's `kernels:` cannot be built ('' when they can): conv2d is im2col + GEMM, so
+    it must name the BLAS gemm does (checked when the target loads)."""
+    gemm = kernels.get("gemm", "openblas")
+    conv = kernels.get("conv2d", f"im2col_{gemm}")
     if conv != f"im2col_{gemm}":
-        raise AitError(f"target '{target.name}': kernels.conv2d '{conv}' and kernels.gemm '{gemm}' "
-                       f"name different BLAS libraries; use conv2d: im2col_{gemm}")
-    return BLAS[gemm](target.cxx)
+        return (f"kernels.conv2d '{conv}' and kernels.gemm '{gemm}' name different BLAS "
+                f"libraries; use conv2d: im2col_{gemm}")
+    return ""
+
+
+def find_blas(target) -> Blas:
+    problem = mixed_blas(dict(target.kernels))
+    if problem:
+        raise AitError(f"target '{target.name}': {problem}")
+    return BLAS[target.kernel("gemm", "openblas")](target.cxx)
 
 
 def simd_flags(target, cxx: str) -> tuple:
