@@ -58,7 +58,8 @@ GROUPS = {
                  "i_to_f", "i_add", "bn"]),
     "shape": dict(
         inputs={"x": {"shape": ["batch", 4, 6]}, "x1": {"shape": ["batch", 1, 6]},
-                "c8": {"shape": ["batch", 4, 8]}, "c16": {"shape": ["batch", 4, 16]}},
+                "c8": {"shape": ["batch", 4, 8]}, "c16": {"shape": ["batch", 4, 16]},
+                "i2": {"shape": ["batch", 4, 2], "dtype": "int64"}},
         graph=[n("reshape", "reshape", ["x"], shape=["batch", 24]),
                n("permute", "permute", ["x"], dims=[2, 0, 1]),
                n("transpose", "transpose", ["x"], dim0=1, dim1=2),
@@ -68,6 +69,7 @@ GROUPS = {
                # width (6) is not whole vectors (gpu/concat_rows.cu.j2)
                n("concat_c", "concat", ["c8", "c16", "c8"], axis=2),
                n("concat_c_odd", "concat", ["x", "c8"], axis=-1),
+               n("concat_i", "concat", ["i2", "i2"], axis=-1),  # int64: 16-byte runs of 2
                {"name": "split", "op": "split", "inputs": ["x"], "axis": 2, "sizes": [1, 2, 3],
                 "outputs": ["split_a", "split_b", "split_c"]},
                n("slice", "slice", ["x"], axis=2, start=1, end=5, step=2),
@@ -76,6 +78,7 @@ GROUPS = {
                n("param", "parameter", [], shape=[4, 6], weights={"value": "table"}),
                n("plus_param", "add", ["x", "param"])],
         outputs=["reshape", "permute", "transpose", "expand", "concat", "concat_c", "concat_c_odd",
+                 "concat_i",
                  "split_a", "split_b", "split_c", "slice", "pad", "pad_last", "param",
                  "plus_param"]),
     "gemm": dict(
