@@ -37,7 +37,7 @@ class Scope:
     blocks: tuple = ()  # block names being expanded, to catch recursion
     counters: dict = field(default_factory=dict)
     later: dict = field(default_factory=dict)  # names the graph defines further down -> Location
-    dropped: dict = field(default_factory=dict)  # names of entries `when` dropped -> its Location
+    dropped: list = field(default_factory=list)  # the entries `when` dropped
 
 
 

@@ -172,8 +172,7 @@ class ModelBuilder(BlockExpander):
                     raise SpecError(f"'when' must be true or false, got {type_name(cond)}",
                                     where(entry, "when"))
                 if not cond:
-                    for name in _entry_names(entry):
-                        scope.dropped.setdefault(name, where(entry, "when"))
+                    scope.dropped.append(entry)  # its names are looked at only by an error
                     continue
             if "block" in entry:
                 self._block_use(entry, scope, loc)
@@ -215,10 +214,10 @@ class ModelBuilder(BlockExpander):
         if name in scope.names:
             return scope.names[name]
         base = name.split(":")[0]
-        dropped = scope.dropped.get(base)
+        dropped = next((e for e in scope.dropped if base in _entry_names(e)), None)
         if dropped is not None:
             raise SpecError(f"tensor {shown(name)} is not computed: 'when' drops the entry that "
-                            f"defines it (line {dropped.line})", loc)
+                            f"defines it (line {where(dropped, 'when').line})", loc)
         later = scope.later.get(base)
         if later is not None and not any(k == base or k.startswith(base + ":") for k in scope.names):
             raise SpecError(f"tensor {shown(name)} is used before the node that computes it (line "
