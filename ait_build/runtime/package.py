@@ -28,6 +28,8 @@ from ait_build.runtime.manifest import load_manifest, weights_path
 
 LEFT_OUT = ("src", "obj")  # the rendered sources and their objects: building, not running
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
+# archives of other formats: an -o ending so is refused, not made a folder of that name
+OTHER_ARCHIVES = (".zip", ".tar", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".7z")
 
 
 def package_files(build_dir: str) -> list:
@@ -78,6 +80,10 @@ def make_package(build_dir: str, output: str) -> str:
     """Writes the package of `build_dir` to `output`: an archive where it ends in .tar.gz or
     .tgz (its top folder is the model's name), else a folder (new or empty). Returns a line
     saying what was written."""
+    other = next((s for s in OTHER_ARCHIVES if output.lower().endswith(s)), None)
+    if other:
+        raise AitError(f"{output}: a package is a .tar.gz or .tgz archive or a folder, not a "
+                       f"{other} file")
     files = package_files(build_dir)
     out, top = os.path.realpath(output or "."), os.path.realpath(build_dir)
     packed = {os.path.realpath(path) for _, path in files}  # those: "would destroy it", below

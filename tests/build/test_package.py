@@ -118,3 +118,12 @@ def test_a_truncated_carried_library_is_refused_before_it_is_mapped(built, tmp_p
         Model(str(small))
     (small / "libcarried.so.1").write_bytes(whole)  # whole again: no longer the error
     assert main(["package", str(small), "-o", str(tmp_path / "a.tgz")]) == 0
+
+
+@pytest.mark.parametrize("output", ["mlp.zip", "mlp.tar", "mlp.tar.xz"])
+def test_an_archive_format_package_does_not_write_is_refused(tmp_path, capsys, output):
+    """-o mlp.zip made a folder named mlp.zip; it is refused before the build folder is read."""
+    assert main(["package", str(tmp_path / "no_build"), "-o", str(tmp_path / output)]) == 1
+    err = capsys.readouterr().err
+    assert "a package is a .tar.gz or .tgz archive or a folder, not a ." in err, err
+    assert not os.path.exists(tmp_path / output)
