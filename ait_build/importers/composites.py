@@ -47,9 +47,10 @@ def convolution(lower, x: Value, weight: str, bias: str | None, stride, padding,
     return lower.conv2d(x, weight, bias, stride, padding, dilation, groups, name)
 
 
-def _with_unit_axis(g, name: str, array: np.ndarray) -> str:
-    """`array`, weight `name` with a size-1 axis added, under `name` itself when nothing reads
-    that weight yet, else under a fresh name next to it."""
+def _reshaped_weight(g, name: str, array: np.ndarray) -> str:
+    """`array`, weight `name` with size-1 axes added or dropped, under `name` itself when
+    nothing reads that weight yet, else under a fresh name next to it (bench --vs torch loads
+    such a weight back into the module: bench/models.py)."""
     used = name in g.values or any(name in n.weights.values() for n in g.nodes)
     if not used:
         g.weights[name] = np.ascontiguousarray(array)
@@ -67,7 +68,7 @@ def conv1d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> V
                    "ones: kernel 1, stride 1, no padding)")
     image = lower.reshape(x, (n, c, Dim.of(1), length))
     w2 = weight if w.ndim == 4 else \
-        _with_unit_axis(lower.g, weight, w[:, :, None, :])  # 4-d: one conv1d shares another's
+        _reshaped_weight(lower.g, weight, w[:, :, None, :])  # 4-d: one conv1d shares another's
     out = lower.conv2d(image, w2, bias, (1, stride[0]), (0, padding[0]), (1, dilation[0]),
                        groups, name)
     bn, o, _, lo = out.source_shape
@@ -76,12 +77,15 @@ def conv1d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> V
 
 def _pointwise_conv1d(lower, x, weight, bias, groups: int) -> Value:
     """A conv1d of kernel 1 over a sequence of symbolic length (SqueezeBERT's), [N, C, L] ->
-    [N, O, L], as GEMMs over the positions: per group, [L, C/g] times its weights' [O/g, C/g]
-    transposed, batched over the images and groups, the bias in their epilogue. The weight
-    keeps its name and elements (a view [g, O/g, C/g])."""
+    [N, O, L], as GEMMs over the positions: a linear over the channels, or per group [L, C/g]
+    times its weights' [O/g, C/g] transposed, batched over the images and groups (the weight
+    keeps its name and elements, viewed as [g, O/g, C/g])."""
     w = lower.g.weights[weight]
     n, c, length = x.source_shape
     o, cg = w.shape[0], c.value // groups
+    if groups == 1:  # a linear over the channels, its bias in the GEMM's epilogue
+        dense = _reshaped_weight(lower.g, weight, w.reshape(o, cg))
+        return lower.transpose(lower.linear(lower.transpose(x, 1, 2), dense, bias, None), 1, 2)
     param = lambda name: lower.g.parameter(name, lower.path, lower.where)
     grouped = lower.reshape(param(weight), (groups, o // groups, cg))
     rows = lower.transpose(lower.reshape(x, (n, groups, cg, length)), 2, 3)  # [N, g, L, C/g]

@@ -36,6 +36,10 @@ def test_pointwise_convs_over_a_symbolic_length_are_gemms(tmp_path):
     _, _, built = write_spec(graph, str(tmp_path / "sequence_convs.yaml"), "test")
     assert not [n for n in built.nodes if n.op == "conv2d"]
     assert sorted(built.weight_names()) == ["dense.weight", "grouped.bias", "grouped.weight"]
+    # the grouped conv's weight as PyTorch holds it; the ungrouped one a linear's [O, C]
+    assert built.weights.get("grouped.weight").shape == (24, 4, 1)
+    assert built.weights.get("dense.weight").shape == (8, 24)
+    assert [n.op for n in built.nodes].count("linear") == 1
     x = np.random.default_rng(5).standard_normal((3, 11, 16)).astype(np.float32)
     with torch.no_grad():
         want = families.sequence_convs()(torch.from_numpy(x)).numpy()
