@@ -78,6 +78,36 @@ TRANSFORMERS = {
     "levit": (lambda: _hf("LevitConfig", "LevitModel", image_size=64), 64, None),
     "poolformer": (lambda: _hf("PoolFormerConfig", "PoolFormerModel",
                                hidden_sizes=[16, 32, 32, 32], depths=[1, 1, 1, 1]), 64, None),
+    # found by the sweep of 7 December 2026 (bench/results/cpu/import_sweep/): the default
+    # use_cache=True (an empty key/value cache concatenated before the keys), a pointwise conv1d
+    # over the symbolic sequence (SqueezeBERT), and classes no sweep had imported
+    "opt_cached": (lambda: _hf("OPTConfig", "OPTModel", vocab_size=100, hidden_size=32,
+                               num_hidden_layers=2, num_attention_heads=4, ffn_dim=64,
+                               max_position_embeddings=40, word_embed_proj_dim=32), None, None),
+    "bloom_cached": (lambda: _hf("BloomConfig", "BloomModel", vocab_size=100, hidden_size=32,
+                                 n_layer=2, n_head=4), None, None),
+    "gpt_neox": (lambda: _hf("GPTNeoXConfig", "GPTNeoXModel", max_position_embeddings=64,
+                             **TEXT), None, None),
+    "qwen2": (lambda: _hf("Qwen2Config", "Qwen2Model", num_key_value_heads=2,
+                          max_position_embeddings=64, **TEXT), None, None),
+    "squeezebert": (lambda: _hf("SqueezeBertConfig", "SqueezeBertModel", embedding_size=32,
+                                max_position_embeddings=40, **TEXT), None, None),
+    "deberta_v2": (lambda: _hf("DebertaV2Config", "DebertaV2Model", max_position_embeddings=40,
+                               **TEXT), None, None),
+    "electra": (lambda: _hf("ElectraConfig", "ElectraModel", embedding_size=16,
+                            max_position_embeddings=40, **TEXT), None, None),
+    "mpnet": (lambda: _hf("MPNetConfig", "MPNetModel", max_position_embeddings=40, **TEXT), None,
+              None),
+    "xlm_roberta": (lambda: _hf("XLMRobertaConfig", "XLMRobertaModel",
+                                max_position_embeddings=40, **TEXT), None, None),
+    "esm": (lambda: _hf("EsmConfig", "EsmModel", pad_token_id=1, max_position_embeddings=40,
+                        **TEXT), None, None),
+    "deit": (lambda: _hf("DeiTConfig", "DeiTModel", **IMAGE), 32, None),
+    "clip_vision": (lambda: _hf("CLIPVisionConfig", "CLIPVisionModel", **IMAGE), 32, None),
+    "swin_hf": (lambda: _hf("SwinConfig", "SwinModel", image_size=32, patch_size=4, embed_dim=16,
+                            depths=[1, 1], num_heads=[1, 2], window_size=4), 32, None),
+    "convnext_hf": (lambda: _hf("ConvNextConfig", "ConvNextModel", hidden_sizes=[8, 16, 32, 64],
+                                depths=[1, 1, 1, 1]), 64, None),
 }
 for _name, (_make, _, _) in TRANSFORMERS.items():  # MODULE:FACTORY names for `ait-build import`
     globals()[_name] = _make
