@@ -314,11 +314,10 @@ def _repeat_interleave(t, node):
 @handles("aten.cat.default", "aten.concat.default")
 def _cat(t, node):
     # torch.cat leaves out empty pieces, and so do we: an empty key/value cache before the
-    # first step (OPT's, BLOOM's, GPT-NeoX's: a [0] tensor), a slice of no columns
+    # first step (OPT's, BLOOM's, GPT-NeoX's: a [0] tensor), a slice of no columns (one piece
+    # at least is left: a cat of empty pieces alone is empty, and the translator skips it)
     pieces = [t.tensor(a) for a in node.args[0] if not empty(a)]
-    if len(pieces) == 1:
-        return pieces[0]
-    return t.lower.concat(pieces or [t.tensor(node.args[0][0])], arg(node, 1, "dim", 0))
+    return pieces[0] if len(pieces) == 1 else t.lower.concat(pieces, arg(node, 1, "dim", 0))
 
 
 @handles("aten.stack.default")
