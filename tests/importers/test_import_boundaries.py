@@ -13,7 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import families  # noqa: E402
-from cases import rel_error  # noqa: E402
+from cases import rel_error, torch_outputs  # noqa: E402
+from test_import_torch import import_case  # noqa: E402
 
 from ait_build.errors import AitError  # noqa: E402
 from ait_build.importers.boundaries import prepare  # noqa: E402
@@ -58,13 +59,11 @@ def test_empty_pieces_of_a_concat_are_left_out(tmp_path):
     """torch.cat leaves out empty pieces (a key/value cache before the first step, as OPT,
     BLOOM and GPT-NeoX start theirs), and so does the import: no piece becomes a parameter of
     no elements."""
-    graph = _import(F + "empty_past", ["x:batch,seq,6"], ["batch=1:2:1", "seq=1:8:4"])
-    simplify(graph)
-    _, _, built = write_spec(graph, str(tmp_path / "empty_past.yaml"), "test")
+    _, _, built = import_case((F + "empty_past", ["x:batch,seq,6"], ["batch=1:2:1", "seq=1:8:4"],
+                               None), tmp_path, "empty_past")
     assert not [n for n in built.nodes if n.op == "concat"], [n.op for n in built.nodes]
     x = np.random.default_rng(1).standard_normal((2, 5, 6)).astype(np.float32)
-    with torch.no_grad():
-        want = families.empty_past()(torch.from_numpy(x)).numpy()
+    (want,) = torch_outputs(F + "empty_past", {"x": x})
     got = run_reference(built, {"x": x})[built.outputs[0]]
     assert rel_error(got, want) < 1e-6
 

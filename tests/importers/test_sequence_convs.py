@@ -10,30 +10,20 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import families  # noqa: E402
-from cases import rel_error  # noqa: E402
+from cases import rel_error, torch_outputs  # noqa: E402
+from test_import_torch import import_case  # noqa: E402
 
 from ait_build.errors import AitError  # noqa: E402
-from ait_build.importers.from_torch import import_torch  # noqa: E402
-from ait_build.importers.options import dims_for, parse_dim, parse_input  # noqa: E402
-from ait_build.importers.simplify import simplify  # noqa: E402
-from ait_build.importers.write import write_spec  # noqa: E402
 from ait_build.ops.reference import run_reference  # noqa: E402
 
 pytestmark = pytest.mark.torch
 F = "tests.importers.families:"
-
-
-def _import(factory: str, input_text: str):
-    inputs = [parse_input(input_text)]
-    dims = dims_for(inputs, [parse_dim("batch=1:4:2"), parse_dim("seq=2:32:8")])
-    return import_torch(F + factory, None, inputs, dims, factory)
+DIMS = ["batch=1:4:2", "seq=2:32:8"]
 
 
 def test_pointwise_convs_over_a_symbolic_length_are_gemms(tmp_path):
-    graph = _import("sequence_convs", "x:batch,seq,16")
-    simplify(graph)
-    _, _, built = write_spec(graph, str(tmp_path / "sequence_convs.yaml"), "test")
+    _, _, built = import_case((F + "sequence_convs", ["x:batch,seq,16"], DIMS, None), tmp_path,
+                              "sequence_convs")
     assert not [n for n in built.nodes if n.op == "conv2d"]
     assert sorted(built.weight_names()) == ["dense.weight", "grouped.bias", "grouped.weight"]
     # the grouped conv's weight as PyTorch holds it; the ungrouped one a linear's [O, C]
@@ -41,13 +31,12 @@ def test_pointwise_convs_over_a_symbolic_length_are_gemms(tmp_path):
     assert built.weights.get("dense.weight").shape == (8, 24)
     assert [n.op for n in built.nodes].count("linear") == 1
     x = np.random.default_rng(5).standard_normal((3, 11, 16)).astype(np.float32)
-    with torch.no_grad():
-        want = families.sequence_convs()(torch.from_numpy(x)).numpy()
+    (want,) = torch_outputs(F + "sequence_convs", {"x": x})
     got = run_reference(built, {"x": x})[built.outputs[0]]
     assert rel_error(got, want) < 1e-6
 
 
-def test_a_wider_window_over_a_symbolic_length_stops_in_one_line():
+def test_a_wider_window_over_a_symbolic_length_stops_in_one_line(tmp_path):
     with pytest.raises(AitError) as info:
-        _import("wide_sequence_conv", "x:batch,8,seq")
+        import_case((F + "wide_sequence_conv", ["x:batch,8,seq"], DIMS, None), tmp_path, "wide")
     assert "a 1-d convolution over a length of symbolic size" in str(info.value)
