@@ -27,11 +27,13 @@ from dataclasses import dataclass, field
 
 from ait_build import __version__
 from ait_build.codegen import weights_file
+from ait_build.codegen.cexpr import cexpr
 from ait_build.codegen.plan import ModelPlan, weight_arrays
 from ait_build.codegen.render import c_comment, render, template_deps
 from ait_build.codegen.digest import json_sha256
 from ait_build.errors import AitError
 from ait_build.files.read import read_bytes, sha256_file
+from ait_build.ir.dims import Dim, shape_str
 
 MODEL_SOURCE = "src/model.cpp"
 ID_SOURCE = "src/build_id.cpp"
@@ -163,6 +165,19 @@ def _model_names(plan: ModelPlan) -> dict:
                 CNAME=plan.cname.upper(), dims=dims, header=f"{plan.name}.h", **ios)
 
 
+def size_checks(plan: ModelPlan) -> list:
+    """The tensor sizes that fall below 0 at some dims in their ranges (a slice to `seq - 4`):
+    run() refuses such dims with ERROR_SHAPE, as the Python runtime refuses an output of a
+    negative size, instead of running kernels on negative sizes. One per distinct size, naming
+    the first tensor that has it."""
+    found = {}
+    for t in plan.graph.tensors.values():
+        for d in map(Dim.of, t.shape):
+            if d.may_be_negative:
+                found.setdefault(d, f"tensor '{t.name}' {shape_str(t.shape)}")
+    return [dict(expr=cexpr(d), size=str(d), tensor=tensor) for d, tensor in found.items()]
+
+
 def render_build_id(plan: ModelPlan, build_id: str) -> dict:
     """relative path -> text of the build id source."""
     return {ID_SOURCE: render(ID_TEMPLATE, dict(_model_names(plan), build_id=build_id))}
@@ -185,7 +200,7 @@ def render_model(plan: ModelPlan, wl: weights_file.WeightsLayout) -> dict:
         arena_bytes=wl.arena_bytes,
         weights=[dict(key=e.key, var=e.var, ctype=e.ctype, file_offset=e.file_offset,
                       nbytes=e.nbytes, arena_offset=e.arena_offset) for e in wl.entries],
-        scratch_shared=shared, scratch_thread=per_thread, groups=groups,
+        scratch_shared=shared, scratch_thread=per_thread, groups=groups, sizes=size_checks(plan),
         cuda_graphs=bool(plan.target.cap("cuda_graphs")),
         dependent_launch_max_bytes=int(plan.target.cap("dependent_launch_max_mb")) << 20,
         values=[dict(tensor=c_comment(v.tensor), var=v.var, ctype=v.ctype, init=v.init,

@@ -53,6 +53,12 @@ class Dim:
         return self.value if self.is_static else None
 
     @property
+    def may_be_negative(self) -> bool:
+        """Whether some dim values make it negative: a term with a negative coefficient (dims
+        are >= 1, so without one it is not; with one it may still never be, `seq*seq - seq`)."""
+        return any(c < 0 for _, c in self.terms)
+
+    @property
     def symbols(self) -> frozenset:
         return frozenset(s for m, _ in self.terms for s in m)
 

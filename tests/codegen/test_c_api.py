@@ -73,6 +73,44 @@ def test_dims_outside_their_range(api, batch):
     assert f"dim 'batch' is {batch}, outside [1, 16]" in model.error()
 
 
+# sizes that fall below 0 at some dims in range: `tail` (seq - 4) only inside the model (its
+# gram's size is static), `rest` (seq - n) an output
+NEGATIVE_MODEL = dict(
+    dims={"seq": {"min": 1, "max": 16, "opt": 8}, "n": {"min": 1, "max": 8, "opt": 2}},
+    inputs={"x": {"shape": ["seq", 8], "dtype": "float32"}},
+    graph=[{"name": "tail", "op": "slice", "axis": 0, "start": 4},
+           {"name": "tail_t", "op": "transpose", "dim0": 0, "dim1": 1},
+           {"name": "gram", "op": "matmul", "inputs": ["tail_t", "tail"]},
+           {"name": "rest", "op": "slice", "inputs": ["x"], "axis": 0, "start": "n", "end": "seq"}],
+    outputs=["gram", "rest"])
+
+
+@pytest.fixture(scope="module")
+def negative(tmp_path_factory, build_spec):
+    spec = write_spec(tmp_path_factory.mktemp("negative"), "negative", **NEGATIVE_MODEL)
+    return build_spec(spec, name="negative")[0]
+
+
+@pytest.mark.parametrize("seq, n, message", [
+    (2, 1, "tensor 'tail' [seq - 4, 8] would have size seq - 4 = -2: the model has no output at "
+           "these dims"),
+    (6, 8, "tensor 'rest' [-1*n + seq, 8] would have size -1*n + seq = -2"),
+])
+def test_dims_giving_a_size_below_zero(negative, seq, n, message):
+    """Dims in their ranges at which a tensor's size falls below 0 are refused like dims outside
+    their ranges (they ran the kernels on negative sizes); the others run."""
+    model = negative
+    assert [d["name"] for d in model.manifest["dims"]] == ["seq", "n"]
+    x = np.ones((16, 8), np.float32)
+    gram, rest = np.zeros((8, 8), np.float32), np.zeros((16, 8), np.float32)
+    ins = (ctypes.c_void_p * 1)(x.ctypes.data)
+    outs = (ctypes.c_void_p * 2)(gram.ctypes.data, rest.ctypes.data)
+    assert call_run(model, (ctypes.c_int64 * 2)(seq, n), ins, outs) == SHAPE
+    assert message in model.error() and model.error().startswith("ait_negative_run: ")
+    assert call_run(model, (ctypes.c_int64 * 2)(7, 3), ins, outs) == OK, model.error()
+    np.testing.assert_array_equal(gram, np.full((8, 8), 3, np.float32))
+
+
 def test_bad_index_is_an_error_not_a_crash(api):
     model = api[0]
     ids, out, dims, ins, outs = buffers()
