@@ -72,7 +72,7 @@ class Model:
     def __init__(self, build_dir: str, weights: str | None = None, device: int | None = None):
         """`device`: the GPU a cuda or rocm build runs on (None: the calling thread's current
         device, normally 0); host builds take None or 0 (devices.py)."""
-        self.build_dir = os.path.abspath(build_dir)
+        self.build_dir = os.path.abspath(_path(build_dir, "build_dir", "a build folder"))
         self.manifest: Manifest = load_manifest(os.path.join(self.build_dir, "manifest.json"))
         m = self.manifest
         if m.device not in DEVICES:
@@ -84,8 +84,9 @@ class Model:
         if self.device is not None and m.device != "host":
             self._devices = devices.device_control(m)
             devices.check_device_exists(self.device, self._devices, m)
-        self.weights = os.path.abspath(weights) if weights else weights_path(self.build_dir, m)
-        identity.check_weights_file(self.weights, m, own=not weights)
+        self.weights = os.path.abspath(_path(weights, "weights=", "a weights file")) \
+            if weights is not None else weights_path(self.build_dir, m)
+        identity.check_weights_file(self.weights, m, own=weights is None)
         library = os.path.join(self.build_dir, f"lib{m.name}.so")
         identity.check_library_file(library)
         identity.check_carried_libraries(self.build_dir, library)
@@ -385,6 +386,16 @@ def described(value) -> str:
         return f"a numpy.{kind.__name__} scalar (wrap it with np.asarray)"
     name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
     return ("an " if name[0] in "aeiou" else "a ") + name
+
+
+def _path(value, what: str, kind: str) -> str:
+    """A path argument as text: a str or an os.PathLike of one; anything else (None, bytes, a
+    number) is a ModelError naming what was expected, not os.path's TypeError from inside."""
+    path = os.fspath(value) if isinstance(value, os.PathLike) else value
+    if not isinstance(path, str):
+        raise ModelError(f"Model takes {what} as the path of {kind} (a str or os.PathLike), got "
+                         f"{described(value)}")
+    return path
 
 
 def _is_torch(value) -> bool:

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -136,6 +137,23 @@ def test_truncated_weights_raise_never_crash(toy_dir, tmp_path):
 def test_not_a_build_directory(tmp_path):
     with pytest.raises(ModelError, match="cannot read the manifest"):
         Model(str(tmp_path))
+
+
+@pytest.mark.parametrize("build_dir, got", [(None, "None"), (3, "an int"),
+                                              (b"build/cpu/mlp", "a bytes"), (["a"], "a list")])
+def test_a_build_dir_that_is_not_a_path_is_named(build_dir, got):
+    """It was os.path's TypeError ('expected str, bytes or os.PathLike object') from inside."""
+    with pytest.raises(ModelError, match=f"Model takes build_dir as the path of a build folder "
+                                         rf"\(a str or os.PathLike\), got {got}$"):
+        Model(build_dir)
+
+
+def test_weights_that_are_not_a_path_are_named(toy_dir):
+    with pytest.raises(ModelError, match="Model takes weights= as the path of a weights file "
+                                         r"\(a str or os.PathLike\), got an int"):
+        Model(toy_dir, weights=3)
+    with Model(Path(toy_dir), weights=Path(toy_dir) / "weights.safetensors") as model:
+        assert model.build_dir == os.path.abspath(toy_dir)
 
 
 def test_close_returns_while_other_threads_keep_calling(toy_dir):
