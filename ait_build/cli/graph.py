@@ -18,6 +18,7 @@ EXAMPLES = ["ait-build graph specs/resnet50.yaml --target cpu",
             "ait-build graph specs/bert_base.yaml --target h200 --stage fuse_attention "
             "--format json",
             "ait-build graph specs/mlp.yaml --format svg -o mlp.svg"]
+BINARY_FORMATS = ("png",)  # not written to a terminal (svg, dot and json are text)
 
 
 def add_arguments(p) -> None:
@@ -26,7 +27,8 @@ def add_arguments(p) -> None:
     p.add_argument("--stage", help="stop after this pass ('none' = before any pass), e.g. "
                    "--stage fuse_epilogue")
     p.add_argument("--format", default="text", choices=["text", "json", "dot", "svg", "png"],
-                   help="output format (default: text; svg/png need Graphviz and -o)")
+                   help="output format (default: text; svg/png need Graphviz; png goes to -o "
+                   "FILE or a redirected stdout, never a terminal)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to this file instead of stdout "
                    "(-: stdout)")
 
@@ -37,6 +39,9 @@ def run(args) -> int:
         args.output = None
     if args.output:  # before the work, not after it
         check_output(args.output, [spec])
+    elif args.format in BINARY_FORMATS and sys.stdout.isatty():
+        raise AitError(f"--format {args.format} writes binary data, not for a terminal; give -o "
+                       "FILE (or redirect stdout to a file or pipe)")
     graph = load_model(spec)
     extra = {}
     if args.target:
@@ -58,8 +63,6 @@ def run(args) -> int:
     if args.output:
         write_output(args.output, out)
         print(f"wrote {args.output}", file=sys.stderr)
-    elif args.format in ("svg", "png") and sys.stdout.isatty():
-        raise AitError(f"--format {args.format} writes binary data; give -o FILE")
     else:
         sys.stdout.buffer.write(out)
     return 0

@@ -3,6 +3,8 @@ out as real SVG/PNG, and without Graphviz the command says what to install."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -69,6 +71,41 @@ def test_a_dot_that_hangs_is_an_error_not_a_stack(tmp_path, monkeypatch, capsys)
     monkeypatch.setattr(graph_view, "DOT_TIMEOUT_S", 1)
     assert main(["graph", SPEC, "--format", "svg", "-o", str(tmp_path / "g.svg")]) == 1
     assert "gave no svg in 1 s" in capsys.readouterr().err
+
+
+class Terminal(io.TextIOWrapper):
+    """A stdout that is a terminal, its bytes kept in .buffer."""
+
+    def __init__(self):
+        super().__init__(io.BytesIO())
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_png_is_not_written_to_a_terminal(tmp_path, monkeypatch, capsys):
+    """Without -o, PNG bytes on a terminal are refused with one line, before any work (here:
+    before it finds no Graphviz)."""
+    from ait_build.cli.main import main
+    monkeypatch.setenv("PATH", str(tmp_path))  # no 'dot': the work would fail on it
+    terminal = Terminal()
+    with contextlib.redirect_stdout(terminal):
+        assert main(["graph", SPEC, "--format", "png"]) == 1
+    assert terminal.buffer.getvalue() == b""
+    assert capsys.readouterr().err == ("error: --format png writes binary data, not for a "
+                                       "terminal; give -o FILE (or redirect stdout to a file or "
+                                       "pipe)\n")
+
+
+@needs_dot
+def test_png_goes_to_a_redirected_stdout_and_svg_to_a_terminal():
+    """A pipe takes the PNG (as `dot -Tpng > g.png` does); SVG is text, shown like dot."""
+    from ait_build.cli.main import main
+    assert graph_cli("--format", "png").stdout[:8] == b"\x89PNG\r\n\x1a\n"
+    terminal = Terminal()
+    with contextlib.redirect_stdout(terminal):
+        assert main(["graph", SPEC, "--format", "svg"]) == 0
+    assert b"<svg" in terminal.buffer.getvalue()
 
 
 def test_dash_is_stdout(tmp_path):
