@@ -2,6 +2,8 @@
 
 - conv1d (wav2vec2, Whisper's encoder): a conv2d over a height of 1; the weight keeps its
   state_dict name, with a size-1 axis added.
+- unfold (F.unfold, ConvBERT's conv-kernel attention): pad, then one shifted slice per tap,
+  stacked next to their channel in PyTorch's order.
 - conv3d (video: R3D): one conv2d per temporal tap over the frames that tap reads (a strided
   slice, frames folded into the batch), summed; `<weight>.t<i>` holds tap i's [O, I, kh, kw].
 - transposed convolutions, 1-, 2- and 3-d (decoders, U-Nets, GANs, vocoders): the input with
@@ -93,6 +95,37 @@ def _pointwise_conv1d(lower, x, weight, bias, groups: int) -> Value:
     if bias is not None:
         y = lower.binary("add", y, lower.reshape(param(bias), (groups, 1, o // groups)))
     return lower.reshape(lower.transpose(y, 2, 3), (n, Dim.of(o), length))
+
+
+def _taps(lower, x: Value, axis: int, k: int, dilation: int, padding: int, stride: int) -> list:
+    """The k views of x a window slides over along source `axis`, one per tap: x padded both
+    sides, tap i its slice from i * dilation over the output's length (a symbolic length:
+    static offsets from the end, so the slices keep its dim; stride 1 only)."""
+    size = x.source_shape[axis]
+    span = dilation * (k - 1)
+    x = lower.pad(x, [(padding, padding) if a == axis else (0, 0) for a in range(x.rank)])
+    if not size.is_static:
+        if stride != 1:
+            lower.fail(f"a window of stride {stride} over a symbolic size ({size})")
+        return [lower.slice(x, axis, i * dilation, i * dilation - span or None)
+                for i in range(k)]
+    count = (size.value + 2 * padding - span - 1) // stride + 1
+    return [lower.slice(x, axis, i * dilation, i * dilation + (count - 1) * stride + 1, stride)
+            for i in range(k)]
+
+
+def unfold(lower, x, kernel, dilation, padding, stride) -> Value:
+    """F.unfold / nn.Unfold (ConvBERT's conv-kernel attention, aten.im2col): [N, C, H, W] ->
+    [N, C*kh*kw, Ho*Wo], each window's taps as channels in PyTorch's order (c*kh*kw + i*kw + j):
+    the taps' shifted slices (_taps) stacked next to their channel, so symbolic sizes work."""
+    n, c = x.source_shape[:2]
+    rows = _taps(lower, x, 2, kernel[0], dilation[0], padding[0], stride[0])
+    taps = [t for r in rows for t in _taps(lower, r, 3, kernel[1], dilation[1], padding[1],
+                                            stride[1])]
+    _, _, ho, wo = taps[0].source_shape
+    flat = [lower.reshape(t, (n, c, Dim.of(1), ho * wo)) for t in taps]
+    stacked = lower.concat(flat, 2) if len(flat) > 1 else flat[0]  # [N, C, taps, Ho*Wo]
+    return lower.reshape(stacked, (n, c * len(taps), ho * wo))
 
 
 def conv3d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> Value:

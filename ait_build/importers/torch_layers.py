@@ -1,12 +1,12 @@
-"""ATen layers -> our ops: convolutions of every rank (composites.py), LSTM/GRU (recurrent.py),
-normalizations, pools, resizes and reductions. One small handler per op, as in torch_ops.py,
-whose table joins this one's.
+"""ATen layers -> our ops: convolutions of every rank and unfold (composites.py), LSTM/GRU
+(recurrent.py), normalizations, pools, resizes and reductions. One small handler per op, as in
+torch_ops.py, whose table joins this one's.
 """
 
 from __future__ import annotations
 
 from ait_build.errors import AitError
-from ait_build.importers.composites import convolution, group_norm
+from ait_build.importers.composites import convolution, group_norm, unfold
 from ait_build.importers.graph import registrar
 from ait_build.importers.recurrent import Cell, run_layers
 from ait_build.importers.torch_args import arg
@@ -47,6 +47,16 @@ def _conv(t, node):
         padding = _same_padding(t.g.weights[weight].shape[2:], dilation, padding)
     return convolution(t.lower, x, weight, bias, stride, padding, dilation, groups,
                        t.weight_node_name(weight), transposed, output_padding)
+
+
+@handles("aten.im2col.default")
+def _im2col(t, node):
+    """F.unfold / nn.Unfold: each window's taps as channels (composites.unfold)."""
+    x = t.tensor(node.args[0])
+    if x.rank != 4:
+        raise AitError("unfold of a 3-d (unbatched) tensor (only [N, C, H, W])")
+    kernel, dilation, padding, stride = ([int(v) for v in a] for a in node.args[1:5])
+    return unfold(t.lower, x, kernel, dilation, padding, stride)
 
 
 def _same_padding(kernel, dilation, mode: str):

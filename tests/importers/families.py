@@ -290,6 +290,33 @@ def wide_sequence_conv():
     return WideSequenceConv().eval()
 
 
+class SequenceUnfold(nn.Module):
+    """ConvBERT's conv-kernel attention windows: nn.Unfold, kernel [5, 1], padding [2, 0], over
+    [b, c, s, 1] with s a dim."""
+
+    def __init__(self):
+        super().__init__()
+        self.unfold = nn.Unfold(kernel_size=[5, 1], padding=[2, 0])
+
+    def forward(self, x):                                              # [b, s, 6]
+        return self.unfold(x.transpose(1, 2).unsqueeze(-1)).transpose(1, 2)  # [b, s, 6 * 5]
+
+
+def sequence_unfold():
+    return SequenceUnfold().eval()
+
+
+class ImageUnfold(nn.Module):
+    """F.unfold over a static image with every option: a 3x2 kernel, dilation, padding, stride."""
+
+    def forward(self, x):                                              # [b, 3, 7, 7]
+        return F.unfold(x, (3, 2), dilation=(1, 2), padding=(1, 0), stride=(2, 1))
+
+
+def image_unfold():
+    return ImageUnfold().eval()
+
+
 class _MhaBlock(nn.Module):
     """nn.MultiheadAttention called the default way (need_weights=True, weights discarded)."""
 
@@ -390,19 +417,19 @@ def data_dependent():
     return DataDependent()
 
 
-class UnfoldInside(nn.Module):
-    """An op without a translation inside a torch module (nn.Unfold's im2col)."""
+class FoldInside(nn.Module):
+    """An op without a translation inside a torch module (nn.Fold's col2im)."""
 
     def __init__(self):
         super().__init__()
-        self.unfold = nn.Unfold(2)
+        self.fold = nn.Fold((3, 3), 2)
 
     def forward(self, x):
-        return self.unfold(x)  # the line the report names
+        return self.fold(x)  # the line the report names
 
 
-def unfold_inside():
-    return UnfoldInside()
+def fold_inside():
+    return FoldInside()
 
 
 class NotEverySize(nn.Module):

@@ -1,7 +1,8 @@
 """Convs over a sequence whose length is a dim (importers/composites.py): pointwise ones
 (SqueezeBERT's q/k/v and feed-forward convs, grouped or not) import as GEMMs over the positions
 and match PyTorch through the reference executor; a wider window over such a length stops in
-one line (no compiler needed)."""
+one line (no compiler needed). unfold (ConvBERT's conv-kernel attention) imports as shifted
+slices stacked and matches PyTorch at two sequence lengths."""
 
 from __future__ import annotations
 
@@ -40,3 +41,27 @@ def test_a_wider_window_over_a_symbolic_length_stops_in_one_line(tmp_path):
     with pytest.raises(AitError) as info:
         import_case((F + "wide_sequence_conv", ["x:batch,8,seq"], DIMS, None), tmp_path, "wide")
     assert "a 1-d convolution over a length of symbolic size" in str(info.value)
+
+
+def _matches_torch(built, factory: str, shapes: list, dtype=np.float32, bound=1e-6):
+    """The spec's reference against the module at each input shape (lengths the spec was not
+    imported at: the slices keep the symbolic length)."""
+    rng = np.random.default_rng(7)
+    for shape in shapes:
+        x = rng.standard_normal(shape).astype(np.float32) if dtype == np.float32 else \
+            rng.integers(3, 100, shape)
+        want = torch_outputs(F + factory, {built.inputs[0]: x})[0]
+        got = run_reference(built, {built.inputs[0]: x})[built.outputs[0]]
+        assert got.shape == want.shape and rel_error(got, want) < bound, shape
+
+
+def test_unfold_over_a_symbolic_length_is_shifted_slices_stacked(tmp_path):
+    _, _, built = import_case((F + "sequence_unfold", ["x:batch,seq,6"], DIMS, None), tmp_path,
+                              "unfold")
+    _matches_torch(built, "sequence_unfold", [(2, 2, 6), (1, 9, 6)])
+
+
+def test_unfold_of_an_image_takes_every_option(tmp_path):
+    _, _, built = import_case((F + "image_unfold", ["x:batch,3,7,7"], ["batch=1:4:2"], None),
+                              tmp_path, "image_unfold")
+    _matches_torch(built, "image_unfold", [(2, 3, 7, 7)])
