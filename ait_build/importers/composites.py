@@ -1,7 +1,10 @@
 """Source layers written as several of our ops, so every backend runs them on kernels it has:
 
 - conv1d (wav2vec2, Whisper's encoder): a conv2d over a height of 1; the weight keeps its
-  state_dict name, with a size-1 axis added.
+  state_dict name, with a size-1 axis added. Over a length of symbolic size (conv2d needs a
+  static width): pointwise ones as GEMMs over the positions (SqueezeBERT), depthwise ones as
+  each tap's shifted slice times its per-channel weight, summed (ConvBERT), any other as unfold
+  and a GEMM; the weights keep their names and shapes.
 - unfold (F.unfold, ConvBERT's conv-kernel attention): pad, then one shifted slice per tap,
   stacked next to their channel in PyTorch's order.
 - conv3d (video: R3D): one conv2d per temporal tap over the frames that tap reads (a strided
@@ -64,10 +67,16 @@ def conv1d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> V
     w = lower.g.weights[weight]
     n, c, length = x.source_shape
     if not length.is_static:
-        if w.shape[-1] == 1 and stride[0] == 1 and padding[0] == 0:
+        if stride[0] != 1:
+            lower.fail("a strided 1-d convolution over a length of symbolic size")
+        if w.shape[-1] == 1 and padding[0] == 0:
             return _pointwise_conv1d(lower, x, weight, bias, groups)
-        lower.fail("a 1-d convolution over a length of symbolic size (of those, only pointwise "
-                   "ones: kernel 1, stride 1, no padding)")
+        if groups == c.value == w.shape[0]:
+            return _depthwise_conv1d(lower, x, weight, bias, padding[0], dilation[0])
+        # the window's taps as channels (c*K + k), then the pointwise GEMM over them
+        cols = unfold(lower, lower.reshape(x, (n, c, length, Dim.of(1))), (w.shape[-1], 1),
+                      (dilation[0], 1), (padding[0], 0), (1, 1))
+        return _pointwise_conv1d(lower, cols, weight, bias, groups)
     image = lower.reshape(x, (n, c, Dim.of(1), length))
     w2 = weight if w.ndim == 4 else \
         _reshaped_weight(lower.g, weight, w[:, :, None, :])  # 4-d: one conv1d shares another's
@@ -81,11 +90,12 @@ def _pointwise_conv1d(lower, x, weight, bias, groups: int) -> Value:
     """A conv1d of kernel 1 over a sequence of symbolic length (SqueezeBERT's), [N, C, L] ->
     [N, O, L], as GEMMs over the positions: a linear over the channels, or per group [L, C/g]
     times its weights' [O/g, C/g] transposed, batched over the images and groups (the weight
-    keeps its name and elements, viewed as [g, O/g, C/g])."""
+    keeps its name and elements, viewed as [g, O/g, C/g]). A wider window's x is its unfold
+    [N, C*K, L] and the weight [O, C/g, K] is viewed as [g, O/g, C/g*K]: the same order."""
     w = lower.g.weights[weight]
     n, c, length = x.source_shape
     o, cg = w.shape[0], c.value // groups
-    if groups == 1:  # a linear over the channels, its bias in the GEMM's epilogue
+    if groups == 1 and w.shape[-1] == 1:  # a linear over the channels, its bias in the epilogue
         dense = _reshaped_weight(lower.g, weight, w.reshape(o, cg))
         return lower.transpose(lower.linear(lower.transpose(x, 1, 2), dense, bias, None), 1, 2)
     param = lambda name: lower.g.parameter(name, lower.path, lower.where)
@@ -95,6 +105,23 @@ def _pointwise_conv1d(lower, x, weight, bias, groups: int) -> Value:
     if bias is not None:
         y = lower.binary("add", y, lower.reshape(param(bias), (groups, 1, o // groups)))
     return lower.reshape(lower.transpose(y, 2, 3), (n, Dim.of(o), length))
+
+
+def _depthwise_conv1d(lower, x, weight, bias, padding: int, dilation: int) -> Value:
+    """A depthwise conv1d over a symbolic length (ConvBERT's SeparableConv1D), [N, C, L] ->
+    [N, C, L']: conv2d needs a static width, so each tap's shifted slice times its per-channel
+    weight, summed (elementwise ops the optimizer fuses). The weight keeps its name and shape
+    [C, 1, K]; each tap reads its column."""
+    c, k = x.source_shape[1], lower.g.weights[weight].shape[-1]
+    param = lambda name: lower.g.parameter(name, lower.path, lower.where)
+    w, total = param(weight), None
+    for i, tap in enumerate(_taps(lower, x, 2, k, dilation, padding, 1)):
+        column = lower.reshape(lower.slice(w, 2, i, i + 1), (c, Dim.of(1)))
+        term = lower.binary("mul", tap, column)
+        total = term if total is None else lower.binary("add", total, term)
+    if bias is not None:
+        total = lower.binary("add", total, lower.reshape(param(bias), (c, Dim.of(1))))
+    return total
 
 
 def _taps(lower, x: Value, axis: int, k: int, dilation: int, padding: int, stride: int) -> list:

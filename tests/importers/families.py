@@ -277,17 +277,54 @@ def sequence_convs():
     return SequenceConvs().eval()
 
 
-class WideSequenceConv(nn.Module):
+class DepthwiseSequenceConvs(nn.Module):
+    """ConvBERT's SeparableConv1D over a sequence whose length is a dim: a depthwise conv of
+    window 9 (padding 4, no bias), a pointwise one, then a dilated depthwise one with a bias."""
+
+    def __init__(self):
+        super().__init__()
+        self.depthwise = nn.Conv1d(16, 16, 9, groups=16, padding=4, bias=False)
+        self.pointwise = nn.Conv1d(16, 8, 1, bias=False)
+        self.dilated = nn.Conv1d(8, 8, 3, groups=8, padding=2, dilation=2)
+
+    def forward(self, x):                                              # [b, s, 16]
+        y = self.pointwise(self.depthwise(x.transpose(1, 2)))
+        return self.dilated(y).transpose(1, 2)
+
+
+def depthwise_sequence_convs():
+    _seeded(46)
+    return DepthwiseSequenceConvs().eval()
+
+
+class WindowSequenceConvs(nn.Module):
+    """Wider windows over a sequence whose length is a dim, ungrouped and grouped (dilated)."""
+
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv1d(8, 8, 3, padding=1)
+        self.grouped = nn.Conv1d(8, 12, 3, groups=4, padding=2, dilation=2, bias=False)
+
+    def forward(self, x):                                              # [b, 8, s]
+        return self.grouped(torch.relu(self.conv(x)))
+
+
+def window_sequence_convs():
+    _seeded(47)
+    return WindowSequenceConvs().eval()
+
+
+class StridedSequenceConv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(8, 8, 3, stride=2, padding=1)
 
     def forward(self, x):                                              # [b, 8, s]
         return self.conv(x)
 
 
-def wide_sequence_conv():
-    return WideSequenceConv().eval()
+def strided_sequence_conv():
+    return StridedSequenceConv().eval()
 
 
 class SequenceUnfold(nn.Module):
@@ -315,6 +352,12 @@ class ImageUnfold(nn.Module):
 
 def image_unfold():
     return ImageUnfold().eval()
+
+
+def convbert():
+    """ConvBERT: SeparableConv1D (depthwise, window 9) over the sequence and unfold."""
+    return _transformers("ConvBertConfig", "ConvBertModel", 48, embedding_size=32,
+                         max_position_embeddings=40, **TEXT)
 
 
 class _MhaBlock(nn.Module):

@@ -1,8 +1,9 @@
 """Convs over a sequence whose length is a dim (importers/composites.py): pointwise ones
-(SqueezeBERT's q/k/v and feed-forward convs, grouped or not) import as GEMMs over the positions
-and match PyTorch through the reference executor; a wider window over such a length stops in
-one line (no compiler needed). unfold (ConvBERT's conv-kernel attention) imports as shifted
-slices stacked and matches PyTorch at two sequence lengths."""
+(SqueezeBERT's q/k/v and feed-forward convs, grouped or not) import as GEMMs over the positions;
+depthwise ones of a wider window (ConvBERT's SeparableConv1D) as shifted slices times their
+per-channel weights; other wide ones as unfold and a GEMM; unfold itself (ConvBERT's conv-kernel
+attention) as shifted slices stacked. Each matches PyTorch through the reference executor at two
+sequence lengths (no compiler needed); a strided window over such a length stops in one line."""
 
 from __future__ import annotations
 
@@ -37,12 +38,6 @@ def test_pointwise_convs_over_a_symbolic_length_are_gemms(tmp_path):
     assert rel_error(got, want) < 1e-6
 
 
-def test_a_wider_window_over_a_symbolic_length_stops_in_one_line(tmp_path):
-    with pytest.raises(AitError) as info:
-        import_case((F + "wide_sequence_conv", ["x:batch,8,seq"], DIMS, None), tmp_path, "wide")
-    assert "a 1-d convolution over a length of symbolic size" in str(info.value)
-
-
 def _matches_torch(built, factory: str, shapes: list, dtype=np.float32, bound=1e-6):
     """The spec's reference against the module at each input shape (lengths the spec was not
     imported at: the slices keep the symbolic length)."""
@@ -55,6 +50,33 @@ def _matches_torch(built, factory: str, shapes: list, dtype=np.float32, bound=1e
         assert got.shape == want.shape and rel_error(got, want) < bound, shape
 
 
+def test_depthwise_convs_over_a_symbolic_length_are_shifted_slices(tmp_path):
+    _, _, built = import_case((F + "depthwise_sequence_convs", ["x:batch,seq,16"], DIMS, None),
+                              tmp_path, "depthwise")
+    ops = [n.op for n in built.nodes]
+    assert "conv2d" not in ops and ops.count("slice") >= 9 + 3
+    # the weights as PyTorch holds them (bench --vs torch loads them back)
+    assert built.weights.get("depthwise.weight").shape == (16, 1, 9)
+    assert built.weights.get("dilated.weight").shape == (8, 1, 3)
+    _matches_torch(built, "depthwise_sequence_convs", [(2, 3, 16), (1, 13, 16)])
+
+
+def test_wider_windows_over_a_symbolic_length_are_unfold_and_a_gemm(tmp_path):
+    _, _, built = import_case((F + "window_sequence_convs", ["x:batch,8,seq"], DIMS, None),
+                              tmp_path, "windows")
+    assert "conv2d" not in [n.op for n in built.nodes]
+    assert built.weights.get("conv.weight").shape == (8, 8, 3)
+    assert built.weights.get("grouped.weight").shape == (12, 2, 3)
+    _matches_torch(built, "window_sequence_convs", [(2, 8, 2), (1, 8, 11)])
+
+
+def test_a_strided_window_over_a_symbolic_length_stops_in_one_line(tmp_path):
+    with pytest.raises(AitError) as info:
+        import_case((F + "strided_sequence_conv", ["x:batch,8,seq"], ["seq=4:32:8"], None),
+                    tmp_path, "strided")
+    assert "a strided 1-d convolution over a length of symbolic size" in str(info.value)
+
+
 def test_unfold_over_a_symbolic_length_is_shifted_slices_stacked(tmp_path):
     _, _, built = import_case((F + "sequence_unfold", ["x:batch,seq,6"], DIMS, None), tmp_path,
                               "unfold")
@@ -65,3 +87,10 @@ def test_unfold_of_an_image_takes_every_option(tmp_path):
     _, _, built = import_case((F + "image_unfold", ["x:batch,3,7,7"], ["batch=1:4:2"], None),
                               tmp_path, "image_unfold")
     _matches_torch(built, "image_unfold", [(2, 3, 7, 7)])
+
+
+def test_convbert_matches_torch(tmp_path):
+    pytest.importorskip("transformers")
+    _, _, built = import_case((F + "convbert", ["input_ids:batch,seq:int64"],
+                               ["batch=1:2:1", "seq=3:16:8"], None), tmp_path, "convbert")
+    _matches_torch(built, "convbert", [(2, 5), (1, 16)], dtype=np.int64, bound=1e-5)
