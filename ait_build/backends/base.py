@@ -50,6 +50,7 @@ class Backend:
     kernels_conflict: Callable | None = None  # (kernels: op -> family) -> why they clash, or ''
     needs_arch: bool = False  # a target must name its `arch` (a GPU architecture)
     accumulate: tuple = ("float32",)  # what `precision.accumulate` may name (float16 models' GEMMs)
+    simd_lanes: tuple = ()  # what `device.simd` may be (float32 lanes; empty: it reads none)
     # the runtime: 'host' (the caller's buffers are host memory) or the device API whose
     # pointers the library takes ('cuda', 'hip')
     device: str = "host"

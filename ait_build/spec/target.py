@@ -227,6 +227,7 @@ def load_target(path: str, backends) -> Target:
     flags = string_list(compiler, "flags", "compiler")
     _command_line(compiler)
     _check_for_backend(doc, backends[backend], arch, compiler, flags, kernels)
+    _check_simd(device, backends[backend])
     string_list(doc, "sources", "target")
     return Target(
         name=name, backend=backend, arch=arch, cxx=get(compiler, "cxx", str, "compiler"),
@@ -238,6 +239,15 @@ def load_target(path: str, backends) -> Target:
         profile_cache=check_path(get(doc, "profile_cache", str, "the target", default=""),
                                  where(doc, "profile_cache"), "profile_cache"), source=path,
         precision=precision, min_version=min_version)
+
+
+def _check_simd(device, b) -> None:
+    """device.simd, the float32 lanes the loops are laid out for, is one its backend knows (3.5
+    failed only in the build); whether the compiler's machine has that width the build says."""
+    if "simd" in device and b.simd_lanes and device["simd"] not in b.simd_lanes:
+        raise SpecError(f"'simd' in device must be one of {', '.join(map(str, b.simd_lanes))} "
+                        f"(float32 lanes per vector) for the {b.name} backend, got "
+                        f"{device['simd']}", device.where("simd"))
 
 
 def stock_targets_dir() -> str:

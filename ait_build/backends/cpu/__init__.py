@@ -15,7 +15,7 @@ from __future__ import annotations
 from ait_build.backends import shared
 from ait_build.backends.base import Backend, frozen
 from ait_build.backends.cpu import concat, edges, gemm, layout, lookups, norm, squeeze_excite
-from ait_build.backends.cpu.toolchain import arch_flags, cpu_toolchain, mixed_blas
+from ait_build.backends.cpu.toolchain import SIMD_LANES, arch_flags, cpu_toolchain, mixed_blas
 
 # the templates of the lowerings every backend shares (codegen/: elementwise, data movement,
 # rows and windows), by kind
@@ -95,6 +95,7 @@ BACKEND = Backend(
                             "conv2d": ("im2col_auto", "im2col_openblas", "im2col_mkl"),
                             "attention": ("cpu_fused",)}),
     kernels_conflict=mixed_blas,
+    simd_lanes=SIMD_LANES,
     device="host",
     step_timing=True,
 )

@@ -24,6 +24,7 @@ SIMD_FLAGS = {
     ("x86_64", 16): ("-mavx512f", "-mavx512vl", "-mavx512bw", "-mavx512dq", "-mfma", "-mf16c"),
     ("aarch64", 4): (),
 }
+SIMD_LANES = tuple(sorted({lanes for _, lanes in SIMD_FLAGS}))  # on some machine
 
 # always on for cpu: only the C API is exported (kernels stay private to each library), no
 # asserts; no errno or FP-exception flags from math, which is what lets GCC vectorize the
