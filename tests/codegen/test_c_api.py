@@ -185,8 +185,18 @@ def test_bad_weights_files(api, tmp_path):
         rc, message = _create(model, path)
         assert rc == WEIGHTS, name
         assert expected[name] in message and str(path) in message, (name, message)
-    assert _create(model, tmp_path)[0] == WEIGHTS  # a directory
     assert _create(model, good)[0] == OK
+
+
+def test_a_weights_path_that_is_no_file_says_what_it_is(api, tmp_path):
+    """A folder was 'not a safetensors file (under 8 bytes)'; a FIFO blocked create() until
+    something wrote to it."""
+    model = api[0]
+    assert _create(model, tmp_path) == (WEIGHTS, f"weights file '{tmp_path}' is a folder, not a "
+                                                 "file")
+    fifo = tmp_path / "weights.fifo"
+    os.mkfifo(fifo)
+    assert _create(model, fifo) == (WEIGHTS, f"weights file '{fifo}' is not a regular file")
 
 
 def test_weights_from_another_build_of_the_same_shapes_load(api, tmp_path):

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "ait_common.h"
 
 namespace ait {
@@ -72,6 +74,11 @@ struct File {
 inline int load_weights(const char* path, uint64_t header_len, uint64_t header_hash,
                         int64_t data_len, const WeightSlot* slots, int n_slots,
                         int64_t arena_bytes, Buffer& arena) {
+  // fopen takes a folder (whose reads then fail) and waits on a FIFO for a writer
+  struct stat info;
+  if (stat(path, &info) == 0 && !S_ISREG(info.st_mode))
+    return fail(ERROR_WEIGHTS, "weights file '%s' is %s", path,
+                S_ISDIR(info.st_mode) ? "a folder, not a file" : "not a regular file");
   File file(path);
   if (!file.f)
     return fail(ERROR_WEIGHTS, "cannot open weights file '%s': %s", path, std::strerror(errno));
