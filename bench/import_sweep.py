@@ -92,6 +92,9 @@ TRANSFORMERS = {
                           max_position_embeddings=64, **TEXT), None, None),
     "squeezebert": (lambda: _hf("SqueezeBertConfig", "SqueezeBertModel", embedding_size=32,
                                 max_position_embeddings=40, **TEXT), None, None),
+    # a depthwise conv1d (kernel 9) over the symbolic sequence and unfold (composites.py)
+    "convbert": (lambda: _hf("ConvBertConfig", "ConvBertModel", embedding_size=32,
+                             max_position_embeddings=40, **TEXT), None, None),
     "deberta_v2": (lambda: _hf("DebertaV2Config", "DebertaV2Model", max_position_embeddings=40,
                                **TEXT), None, None),
     "electra": (lambda: _hf("ElectraConfig", "ElectraModel", embedding_size=16,
