@@ -1,6 +1,11 @@
+import random
+import time
+from itertools import groupby
+
 import numpy as np
 import pytest
 
+from ait_build.ir.placement import place
 from ait_build.passes import plan_memory
 from ait_build.ops.reference import random_inputs, run_reference
 
@@ -86,3 +91,57 @@ def test_row_ops_and_gemm_residuals_write_over_their_last_use():
     # c over its residual a; d over c (b is the norm's residual, also free); e over d
     assert after.memory_plan.aliases == {"c": "a", "d": "c", "e": "d"}
     check_plan(after)
+
+
+def reference_place(units: list, lifetimes: list) -> list:
+    """The placement rule spelled out on a map of 64-byte units: largest first (ties: earlier
+    start, then index), each into the smallest free run below the top of the groups it overlaps
+    in time (the lowest of equal runs), else on that top."""
+    order = sorted(range(len(units)), key=lambda g: (-units[g], lifetimes[g][0], g))
+    offsets = {}
+    for g in order:
+        used = {u for h, o in offsets.items() if lifetimes[h][0] <= lifetimes[g][1]
+                and lifetimes[g][0] <= lifetimes[h][1] for u in range(o, o + units[h])}
+        top = max(used, default=-1) + 1
+        fits = [run for run in free_runs(used, top) if run[0] >= units[g]]
+        offsets[g] = min(fits)[1] if fits else top
+    return [offsets[g] for g in range(len(units))]
+
+
+def free_runs(used: set, top: int) -> list:
+    """(length, first unit) of each run of units below `top` not in `used`."""
+    runs = []
+    for free, run in groupby(range(top), lambda u: u not in used):
+        run = list(run)
+        if free:
+            runs.append((len(run), run[0]))
+    return runs
+
+
+def test_placement_matches_the_rule_on_random_groups():
+    rng = random.Random(0)
+    for _ in range(300):
+        n = rng.randint(1, 25)
+        units = [rng.randint(1, 8) for _ in range(n)]
+        starts = [rng.randint(0, 30) for _ in range(n)]
+        lifetimes = [(s, s + rng.choice([0, 1, 2, rng.randint(0, 30)])) for s in starts]
+        offsets, top = place([u * 64 for u in units], lifetimes)
+        want = reference_place(units, lifetimes)
+        assert offsets == [o * 64 for o in want]
+        assert top == 64 * max(o + u for o, u in zip(want, units))
+
+
+def test_placement_of_a_long_chain_is_fast():
+    """A chain of 10,000 groups (each read by the next node, every 7th by one up to 60 nodes
+    later) places in ~0.2 s; scanning every placed group for each new one took ~10 s."""
+    rng = random.Random(0)
+    n = 10_000
+    sizes = [rng.randint(1, 16384) * 64 for _ in range(n)]
+    lifetimes = [(i, i + 1 + (rng.randint(2, 60) if i % 7 == 0 else 0)) for i in range(n)]
+    start = time.perf_counter()
+    offsets, top = place(sizes, lifetimes)
+    assert time.perf_counter() - start < 2.0
+    assert top == max(o + s for o, s in zip(offsets, sizes))
+    ends = [o + s for o, s in zip(offsets, sizes)]
+    for g in range(n - 1):  # neighbours live together: apart
+        assert ends[g] <= offsets[g + 1] or ends[g + 1] <= offsets[g]
