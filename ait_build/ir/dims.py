@@ -8,6 +8,7 @@ at the range ends.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -121,6 +122,41 @@ class Dim:
             out[tuple(rest)] = coeff // div_coeff
         return Dim(out)
 
+    def floor_div(self, step: int) -> "Dim | None":
+        """floor(self / step) at every value of the dims, where each dim term divides by `step`
+        (the constant need not): (320*frames + 69) // 5 is 64*frames + 13. Else None: a floor
+        division is not a polynomial (seq // 2)."""
+        const = Dim({m: c for m, c in self.terms if m == ()})
+        rest = (self - const).exact_div(step)
+        return None if rest is None or step < 1 else rest + const.value // step
+
+    @staticmethod
+    def parse(text: str, names) -> "Dim":
+        """A size written as an expression of dim names and integers with +, - and *
+        (`320*frames + 80`); a name outside `names` or anything else raises ValueError."""
+        if len(text) > 200:
+            raise ValueError("a dim expression longer than 200 characters")
+        try:
+            tree = ast.parse(text.strip(), mode="eval").body
+        except SyntaxError:
+            raise ValueError(f"'{text}' is not a dim expression (dim names and integers with "
+                             "+, - and *)") from None
+
+        def build(node) -> Dim:
+            if isinstance(node, ast.Constant) and type(node.value) is int:
+                return Dim.of(node.value)
+            if isinstance(node, ast.Name):
+                if node.id not in names:
+                    raise ValueError(f"unknown dim '{node.id}' in '{text}'")
+                return Dim.of(node.id)
+            if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+                return -build(node.operand)
+            if isinstance(node, ast.BinOp) and type(node.op) in _DIM_OPS:
+                return _DIM_OPS[type(node.op)](build(node.left), build(node.right))
+            raise ValueError(f"'{text}' is not a dim expression (dim names and integers with "
+                             "+, - and *)")
+        return build(tree)
+
     # -- identity ------------------------------------------------------------------------------
     def __eq__(self, other):
         if isinstance(other, (int, str)) and not isinstance(other, bool):
@@ -149,6 +185,9 @@ class Dim:
 
     def to_json(self):
         return self.value if self.is_static else str(self)
+
+
+_DIM_OPS = {ast.Add: Dim.__add__, ast.Sub: Dim.__sub__, ast.Mult: Dim.__mul__}
 
 
 def shape_str(shape) -> str:

@@ -22,6 +22,7 @@ def bind_dims(graph: Graph, inputs: dict, given: dict | None = None) -> dict:
     """Dim values from the input arrays' shapes, and from `given` (name -> value) for dims no
     input names (an iota's length), checked against the spec's ranges."""
     env: dict = {}
+    sized = []  # (input, axis, dim expression, size): solved once the plain names are bound
     for name in graph.inputs:
         if name not in inputs:
             raise AitError(f"missing input '{name}' (the model takes: {', '.join(graph.inputs)})")
@@ -35,7 +36,10 @@ def bind_dims(graph: Graph, inputs: dict, given: dict | None = None) -> dict:
                 if dim.value != size:
                     raise AitError(f"input '{name}' dim {axis} is {size}, expected {dim.value}")
                 continue
-            (sym,) = dim.symbols  # input dims are plain names
+            if len(dim.terms) != 1 or dim.terms[0][1] != 1 or len(dim.terms[0][0]) != 1:
+                sized.append((name, axis, dim, size))  # 320*frames + 80
+                continue
+            (sym,) = dim.symbols
             if sym in env and env[sym] != size:
                 raise AitError(f"dim '{sym}' is {env[sym]} in one input and {size} in '{name}'")
             r = graph.dims[sym]
@@ -51,12 +55,36 @@ def bind_dims(graph: Graph, inputs: dict, given: dict | None = None) -> dict:
             if not r.contains(size):
                 raise AitError(f"dim '{sym}' is {size}, outside [{r.min}, {r.max}]")
             env[sym] = size
+    _solve_sizes(graph, sized, env)
     used = {sym for t in graph.tensors.values() for d in t.shape for sym in d.symbols}
     unbound = sorted(used - set(env))
     if unbound:
         raise AitError(f"no input's shape tells dim(s) {', '.join(unbound)}: give "
                        + " ".join(f"--dim {sym}=N" for sym in unbound))
     return env
+
+
+def _solve_sizes(graph: Graph, sized: list, env: dict) -> None:
+    """Binds the dim of each input size written as an expression linear in one unbound dim
+    (320*frames + 80 = 16080: frames = 50), then checks every such size."""
+    for name, axis, dim, size in sized:
+        free = sorted(dim.symbols - set(env))
+        if len(free) == 1:
+            at0 = dim.eval({**env, free[0]: 0})
+            slope = dim.eval({**env, free[0]: 1}) - at0
+            if slope > 0 and (size - at0) % slope == 0 and dim.eval(
+                    {**env, free[0]: (size - at0) // slope}) == size:
+                value = (size - at0) // slope
+                r = graph.dims[free[0]]
+                if not r.contains(value):
+                    raise AitError(f"input '{name}' dim {axis} ({dim}) is {size}: '{free[0]}' "
+                                   f"= {value}, outside [{r.min}, {r.max}]")
+                env[free[0]] = value
+        if dim.symbols <= set(env) and dim.eval(env) == size:
+            continue
+        raise AitError(f"input '{name}' dim {axis} is {size}, which is not {dim} at any value "
+                       "of its dims" if not dim.symbols <= set(env) else
+                       f"input '{name}' dim {axis} is {size}, but {dim} is {dim.eval(env)}")
 
 
 def _as_reference(arr: np.ndarray, dtype: str) -> np.ndarray:

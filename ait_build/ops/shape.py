@@ -225,13 +225,21 @@ def slice_range(attrs, size: Dim) -> tuple:
     if size.is_static and start.is_static and (end is None or end.is_static):
         picked = range(size.value)[start.value:None if end is None else end.value:step]
         return Dim.of(picked.start), Dim.of(len(picked))
-    if step != 1:
-        raise OpError("slice with a symbolic bound or dim needs step 1")
 
     def resolve(bound):  # symbolic: not clamped; the executor checks the bounds at run time
         return size + bound if bound.is_static and bound.value < 0 else bound
     start = resolve(start)
-    return start, (size if end is None else resolve(Dim.of(end))) - start
+    span = (size if end is None else resolve(Dim.of(end))) - start
+    if step == 1:
+        return start, span
+    # ceil(span / step), a polynomial where the dim terms of span divide by the step
+    rest = (span - 1).floor_div(step)
+    if rest is None:
+        end = "" if attrs["end"] is None else attrs["end"]
+        raise OpError(f"slice [{attrs['start']}:{end}:{step}] of a dim of size {size}: over a "
+                      f"symbolic size the sliced length ({span}) must be a multiple of the step "
+                      f"{step} plus a constant (its dim terms divisible by {step})")
+    return start, rest + 1
 
 
 def _slice_infer(attrs, inputs):
@@ -256,8 +264,9 @@ def _slice_check_ranges(attrs, inputs, ranges):
     start, length = slice_range(attrs, size)
     if size.is_static and start.is_static and length.is_static:
         return  # clamped
+    last = start + (length - 1) * attrs["step"]
     for value, what in ((start, "starts before the dim's first element"),
-                        (size - (start + length), "ends past the dim's last element")):
+                        (size - (last + 1), "ends past the dim's last element")):
         # the smallest value: each dim at the end of its range that lowers the terms it is in
         # (`seq - batch` is lowest at seq's min and batch's max), besides all at min and all at max
         lowering = {n: r.max if any(c < 0 for m, c in value.terms if n in m) else r.min
@@ -293,7 +302,9 @@ register(OpDef(
            Attr("end", "dim_or_none", None, doc="one past the last index; null: the dim's end"),
            Attr("step", "int", 1, doc=">= 1")),
     notes="Python/PyTorch slicing (negative bounds count from the end, static bounds are "
-          "clamped); an empty result is an error; symbolic bounds need step 1. Beside a "
+          "clamped); an empty result is an error. Over a symbolic size a step > 1 needs the "
+          "sliced length's dim terms to divide by it (`320*frames + 80` by 5 or 320, not "
+          "`seq` by 2), so the result's size stays a polynomial. Beside a "
           "symbolic size nothing is clamped: each bound must stay inside the dim at every value "
           "of its dims' ranges (slice [0:4] of `seq` needs seq's min >= 4).",
     infer=_slice_infer, reference=_slice_reference, check_ranges=_slice_check_ranges))

@@ -17,7 +17,7 @@ from ait_build.spec.expr import substitute
 from ait_build.spec.fields import (check_docs, check_header, check_keys, expect_list, expect_map, get,
                                    type_name)
 from ait_build.spec.model_fields import MAX_DIM, open_weights, parse_dims
-from ait_build.spec.names import check_model_name, check_name
+from ait_build.spec.names import IDENTIFIER, check_model_name, check_name
 from ait_build.spec.source import parse_source
 from ait_build.spec.yamlfile import YList, YMap, load_yaml, where, ylist
 
@@ -101,6 +101,8 @@ class ModelBuilder(BlockExpander):
                         raise SpecError(f"input '{iname}': size {d} must be in [1, {MAX_DIM}]",
                                         shape_list.where(i))
                     shape.append(Dim.of(d))
+                elif isinstance(d, str) and not IDENTIFIER.fullmatch(d.strip()):
+                    shape.append(self._input_size(iname, d, shape_list.where(i)))
                 elif isinstance(d, str):
                     if d not in self.dims:
                         raise SpecError(f"input '{iname}': unknown dim {shown(d)}"
@@ -109,8 +111,9 @@ class ModelBuilder(BlockExpander):
                                         shape_list.where(i))
                     shape.append(Dim.of(d))
                 else:
-                    raise SpecError(f"input '{iname}': a shape entry must be an integer or a dim name, "
-                                    f"got {type_name(d)}", shape_list.where(i))
+                    raise SpecError(f"input '{iname}': a shape entry must be an integer, a dim name "
+                                    f"or an expression of dims, got {type_name(d)}",
+                                    shape_list.where(i))
             dtype = get(spec, "dtype", str, f"input '{iname}'", default=self.dtype)
             if dtype not in ALL_DTYPES:
                 raise SpecError(f"unknown dtype {shown(dtype)}" + did_you_mean(dtype, ALL_DTYPES),
@@ -122,6 +125,19 @@ class ModelBuilder(BlockExpander):
         scope.prev = names[0]
         scope.prev_node = f"input '{names[0]}'"
         return names
+
+    def _input_size(self, iname: str, text: str, loc) -> Dim:
+        """A size written as an expression of dims (`320*frames + 80`: an audio length the
+        strides of a feature encoder divide), its coefficients positive so that it grows with
+        its dims."""
+        try:
+            size = Dim.parse(text, self.dims)
+        except ValueError as exc:
+            raise SpecError(f"input '{iname}': {exc}", loc) from None
+        if size.may_be_negative or size.is_static:
+            raise SpecError(f"input '{iname}': a size expression has dims and no negative "
+                            f"coefficient, got {shown(text)} ({size})", loc)
+        return size
 
     def _outputs(self, doc, scope) -> list:
         outputs = expect_list(doc["outputs"], where(doc, "outputs"), "outputs")

@@ -133,9 +133,30 @@ def test_slice_symbolic_bounds(tmp_path):
                "dim's last element at batch=8, seq=1", model_dims=DIMS, axis=1, start=0, end="batch")
 
 
+def test_slice_with_a_step_over_a_symbolic_size(tmp_path):
+    """A step over a symbolic size: the result's size is a polynomial where the sliced length's
+    dim terms divide by the step (an audio length 5*frames + 2 read by a conv of stride 5)."""
+    inputs = {"x": ["batch", "5*frames + 2", 4]}
+    dims = {"batch": 4, "frames": {"min": 2, "max": 8, "opt": 3}}
+    assert out_types(tmp_path, "slice", inputs, model_dims=dims, axis=1, start=1, end=-1,
+                     step=5)[0][0] == ["batch", "frames", 4]
+    assert out_types(tmp_path, "slice", inputs, model_dims=dims, axis=1, step=5)[0][0] == [
+        "batch", "frames + 1", 4]  # ceil((5*frames + 2) / 5)
+    for frames in (2, 3):
+        x = np.arange(2 * (5 * frames + 2) * 4, dtype=F32).reshape(2, 5 * frames + 2, 4)
+        out = run1(tmp_path, "slice", {"x": x}, shapes={"x": inputs["x"]}, model_dims=dims,
+                   axis=1, start=2, step=5)
+        same(out, x[:, 2::5])
+    spec_error(tmp_path, "slice", inputs, r"slice \[0::2\] of a dim of size 5\*frames \+ 2: over "
+               r"a symbolic size the sliced length \(5\*frames \+ 2\) must be a multiple of the "
+               "step 2 plus a constant", model_dims=dims, axis=1, step=2)
+
+
 @pytest.mark.parametrize("start, end, step, size, expected", [
     (-2, None, 1, 4, (2, 2)), (1, 100, 2, 6, (1, 3)), (-100, 2, 1, 5, (0, 2)),
     (1, -1, 1, "seq", ("1", "seq - 2")), (-3, None, 1, "seq", ("seq - 3", "3")),
+    (0, None, 320, Dim.of("frames") * 320 + 80, ("0", "frames + 1")),
+    (9, None, 5, Dim.of("frames") * 320 + 80, ("9", "64*frames + 15")),  # a conv's last tap
 ])
 def test_slice_range_gives_kernels_their_offset(start, end, step, size, expected):
     attrs = {"start": Dim.of(start), "end": None if end is None else Dim.of(end), "step": step}
@@ -186,7 +207,7 @@ X = {"x": [2, 3, 4]}
     ("slice", X, {"axis": 0, "step": 0}, "step must be >= 1"),
     ("slice", X, {"axis": 0, "start": 5}, "is empty"),
     ("slice", X, {"axis": 0, "start": 1, "end": 1}, "is empty"),
-    ("slice", {"x": ["seq", 4]}, {"axis": 0, "start": 1, "step": 2}, "needs step 1"),
+    ("slice", {"x": ["seq", 4]}, {"axis": 0, "start": 1, "step": 2}, "must be a multiple of the step 2"),
     ("slice", X, {"axis": 3}, "axis 3 is out of range"),
     ("pad", X, {"pads": [1, 1]}, "needs 6 non-negative ints"),
     ("pad", X, {"pads": [0, 0, -1, 0, 0, 0]}, "non-negative"),

@@ -106,6 +106,25 @@ def test_dims_have_ranges_and_defaults(write):
     assert g.tensors["x"].shape == (Dim.of("batch"), Dim.of("seq"), Dim.of(16))
 
 
+def test_an_input_size_may_be_an_expression_of_dims(write):
+    """An audio length a feature encoder's strides divide (`320*seq + 80`): the reference binds
+    the dim from the input's size and refuses a size the expression never takes."""
+    from ait_build.ops.reference import run_reference
+    g = load_model(_model(write, "  - {op: relu}", "[relu]",
+                          inputs="  x: {shape: [batch, 320*seq + 80]}"))
+    assert g.tensors["x"].shape == (Dim.of("batch"), Dim.of("seq") * 320 + 80)
+    x = np.ones((2, 720), np.float32)
+    assert run_reference(g, {"x": x})["relu"].shape == (2, 720)
+    with pytest.raises(Exception, match=r"input 'x' dim 1 is 721, which is not 320\*seq \+ 80"):
+        run_reference(g, {"x": np.ones((2, 721), np.float32)})
+    for size, match in (("320*frames + 80", "unknown dim 'frames' in '320\\*frames \\+ 80'"),
+                        ("seq // 2", "is not a dim expression"),
+                        ("2*seq - 1", "no negative coefficient")):
+        with pytest.raises(SpecError, match=match):
+            load_model(_model(write, "  - {op: relu}", "[relu]",
+                              inputs=f"  x: {{shape: [batch, '{size}']}}"))
+
+
 def test_symbolic_dims_flow_through_reshape(write):
     g = load_model(_model(write, "  - {name: r, op: reshape, shape: [batch, seq, 4, 4]}", "[r]",
                           inputs="  x: {shape: [batch, seq, 16]}"))
