@@ -16,6 +16,7 @@ from ait_build.files.output import Staged, check_output
 from ait_build.importers.blocks import BlockPlan, fold_blocks
 from ait_build.importers.entries import entry_text
 from ait_build.importers.graph import ImportGraph
+from ait_build.importers.options import DEFAULT_MAX
 from ait_build.ir.weights import save_safetensors
 from ait_build.spec.model import load_model
 from ait_build.spec.yamlfile import load_yaml
@@ -59,7 +60,11 @@ def not_loading(exc: SpecError, text: str, source: str) -> str:
     lines = text.splitlines()
     line = exc.loc.line if exc.loc is not None else 0
     where = f" (in the spec's line `{shown_line(lines[line - 1])}`)" if 0 < line <= len(lines) else ""
-    return f"{source}: the spec made from it would not load: {exc.message}{where}"
+    hint = ""
+    if exc.message.endswith("at every value of its range"):  # a size past a table (positions)
+        hint = (f": narrow it with the import's `--dim NAME=MIN:MAX` (a dim without one is "
+                f"1:{DEFAULT_MAX})")
+    return f"{source}: the spec made from it would not load: {exc.message}{hint}{where}"
 
 
 def shown_line(line: str, limit: int = 120) -> str:

@@ -161,3 +161,23 @@ def test_axes_outside_the_rank_are_errors_not_wrapped(tmp_path, capsys, node, in
     path = _save(tmp_path, node.op_type, [node], [X], [Y], inits)
     rc, err = _import(path, str(tmp_path / "m.yaml"), capsys)
     assert rc == 1 and words in err, err
+
+
+def test_a_position_table_shorter_than_the_default_range_says_to_narrow_it(tmp_path, capsys):
+    """An exported transformer slices its position table (40 rows) to the sequence: with no
+    --dim, seq's default range reaches 64, past the table; the one-line error names the slice
+    and the flag, and the file imports with the range narrowed."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 4])
+    consts = [numpy_helper.from_array(np.ones((40, 4), np.float32), "positions")] + [
+        numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("one", [1]), ("zero", [0]))]
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one"], ["seq"], axis=0),
+             helper.make_node("Slice", ["positions", "zero", "seq", "zero"], ["used"]),
+             helper.make_node("Add", ["x", "used"], ["y"])]
+    path = _save(tmp_path, "positions", nodes, [x], [_vi("y", None)], consts)
+    rc, err = _import(path, str(tmp_path / "m.yaml"), capsys)
+    assert rc == 1 and len(err.strip().splitlines()) == 1, err
+    assert "ends past the dim's last element at seq=64" in err, err
+    assert "narrow it with the import's `--dim NAME=MIN:MAX` (a dim without one is 1:64)" in err
+    assert main(["import", "onnx", path, "-o", str(tmp_path / "m.yaml"),
+                 "--dim", "seq=1:40"]) == 0
