@@ -67,15 +67,19 @@ def conv1d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> V
     w = lower.g.weights[weight]
     n, c, length = x.source_shape
     if not length.is_static:
-        if stride[0] != 1:
-            lower.fail("a strided 1-d convolution over a length of symbolic size")
-        if w.shape[-1] == 1 and padding[0] == 0:
+        reach = length + 2 * padding[0] - dilation[0] * (w.shape[-1] - 1) - 1
+        if reach.floor_div(stride[0]) is None:  # the output length is not a polynomial
+            lower.fail(f"a strided 1-d convolution over a length of symbolic size that its "
+                       f"stride does not divide: ({reach}) // {stride[0]} + 1 outputs; declare "
+                       "the length so that it does (wav2vec2's encoder: --input "
+                       "input_values:batch,320*frames+80)")
+        if w.shape[-1] == 1 and padding[0] == 0 and stride[0] == 1:
             return _pointwise_conv1d(lower, x, weight, bias, groups)
         if groups == c.value == w.shape[0]:
-            return _depthwise_conv1d(lower, x, weight, bias, padding[0], dilation[0])
+            return _depthwise_conv1d(lower, x, weight, bias, padding[0], dilation[0], stride[0])
         # the window's taps as channels (c*K + k), then the pointwise GEMM over them
         cols = unfold(lower, lower.reshape(x, (n, c, length, Dim.of(1))), (w.shape[-1], 1),
-                      (dilation[0], 1), (padding[0], 0), (1, 1))
+                      (dilation[0], 1), (padding[0], 0), (stride[0], 1))
         return _pointwise_conv1d(lower, cols, weight, bias, groups)
     image = lower.reshape(x, (n, c, Dim.of(1), length))
     w2 = weight if w.ndim == 4 else \
@@ -107,7 +111,7 @@ def _pointwise_conv1d(lower, x, weight, bias, groups: int) -> Value:
     return lower.reshape(lower.transpose(y, 2, 3), (n, Dim.of(o), length))
 
 
-def _depthwise_conv1d(lower, x, weight, bias, padding: int, dilation: int) -> Value:
+def _depthwise_conv1d(lower, x, weight, bias, padding: int, dilation: int, stride: int) -> Value:
     """A depthwise conv1d over a symbolic length (ConvBERT's SeparableConv1D), [N, C, L] ->
     [N, C, L']: conv2d needs a static width, so each tap's shifted slice times its per-channel
     weight, summed (elementwise ops the optimizer fuses). The weight keeps its name and shape
@@ -115,7 +119,7 @@ def _depthwise_conv1d(lower, x, weight, bias, padding: int, dilation: int) -> Va
     c, k = x.source_shape[1], lower.g.weights[weight].shape[-1]
     param = lambda name: lower.g.parameter(name, lower.path, lower.where)
     w, total = param(weight), None
-    for i, tap in enumerate(_taps(lower, x, 2, k, dilation, padding, 1)):
+    for i, tap in enumerate(_taps(lower, x, 2, k, dilation, padding, stride)):
         column = lower.reshape(lower.slice(w, 2, i, i + 1), (c, Dim.of(1)))
         term = lower.binary("mul", tap, column)
         total = term if total is None else lower.binary("add", total, term)
@@ -127,14 +131,20 @@ def _depthwise_conv1d(lower, x, weight, bias, padding: int, dilation: int) -> Va
 def _taps(lower, x: Value, axis: int, k: int, dilation: int, padding: int, stride: int) -> list:
     """The k views of x a window slides over along source `axis`, one per tap: x padded both
     sides, tap i its slice from i * dilation over the output's length (a symbolic length:
-    static offsets from the end, so the slices keep its dim; stride 1 only)."""
+    static offsets from the end, so the slices keep its dim; a stride must divide the dim terms
+    of the length the window reaches over, `320*frames + 69` by 5, so that the output length
+    stays a polynomial and each tap ends a static distance r from the padded end)."""
     size = x.source_shape[axis]
     span = dilation * (k - 1)
     x = lower.pad(x, [(padding, padding) if a == axis else (0, 0) for a in range(x.rank)])
     if not size.is_static:
-        if stride != 1:
-            lower.fail(f"a window of stride {stride} over a symbolic size ({size})")
-        return [lower.slice(x, axis, i * dilation, i * dilation - span or None)
+        reach = size + 2 * padding - span - 1
+        steps = reach.floor_div(stride)
+        if steps is None:
+            lower.fail(f"a window of stride {stride} over a symbolic size ({size}) that the "
+                       f"stride does not divide: ({reach}) // {stride} + 1 windows")
+        r = (reach - steps * stride).value
+        return [lower.slice(x, axis, i * dilation, i * dilation - span - r or None, stride)
                 for i in range(k)]
     count = (size.value + 2 * padding - span - 1) // stride + 1
     return [lower.slice(x, axis, i * dilation, i * dilation + (count - 1) * stride + 1, stride)
@@ -238,11 +248,23 @@ def group_norm(lower, x: Value, groups: int, weight: Value | None, bias: Value |
     for d in shape[2:]:
         rest = rest * d
     rows = lower.reshape(x, (n, Dim.of(groups), rest))
-    attrs = {"affine": False} if eps == 1e-5 else {"affine": False, "eps": float(eps)}
-    out = lower.reshape(lower.last_axis("layer_norm", rows, attrs), tuple(shape))
+    if rest.is_static:
+        attrs = {"affine": False} if eps == 1e-5 else {"affine": False, "eps": float(eps)}
+        out = lower.reshape(lower.last_axis("layer_norm", rows, attrs), tuple(shape))
+    else:  # layer_norm needs a static row: the moments as means over the positions
+        out = lower.reshape(lower.transpose(_normalized(lower, lower.transpose(rows, 1, 2), eps),
+                                            1, 2), tuple(shape))
     per_channel = (c,) + (Dim.of(1),) * (len(shape) - 2)
     if weight is not None:
         out = lower.binary("mul", out, lower.reshape(weight, per_channel))
     if bias is not None:
         out = lower.binary("add", out, lower.reshape(bias, per_channel))
     return out
+
+
+def _normalized(lower, x: Value, eps: float) -> Value:
+    """(x - mean) / sqrt(var + eps) over axis 1 of [N, R, G] with R symbolic (wav2vec2's group
+    norm of each channel over the frames): global_avg_pool's means, the channels inner."""
+    centered = lower.binary("sub", x, lower.mean(x, [1], True))
+    var = lower.mean(lower.binary("mul", centered, centered), [1], True)
+    return lower.binary("div", centered, lower.unary("sqrt", lower.binary("add", var, eps)))

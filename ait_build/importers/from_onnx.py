@@ -113,6 +113,9 @@ class OnnxTranslator:
             given = self.given_inputs.get(inp.name) or self.given_inputs.get(name)
             if given is not None:
                 shape = list(given.shape)
+                if not all(isinstance(d, (int, str)) for d in shape):
+                    raise AitError(f"--input {inp.name}: a size expression (320*frames + 80) "
+                                   "is taken by `import torch` only")
                 if len(shape) != len(ttype.shape.dim):
                     raise AitError(f"--input {inp.name}: the model's input has rank "
                                    f"{len(ttype.shape.dim)}, not {len(shape)}")

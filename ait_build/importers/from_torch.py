@@ -20,7 +20,7 @@ from ait_build.importers.boundaries import export_error, prepare
 from ait_build.importers.factory import load_factory, said, user_code
 from ait_build.importers.graph import ImportFailure, ImportGraph, Value
 from ait_build.importers.lower import Lower
-from ait_build.importers.options import example_size
+from ait_build.importers.options import example_of
 from ait_build.importers.torch_args import empty
 from ait_build.importers.torch_ops import HANDLERS
 from ait_build.ir.dims import Dim
@@ -61,7 +61,7 @@ def export(model, inputs: list, dims: dict):
     tdims = {name: torch.export.Dim(name, min=d.min, max=d.max) for name, d in dims.items()}
     examples, dynamic = [], []
     for spec in inputs:
-        shape = [s if isinstance(s, int) else example_size(dims[s]) for s in spec.shape]
+        shape = [s if isinstance(s, int) else example_of(s, dims) for s in spec.shape]
         dtype = getattr(torch, spec.dtype)
         try:
             examples.append(torch.randn(shape, dtype=dtype) if dtype.is_floating_point
@@ -69,7 +69,8 @@ def export(model, inputs: list, dims: dict):
         except (RuntimeError, MemoryError) as exc:  # sizes past this machine's memory
             raise AitError(f"--input {spec.name}: an example of shape {shape} cannot be made "
                            f"to export with: {said(exc)}") from None
-        dynamic.append({i: tdims[s] for i, s in enumerate(spec.shape) if isinstance(s, str)} or None)
+        dynamic.append({i: _torch_dim(s, tdims) for i, s in enumerate(spec.shape)
+                        if not isinstance(s, int)} or None)
     params = list(inspect.signature(model.forward).parameters)
     by_name = all(spec.name in params for spec in inputs)
     try:  # the exporter prints the graph it gave up on: the error below says it in a line
@@ -83,6 +84,15 @@ def export(model, inputs: list, dims: dict):
     except Exception as exc:  # torch.export raises many kinds
         raise export_error(exc) from None
     return ep.run_decompositions({})  # functional ATen: no in-place ops, same high-level ops
+
+
+def _torch_dim(size, tdims: dict):
+    """A dim name's torch.export.Dim, or a*DIM + b's derived dim (options checked the form)."""
+    if isinstance(size, str):
+        return tdims[size]
+    (name,) = size.symbols
+    b = size.eval({name: 0})
+    return tdims[name] * (size.eval({name: 1}) - b) + b
 
 
 class TorchTranslator:
@@ -173,10 +183,20 @@ class TorchTranslator:
                 shape.append(want)
                 continue
             expr = getattr(size, "node", None)
-            if expr is None or not getattr(expr.expr, "is_Symbol", False):
+            if expr is None or not expr.expr.free_symbols:
                 raise AitError(f"input '{spec.name}' dim {axis} ('{want}'): the model fixes it "
                                f"to {int(size)}; give that size instead of a dim")
-            self.symbols[expr.expr.name] = want
+            if isinstance(want, Dim):  # a derived dim, 320*s0 + 80: s0 is the expression's dim
+                (symbol,), (name,) = expr.expr.free_symbols, want.symbols
+                self.symbols[symbol.name] = name
+                if self._sympy(expr.expr) != want:
+                    raise AitError(f"input '{spec.name}' dim {axis} ('{want}'): torch.export "
+                                   f"made it {expr.expr}")
+            elif not expr.expr.is_Symbol:
+                raise AitError(f"input '{spec.name}' dim {axis} ('{want}'): torch.export made "
+                               f"it {expr.expr}, not a dim of its own")
+            else:
+                self.symbols[expr.expr.name] = want
             shape.append(want)
         for name, d in self.dims.items():
             self.g.dims[name] = (d.min, d.max, d.opt)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ait_build.errors import AitError
-from ait_build.ir.dims import DimRange
+from ait_build.ir.dims import Dim, DimRange
 from ait_build.ir.dtypes import ALL_DTYPES
 from ait_build.spec.model_fields import MAX_DIM
 from ait_build.spec.names import IDENTIFIER
@@ -17,13 +17,20 @@ DEFAULT_MAX = 64  # a dim without --dim: 1..64
 @dataclass(frozen=True)
 class InputSpec:
     name: str
-    shape: tuple  # ints and dim names
+    shape: tuple  # ints, dim names and Dims (a size expression: 320*frames + 80)
     dtype: str
 
 
 def example_size(d: DimRange) -> int:
     """The size an export traces with: not 0 or 1, which exporters specialize on."""
     return max(2, min(d.opt, d.max)) if d.max >= 2 else d.max
+
+
+def example_of(size, dims: dict) -> int:
+    """The size an input axis is traced at: a dim's example, or an expression's at its dim's."""
+    if isinstance(size, str):
+        return example_size(dims[size])
+    return size.eval({n: example_size(dims[n]) for n in size.symbols})
 
 
 def parse_input(text: str) -> InputSpec:
@@ -45,8 +52,24 @@ def parse_input(text: str) -> InputSpec:
         elif IDENTIFIER.fullmatch(item):
             shape.append(item)
         else:
-            raise AitError(f"--input {name}: a size is a positive integer or a dim name, got '{item}'")
+            shape.append(_size_expression(name, item))
     return InputSpec(name, tuple(shape), dtype)
+
+
+def _size_expression(name: str, item: str) -> Dim:
+    """A size linear in one dim (`320*frames + 80`: an audio length the strides of a feature
+    encoder divide), which torch.export takes as a derived dim."""
+    try:
+        size = Dim.parse(item)
+    except ValueError:
+        raise AitError(f"--input {name}: a size is a positive integer, a dim name or a*DIM + b, "
+                       f"got '{item}'") from None
+    (sym,) = size.symbols if len(size.symbols) == 1 else (None,)
+    slope = None if sym is None else (size - size.eval({sym: 0})).exact_div(sym)
+    if slope is None or not slope.is_static or slope.value < 1 or size.eval({sym: 0}) < 0:
+        raise AitError(f"--input {name}: a size expression is a*DIM + b with a >= 1 and b >= 0 "
+                       f"(320*frames + 80), got '{item}'")
+    return size
 
 
 def parse_dim(text: str) -> DimRange:
@@ -81,7 +104,8 @@ def unique(records: list, flag: str) -> list:
 def dims_for(inputs: list, given: list) -> dict:
     """name -> DimRange for every dim the inputs name (unnamed ones: 1..64, opt 8)."""
     dims = {d.name: d for d in given}
-    used = [s for spec in inputs for s in spec.shape if isinstance(s, str)]
+    used = [s for spec in inputs for s in spec.shape if isinstance(s, str)] + sorted(
+        {n for spec in inputs for s in spec.shape if isinstance(s, Dim) for n in s.symbols})
     unknown = sorted(set(dims) - set(used))
     if unknown:
         raise AitError(f"--dim {unknown[0]}: no --input uses a dim of that name")

@@ -327,6 +327,30 @@ def strided_sequence_conv():
     return StridedSequenceConv().eval()
 
 
+class StridedConvStack(nn.Module):
+    """wav2vec2's feature encoder in small: strided conv1d layers over raw audio [b, L] with L
+    a*frames + b, a stride each that divides the length's dim term (5, 2, 2, then a depthwise
+    one padded and a pointwise one, both of stride 2: 80 in all)."""
+
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv1d(1, 8, 10, stride=5, bias=False),
+                                    nn.Conv1d(8, 8, 3, stride=2), nn.Conv1d(8, 6, 2, stride=2),
+                                    nn.Conv1d(6, 6, 3, stride=2, padding=1, groups=6),
+                                    nn.Conv1d(6, 4, 1, stride=2)])
+
+    def forward(self, x):                                              # [b, 80*frames + 40]
+        y = x[:, None]
+        for conv in self.convs:
+            y = F.gelu(conv(y))
+        return y                                                       # [b, 4, frames + 1]
+
+
+def strided_conv_stack():
+    _seeded(48)
+    return StridedConvStack().eval()
+
+
 class SequenceUnfold(nn.Module):
     """ConvBERT's conv-kernel attention windows: nn.Unfold, kernel [5, 1], padding [2, 0], over
     [b, c, s, 1] with s a dim."""

@@ -287,6 +287,11 @@ def leaves_in_forward(): return Leaves()
     (["user_factories:good", "--input", "x:batch,4"], "--input x is given twice"),
     (["user_factories:good", "--dim", "batch=1:4", "--dim", "batch=1:8"], "--dim batch is given twice"),
     (["user_factories:good", "--input", "y:99999999999"], "a size is 1 to 2147483647"),
+    # a size expression is a derived dim of torch.export's: a*DIM + b
+    (["user_factories:good", "--input", "y:batch*seq"], "a size expression is a*DIM + b with "
+     "a >= 1 and b >= 0 (320*frames + 80), got 'batch*seq'"),
+    (["user_factories:good", "--input", "y:seq//2"], "a size is a positive integer, a dim name "
+     "or a*DIM + b, got 'seq//2'"),
 ])
 def test_what_the_users_code_or_arguments_get_wrong_is_one_line(tmp_path, args, words):
     """The factory is the user's code: an exception (or sys.exit, os._exit, os.abort) in it is
