@@ -131,9 +131,10 @@ class Dim:
         return None if rest is None or step < 1 else rest + const.value // step
 
     @staticmethod
-    def parse(text: str, names) -> "Dim":
+    def parse(text: str, names=None) -> "Dim":
         """A size written as an expression of dim names and integers with +, - and *
-        (`320*frames + 80`); a name outside `names` or anything else raises ValueError."""
+        (`320*frames + 80`); a name outside `names` (when given) or anything else raises
+        ValueError."""
         if len(text) > 200:
             raise ValueError("a dim expression longer than 200 characters")
         try:
@@ -146,7 +147,7 @@ class Dim:
             if isinstance(node, ast.Constant) and type(node.value) is int:
                 return Dim.of(node.value)
             if isinstance(node, ast.Name):
-                if node.id not in names:
+                if names is not None and node.id not in names:
                     raise ValueError(f"unknown dim '{node.id}' in '{text}'")
                 return Dim.of(node.id)
             if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
