@@ -4,6 +4,7 @@ working directory (what `ait-build build`, `bench` and `profile` call)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -62,13 +63,59 @@ def build(spec: str, target: str, jobs: int | None = None, cache: str | None = N
         cmd.append("verbose=1")
     if launcher:
         cmd.append(f"launcher={launcher}")
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL if quiet else None,
-                          stderr=subprocess.PIPE, text=True)
+    proc = run_scons(cmd, stdout=subprocess.DEVNULL if quiet else None)
     if proc.returncode:
         raise ReportedError(relayed_error(proc.stderr, proc.returncode))
     if proc.stderr:
         sys.stderr.write(proc.stderr)
     return os.path.join(root, "build", target, name)
+
+
+# signals that stop ait-build but not, by themselves, the SCons it started (a terminal's Ctrl-C
+# reaches both, being sent to the whole foreground process group)
+FORWARDED = (signal.SIGTERM, signal.SIGHUP)
+
+
+def run_scons(cmd: list, stdout=None) -> subprocess.CompletedProcess:
+    """SCons in a subprocess, its stderr captured, never outliving us: a SIGTERM or SIGHUP to
+    ait-build (a CI timeout, `kill`) is passed on to SCons, which starts no new step, lets the
+    running ones finish and records what it built, as on Ctrl-C; then ait-build ends by the same
+    signal, after SCons' last words. (Ending at once left SCons building on its own, into the
+    folder the next build writes.)"""
+    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True)
+    received = []
+
+    def forward(signum, _frame):
+        received.append(signum)
+        proc.send_signal(signum)
+
+    try:
+        previous = {sig: signal.signal(sig, forward) for sig in FORWARDED
+                    if signal.getsignal(sig) is not signal.SIG_IGN}  # nohup's SIGHUP stays ignored
+    except ValueError:  # not the main thread: signals are not ours to handle
+        previous = {}
+    try:
+        _, stderr = proc.communicate()
+    except KeyboardInterrupt:  # SCons stops too, as above; a second Ctrl-C kills it
+        try:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate()
+        finally:
+            proc.kill()
+        raise
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if received:
+        sys.stderr.write(stderr + f"interrupted ({signal.Signals(received[0]).name}): SCons "
+                         "stopped after the steps it was running; the next build completes it\n")
+        sys.stderr.flush()
+        signal.raise_signal(received[0])
+    return subprocess.CompletedProcess(cmd, proc.returncode, None, stderr)
 
 
 def relayed_error(stderr: str, returncode: int) -> str:

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 
 from ait_build.backends import get_backend
-from ait_build.build.invoke import resolve_spec
+from ait_build.build.invoke import resolve_spec, run_scons
 from ait_build.codegen.emit import write_if_changed
 from ait_build.errors import AitError
 from ait_build.files.output import check_output
@@ -91,7 +90,7 @@ def compile_harnesses(harnesses: list, target, root: str, args, echo) -> float:
         cmd.append(f"cache={args.cache}")
     start = time.monotonic()
     echo(f"compiling {len(harnesses)} harnesses ({sum(len(h.sources) for h in harnesses)} sources)")
-    proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
+    proc = run_scons(cmd)
     if proc.returncode:
         raise AitError("compiling the profiling harnesses failed:\n" + proc.stderr.strip()[-4000:])
     return time.monotonic() - start
