@@ -4,7 +4,8 @@ else on top), the offset rule of Pisarchyk & Lee (2020) that AITemplate also use
 
 One implementation for the optimizer's plan (passes/plan_memory.py) and the workspace size the
 generated library reports (codegen/storage.py); the library repeats it in C++ at run time
-(ait::place in templates/common/include/ait_runtime.h) for the dims of each call.
+(ait::Placer in templates/common/include/ait_runtime.h, with the same two trees) for the dims of
+each call, and tests/backends/cpu/test_runtime_placement.py checks that the two agree.
 
 The groups are placed in size order, not in time order, so the groups a new one must avoid are
 not a sweep's live set (released by end time, as a time-ordered allocator keeps it): any placed

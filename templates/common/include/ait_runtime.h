@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <sys/stat.h>
@@ -126,47 +128,105 @@ struct Lifetime {
   int32_t start, end;
 };
 
-// Offsets for groups of `size` bytes (64-aligned) with these lifetimes: largest first (ties:
-// earlier start, then index), each into the tightest gap among the placed groups live at the
-// same time, else on top. Returns the bytes spanned. The optimizer's memory plan uses the same
-// rule at the max dims; placing at run time sizes the workspace for the dims actually given.
-inline int64_t place(int n, const int64_t* size, const Lifetime* life, int64_t* off) {
-  std::vector<int> order(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    if (size[a] != size[b]) return size[a] > size[b];
-    if (life[a].start != life[b].start) return life[a].start < life[b].start;
-    return a < b;
-  });
-  std::vector<int> placed;
-  std::vector<std::pair<int64_t, int64_t>> busy;
-  placed.reserve(order.size());
-  int64_t top = 0;
-  for (int g : order) {
-    busy.clear();
-    for (int h : placed)
-      if (life[h].start <= life[g].end && life[g].start <= life[h].end) busy.push_back({off[h], size[h]});
-    std::sort(busy.begin(), busy.end());
-    int64_t best = -1, best_gap = 0, cursor = 0;
-    for (const auto& b : busy) {
-      const int64_t gap = b.first - cursor;
-      if (gap >= size[g] && (best < 0 || gap < best_gap)) {
-        best = cursor;
-        best_gap = gap;
-      }
-      cursor = std::max(cursor, b.first + b.second);
-    }
-    off[g] = best >= 0 ? best : cursor;
-    placed.push_back(g);
-    top = std::max(top, off[g] + size[g]);
+// Calls f(node) for the nodes of a segment tree over `leaves` positions that tile first .. last
+// (none where first > last).
+template <class F>
+void for_tiles(size_t leaves, size_t first, size_t last, F f) {
+  for (size_t lo = first + leaves, hi = last + leaves + 1; lo < hi; lo /= 2, hi /= 2) {
+    if (lo & 1) f(lo++);
+    if (hi & 1) f(--hi);
   }
-  return top;
 }
 
-// One run's memory: the buffer, and the offsets placed for the dims it last ran with.
+// Calls f(node) for the nodes from the leaf of `position` up to the root.
+template <class F>
+void for_path(size_t leaves, size_t position, F f) {
+  for (size_t node = position + leaves; node; node /= 2) f(node);
+}
+
+// Offsets for groups of `size` bytes (64-aligned) with these lifetimes (0 <= start <= end):
+// largest first (ties: earlier start, then index), each into the tightest gap among the placed
+// groups live at the same time (the lowest of equal gaps), else on top. The optimizer's memory
+// plan uses the same rule at the max dims (ait_build/ir/placement.py, which this mirrors);
+// placing at run time sizes the workspace for the dims actually given.
+//
+// The groups are placed in size order, not time order, so any placed group may overlap the next
+// one in time; scanning them all made placing quadratic. As in placement.py's _Timeline, two
+// segment trees over the positions find exactly the placed groups live during start .. end:
+// `covering` holds each group at the nodes tiling its lifetime, `starting` at every node above
+// its first position; those live at `start` are on its leaf's path in `covering`, those starting
+// in start + 1 .. end at the nodes tiling that range in `starting`. Each node's groups are one
+// bucket of `entries`, sized by a counting pass over the lifetimes, so a Placer kept between
+// calls (a workspace's) allocates nothing once it has grown to the model's groups.
+struct Placer {
+  std::vector<int> order, entries;
+  std::vector<size_t> first, fill;  // bucket of node k: entries[first[k] .. fill[k]); `starting`
+                                    // nodes follow the 2 * leaves of `covering`
+  std::vector<std::pair<int64_t, int64_t>> busy;  // (offset, bytes) of the groups overlapping
+
+  int64_t place(int n, const int64_t* size, const Lifetime* life, int64_t* off) {
+    if (n <= 0) return 0;
+    order.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      if (size[a] != size[b]) return size[a] > size[b];
+      if (life[a].start != life[b].start) return life[a].start < life[b].start;
+      return a < b;
+    });
+    size_t width = 1, leaves = 1;
+    for (int i = 0; i < n; ++i) width = std::max(width, static_cast<size_t>(life[i].end) + 1);
+    while (leaves < width) leaves *= 2;
+    const size_t starting = 2 * leaves;
+    first.assign(2 * starting + 1, 0);
+    for (int i = 0; i < n; ++i) {  // each node's bucket size, at first[node + 1]
+      const size_t s = static_cast<size_t>(life[i].start), e = static_cast<size_t>(life[i].end);
+      for_tiles(leaves, s, e, [&](size_t k) { ++first[k + 1]; });
+      for_path(leaves, s, [&](size_t k) { ++first[starting + k + 1]; });
+    }
+    for (size_t k = 1; k < first.size(); ++k) first[k] += first[k - 1];
+    entries.resize(first.back());
+    fill.assign(first.begin(), first.end() - 1);
+    int64_t top = 0;
+    for (int g : order) {
+      const size_t s = static_cast<size_t>(life[g].start), e = static_cast<size_t>(life[g].end);
+      busy.clear();
+      auto found = [&](size_t k) {
+        for (size_t i = first[k]; i < fill[k]; ++i)
+          busy.push_back({off[entries[i]], size[entries[i]]});
+      };
+      for_path(leaves, s, found);
+      for_tiles(leaves, s + 1, e, [&](size_t k) { found(starting + k); });
+      std::sort(busy.begin(), busy.end());
+      int64_t best = -1, best_gap = 0, cursor = 0;
+      for (const auto& b : busy) {
+        const int64_t gap = b.first - cursor;
+        if (gap >= size[g] && (best < 0 || gap < best_gap)) {
+          best = cursor;
+          best_gap = gap;
+        }
+        cursor = std::max(cursor, b.first + b.second);
+      }
+      off[g] = best >= 0 ? best : cursor;
+      top = std::max(top, off[g] + size[g]);
+      for_tiles(leaves, s, e, [&](size_t k) { entries[fill[k]++] = g; });
+      for_path(leaves, s, [&](size_t k) { entries[fill[starting + k]++] = g; });
+    }
+    return top;
+  }
+};
+
+// ait::Placer's rule with scratch of its own.
+inline int64_t place(int n, const int64_t* size, const Lifetime* life, int64_t* off) {
+  Placer placer;
+  return placer.place(n, size, life, off);
+}
+
+// One run's memory: the buffer, and the offsets placed for the dims it last ran with (sizes
+// and placer: the scratch of placing them).
 struct Workspace {
   Buffer buf;
-  std::vector<int64_t> dims, offsets;
+  std::vector<int64_t> dims, sizes, offsets;
+  Placer placer;
   int64_t bytes = 0;
 };
 

@@ -89,6 +89,15 @@ static void buffers_and_placement() {
       if (life[a].start <= life[b].end && life[b].start <= life[a].end)
         CHECK(off[a] + size[a] <= off[b] || off[b] + size[b] <= off[a]);
   CHECK(off[0] == 0 && off[1] == 256 && off[2] == 0 && top == 384);
+  // a Placer kept between calls (a workspace's) places as a fresh one after other groups
+  ait::Placer placer;
+  const int64_t wide[] = {64, 640, 64, 128};
+  const ait::Lifetime late[] = {{7, 9}, {0, 12}, {3, 3}, {9, 9}};
+  int64_t other[4];
+  CHECK(placer.place(4, wide, late, other) == 832 && other[1] == 0 && other[3] == 640 &&
+        other[2] == 640 && other[0] == 768);
+  int64_t again[3];
+  CHECK(placer.place(3, size, life, again) == top && std::equal(off, off + 3, again));
   CHECK(ait::fnv1a64(reinterpret_cast<const unsigned char*>("a"), 1) == 0xaf63dc4c8601ec8cull);
 }
 
