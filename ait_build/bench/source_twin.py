@@ -149,6 +149,7 @@ def onnx_model(spec: str, graph, name: str):
     import onnx
     from onnx import numpy_helper
     from ait_build.importers.from_onnx import onnx_tensor_name  # how the import named each weight
+    from ait_build.bench.models import _without_unit_axes
     model = onnx.load(path)
     weights = set(graph.weight_names())
     for i, init in enumerate(model.graph.initializer):
@@ -156,6 +157,13 @@ def onnx_model(spec: str, graph, name: str):
         if name in weights:
             dtype = numpy_helper.to_array(init).dtype
             value = np.asarray(graph.weights.get(name)).astype(dtype)
+            dims = tuple(init.dims)
+            if value.shape != dims:  # axes of size 1 the import added or dropped: a scalar
+                # stored as [1], a pointwise conv1d's [O, C, 1] as a GEMM's [O, C]
+                if _without_unit_axes(value.shape) != _without_unit_axes(dims):
+                    raise NoComparison(f"no comparison: weight '{name}' has shape "
+                                       f"{list(value.shape)}, {source.file} {list(dims)}")
+                value = value.reshape(dims)
             model.graph.initializer[i].CopyFrom(numpy_helper.from_array(value, init.name))
     return model, weights_note(spec, source, graph)
 

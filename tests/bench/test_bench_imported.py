@@ -129,3 +129,31 @@ def test_a_source_that_cannot_be_rebuilt_here(project, tmp_path):
     assert why.startswith("no comparison: cannot rebuild the source of spec 'cnn' "
                           "(user_models:tiny_cnn) here: cannot import module 'user_models'")
     assert "\n" not in why
+
+
+def test_onnx_runtime_gets_weights_the_import_stored_with_unit_axes_changed(tmp_path):
+    """A pointwise conv1d's [O, C, 1] weight the import stored as a GEMM's [O, C] (and, in
+    SqueezeBERT's file, a scalar Gather index stored as [1]) goes back to the file's dims: ONNX
+    Runtime refused the file with them as stored."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from ait_build.bench.source_twin import onnx_model
+    from ait_build.spec.model import load_model
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 4, 1)).astype(np.float32), "w"),
+             numpy_helper.from_array(np.array(0, np.int64), "index")]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]),
+             helper.make_node("Gather", ["c", "index"], ["y"], axis=2)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, ["batch", 4, "seq"])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], inits)
+    path, spec = str(tmp_path / "m.onnx"), str(tmp_path / "m.yaml")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    assert main(["import", "onnx", path, "--dim", "seq=1:8", "-o", spec]) == 0
+    model, _ = onnx_model(spec, load_model(spec), "m")
+    x = {"x": rng.standard_normal((2, 4, 5)).astype(np.float32)}
+    got = ort.InferenceSession(model.SerializeToString()).run(None, x)[0]
+    want = ort.InferenceSession(path).run(None, x)[0]
+    np.testing.assert_array_equal(got, want)
