@@ -8,10 +8,14 @@
   `model.transform` makes) and the user runs `model.postprocess_detections` on its outputs.
 - any other shape computed from tensor values: one line naming where torch.export stopped,
   instead of the exporter's page of text.
+- guards torch.export cannot prove over a --dim range (XLNet's `ceil(2 * seq)`: float
+  arithmetic on a size) are evaluated here at every size of the range; where each holds, the
+  model is exported again with the range as a hint (`Dim.DYNAMIC`) instead of a promise.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 from ait_build.errors import AitError
@@ -87,3 +91,39 @@ def constraint_error(text: str) -> AitError:
     what = "; ".join(found) or text.splitlines()[0]
     return AitError(f"torch.export: the model does not take every size the --dim ranges allow "
                     f"({what}): narrow the ranges, or give those sizes as numbers")
+
+
+GUARD = re.compile(r"Not all values of (\w+) = (.*?) in the specified range (.*?) satisfy the "
+                   r"generated guard (.*?)\.?$", re.M)
+GUARD_NAMES = {"math", "ceil", "floor", "torch", "sym_float", "sym_int", "sym_max", "sym_min",
+               "int", "float", "abs", "min", "max"}
+MOST_SIZES = 1 << 16  # a range evaluated size by size
+
+
+def guards_hold(text: str, dims: dict) -> bool:
+    """True when `text` (torch.export's "Constraints violated") names only guards of one dim
+    each that hold at every size of that dim's --dim range: torch could not prove them (float
+    arithmetic on sizes), they are true. False when one fails somewhere, or cannot be read."""
+    import torch
+    found = [(m.group(1), m.group(4).replace(m.group(2), m.group(1)))
+             for m in GUARD.finditer(text)]
+    if not found or len(found) != text.count("Not all values of"):
+        return False
+    for name, guard in found:
+        d = dims.get(name)
+        if d is None or d.max - d.min >= MOST_SIZES:
+            return False
+        try:
+            code = compile(guard, "<guard>", "eval")
+        except SyntaxError:
+            return False
+        if not set(code.co_names) <= GUARD_NAMES | {name}:
+            return False
+        scope = {"__builtins__": {"int": int, "float": float, "abs": abs, "min": min,
+                                  "max": max}, "math": math, "torch": torch}
+        try:
+            if not all(eval(code, scope, {name: n}) for n in range(d.min, d.max + 1)):
+                return False
+        except Exception:  # noqa: BLE001 - a guard we cannot evaluate is not shown to hold
+            return False
+    return True

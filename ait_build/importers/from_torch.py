@@ -16,7 +16,7 @@ import operator
 import os
 
 from ait_build.errors import AitError
-from ait_build.importers.boundaries import export_error, prepare
+from ait_build.importers.boundaries import export_error, guards_hold, prepare
 from ait_build.importers.factory import load_factory, said, user_code
 from ait_build.importers.graph import ImportFailure, ImportGraph, Value
 from ait_build.importers.lower import Lower
@@ -73,17 +73,42 @@ def export(model, inputs: list, dims: dict):
                         if not isinstance(s, int)} or None)
     params = list(inspect.signature(model.forward).parameters)
     by_name = all(spec.name in params for spec in inputs)
-    try:  # the exporter prints the graph it gave up on: the error below says it in a line
+
+    def run(dynamic):
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             if by_name:
-                ep = torch.export.export(
+                return torch.export.export(
                     model, (), {s.name: t for s, t in zip(inputs, examples)},
                     dynamic_shapes={s.name: d for s, d in zip(inputs, dynamic)})
-            else:
-                ep = torch.export.export(model, tuple(examples), dynamic_shapes=tuple(dynamic))
+            return torch.export.export(model, tuple(examples), dynamic_shapes=tuple(dynamic))
+    try:  # the exporter prints the graph it gave up on: the error below says it in a line
+        try:
+            ep = run(dynamic)
+        except Exception as exc:  # guards true over the ranges that torch cannot prove
+            derived = any(isinstance(s, Dim) for spec in inputs for s in spec.shape)
+            if derived or not guards_hold(str(exc), dims):
+                raise
+            hints = {name: torch.export.Dim.DYNAMIC(min=d.min, max=d.max)
+                     for name, d in dims.items()}
+            ep = run([{i: hints[s] for i, s in enumerate(spec.shape) if isinstance(s, str)}
+                      or None for spec in inputs])
     except Exception as exc:  # torch.export raises many kinds
         raise export_error(exc) from None
     return ep.run_decompositions({})  # functional ATen: no in-place ops, same high-level ops
+
+
+def _whole_quotient(expr):
+    """(p, q) for ceil/floor/trunc(float(p) / q), q a whole number: the size is p / q where q
+    divides p's coefficients (a float division torch.export keeps as written); else None."""
+    if type(expr).__name__ not in ("CeilToInt", "FloorToInt", "TruncToInt") or \
+            type(expr.args[0]).__name__ != "FloatTrueDiv":
+        return None
+    num, den = expr.args[0].args
+    if type(num).__name__ == "ToFloat":
+        num = num.args[0]
+    if not den.is_number or float(den) != int(float(den)) or int(float(den)) == 0:
+        return None
+    return num, int(float(den))
 
 
 def _torch_dim(size, tdims: dict):
@@ -388,6 +413,11 @@ class TorchTranslator:
             for _ in range(int(expr.exp)):
                 out = out * base
             return out
+        whole = _whole_quotient(expr)  # ceil(float(2*s) / -1.0) (XLNet's arange length)
+        if whole is not None:
+            size, divisor = self._sympy(whole[0]), whole[1]
+            if all(c % divisor == 0 for _, c in size.terms):
+                return Dim({m: c // divisor for m, c in size.terms})
         raise AitError(f"size '{expr}' is not a polynomial of the input dims")
 
     def dtype(self, node) -> str:

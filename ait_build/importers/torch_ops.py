@@ -500,12 +500,52 @@ def _arange(t, node):
     key = _key(node)
     start = 0 if key == "aten.arange.default" else node.args[0]
     step = arg(node, 2, "step", 1) if key == "aten.arange.start_step" else 1
-    if not isinstance(start, (int, float)) or not isinstance(step, (int, float)):
+    if not isinstance(step, (int, float)) or not isinstance(start, (int, float)) and \
+            not hasattr(start, "meta"):
         raise AitError("arange with a start or step computed at run time")
     shape = t.shape(node)
-    value = t.lower.iota(shape, t.dtype(node), start, step)
-    t.iota[node] = (shape[0], 0)
-    return value
+    if isinstance(start, (int, float)):
+        value = t.lower.iota(shape, t.dtype(node), start, step)
+        t.iota[node] = (shape[0], 0)
+        return value
+    # a start that is a size (XLNet's relative positions: arange(seq, -seq, -1)): the positions
+    # from 0 plus the size as a one-element tensor
+    dtype = t.dtype(node)
+    first = _size_value(t, t.dim(start), dtype)
+    return t.lower.binary("add", _positions(t, shape[0], dtype, step), first)
+
+
+def _positions(t, size: Dim, dtype: str, step):
+    """0, step, 2 step, ... over `size`: an iota, or over k*dim (an iota's shape holds dim
+    names) the index r*dim + c of a [k, dim] grid, flattened."""
+    if size.is_static or len(size.terms) == 1 and size.terms[0][1] == 1 and \
+            len(size.terms[0][0]) == 1:
+        return t.lower.iota((size,), dtype, 0, step)
+    if len(size.terms) != 1 or len(size.terms[0][0]) != 1:
+        raise AitError(f"arange over {size} positions (a multiple of one dim is taken)")
+    ((name,), k), d = size.terms[0], Dim.of(size.terms[0][0][0])
+    cols = t.lower.emit("iota", [], {"shape": [k, name], "axis": 1, "step": step,
+                                     "dtype": dtype})
+    rows = t.lower.emit("iota", [], {"shape": [k, name], "axis": 0, "step": step,
+                                     "dtype": dtype})
+    rows = t.lower.binary("mul", rows, _size_value(t, d, dtype))
+    return t.lower.reshape(t.lower.binary("add", rows, cols), (size,))
+
+
+def _size_value(t, size: Dim, dtype: str):
+    """A one-element tensor holding `size` (a*dim + b) at run time: the last element of
+    b + a, b + 2a, ... over the dim's length."""
+    if size.is_static:
+        return t.lower.number(size.value, dtype)
+    if len(size.symbols) != 1:
+        raise AitError(f"arange starting at {size}, a size of several dims")
+    (name,) = size.symbols
+    b = size.eval({name: 0})
+    a = size.eval({name: 1}) - b
+    if size.eval({name: 2}) != b + 2 * a:
+        raise AitError(f"arange starting at {size}, not linear in '{name}'")
+    line = t.lower.iota((Dim.of(name),), dtype, b + a, a)
+    return t.lower.slice(line, 0, -1, None)
 
 
 @handles("aten.full.default", "aten.zeros.default", "aten.ones.default", "aten.new_zeros.default",
