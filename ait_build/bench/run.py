@@ -102,7 +102,7 @@ def dtype_variant(spec: str, dtype: str, root: str) -> str:
         doc["weights"] = absolute(doc["weights"])
     if isinstance(doc.get("source"), dict) and "file" in doc["source"]:  # an ONNX source
         doc["source"]["file"] = absolute(doc["source"]["file"])
-    elif isinstance(doc.get("weights"), dict) and "file" in doc["weights"]:
+    if isinstance(doc.get("weights"), dict) and "file" in doc["weights"]:  # with a source or not
         doc["weights"]["file"] = absolute(doc["weights"]["file"])
     if doc.get("dtype", "float32") == "float32":  # its explicit float32 parts stay float32
         unedited = isinstance(doc.get("source"), dict) and \

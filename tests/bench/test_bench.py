@@ -93,6 +93,26 @@ def test_dtype_variant_of_a_relative_spec_path(tmp_path, monkeypatch):
     assert variant.name == "tiny_cnn_float16" and variant.nodes
 
 
+def test_dtype_variant_of_an_onnx_sourced_spec_keeps_its_weights_file(tmp_path):
+    """An ONNX import's spec whose weights are {random, file} (the zoo's form): the variant under
+    build/specs/ reads the file beside the spec (it was left relative, and looked for there)."""
+    import yaml
+    from ait_build.bench.run import dtype_variant
+    from ait_build.ir.weights import save_safetensors
+    from ait_build.spec.source import graph_digest
+    with open(os.path.join(REPO, "specs", "mlp.yaml"), encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh)
+    bias = np.arange(64, dtype=np.float32)
+    save_safetensors({"fc1.bias": bias}, str(tmp_path / "consts.safetensors"))
+    doc["weights"] = {"random": {"seed": 0}, "file": "consts.safetensors"}
+    doc["source"] = {"importer": "onnx", "file": "mlp.onnx", "file_sha256": "0" * 64,
+                     "graph_sha256": graph_digest(doc)}
+    (tmp_path / "mlp.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    variant = load_model(dtype_variant(str(tmp_path / "mlp.yaml"), "float16", str(tmp_path)))
+    assert variant.dtype == "float16"
+    assert (variant.weights.get("fc1.bias") == bias).all()
+
+
 class FakeSide:
     """A side handle for take_turns that logs what it was asked."""
 
