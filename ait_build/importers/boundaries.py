@@ -88,6 +88,9 @@ def constraint_error(text: str) -> AitError:
                          r"the generated guard (.*?)\.?$", text, re.M):
         name, source, guard = m.group(1), m.group(2), m.group(4)
         found.append(f"{name} must satisfy {guard.replace(source, name)}")
+    for m in re.finditer(r"You marked (\w+) as dynamic but your code specialized it to be a "
+                         r"constant \((\d+)\)", text):
+        found.append(f"the model fixes {m.group(1)} to {m.group(2)}")
     what = "; ".join(found) or text.splitlines()[0]
     return AitError(f"torch.export: the model does not take every size the --dim ranges allow "
                     f"({what}): narrow the ranges, or give those sizes as numbers")
@@ -107,7 +110,7 @@ def guards_hold(text: str, dims: dict) -> bool:
     import torch
     found = [(m.group(1), m.group(4).replace(m.group(2), m.group(1)))
              for m in GUARD.finditer(text)]
-    if not found or len(found) != text.count("Not all values of"):
+    if not found or len(found) != text.count("Not all values of") or "specialized" in text:
         return False
     for name, guard in found:
         d = dims.get(name)

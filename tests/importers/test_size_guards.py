@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 from cases import rel_error, torch_outputs  # noqa: E402
 from test_import_torch import import_case  # noqa: E402
 
-from ait_build.importers.boundaries import guards_hold  # noqa: E402
+from ait_build.importers.boundaries import constraint_error, guards_hold  # noqa: E402
 from ait_build.importers.options import parse_dim  # noqa: E402
 from ait_build.ops.reference import run_reference  # noqa: E402
 
@@ -60,3 +60,14 @@ def test_guards_are_shown_to_hold_only_at_every_size_of_the_range():
     assert not guards_hold(_text("L['x'].size()[1] != 5"), dims)  # false at 5: the range is wrong
     assert not guards_hold(_text("__import__('os').getpid() > 0"), dims)  # only size arithmetic
     assert not guards_hold("Constraints violated (seq)!", dims)  # nothing to evaluate
+
+
+def test_a_dim_the_model_fixes_is_said_by_its_size():
+    """CANINE fixes its sequence to the example's length: the line names the size, not
+    torch's 'Constraints violated (seq)!'."""
+    text = ("Constraints violated (seq)! For more information, run with TORCH_LOGS=\"+dynamic\".\n"
+            "  - You marked seq as dynamic but your code specialized it to be a constant (16). "
+            "If you're using mark_dynamic, either remove it or use maybe_mark_dynamic.")
+    assert not guards_hold(text, {"seq": parse_dim("seq=4:64:16")})
+    said = str(constraint_error(text))
+    assert "the model fixes seq to 16" in said and "\n" not in said, said
