@@ -56,8 +56,13 @@ def prepare_onnxruntime(ctx, inputs) -> dict:
         from_file = onnx_model(ctx.spec, ctx.graph, ctx.twin_name)
         if from_file is not None:
             model, note = from_file
-            session = ort.InferenceSession(model.SerializeToString(),
-                                           providers=["CPUExecutionProvider"])
+            try:
+                session = ort.InferenceSession(model.SerializeToString(),
+                                               providers=["CPUExecutionProvider"])
+            except Exception as exc:  # ONNX Runtime's own checks (its Fail, InvalidGraph...)
+                line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise NoComparison(f"no comparison: ONNX Runtime refuses the source file with "
+                                   f"the spec's weights: {line[:300]}") from None
             feed = onnx_feed(session, inputs, ctx.graph, source_layouts(ctx.spec))
             names = list(ctx.graph.outputs)
         else:

@@ -157,3 +157,22 @@ def test_onnx_runtime_gets_weights_the_import_stored_with_unit_axes_changed(tmp_
     got = ort.InferenceSession(model.SerializeToString()).run(None, x)[0]
     want = ort.InferenceSession(path).run(None, x)[0]
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_file_onnx_runtime_refuses_is_one_line_not_a_traceback(monkeypatch):
+    """ONNX Runtime's own checks (a Gemm fed rank 3) skip the comparison with the reason."""
+    import types
+
+    from onnx import TensorProto, helper
+
+    from ait_build.bench import competitors
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])
+    nodes = [helper.make_node("Gemm", ["x", "x"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info(
+        "y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    monkeypatch.setattr(competitors, "onnx_model", lambda *args: (model, ""))
+    ctx = types.SimpleNamespace(spec="m.yaml", graph=None, twin_name="m")
+    why = competitors.prepare_onnxruntime(ctx, {})["skipped"]
+    assert why.startswith("no comparison: ONNX Runtime refuses the source file with the spec's "
+                          "weights: [ONNXRuntimeError]") and "\n" not in why, why
