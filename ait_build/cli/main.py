@@ -6,6 +6,7 @@ traceback)."""
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -84,7 +85,9 @@ def main(argv=None) -> int:
     if unknown:  # named by the command's own parser: `ait-build run: ... (see ait-build run --help)`
         parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a full disk under a redirected stdout shows here, not at exit
+        return code
     except AitError as exc:
         print(format_error(exc), file=sys.stderr)
         return EXIT_USER_ERROR
@@ -98,6 +101,15 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # `ait-build check ... | head`: the reader left, nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            return internal_error(f"{type(exc).__name__}: {exc}")
+        # `ait-build graph ... > out.txt` on a full disk: the machine's state, not a bug
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to flush
+        print(f"error: cannot write: {os.strerror(exc.errno)}"
+              + (f" ({exc.filename})" if exc.filename else " (the standard output, or a file "
+                 "being written)"), file=sys.stderr)
+        return EXIT_USER_ERROR
     except Exception as exc:  # a bug in ait-build, not in the user's input
         return internal_error(f"{type(exc).__name__}: {exc}")
 

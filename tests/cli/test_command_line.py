@@ -103,6 +103,20 @@ def test_relayed_scons_errors_have_one_prefix():
     assert relayed_error("", 2) == "error: the build failed (scons exited with 2)"
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("command", [["check"], ["graph", "--format", "json"]])
+def test_a_full_disk_under_stdout_is_an_error_not_an_internal_one(command):
+    """`ait-build graph SPEC > out.txt` on a full disk (/dev/full fails every write with ENOSPC)
+    used to say 'internal error ... please report it', exit 3."""
+    spec = os.path.join(ROOT, "specs", "mlp.yaml")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "ait_build", command[0], spec, *command[1:]],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == ("error: cannot write: No space left on device (the standard output, or "
+                           "a file being written)\n")
+
+
 def test_build_of_a_bad_spec_prints_its_located_error_once(tmp_path):
     """Through SCons in a subprocess, in a folder without SConstruct."""
     shutil.copy(os.path.join(ROOT, "specs", "mlp.yaml"), tmp_path / "m.yaml")
