@@ -147,6 +147,18 @@ def test_a_reshape_written_for_one_size_of_a_dynamic_dim_says_which(tmp_path, ca
     assert [tuple(graph.tensors[t].shape[1:]) for t in graph.outputs] == [(4, 4)]
 
 
+def test_a_size_expression_in_input_is_for_torch_only(tmp_path, capsys):
+    """`--input x:batch,320*frames+80` is torch.export's derived dim; an ONNX file's sizes are
+    its own: refused in one line."""
+    path = _save(tmp_path, "audio", [_relu()], [_vi("x", ["batch", "samples"])], [_vi("y", None)])
+    capsys.readouterr()
+    assert main(["import", "onnx", path, "-o", str(tmp_path / "m.yaml"),
+                 "--input", "x:batch,320*frames+80"]) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("import: ")]
+    assert len(err) == 1 and err[0].endswith("audio.onnx: --input x: a size expression "
+                                             "(320*frames + 80) is taken by `import torch` only"), err
+
+
 @pytest.mark.parametrize("node, inits, words", [
     (helper.make_node("Transpose", ["x"], ["y"], perm=[0, 0]), [], "a permutation of 2 axes, got [0, 0]"),
     (helper.make_node("Concat", ["x", "x"], ["y"], axis=7), [], "axis 7 is out of range for a rank-2 tensor"),
