@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from ait_build.cli import graph_view
@@ -26,17 +27,33 @@ def add_arguments(p) -> None:
     add_target_argument(p, default=None, purpose="optimize the graph for this target", paths=True)
     p.add_argument("--stage", help="stop after this pass ('none' = before any pass), e.g. "
                    "--stage fuse_epilogue")
-    p.add_argument("--format", default="text", choices=["text", "json", "dot", "svg", "png"],
-                   help="output format (default: text; svg/png need Graphviz; png goes to -o "
-                   "FILE or a redirected stdout, never a terminal)")
+    p.add_argument("--format", choices=["text", "json", "dot", "svg", "png"],
+                   help="output format (default: the one -o's extension names, .json, .dot, .gv, "
+                   ".svg or .png, else text; svg/png need Graphviz; png goes to -o FILE or a "
+                   "redirected stdout, never a terminal)")
     p.add_argument("-o", "--output", metavar="FILE", help="write to this file instead of stdout "
                    "(-: stdout)")
+
+
+# the formats a file name's extension names: `-o g.png` wrote the text listing into g.png
+EXTENSION_FORMATS = {".json": "json", ".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png"}
+
+
+def output_format(given: str | None, output: str | None) -> str:
+    """--format, else the format -o's extension names, else text; a format other than the one
+    the extension names is an error (an SVG in a .png file opens nowhere)."""
+    named = EXTENSION_FORMATS.get(os.path.splitext(output or "")[1].lower())
+    if given and named and given != named:
+        raise AitError(f"-o {output} names a {named} file, but --format {given} writes {given}; "
+                       f"give --format {named}, or a file name for {given}")
+    return given or named or "text"
 
 
 def run(args) -> int:
     spec = project_spec(args.spec)
     if args.output == "-":  # the usual name of stdout, not a file called '-'
         args.output = None
+    args.format = output_format(args.format, args.output)
     if args.output:  # before the work, not after it
         check_output(args.output, [spec])
     elif args.format in BINARY_FORMATS and sys.stdout.isatty():

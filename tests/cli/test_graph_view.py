@@ -112,3 +112,20 @@ def test_dash_is_stdout(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "ait_build", "graph", SPEC, "-o", "-"],
                           capture_output=True, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0 and proc.stdout.startswith(b"model ") and not os.listdir(tmp_path)
+
+
+@needs_dot
+def test_the_output_file_extension_chooses_the_format(tmp_path):
+    """`-o g.png` without --format wrote the text listing into g.png."""
+    for name, start in [("g.png", b"\x89PNG\r\n\x1a\n"), ("g.svg", b"<?xml"), ("g.gv", b"digraph"),
+                        ("g.json", b"{"), ("g.txt", b"model ")]:
+        proc = graph_cli("-o", str(tmp_path / name))
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert (tmp_path / name).read_bytes().startswith(start), name
+
+
+def test_a_format_other_than_the_extension_names_is_an_error(tmp_path):
+    proc = graph_cli("--format", "svg", "-o", str(tmp_path / "g.png"))
+    assert proc.returncode == 1 and not os.listdir(tmp_path)
+    assert proc.stderr.decode().endswith("names a png file, but --format svg writes svg; give "
+                                         "--format png, or a file name for svg\n")
