@@ -5,6 +5,7 @@ from __future__ import annotations
 
 
 import numpy as np
+from safetensors import safe_open
 from safetensors.numpy import load_file
 
 from ait_build.errors import AitError
@@ -38,6 +39,9 @@ def load_arrays(path) -> dict:
     except OSError as exc:
         raise AitError(f"{path}: {exc.strerror}") from None
     try:
+        with safe_open(path, framework="numpy") as fh:  # the header only
+            if any(fh.get_slice(k).get_dtype() == "BF16" for k in fh.keys()):
+                NUMPY["bfloat16"]  # NumPy knows bfloat16 once ml_dtypes is imported
         return load_file(path)
     except Exception as exc:
         raise AitError(f"{path}: cannot read safetensors file: {exc}") from None

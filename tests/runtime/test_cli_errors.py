@@ -246,3 +246,20 @@ def test_out_of_memory_is_an_error_not_a_bug(monkeypatch):
 
     monkeypatch.setattr(check, "run", out_of_memory)
     _one_line(run_main("check", MLP), 1, "error: out of memory")
+
+
+def test_a_bfloat16_model_takes_bfloat16_inputs_from_a_file(tmp_path):
+    """A BF16 tensor in --inputs was 'data type bfloat16 not understood' (NumPy knows the type
+    only once ml_dtypes is imported), while a float32 one is refused as not bfloat16: a bfloat16
+    model could take no inputs from a file. In a fresh process, where nothing imported it yet."""
+    import ml_dtypes
+    from safetensors.numpy import save_file
+    with open(MLP, encoding="utf-8") as fh:
+        (tmp_path / "mlp.yaml").write_text(fh.read().replace("dtype: float32", "dtype: bfloat16"))
+    x = np.random.default_rng(0).standard_normal((2, 32)).astype(ml_dtypes.bfloat16)
+    save_file({"x": x}, str(tmp_path / "in.safetensors"))
+    proc = subprocess.run([sys.executable, "-m", "ait_build", "reference", "mlp.yaml", "--inputs",
+                           "in.safetensors"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("softmax: float32[2, 16]")
