@@ -11,6 +11,7 @@ from ait_build.importers.graph import registrar
 from ait_build.importers.recurrent import Cell, run_layers
 from ait_build.importers.torch_args import arg
 from ait_build.importers.torch_args import key as _key
+from ait_build.ir.dims import Dim
 
 HANDLERS: dict = {}
 handles = registrar(HANDLERS)
@@ -57,6 +58,34 @@ def _im2col(t, node):
         raise AitError("unfold of a 3-d (unbatched) tensor (only [N, C, H, W])")
     kernel, dilation, padding, stride = ([int(v) for v in a] for a in node.args[1:5])
     return unfold(t.lower, x, kernel, dilation, padding, stride)
+
+
+@handles("aten.col2im.default")
+def _col2im(t, node):
+    """F.fold / nn.Fold of windows that do not overlap (stride = kernel, dilation 1; MobileViT
+    V2's patches back to a feature map): each window's taps put back in place, a reshape and a
+    permute, cropped by the padding. Overlapping windows (their taps summed) are refused."""
+    x = t.tensor(node.args[0])
+    size, kernel, dilation, padding, stride = ([int(v) for v in a] for a in node.args[1:6])
+    if x.rank != 3:
+        raise AitError("fold of a 2-d (unbatched) tensor (only [N, C*kh*kw, L])")
+    if stride != kernel or dilation != [1, 1]:
+        raise AitError(f"fold of overlapping or dilated windows (kernel {kernel}, stride "
+                       f"{stride}, dilation {dilation}): only windows that tile the output")
+    (kh, kw), (ph, pw) = kernel, padding
+    full = [size[0] + 2 * ph, size[1] + 2 * pw]
+    if full[0] % kh or full[1] % kw:
+        raise AitError(f"fold to {size} (padding {padding}): the windows {kernel} do not tile it")
+    n, c = x.source_shape[0], Dim.of(x.source_shape[1].value // (kh * kw))
+    rows, cols = full[0] // kh, full[1] // kw
+    tiles = t.lower.reshape(x, (n, c, Dim.of(kh), Dim.of(kw), Dim.of(rows), Dim.of(cols)))
+    out = t.lower.reshape(t.lower.permute(tiles, (0, 1, 4, 2, 5, 3)),
+                          (n, c, Dim.of(full[0]), Dim.of(full[1])))
+    if ph:
+        out = t.lower.slice(out, 2, ph, ph + size[0])
+    if pw:
+        out = t.lower.slice(out, 3, pw, pw + size[1])
+    return out
 
 
 def _same_padding(kernel, dilation, mode: str):
