@@ -11,7 +11,7 @@ import os
 import numpy as np
 
 from ait_build.errors import AitError
-from ait_build.ir.dtypes import SAFETENSORS, is_float
+from ait_build.ir.dtypes import NUMPY, SAFETENSORS, is_float
 
 FLOAT_STORAGE = ("F16", "BF16", "F32", "F64")  # safetensors dtypes a float weight may come in
 
@@ -102,6 +102,8 @@ class WeightStore:
         from safetensors import safe_open
         with safe_open(self.path, framework="numpy") as f:
             try:
+                if f.get_slice(name).get_dtype() == "BF16":  # a bfloat16 checkpoint
+                    NUMPY["bfloat16"]  # NumPy knows bfloat16 once ml_dtypes is imported
                 value = f.get_tensor(name)
             except Exception as exc:
                 raise AitError(f"{self.path}: cannot read tensor '{name}': {exc}") from None

@@ -177,6 +177,27 @@ def test_a_file_of_some_weights_beside_random_ones(write, tmp_path):
                           extra="weights: {random: {seed: 3}, file: some.safetensors}"))
 
 
+def test_a_bfloat16_checkpoint_for_a_float32_spec(write, tmp_path):
+    """Float weights may be stored in any float dtype; a BF16 one was 'data type bfloat16 not
+    understood' (NumPy knows it once ml_dtypes is imported): in a fresh process, where nothing
+    imported it yet."""
+    import subprocess
+    import sys
+    import ml_dtypes
+    from safetensors.numpy import save_file
+    save_file({"fc.weight": np.full((4, 16), 0.5, ml_dtypes.bfloat16),
+               "fc.bias": np.ones(4, ml_dtypes.bfloat16)}, str(tmp_path / "bf16.safetensors"))
+    path = _model(write, "  - {name: fc, op: linear, out_features: 4}", "[fc]",
+                  extra="weights: bf16.safetensors")
+    script = ("import sys; from ait_build.spec.model import load_model; w = load_model(sys.argv[1])"
+              ".weights; print(w.get('fc.weight').dtype, w.get('fc.weight').sum(), "
+              "w.get('fc.bias').sum())")
+    proc = subprocess.run([sys.executable, "-c", script, path], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["float32", "32.0", "4.0"]
+
+
 def test_random_weights_are_seeded(write):
     path = _model(write, "  - {name: fc, op: linear, out_features: 4}", "[fc]", extra="weights: {random: {seed: 3}}")
     a, b = load_model(path).weights.get("fc.weight"), load_model(path).weights.get("fc.weight")
