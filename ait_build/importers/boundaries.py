@@ -67,6 +67,10 @@ def export_error(exc: Exception) -> AitError:
     if "data-dependent" in text or type(exc).__name__ == "GuardOnDataDependentSymNode":
         cause = re.search(r"Caused by: \(([^)]*)\)", text)
         where = f" at {cause.group(1)}" if cause else ""
+        model_line = _last_model_line(text)
+        if model_line and (not cause or not cause.group(1).startswith(model_line[0])):
+            where += f" (in torch, after the model's {model_line[0]}:{model_line[1]}: " \
+                     f"{model_line[2]})"
         return AitError(f"torch.export stopped at a shape computed from tensor values{where} "
                         "(post-processing such as NMS or nonzero): import the network up to "
                         "there, e.g. a factory returning the module without its "
@@ -79,6 +83,19 @@ def export_error(exc: Exception) -> AitError:
     if first.startswith("Constraints violated"):
         return constraint_error(text)
     return AitError(f"torch.export failed: {first}")
+
+
+def _last_model_line(text: str):
+    """(file, line, code) of the last line of the model's own code in the graph torch.export
+    printed before it stopped (Longformer's chunked attention stops inside torch's as_strided,
+    whose place says nothing to the user); None without one."""
+    found = None
+    for m in re.finditer(r"# File: (\S+):(\d+) in \w+, code: (.*)", text):
+        if "/torch/" not in m.group(1):
+            code = m.group(3).strip()
+            found = (m.group(1).rsplit("/", 1)[-1], m.group(2),
+                     code if len(code) <= 60 else code[:57] + "...")
+    return found
 
 
 def constraint_error(text: str) -> AitError:

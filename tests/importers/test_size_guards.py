@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 from cases import rel_error, torch_outputs  # noqa: E402
 from test_import_torch import import_case  # noqa: E402
 
-from ait_build.importers.boundaries import constraint_error, guards_hold  # noqa: E402
+from ait_build.importers.boundaries import constraint_error, export_error, guards_hold  # noqa: E402
 from ait_build.importers.options import parse_dim  # noqa: E402
 from ait_build.ops.reference import run_reference  # noqa: E402
 
@@ -71,3 +71,19 @@ def test_a_dim_the_model_fixes_is_said_by_its_size():
     assert not guards_hold(text, {"seq": parse_dim("seq=4:64:16")})
     said = str(constraint_error(text))
     assert "the model fixes seq to 16" in said and "\n" not in said, said
+
+
+def test_a_stop_inside_torch_names_the_models_last_line():
+    """Longformer's chunked attention stops inside torch (as_strided's strides from a
+    data-dependent size): the line adds the model's last line torch.export traced."""
+    text = ("Could not guard on data-dependent expression Eq(u4, 1)\n"
+            "    # File: /x/site-packages/transformers/models/longformer/modeling_longformer.py:"
+            "531 in forward, code: diagonal_mask = self._sliding_chunks_query_key_matmul(\n"
+            "    # File: /x/site-packages/torch/nn/modules/linear.py:134 in forward, code: "
+            "return F.linear(input, self.weight, self.bias)\n"
+            "Caused by: (_subclasses/fake_impls.py:904 in _compute_stride)\n")
+    said = str(export_error(RuntimeError(text)))
+    assert said.startswith("torch.export stopped at a shape computed from tensor values at "
+                           "_subclasses/fake_impls.py:904 in _compute_stride (in torch, after "
+                           "the model's modeling_longformer.py:531: diagonal_mask = "), said
+    assert "\n" not in said, said
