@@ -133,7 +133,10 @@ def _check_fixed_sizes(t, src: tuple, shape: tuple) -> None:
 @handles("Flatten")
 def _flatten(t, node):
     x = t.tensor(node, 0)
-    axis = attributes(node).get("axis", 1) % max(x.rank, 1)
+    given = attributes(node).get("axis", 1)  # in [-rank, rank]: rank makes [all, 1]
+    axis = given + x.rank if given < 0 else given
+    if not 0 <= axis <= x.rank:
+        raise AitError(f"axis {given} is out of range for Flatten of a rank-{x.rank} tensor")
     src = x.source_shape
     outer, inner = Dim.of(1), Dim.of(1)
     for d in src[:axis]:
