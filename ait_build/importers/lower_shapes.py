@@ -260,6 +260,18 @@ class ShapeLowering:
             attrs["step"] = step
         return self.emit("iota", [], attrs)
 
+    def size_value(self, size: Dim, dtype: str) -> Value:
+        """A one-element tensor holding `size` at run time, linear in one dim (a*dim + b): the
+        last element of the iota b + a, b + 2a, ... over the dim."""
+        if size.is_static:
+            return self.number(size.value, dtype)
+        (name, *more) = size.symbols
+        b = size.eval({name: 0})
+        a = size.eval({name: 1}) - b
+        if more or size.eval({name: 2}) != b + 2 * a:
+            self.fail(f"the size {size} read as a tensor (a size linear in one dim is taken)")
+        return self.slice(self.iota((Dim.of(name),), dtype, b + a, a), 0, -1, None)
+
     def fill(self, shape: tuple, value, dtype: str) -> Value:
         attrs = {"shape": [shape_attr((d,), (d,))[0] for d in shape] or [1], "value": float(value)}
         if dtype != self.g.dtype:

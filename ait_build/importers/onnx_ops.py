@@ -128,15 +128,27 @@ SIZE_MATH = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a + b * -1,
 @handles(*BINARY)
 def _binary(t, node):
     a, b = t.get(node, 0), t.get(node, 1)
-    if isinstance(a, Sizes) or isinstance(b, Sizes):
+    if not isinstance(a, Value) and not isinstance(b, Value) and \
+            (isinstance(a, Sizes) or isinstance(b, Sizes)):
         return _size_math(node.op_type, as_sizes(a), as_sizes(b))
     op = BINARY[node.op_type]
     if len(node.input) > 2:
         raise AitError(f"{node.op_type} of more than two inputs")
-    out = t.lower.binary(op, t.operand(node, 0), t.operand(node, 1))
+    out = t.lower.binary(op, *(_size_operand(t, node, i) for i in range(2)))
     if op == "div" and out.dtype in ("int32", "int64"):
         raise AitError("integer division")
     return out
+
+
+def _size_operand(t, node, i: int):
+    """An operand; a symbolic size beside a tensor (TorchScript's `arange(seq) * seq` in
+    ConvBERT's file) as a one-element tensor of the other's dtype."""
+    value, other = t.get(node, i), t.get(node, 1 - i)
+    if isinstance(value, Sizes) and isinstance(other, Value) and as_array(value) is None:
+        if len(value) != 1:
+            raise AitError(f"{len(value)} sizes that depend on the inputs read as a tensor")
+        return t.lower.size_value(value[0], other.dtype)
+    return t.operand(node, i)
 
 
 def _size_math(op: str, a: Sizes, b: Sizes):
