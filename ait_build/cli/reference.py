@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from ait_build.cli.args import add_input_arguments, add_spec_argument, dims_of
@@ -34,8 +35,17 @@ def add_arguments(p) -> None:
                    "compare them with the source model's while porting")
 
 
+def _device(path: str) -> bool:
+    """/dev/null and the like, which both files may be written to."""
+    return os.path.exists(path) and not os.path.isfile(path)
+
+
 def run(args) -> int:
     spec = project_spec(args.spec)
+    if args.output and args.intermediates and os.path.realpath(args.output) == \
+            os.path.realpath(args.intermediates) and not _device(args.output):
+        raise AitError(f"-o and --intermediates name the same file, {args.output}: the "
+                       "intermediates would replace the outputs; give two names")
     for path in (args.output, args.intermediates):
         if path:  # before the work, not after it
             check_output(path, [spec, args.weights, args.inputs])

@@ -78,6 +78,8 @@ def test_a_new_output_has_the_umasks_mode(tmp_path):
     (["bench", "mlp", "--json", "/proc/ait-build/bench.json"], "cannot write /proc/ait-build/"),
     (["graph", MLP, "-o", MLP], f"is the input {MLP}"),
     (["reference", MLP, "--random-input", "-o", MLP], "writing it would destroy it"),
+    (["reference", MLP, "--random-input", "-o", "{tmp}/o.st", "--intermediates", "{tmp}/./o.st"],
+     "-o and --intermediates name the same file"),  # the second replaced the first
 ])
 def test_outputs_are_checked_before_the_work(tmp_path, args, words):
     """`profile -o FOLDER` was an internal error, `bench --json` failed after the whole bench."""
