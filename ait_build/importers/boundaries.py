@@ -120,30 +120,31 @@ GUARD_NAMES = {"math", "ceil", "floor", "torch", "sym_float", "sym_int", "sym_ma
 MOST_SIZES = 1 << 16  # a range evaluated size by size
 
 
-def guards_hold(text: str, dims: dict) -> bool:
-    """True when `text` (torch.export's "Constraints violated") names only guards of one dim
-    each that hold at every size of that dim's --dim range: torch could not prove them (float
-    arithmetic on sizes), they are true. False when one fails somewhere, or cannot be read."""
+def guards_hold(text: str, dims: dict) -> frozenset:
+    """The dims whose guards `text` (torch.export's "Constraints violated") names, when it
+    names only guards of one dim each that hold at every size of that dim's --dim range: torch
+    could not prove them (float arithmetic on sizes), they are true. Empty when one fails
+    somewhere, or cannot be read."""
     import torch
     found = [(m.group(1), m.group(4).replace(m.group(2), m.group(1)))
              for m in GUARD.finditer(text)]
     if not found or len(found) != text.count("Not all values of") or "specialized" in text:
-        return False
+        return frozenset()
     for name, guard in found:
         d = dims.get(name)
         if d is None or d.max - d.min >= MOST_SIZES:
-            return False
+            return frozenset()
         try:
             code = compile(guard, "<guard>", "eval")
         except SyntaxError:
-            return False
+            return frozenset()
         if not set(code.co_names) <= GUARD_NAMES | {name}:
-            return False
+            return frozenset()
         scope = {"__builtins__": {"int": int, "float": float, "abs": abs, "min": min,
                                   "max": max}, "math": math, "torch": torch}
         try:
             if not all(eval(code, scope, {name: n}) for n in range(d.min, d.max + 1)):
-                return False
+                return frozenset()
         except Exception:  # noqa: BLE001 - a guard we cannot evaluate is not shown to hold
-            return False
-    return True
+            return frozenset()
+    return frozenset(name for name, _ in found)

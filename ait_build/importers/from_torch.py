@@ -86,10 +86,13 @@ def export(model, inputs: list, dims: dict):
             ep = run(dynamic)
         except Exception as exc:  # guards true over the ranges that torch cannot prove
             derived = any(isinstance(s, Dim) for spec in inputs for s in spec.shape)
-            if derived or not guards_hold(str(exc), dims):
+            proven = guards_hold(str(exc), dims)
+            if derived or not proven:
                 raise
-            hints = {name: torch.export.Dim.DYNAMIC(min=d.min, max=d.max)
-                     for name, d in dims.items()}
+            # those dims as hints, the others as they were (a hint on XLNet's batch too made
+            # torch.export take it as static)
+            hints = {name: torch.export.Dim.DYNAMIC(min=d.min, max=d.max) if name in proven
+                     else tdims[name] for name, d in dims.items()}
             ep = run([{i: hints[s] for i, s in enumerate(spec.shape) if isinstance(s, str)}
                       or None for spec in inputs])
     except Exception as exc:  # torch.export raises many kinds

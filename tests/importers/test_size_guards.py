@@ -56,7 +56,7 @@ def _text(guard: str) -> str:
 def test_guards_are_shown_to_hold_only_at_every_size_of_the_range():
     dims = {"seq": parse_dim("seq=2:64:8")}
     holds = "math.ceil(((torch.sym_float((-2)*L['x'].size()[1])) / (-1.0))) != L['x'].size()[1]"
-    assert guards_hold(_text(holds), dims)
+    assert guards_hold(_text(holds), dims) == {"seq"}
     assert not guards_hold(_text("L['x'].size()[1] != 5"), dims)  # false at 5: the range is wrong
     assert not guards_hold(_text("__import__('os').getpid() > 0"), dims)  # only size arithmetic
     assert not guards_hold("Constraints violated (seq)!", dims)  # nothing to evaluate
