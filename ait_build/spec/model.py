@@ -160,6 +160,11 @@ class ModelBuilder(BlockExpander):
             if tid in listed:
                 raise SpecError(f"output '{oname}' is listed twice" + (
                     f" (as '{listed[tid]}' too: the same tensor)" if listed[tid] != oname else ""), loc)
+            if tid == f"{oname}:0" and self.tensors.get(oname) is not None \
+                    and self.tensors[oname].kind == WEIGHT:  # it would come out as 'NAME:0'
+                raise SpecError(f"output '{oname}' is a parameter node, whose weight has the name "
+                                f"'{oname}'; name its output for the model's outputs: "
+                                f"{{name: {oname}, op: parameter, ..., outputs: [{oname}_out]}}", loc)
             if tid != oname and oname not in self.tensors:
                 self._rename(tid, oname)  # an output is reachable under the name the user gave it
                 renamed[tid] = oname
