@@ -30,6 +30,7 @@ from ait_build.codegen.emit import write_if_changed
 from ait_build.errors import AitError
 from ait_build.files.output import write_output
 from ait_build.ir.resources import project_root
+from ait_build.ops.reference import dim_values
 from ait_build.pipeline import find_target
 from ait_build.runtime import load_manifest
 from ait_build.runtime.inputs import make_inputs
@@ -155,6 +156,9 @@ def run_bench(spec: str, target: str, batches: list, vs: list, runs: int | None,
     on_device = get_backend(find_target(target, os.path.join(project_root(), "targets")).backend).device
     if on_device == "cuda":
         bench_cuda.check(vs)  # before a build that would be for nothing
+    ranges = load_model(spec).dims  # every case's dims known and in range before the build
+    for batch in batches:
+        dim_values(ranges, dict(dims, **({"batch": batch} if "batch" in ranges else {})))
     if dtype:
         spec = dtype_variant(spec, dtype, project_root())
     build_dir = prebuilt_dir(spec, target) if prebuilt else build(spec, target, jobs=jobs)

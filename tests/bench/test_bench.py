@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 
 import numpy as np
 import pytest
@@ -111,6 +112,20 @@ def test_dtype_variant_of_an_onnx_sourced_spec_keeps_its_weights_file(tmp_path):
     variant = load_model(dtype_variant(str(tmp_path / "mlp.yaml"), "float16", str(tmp_path)))
     assert variant.dtype == "float16"
     assert (variant.weights.get("fc1.bias") == bias).all()
+
+
+@pytest.mark.parametrize("batches, dims, words", [
+    ([1, 100], {}, "dim 'batch' is 100, outside the model's range [1, 64]"),
+    ([1], {"seq": 3}, "unknown dim(s) seq"),
+])
+def test_dims_outside_the_spec_stop_bench_before_the_build(monkeypatch, batches, dims, words):
+    """`bench mlp --batch 100` built the library (minutes for a large model), then stopped."""
+    from ait_build.bench import run as bench_run
+    from ait_build.errors import AitError
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr(bench_run, "build", lambda *a, **k: pytest.fail("built"))
+    with pytest.raises(AitError, match=re.escape(words)):
+        bench_run.run_bench("mlp", "cpu", batches, [], None, None, dims)
 
 
 class FakeSide:
