@@ -60,14 +60,14 @@ def detection_network(model):
     return DetectionNetwork().eval()
 
 
-def export_error(exc: Exception) -> AitError:
-    """torch.export's failure as one line."""
+def export_error(exc: Exception, printed: str = "") -> AitError:
+    """torch.export's failure as one line (`printed`: what the exporter printed meanwhile)."""
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
     if "data-dependent" in text or type(exc).__name__ == "GuardOnDataDependentSymNode":
         cause = re.search(r"Caused by: \(([^)]*)\)", text)
         where = f" at {cause.group(1)}" if cause else ""
-        model_line = _last_model_line(text)
+        model_line = _last_model_line(text + "\n" + printed)
         if model_line and (not cause or not cause.group(1).startswith(model_line[0])):
             where += f" (in torch, after the model's {model_line[0]}:{model_line[1]}: " \
                      f"{model_line[2]})"

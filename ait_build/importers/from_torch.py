@@ -74,8 +74,10 @@ def export(model, inputs: list, dims: dict):
     params = list(inspect.signature(model.forward).parameters)
     by_name = all(spec.name in params for spec in inputs)
 
+    printed = io.StringIO()  # the graph torch.export gave up on, read for the model's line
+
     def run(dynamic):
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
             if by_name:
                 return torch.export.export(
                     model, (), {s.name: t for s, t in zip(inputs, examples)},
@@ -96,7 +98,7 @@ def export(model, inputs: list, dims: dict):
             ep = run([{i: hints[s] for i, s in enumerate(spec.shape) if isinstance(s, str)}
                       or None for spec in inputs])
     except Exception as exc:  # torch.export raises many kinds
-        raise export_error(exc) from None
+        raise export_error(exc, printed.getvalue()) from None
     return ep.run_decompositions({})  # functional ATen: no in-place ops, same high-level ops
 
 
