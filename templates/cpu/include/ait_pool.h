@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -28,13 +30,31 @@
 
 namespace ait {
 
+// An environment setting read as a whole number at least `least` (a list such as OMP_NUM_THREADS
+// "4,2" gives its first entry): true and *out set, or false where it is unset or empty. A value
+// that is not one ("abc", "0" for threads, "3abc") is said once on stderr and ignored, as
+// OpenMP runtimes do, instead of being read as its leading digits or as 0.
+inline bool env_number(const char* name, long least, bool list, long* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return false;
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(v, &end, 10);
+  if (end != v && errno == 0 && n >= least && (*end == '\0' || (list && *end == ','))) {
+    *out = n;
+    return true;
+  }
+  std::fprintf(stderr, "ait: ignoring %s='%s' (not a whole number of at least %ld)\n", name, v,
+               least);
+  return false;
+}
+
 // Threads per model: AIT_NUM_THREADS, else OMP_NUM_THREADS (its first entry), else the cores
 // this process may run on.
 inline int default_threads() {
-  for (const char* name : {"AIT_NUM_THREADS", "OMP_NUM_THREADS"}) {
-    const char* v = std::getenv(name);
-    if (v != nullptr && std::atoi(v) > 0) return std::min(std::atoi(v), 256);
-  }
+  long n = 0;
+  if (env_number("AIT_NUM_THREADS", 1, false, &n) || env_number("OMP_NUM_THREADS", 1, true, &n))
+    return static_cast<int>(std::min(n, 256L));
 #ifdef __linux__
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
@@ -45,9 +65,8 @@ inline int default_threads() {
 // How long an idle worker keeps spinning after its last job before it sleeps: AIT_SPIN_US
 // (microseconds; 0: sleep at once), else kSpinDefault.
 inline std::chrono::microseconds spin_time(std::chrono::microseconds fallback) {
-  const char* v = std::getenv("AIT_SPIN_US");
-  if (v == nullptr || *v == '\0') return fallback;
-  return std::chrono::microseconds(std::max(0L, std::atol(v)));
+  long us = 0;
+  return env_number("AIT_SPIN_US", 0, false, &us) ? std::chrono::microseconds(us) : fallback;
 }
 
 // a steady clock in seconds, for time_steps

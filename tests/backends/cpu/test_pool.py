@@ -125,6 +125,9 @@ static int owners() {
 int main(int argc, char** argv) {
   if (std::strcmp(argv[1], "claims") == 0) return claims(std::atoi(argv[2]), std::atoll(argv[3]));
   if (std::strcmp(argv[1], "threads") == 0) return std::printf("%d\n", ait::default_threads()) < 0;
+  if (std::strcmp(argv[1], "spin") == 0)
+    return std::printf("%lld\n", static_cast<long long>(
+                                     ait::spin_time(std::chrono::microseconds(2000)).count())) < 0;
   if (std::strcmp(argv[1], "jobs") == 0) return jobs(std::atoi(argv[2]));
   if (std::strcmp(argv[1], "owners") == 0) return owners();
   if (std::strcmp(argv[1], "gaps") == 0)
@@ -146,13 +149,15 @@ def program(tmp_path_factory):
     return exe
 
 
-def run(exe, *args, env=None, cpus=None) -> str:
+def run(exe, *args, env=None, cpus=None, stderr=False):
+    """The program's output words (and its stderr, where asked)."""
     environ = {k: v for k, v in os.environ.items()
-               if k not in ("AIT_NUM_THREADS", "OMP_NUM_THREADS")}
+               if k not in ("AIT_NUM_THREADS", "OMP_NUM_THREADS", "AIT_SPIN_US")}
     environ.update(env or {})
     pre = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
-    return subprocess.run([exe, *map(str, args)], check=True, capture_output=True, text=True,
-                          env=environ, preexec_fn=pre).stdout.split()
+    done = subprocess.run([exe, *map(str, args)], check=True, capture_output=True, text=True,
+                          env=environ, preexec_fn=pre)
+    return (done.stdout.split(), done.stderr) if stderr else done.stdout.split()
 
 
 @pytest.mark.parametrize("nthreads", [1, 2, 3, 4])
@@ -182,6 +187,30 @@ def test_thread_count_from_the_environment(program):
     assert run(program, "threads", env={"OMP_NUM_THREADS": "2,1"}) == ["2"]
     assert run(program, "threads", env={"AIT_NUM_THREADS": "5", "OMP_NUM_THREADS": "2"}) == ["5"]
     assert run(program, "threads", cpus={min(os.sched_getaffinity(0))}) == ["1"]
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "3abc", " "])
+def test_a_setting_that_is_no_number_is_said_and_ignored(program, value):
+    """AIT_NUM_THREADS=3abc ran 3 threads and abc/0/-2 all the cores, AIT_SPIN_US=abc spun 0 us,
+    silently: such a value is now named on stderr and the next source of the setting taken."""
+    one = {min(os.sched_getaffinity(0))}
+    words, err = run(program, "threads", env={"AIT_NUM_THREADS": value, "OMP_NUM_THREADS": "2"},
+                     stderr=True)
+    assert words == ["2"] and f"ignoring AIT_NUM_THREADS='{value}'" in err
+    words, err = run(program, "threads", env={"OMP_NUM_THREADS": value}, cpus=one, stderr=True)
+    assert words == ["1"] and f"ignoring OMP_NUM_THREADS='{value}'" in err
+    words, err = run(program, "spin", env={"AIT_SPIN_US": value}, stderr=True)
+    assert words == (["0"] if value == "0" else ["2000"])
+    assert ("ignoring AIT_SPIN_US" in err) == (value != "0")
+
+
+def test_settings_that_are_numbers_are_read_quietly(program):
+    assert run(program, "spin", env={"AIT_SPIN_US": "50"}, stderr=True) == (["50"], "")
+    assert run(program, "threads", env={"AIT_NUM_THREADS": "4"}, stderr=True) == (["4"], "")
+    assert run(program, "threads", env={"OMP_NUM_THREADS": "3,1"}, stderr=True) == (["3"], "")
+    words, err = run(program, "threads", env={"AIT_NUM_THREADS": "3,1", "OMP_NUM_THREADS": "2"},
+                     stderr=True)  # a list is OpenMP's form only
+    assert words == ["2"] and "ignoring AIT_NUM_THREADS='3,1'" in err
 
 
 def test_more_threads_than_cores_do_not_stall_the_caller(program):
