@@ -155,6 +155,19 @@ TRANSFORMERS = {
                None, None),
     "xglm": (lambda: _hf("XGLMConfig", "XGLMModel", vocab_size=100, d_model=32, num_layers=2,
                          attention_heads=4, ffn_dim=64, max_position_embeddings=40), None, None),
+    "data2vec_vision": (lambda: _hf("Data2VecVisionConfig", "Data2VecVisionModel",
+                                    use_relative_position_bias=True, **IMAGE), 32, None),
+    "swinv2_hf": (lambda: _hf("Swinv2Config", "Swinv2Model", image_size=32, patch_size=4,
+                              embed_dim=16, depths=[1, 1], num_heads=[1, 2], window_size=4), 32,
+                  None),
+    "regnet_hf": (lambda: _hf("RegNetConfig", "RegNetModel", hidden_sizes=[8, 16, 32, 64],
+                              depths=[1, 1, 1, 1], groups_width=8, embedding_size=8), 64, None),
+    "bit": (lambda: _hf("BitConfig", "BitModel", hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 1, 1],
+                        embedding_size=8, num_groups=4), 64, None),
+    "glpn": (lambda: _hf("GLPNConfig", "GLPNForDepthEstimation", num_encoder_blocks=2,
+                         depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32],
+                         num_attention_heads=[1, 2], patch_sizes=[7, 3], strides=[4, 2],
+                         mlp_ratios=[2, 2], decoder_hidden_size=16), 64, None),
 }
 for _name, (_make, _, _) in TRANSFORMERS.items():  # MODULE:FACTORY names for `ait-build import`
     globals()[_name] = _make

@@ -129,7 +129,11 @@ def mobilevit_scaled():
     """MobileViT with weights drawn large enough that its output is not denormal (the HF init
     leaves the last hidden state near 1e-40)."""
     torch.manual_seed(0)
-    m = mobilevit()
+    return scaled(mobilevit())
+
+
+def scaled(m):
+    """`m` with its matrices and kernels drawn N(0, 1/fan_in)."""
     with torch.no_grad():
         for name, p in m.named_parameters():
             if p.dim() > 1:
