@@ -73,6 +73,10 @@ class Model:
         """`device`: the GPU a cuda or rocm build runs on (None: the calling thread's current
         device, normally 0); host builds take None or 0 (devices.py)."""
         self.build_dir = os.path.abspath(_path(build_dir, "build_dir", "a build folder"))
+        if os.path.isfile(self.build_dir):  # the library or another file of the build
+            raise ModelError(f"{self.build_dir} is a file: give the build folder that holds its "
+                             f"manifest.json (build/<target>/<model>), e.g. "
+                             f"{os.path.dirname(self.build_dir)}")
         self.manifest: Manifest = load_manifest(os.path.join(self.build_dir, "manifest.json"))
         m = self.manifest
         if m.device not in DEVICES:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -146,6 +147,14 @@ def test_a_build_dir_that_is_not_a_path_is_named(build_dir, got):
     with pytest.raises(ModelError, match=f"Model takes build_dir as the path of a build folder "
                                          rf"\(a str or os.PathLike\), got {got}$"):
         Model(build_dir)
+
+
+def test_a_file_of_the_build_is_not_taken_for_its_folder(toy_dir):
+    """It said '.../libtoy.so/manifest.json: cannot read the manifest (Not a directory)'."""
+    lib = next(os.path.join(toy_dir, f) for f in os.listdir(toy_dir) if f.endswith(".so"))
+    with pytest.raises(ModelError, match=f"{re.escape(lib)} is a file: give the build folder "
+                                         f".* e.g. {re.escape(os.path.abspath(toy_dir))}$"):
+        Model(lib)
 
 
 def test_weights_that_are_not_a_path_are_named(toy_dir):
