@@ -70,7 +70,20 @@ def run(args) -> int:
         reference = run_reference(graph, inputs, progress=ProgressLine(), dims=dims)
         lines = compare(outputs, reference, model.manifest.raw.get("dtype", "float32"))
         print("\n".join(lines))
-        return 1 if any(line.endswith("MISMATCH") for line in lines) else 0
+        if not any(line.endswith("MISMATCH") for line in lines):
+            return 0
+        if _changed_after_build(spec, model.build_dir):  # the likeliest cause, so say it
+            print(f"note: {spec} changed after {model.build_dir} was built; the check compares "
+                  f"with the spec as it is now: build it again", file=sys.stderr)
+        return 1
+
+
+def _changed_after_build(spec: str, build_dir: str) -> bool:
+    """Whether the spec file was written after the build's manifest."""
+    try:
+        return os.path.getmtime(spec) > os.path.getmtime(os.path.join(build_dir, "manifest.json"))
+    except OSError:
+        return False
 
 
 

@@ -95,3 +95,14 @@ def test_a_model_rebuilt_while_the_process_runs_loads_its_new_library(fresh):
             assert after.run({"x": x})["softmax"].shape == (2, 24)
         with Model(fresh.out()) as again:  # its path still names the old one for the loader
             assert again.run({"x": x})["softmax"].shape == (2, 24)
+
+
+def test_check_after_a_spec_edit_says_the_build_is_older(fresh):
+    """A spec changed after its build (the same inputs and outputs) fails `run --check` with a
+    note that the build predates the spec; it said MISMATCH alone."""
+    fresh.edit(f"specs/{MODEL}.yaml", "seed: 0", "seed: 1")
+    proc = subprocess.run([sys.executable, "-m", "ait_build", "run", f"build/cpu/{MODEL}",
+                           "--random-input", "--check"], cwd=fresh.root, capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=fresh.root))
+    assert proc.returncode == 1 and proc.stdout.rstrip().endswith("MISMATCH"), proc.stdout
+    assert f"changed after {fresh.out()} was built" in proc.stderr and "build it again" in proc.stderr
