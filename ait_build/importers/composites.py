@@ -194,6 +194,42 @@ def conv3d(lower, x, weight, bias, stride, padding, dilation, groups, name) -> V
                       hint="video", perm=channels_last)
 
 
+LOWEST = {"float32": -3.4028234663852886e38, "float16": -65504.0, "bfloat16": -3.3895e38}
+
+
+def pool3d(lower, x, op, kernel, stride, padding, count_include_pad=True) -> Value:
+    """max_pool3d / avg_pool3d (S3D) over frames [N, C, T, H, W]: the 2-d pool of each frame
+    (frames folded into the batch), then the time window's taps, the frames a stride apart
+    in the time-padded result, combined: their max, or their mean (a padded frame counts as
+    zeros, as count_include_pad does)."""
+    n, c, t, h, wd = x.source_shape
+    if not t.is_static:
+        lower.fail("a 3-d pool over a time axis of symbolic size")
+    (kt, kh, kw), (st, sh, sw), (pt, ph, pw) = kernel, stride, padding
+    if op == "avg_pool2d" and pt and not count_include_pad:
+        lower.fail("avg_pool3d padding its time axis without counting the padding")
+    channels_last = (0, 2, 3, 4, 1)
+    x = lower.layout(x, channels_last)
+    ours = x.shape  # [N, T, H, W, C]
+    images = lower.emit("reshape", [x], {"shape": shape_attr(
+        (ours[0] * ours[1],) + tuple(ours[2:]), ours)}, hint="frames", perm=NHWC)
+    pooled = lower.pool(op, images, (kh, kw), (sh, sw), (ph, pw),
+                        count_include_pad=count_include_pad)
+    _, ho, wo, _ = pooled.shape
+    video = lower.emit("reshape", [pooled], {"shape": shape_attr((n, t, ho, wo, c),
+                                                                 pooled.shape)},
+                       hint="video", perm=channels_last)
+    frames = (t.value + 2 * pt - kt) // st + 1
+    fill = LOWEST[lower.g.dtype] if op == "max_pool2d" else 0.0
+    video = lower.pad(video, [(0, 0), (0, 0), (pt, pt), (0, 0), (0, 0)], fill)
+    total = None
+    for i in range(kt):
+        tap = lower.slice(video, 2, i, i + (frames - 1) * st + 1, st)
+        total = tap if total is None else \
+            lower.binary("maximum" if op == "max_pool2d" else "add", total, tap)
+    return total if op == "max_pool2d" or kt == 1 else lower.binary("mul", total, 1.0 / kt)
+
+
 def conv_transpose(lower, x, weight, bias, stride, padding, dilation, groups, output_padding,
                    name) -> Value:
     """A transposed convolution of any rank: the input with stride - 1 zeros between elements

@@ -6,7 +6,7 @@ torch_ops.py, whose table joins this one's.
 from __future__ import annotations
 
 from ait_build.errors import AitError
-from ait_build.importers.composites import convolution, group_norm, unfold
+from ait_build.importers.composites import convolution, group_norm, pool3d, unfold
 from ait_build.importers.graph import registrar
 from ait_build.importers.recurrent import Cell, run_layers
 from ait_build.importers.torch_args import arg
@@ -192,6 +192,29 @@ def _max_pool(t, node):
     out = t.lower.pool("max_pool2d", x, kernel, stride, padding, dilation,
                        ceil_mode=bool(arg(node, 5, "ceil_mode", False)))
     return [out, None] if "indices" in _key(node) else out
+
+
+@handles("aten.max_pool3d.default", "aten.max_pool3d_with_indices.default",
+         "aten.avg_pool3d.default")
+def _pool3d(t, node):
+    """3-d pools (S3D) as 2-d pools of each frame and their time taps (composites.pool3d)."""
+    x = t.tensor(node.args[0])
+    avg = _key(node).startswith("aten.avg")
+    kernel = _triple(node.args[1])
+    stride = _triple(arg(node, 2, "stride", []) or kernel)
+    padding = _triple(arg(node, 3, "padding", 0))
+    ceil = arg(node, 4 if avg else 5, "ceil_mode", False)
+    if avg and arg(node, 6, "divisor_override") is not None or ceil or \
+            not avg and _triple(arg(node, 4, "dilation", 1)) != [1, 1, 1]:
+        raise AitError("a 3-d pool with ceil_mode, dilation or divisor_override")
+    out = pool3d(t.lower, x, "avg_pool2d" if avg else "max_pool2d", kernel, stride, padding,
+                 bool(arg(node, 5, "count_include_pad", True)) if avg else True)
+    return [out, None] if "indices" in _key(node) else out
+
+
+def _triple(v) -> list:
+    return [int(v)] * 3 if isinstance(v, int) else [int(v[0])] * 3 if len(v) == 1 else \
+        [int(a) for a in v]
 
 
 @handles("aten.avg_pool2d.default")
