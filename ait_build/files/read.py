@@ -70,3 +70,29 @@ def sha256_file(path: str) -> str:
         for chunk in iter(lambda: fh.read(1 << 22), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+# NumPy's own files, often given where a safetensors file is asked for: .npy, and .npz (a zip)
+NUMPY_MAGIC = ((b"\x93NUMPY", ".npy"), (b"PK\x03\x04", ".npz"))
+
+
+def numpy_file(path: str) -> str | None:
+    """'.npy' or '.npz' where the file is NumPy's, else None (also where it cannot be read)."""
+    try:
+        with open_regular(path) as fh:
+            head = fh.read(6)
+    except OSError:
+        return None
+    return next((kind for magic, kind in NUMPY_MAGIC if head.startswith(magic)), None)
+
+
+def not_safetensors(path: str, what: str, names: str, out: str) -> str:
+    """The message for a NumPy file given as `what` (a safetensors file of tensors named as
+    `names`), with the line that converts it to `out`; '' where it is not NumPy's."""
+    kind = numpy_file(path)
+    if kind is None:
+        return ""
+    arrays = "{'NAME': np.load(FILE)}" if kind == ".npy" else "dict(np.load(FILE))"
+    return (f"{path}: a NumPy {kind} file, not safetensors; {what} takes a safetensors file "
+            f"whose tensors are named as {names}: safetensors.numpy.save_file({arrays}, "
+            f"'{out}')")

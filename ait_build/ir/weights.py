@@ -11,6 +11,7 @@ import os
 import numpy as np
 
 from ait_build.errors import AitError
+from ait_build.files.read import not_safetensors
 from ait_build.ir.dtypes import NUMPY, SAFETENSORS, is_float
 
 FLOAT_STORAGE = ("F16", "BF16", "F32", "F64")  # safetensors dtypes a float weight may come in
@@ -74,7 +75,9 @@ class WeightStore:
                 with safe_open(self.path, framework="numpy") as f:
                     self._file_keys = set(f.keys())
             except Exception as exc:  # safetensors raises several error types for bad files
-                raise AitError(f"{self.path}: cannot read safetensors file: {exc}") from None
+                raise AitError(not_safetensors(self.path, "weights:", "the model's weights",
+                                               "weights.safetensors")
+                               or f"{self.path}: cannot read safetensors file: {exc}") from None
         return self._file_keys
 
     def set(self, name: str, value: np.ndarray, init: str = "computed") -> None:

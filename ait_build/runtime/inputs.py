@@ -9,7 +9,7 @@ from safetensors import safe_open
 from safetensors.numpy import load_file
 
 from ait_build.errors import AitError
-from ait_build.files.read import check_regular
+from ait_build.files.read import check_regular, not_safetensors
 from ait_build.ir.dtypes import NUMPY
 from ait_build.ops.reference import dim_values, random_inputs
 from ait_build.runtime.manifest import evaluate
@@ -44,21 +44,6 @@ def load_arrays(path) -> dict:
                 NUMPY["bfloat16"]  # NumPy knows bfloat16 once ml_dtypes is imported
         return load_file(path)
     except Exception as exc:
-        raise AitError(_numpy_file(path) or f"{path}: cannot read safetensors file: {exc}") from None
+        raise AitError(not_safetensors(path, "--inputs", "the model's inputs", "in.safetensors")
+                       or f"{path}: cannot read safetensors file: {exc}") from None
 
-
-# NumPy's own files, which --inputs is often given first: .npy, and .npz (a zip)
-NUMPY_MAGIC = ((b"\x93NUMPY", ".npy"), (b"PK\x03\x04", ".npz"))
-
-
-def _numpy_file(path: str) -> str:
-    """What to do with a NumPy file given as --inputs, else ''."""
-    with open(path, "rb") as fh:
-        head = fh.read(6)
-    kind = next((k for magic, k in NUMPY_MAGIC if head.startswith(magic)), None)
-    if kind is None:
-        return ""
-    arrays = "{'INPUT': np.load(FILE)}" if kind == ".npy" else "dict(np.load(FILE))"
-    return (f"{path}: a NumPy {kind} file, not safetensors; --inputs takes a safetensors file "
-            f"whose tensors are named as the model's inputs: "
-            f"safetensors.numpy.save_file({arrays}, 'in.safetensors')")

@@ -77,10 +77,10 @@ def test_user_errors_are_one_line_before_the_work(toy_dir, tmp_path, args, words
 
 
 @pytest.mark.parametrize("save, kind, how", [
-    (lambda path, x: np.save(path, x), ".npy", "{'INPUT': np.load(FILE)}"),
+    (lambda path, x: np.save(path, x), ".npy", "{'NAME': np.load(FILE)}"),
     (lambda path, x: np.savez(path, x=x), ".npz", "dict(np.load(FILE))"),
 ])
-def test_a_numpy_file_as_inputs_says_how_to_convert_it(tmp_path, save, kind, how):
+def test_a_numpy_file_as_inputs_or_weights_says_how_to_convert_it(tmp_path, save, kind, how):
     """NumPy's files were 'cannot read safetensors file: ... header too large'."""
     path = str(tmp_path / "in")
     save(path, np.ones((2, 32), np.float32))
@@ -89,6 +89,10 @@ def test_a_numpy_file_as_inputs_says_how_to_convert_it(tmp_path, save, kind, how
               f"{path}: a NumPy {kind} file, not safetensors; --inputs takes a safetensors file "
               f"whose tensors are named as the model's inputs: safetensors.numpy.save_file({how}, "
               "'in.safetensors')")
+    _one_line(run_main("reference", MLP, "--random-input", "--weights", path), 1,
+              f"{path}: a NumPy {kind} file, not safetensors; weights: takes a safetensors file "
+              f"whose tensors are named as the model's weights: safetensors.numpy.save_file("
+              f"{how}, 'weights.safetensors')")
 
 
 def test_hand_edited_manifest_is_one_line(toy_dir, tmp_path):
