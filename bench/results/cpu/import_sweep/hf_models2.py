@@ -101,3 +101,16 @@ def mobilevitv2_scaled():
     hf_models.mobilevit_scaled)."""
     torch.manual_seed(0)
     return scaled(mobilevitv2())
+
+
+def s3d_scaled():
+    """torchvision's S3D (weights=None) with weights N(0, 2/fan_in): at its own init the
+    features die out (about 1e-6) and the output is the classifier's bias."""
+    import torchvision
+    torch.manual_seed(0)
+    m = scaled(torchvision.models.video.s3d(weights=None)).eval()
+    with torch.no_grad():
+        for _, p in m.named_parameters():
+            if p.dim() > 1:
+                p.mul_(2 ** 0.5)
+    return m

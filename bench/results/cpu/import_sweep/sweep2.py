@@ -22,7 +22,8 @@ SPECIAL = {"bart": S2S, "t5": S2S, "fcn_resnet50": ["--input", "x:batch,3,64,64"
            "canine_fixed": ["--input", "input_ids:batch,16:int64"],
            "funnel_fixed": ["--input", "input_ids:batch,16:int64"],
            # its last pool is (2, 7, 7) over T/8 and H/32
-           "s3d": ["--args", '{"weights": null}', "--input", "x:batch,3,16,224,224"]}
+           "s3d": ["--args", '{"weights": null}', "--input", "x:batch,3,16,224,224"],
+           "s3d_scaled": ["--input", "x:batch,3,16,224,224"]}
 VISION = {"mobilevitv2_scaled", "vit_mae", "data2vec_vision", "swinv2", "mobilevitv2", "regnet_hf", "resnet_hf", "cvt",
           "bit", "glpn", "dpt"}
 VIDEOS = {"mc3_18", "r2plus1d_18", "s3d"}
