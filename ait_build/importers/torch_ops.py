@@ -511,7 +511,7 @@ def _arange(t, node):
     # a start that is a size (XLNet's relative positions: arange(seq, -seq, -1)): the positions
     # from 0 plus the size as a one-element tensor
     dtype = t.dtype(node)
-    first = _size_value(t, t.dim(start), dtype)
+    first = t.lower.size_value(t.dim(start), dtype)
     return t.lower.binary("add", _positions(t, shape[0], dtype, step), first)
 
 
@@ -528,24 +528,8 @@ def _positions(t, size: Dim, dtype: str, step):
                                      "dtype": dtype})
     rows = t.lower.emit("iota", [], {"shape": [k, name], "axis": 0, "step": step,
                                      "dtype": dtype})
-    rows = t.lower.binary("mul", rows, _size_value(t, d, dtype))
+    rows = t.lower.binary("mul", rows, t.lower.size_value(d, dtype))
     return t.lower.reshape(t.lower.binary("add", rows, cols), (size,))
-
-
-def _size_value(t, size: Dim, dtype: str):
-    """A one-element tensor holding `size` (a*dim + b) at run time: the last element of
-    b + a, b + 2a, ... over the dim's length."""
-    if size.is_static:
-        return t.lower.number(size.value, dtype)
-    if len(size.symbols) != 1:
-        raise AitError(f"arange starting at {size}, a size of several dims")
-    (name,) = size.symbols
-    b = size.eval({name: 0})
-    a = size.eval({name: 1}) - b
-    if size.eval({name: 2}) != b + 2 * a:
-        raise AitError(f"arange starting at {size}, not linear in '{name}'")
-    line = t.lower.iota((Dim.of(name),), dtype, b + a, a)
-    return t.lower.slice(line, 0, -1, None)
 
 
 @handles("aten.full.default", "aten.zeros.default", "aten.ones.default", "aten.new_zeros.default",
