@@ -25,9 +25,9 @@ def _plain(value):
 
 
 def write_spec(tmp_path, op: str, inputs: dict, attrs: dict, model_dims: dict | None = None,
-               n_outputs: int = 1, dtype: str = "float32") -> str:
+               n_outputs: int = 1, dtype: str = "float32", outputs: list | None = None) -> str:
     """A model with the given inputs (name -> shape or (shape, dtype)) and one `op` node named
-    'n' that reads all of them in order."""
+    'n' that reads all of them in order; `outputs` names the node's outputs (and the model's)."""
     spec_inputs = {}
     for name, shape in inputs.items():
         if isinstance(shape, tuple) and len(shape) == 2 and isinstance(shape[1], str):
@@ -37,12 +37,15 @@ def write_spec(tmp_path, op: str, inputs: dict, attrs: dict, model_dims: dict | 
     node = {"name": "n", "op": op, **{k: _plain(v) for k, v in attrs.items()}}
     if inputs or op != "parameter":
         node["inputs"] = list(inputs)
+    if outputs:
+        node["outputs"] = list(outputs)
     doc = {"apiVersion": "ait-build/v1", "kind": "Model", "name": "one_op", "dtype": dtype,
            "dims": {k: ({"max": v} if isinstance(v, int) else v) for k, v in (model_dims or {}).items()},
            "inputs": spec_inputs or {"unused": {"shape": [1]}},
            "weights": {"random": {"seed": 0}},
            "graph": [node],
-           "outputs": ["n"] if n_outputs == 1 else [f"n:{i}" for i in range(n_outputs)]}
+           "outputs": list(outputs) if outputs else
+           ["n"] if n_outputs == 1 else [f"n:{i}" for i in range(n_outputs)]}
     if not doc["dims"]:
         del doc["dims"]
     path = tmp_path / f"op{next(_count)}.yaml"
@@ -51,8 +54,9 @@ def write_spec(tmp_path, op: str, inputs: dict, attrs: dict, model_dims: dict | 
 
 
 def build(tmp_path, op: str, inputs: dict, model_dims: dict | None = None, n_outputs: int = 1,
-          **attrs):
-    return load_model(write_spec(tmp_path, op, inputs, attrs, model_dims, n_outputs))
+          outputs: list | None = None, **attrs):
+    return load_model(write_spec(tmp_path, op, inputs, attrs, model_dims, n_outputs,
+                                 outputs=outputs))
 
 
 def out_types(tmp_path, op: str, inputs: dict, model_dims: dict | None = None, n_outputs: int = 1,

@@ -57,7 +57,8 @@ def test_parameter_is_stored_under_the_given_name(tmp_path):
 
 
 def test_parameter_weight_defaults_to_the_node_name(tmp_path):
-    graph = build(tmp_path, "parameter", {}, shape=[2, 3])
+    """Its output then needs a name of its own (the weight holds the node's: d61c7a9)."""
+    graph = build(tmp_path, "parameter", {}, shape=[2, 3], outputs=["n_out"])
     (node,) = graph.nodes
     assert node.weights == {"value": "n"}
     assert [d.value for d in graph.tensors[node.outputs[0]].shape] == [2, 3]
