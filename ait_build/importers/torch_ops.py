@@ -172,6 +172,17 @@ def _rsub(t, node):
     return t.lower.binary("sub", other, x, t.dtype(node))
 
 
+@handles("aten.addcmul.default", "aten.addcdiv.default")
+def _addcmul(t, node):
+    """input + value * tensor1 * tensor2 (addcdiv: / tensor2): timm's ResMLP affine layers."""
+    x, a, b = (t.operand(v) for v in node.args[:3])
+    dtype, value = t.dtype(node), node.kwargs.get("value", 1)
+    term = t.lower.binary("mul" if "addcmul" in _key(node) else "div", a, b, dtype)
+    if value != 1:
+        term = t.lower.binary("mul", term, value, dtype)
+    return t.lower.binary("add", x, term, dtype)
+
+
 @handles("aten.pow.Tensor_Scalar")
 def _pow(t, node):
     return t.lower.power(t.tensor(node.args[0]), node.args[1])

@@ -258,6 +258,23 @@ def aliases():
     return Aliases().eval()
 
 
+class AddcmulAffine(nn.Module):
+    """timm's ResMLP Affine (torch.addcmul(beta, alpha, x)) and addcdiv with a value."""
+
+    def __init__(self):
+        super().__init__()
+        self.alpha, self.beta = nn.Parameter(torch.randn(5)), nn.Parameter(torch.randn(5))
+
+    def forward(self, x, y):                                           # [b, 5] each
+        a = torch.addcmul(self.beta, self.alpha, x)
+        return torch.addcdiv(a, x, y * y + 1.0, value=-0.5)
+
+
+def addcmul_affine():
+    _seeded(46)
+    return AddcmulAffine().eval()
+
+
 class SequenceConvs(nn.Module):
     """Convs over a sequence whose length is a dim, channels first (SqueezeBERT's): pointwise,
     grouped and not, with and without a bias."""

@@ -27,3 +27,15 @@ def test_alias_spellings_import_as_their_ops(tmp_path):
     (want,) = torch_outputs(ALIASES, {"x": x, "y": y})
     got = run_reference(built, {"x": x, "y": y})[built.outputs[0]]
     assert rel_error(got, want) < 1e-6
+
+
+def test_addcmul_and_addcdiv_import_as_their_terms(tmp_path):
+    """input + value * t1 * t2 (and / t2): timm's ResMLP had no translation of aten.addcmul."""
+    case = "tests.importers.families:addcmul_affine"
+    _, _, built = import_case((case, ["x:batch,5", "y:batch,5"], ["batch=1:4:2"], None),
+                              tmp_path, "addcmul")
+    rng = np.random.default_rng(4)
+    x, y = (rng.standard_normal((3, 5)).astype(np.float32) for _ in range(2))
+    (want,) = torch_outputs(case, {"x": x, "y": y})
+    got = run_reference(built, {"x": x, "y": y})[built.outputs[0]]
+    assert rel_error(got, want) < 1e-6
