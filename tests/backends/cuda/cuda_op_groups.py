@@ -538,6 +538,17 @@ GROUPS = {
                n("down21", "resize2d", ["x"], size=[3, 4], mode="linear",
                  coordinates="pytorch_half_pixel")],
         outputs=["up21", "up64", "near64", "down21"]),
+    # a step over a symbolic size (audio of 320*frames + 80 samples read by strided convs): the
+    # slices' offsets and sizes are polynomials of the dim, and every call with another batch
+    # places the workspace anew at run time
+    "symbolic_strides": dict(
+        inputs={"x": {"shape": ["batch", "5*batch + 2", 8]}},
+        graph=[n("tap_last", "slice", ["x"], axis=1, start=2, step=5),
+               n("tap_first", "slice", ["x"], axis=1, start=0, end=-2, step=5),
+               n("taps", "add", ["tap_first", "tap_last"]),
+               n("every_other", "slice", ["x"], axis=1, start=1, end=-1, step=5),
+               n("scaled", "mul", ["taps", "every_other"])],
+        outputs=["tap_last", "tap_first", "taps", "scaled"]),
     "lookup": dict(
         inputs={"ids": {"shape": ["batch", 6], "dtype": "int64"},
                 "ids32": {"shape": ["batch", 3], "dtype": "int32"},
