@@ -217,11 +217,45 @@ class ShapeLowering:
                          name=name, weights={"weight": weight})
 
     def attention(self, q: Value, k: Value, v: Value, mask, causal: bool, scale) -> Value:
+        """softmax(q k^T * scale + mask) v over q, k, v [..., seq, head_dim], every axis before
+        the last two a batch axis (PyTorch's rule). Another rank than 4 folds to the 4-d form:
+        3-d [batch, seq, head_dim] gets one head; 5-d and more (NesT's [batch, heads, blocks,
+        seq, head_dim]) keep their last batch axis as the heads and merge the others into the
+        batch, and the mask follows."""
+        if not q.rank == k.rank == v.rank or q.rank < 3:
+            self.fail(f"attention over q, k, v of ranks {q.rank}, {k.rank}, {v.rank} (each "
+                      "[..., seq, head_dim], of one rank, at least 3)")
+        if q.rank == 4:
+            return self._attention_4d(q, k, v, mask, causal, scale)
+        lead = tuple(q.source_shape[:-2])
+        if any(tuple(t.source_shape[:-2]) != lead for t in (k, v)):
+            self.fail("attention whose q, k and v batch axes differ (broadcast k or v)")
+        folded = (numel(lead[:-1]), lead[-1]) if q.rank > 4 else (lead[0], Dim.of(1))
+        q4, k4, v4 = (self.reshape(t, folded + tuple(t.source_shape[-2:])) for t in (q, k, v))
+        if mask is not None:
+            mask = self._folded_mask(mask, lead)
+        out = self._attention_4d(q4, k4, v4, mask, causal, scale)
+        return self.reshape(out, lead + tuple(out.source_shape[-2:]))
+
+    def _folded_mask(self, mask: Value, lead: tuple) -> Value:
+        """The mask [..., seq_q, seq_k] of an attention over batch axes `lead`, for its folded
+        4-d form: its axes before the heads merge where they span those of q or none of them,
+        else it is expanded to them first."""
+        rank = len(lead) + 2
+        if mask.rank > rank:
+            self.fail(f"an attention mask of rank {mask.rank} over q of rank {rank}")
+        shape = (Dim.of(1),) * (rank - mask.rank) + tuple(mask.source_shape)
+        if rank == 3:
+            return self.reshape(mask, (shape[0], Dim.of(1)) + shape[1:])
+        merged, rest = shape[:-3], shape[-3:]
+        if any(d != 1 for d in merged) and merged != lead[:-1]:
+            mask, merged = self.expand(mask, lead[:-1] + rest), lead[:-1]
+        return self.reshape(mask, (numel(merged),) + rest)
+
+    def _attention_4d(self, q: Value, k: Value, v: Value, mask, causal: bool, scale) -> Value:
         """softmax(q k^T * scale + mask) v with q, k, v [batch, heads, seq, head_dim] (source):
         our multi_head_attention reads [batch, seq, heads * head_dim], which is where the usual
         view + transpose of the heads came from, so the reshapes are free."""
-        if q.rank != 4 or k.rank != 4 or v.rank != 4:
-            self.fail("attention needs 4-d q, k, v ([batch, heads, seq, head_dim])")
         b, h, s, d = q.source_shape
         if not (h.is_static and d.is_static):
             self.fail("attention needs static heads and head_dim")

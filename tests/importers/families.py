@@ -426,6 +426,32 @@ def mha_seq_first():
     return _MhaBlock(batch_first=False).eval()
 
 
+class _SdpaRanks(nn.Module):
+    """scaled_dot_product_attention over other ranks than 4: 5-d q, k, v (NesT's [batch, heads,
+    blocks, seq, head_dim]) without a mask and with a per-block mask, and 3-d ones (no heads
+    axis) with a causal mask."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+        self.proj = nn.Linear(16, 16)
+        self.register_buffer("block_mask", torch.randn(3, 6, 6))  # [blocks, seq, seq]
+
+    def forward(self, x):  # [batch, 3 blocks, 6, 16]
+        b, t, n, c = x.shape
+        q, k, v = self.qkv(x).reshape(b, t, n, 3, 2, 8).permute(3, 0, 4, 1, 2, 5).unbind(0)
+        y = F.scaled_dot_product_attention(q, k, v) \
+            + F.scaled_dot_product_attention(q, k, v, attn_mask=self.block_mask)
+        z = x.reshape(b * t, n, c)
+        z = F.scaled_dot_product_attention(z, z, z, is_causal=True).reshape(b, t, n, c)
+        return self.proj(y.permute(0, 2, 3, 1, 4).reshape(b, t, n, c)) + z
+
+
+def sdpa_ranks():
+    _seeded(42)
+    return _SdpaRanks().eval()
+
+
 def wav2vec2():
     """conv1d feature extractor with group norm, a weight-normed positional conv1d."""
     return _transformers("Wav2Vec2Config", "Wav2Vec2Model", 34, vocab_size=10, hidden_size=32,

@@ -5,8 +5,8 @@ attention_heads.py, attention_batched.py), and the optimized graph computes what
 Swin V2 (cosine attention, a logit scale per head), MaxViT (scores with two batch axes, its grid
 attention taking the windows from after the sequence), DeBERTa-v2 (heads in the batch, relative
 terms, the mask on a 4-d view), MPNet (two bias terms), BLOOM (qkv interleaved per head, ALiBi)
-and torch.nn.MultiheadAttention called the default way, both layouts (heads in the batch, the
-in-projection sliced three ways)."""
+torch.nn.MultiheadAttention called the default way, both layouts (heads in the batch, the
+in-projection sliced three ways), and scaled_dot_product_attention over 5-d and 3-d q, k, v."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ CASES = {  # name -> (family case, attentions)
     "mha_block": ((F + "mha_block", ["x:batch,seq,32"], IMAGE + ["seq=1:8:6"], SEQ), 1),
     "mha_seq_first": ((F + "mha_seq_first", ["x:seq,batch,32"], IMAGE + ["seq=1:8:6"],
                        {"x": SEQ["x"].transpose(1, 0, 2).copy()}), 1),
+    "sdpa_ranks": ((F + "sdpa_ranks", ["x:batch,3,6,16"], IMAGE, {"x": np.random.default_rng(
+        42).standard_normal((1, 3, 6, 16)).astype(np.float32)}), 3),
 }
 
 
