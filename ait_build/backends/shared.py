@@ -12,8 +12,9 @@ ELEMENTWISE = {
     **{op: elementwise.lower_simple for op in (
         "relu", "silu", "sigmoid", "tanh", "hardswish", "gelu", "add", "sub", "mul", "div",
         "cast", "sqrt", "exp", "erf", "clamp", "relu6", "hardtanh", "minimum", "maximum",
-        "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
-        "logical_or", "logical_not", "where", "sin", "cos", "log", "ceil", "abs", "sign")},
+        "floor_divide", "remainder", "equal", "not_equal", "less", "less_equal", "greater",
+        "greater_equal", "logical_and", "logical_or", "logical_not", "where", "sin", "cos", "log",
+        "ceil", "abs", "sign")},
     "fused_elementwise": elementwise.lower_fused,
     "batch_norm": elementwise.lower_batch_norm,
 }

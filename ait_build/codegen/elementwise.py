@@ -149,7 +149,7 @@ def op_expr(op: str, attrs: dict, args: list, dtypes: list, out_dtype: str) -> s
         return f"({args[0]} > 0 ? {one} : {args[0]} < 0 ? -{one} : {args[0]})"
     if op in ("clamp", "relu6", "hardtanh"):
         return clamp_expr(op, attrs, args[0], dtypes[0])
-    if op in ("minimum", "maximum"):
+    if op in ("minimum", "maximum", "floor_divide", "remainder"):
         other = args[1] if attrs.get("scalar") is None else literal(attrs["scalar"], dtypes[0])
         return f"ait::{op}({args[0]}, {other})"
     if op in COMPARE:

@@ -124,6 +124,37 @@ class Lower(ShapeLowering):
         ops, perm = self._aligned(ops)
         return self.emit("where", ops, perm=perm)
 
+    def divide(self, a, b, rounding: str, dtype: str | None = None) -> Value:
+        """a / b rounded down (`floor`: Python's //) or toward zero (`trunc`: C's, ONNX Div of
+        ints): toward zero is one more than down where the division is inexact and the signs
+        differ."""
+        q = self.binary("floor_divide", a, b, dtype)
+        if rounding == "floor":
+            return q
+        return self.binary("add", q, self._c_correction(a, b, q.dtype))
+
+    def remainder(self, a, b, c_style: bool = False, dtype: str | None = None) -> Value:
+        """a - floor(a / b) * b (Python's %, the sign of b), or with `c_style` C's fmod (the
+        sign of a): b less than Python's where the two differ."""
+        r = self.binary("remainder", a, b, dtype)
+        if not c_style:
+            return r
+        return self.binary("sub", r, self.binary("mul", self._c_correction(a, b, r.dtype), b))
+
+    def _c_correction(self, a, b, dtype: str) -> Value:
+        """1 where a / b is inexact and a and b have other signs, else 0, in `dtype` (a or b
+        may be a number)."""
+        inexact = self.binary("not_equal", self.binary("remainder", a, b, dtype), 0)
+        signs = [v < 0 if not isinstance(v, Value) else self.binary("less", v, 0) for v in (a, b)]
+        tensors = [v for v in signs if isinstance(v, Value)]
+        if len(tensors) == 2:
+            differ = self.binary("not_equal", self.cast(signs[0], "int32"),
+                                 self.cast(signs[1], "int32"))
+        else:
+            fixed = [v for v in signs if not isinstance(v, Value)][0]
+            differ = self.unary("logical_not", tensors[0]) if fixed else tensors[0]
+        return self.cast(self.binary("logical_and", inexact, differ), dtype)
+
     def power(self, x: Value, exponent) -> Value:
         if exponent == 1:
             return x

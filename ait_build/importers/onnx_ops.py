@@ -134,10 +134,17 @@ def _binary(t, node):
     op = BINARY[node.op_type]
     if len(node.input) > 2:
         raise AitError(f"{node.op_type} of more than two inputs")
-    out = t.lower.binary(op, *(_size_operand(t, node, i) for i in range(2)))
-    if op == "div" and out.dtype in ("int32", "int64"):
-        raise AitError("integer division")
-    return out
+    a, b = (_size_operand(t, node, i) for i in range(2))
+    if op == "div" and all(v.dtype in ("int32", "int64") for v in (a, b) if isinstance(v, Value)):
+        return t.lower.divide(a, b, "trunc")  # ONNX Runtime divides ints as C++ does
+    return t.lower.binary(op, a, b)
+
+
+@handles("Mod")
+def _mod(t, node):
+    """Python's % (fmod = 0, ints only in ONNX) or C's fmod (fmod = 1)."""
+    return t.lower.remainder(t.operand(node, 0), t.operand(node, 1),
+                             bool(attributes(node).get("fmod", 0)))
 
 
 def _size_operand(t, node, i: int):

@@ -151,8 +151,6 @@ OTHER = {"aten.min.other": "minimum", "aten.max.other": "maximum"}  # torch.min(
 def _binary(t, node):
     op = BINARY.get(_key(node).rsplit(".", 1)[0]) or OTHER[_key(node)]
     a, b = t.operand(node.args[0]), t.operand(node.args[1])
-    if node.kwargs.get("rounding_mode") is not None:
-        raise AitError("division with a rounding mode is not supported")
     alpha = node.kwargs.get("alpha", 1)
     if alpha != 1:
         b = t.lower.binary("mul", b, alpha) if isinstance(b, Value) else b * alpha
@@ -164,6 +162,25 @@ def _binary(t, node):
     if op in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
         return t.lower.binary(op, a, b)
     return t.lower.binary(op, a, b, dtype)
+
+
+@handles("aten.div.Tensor_mode", "aten.div.Scalar_mode", "aten.floor_divide.default",
+         "aten.floor_divide.Scalar")
+def _rounded_div(t, node):
+    """torch.div(a, b, rounding_mode=...) and torch.floor_divide (Python's //)."""
+    rounding = node.kwargs.get("rounding_mode", "floor" if "floor_divide" in _key(node) else None)
+    a, b = t.operand(node.args[0]), t.operand(node.args[1])
+    if rounding is None:
+        return t.lower.binary("div", a, b, t.dtype(node))
+    return t.lower.divide(a, b, rounding, t.dtype(node))
+
+
+@handles("aten.remainder.Tensor", "aten.remainder.Scalar", "aten.remainder.Scalar_Tensor",
+         "aten.fmod.Tensor", "aten.fmod.Scalar")
+def _remainder(t, node):
+    """Python's % (torch.remainder: the divisor's sign) and C's (torch.fmod: the dividend's)."""
+    a, b = t.operand(node.args[0]), t.operand(node.args[1])
+    return t.lower.remainder(a, b, "fmod" in _key(node), t.dtype(node))
 
 
 @handles("aten.rsub.Scalar", "aten.rsub.Tensor")

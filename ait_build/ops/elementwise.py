@@ -71,8 +71,18 @@ ACTIVATIONS = {
     "hardsigmoid": hardsigmoid,  # an epilogue only: the importers write relu6(x + 3) / 6
 }
 
+def _integer_safe(fn):
+    """NumPy's floor_divide/remainder, quiet where an int divisor is 0 (the result is 0, as the
+    kernels give it: a C++ integer division by zero would stop the process)."""
+    def apply(a, b):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return fn(a, b)
+    return apply
+
+
 BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-          "minimum": np.minimum, "maximum": np.maximum}
+          "minimum": np.minimum, "maximum": np.maximum,
+          "floor_divide": _integer_safe(np.floor_divide), "remainder": _integer_safe(np.remainder)}
 
 
 def _same(attrs, inputs):
@@ -203,6 +213,12 @@ _binary_row("minimum", "the smaller of a and b, NumPy broadcasting; NaN wins",
             "torch.minimum" + _SAME_TYPE)
 _binary_row("maximum", "the larger of a and b, NumPy broadcasting; NaN wins",
             "torch.maximum" + _SAME_TYPE)
+# Python's // and %: the quotient rounded down, the remainder taking the divisor's sign (hash
+# buckets and positions computed from ids); an int divisor of 0 gives 0 for both
+_binary_row("floor_divide", "floor(a / b), NumPy broadcasting; ints: 0 where b is 0",
+            "torch.floor_divide, torch.div(rounding_mode='floor')" + _SAME_TYPE)
+_binary_row("remainder", "a - floor(a / b) * b (the sign of b), NumPy broadcasting; ints: 0 "
+            "where b is 0", "torch.remainder, Python's %" + _SAME_TYPE)
 
 
 # -- clamps: min(max(x, low), high); a NaN stays NaN, as in PyTorch ----------------------------

@@ -426,6 +426,24 @@ def mha_seq_first():
     return _MhaBlock(batch_first=False).eval()
 
 
+class _IntegerDivision(nn.Module):
+    """Python's // and %, C's fmod and torch.div's rounding modes, over int64 ids (hash buckets,
+    positions) and floats, with negative operands, a tensor divisor that is 1 or more, and
+    scalar divisors of both signs."""
+
+    def forward(self, ids, x):
+        a = ids % 7 + torch.remainder(ids, -5) + ids // 3 + torch.div(ids, -4, rounding_mode="trunc")
+        b = torch.fmod(ids, 6) + torch.div(ids, ids.abs() + 2, rounding_mode="floor") \
+            + torch.fmod(ids, ids.abs() % 4 + 1)
+        y = torch.remainder(x, 0.75) + torch.fmod(x, -1.5) + torch.div(x, 0.3, rounding_mode="floor") \
+            + torch.div(x, -0.7, rounding_mode="trunc") + x // 2 + torch.remainder(x, x.abs() + 0.5)
+        return a + b, y
+
+
+def integer_division():
+    return _IntegerDivision().eval()
+
+
 class _SdpaRanks(nn.Module):
     """scaled_dot_product_attention over other ranks than 4: 5-d q, k, v (NesT's [batch, heads,
     blocks, seq, head_dim]) without a mask and with a per-block mask, and 3-d ones (no heads

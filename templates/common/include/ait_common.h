@@ -2,6 +2,7 @@
 // thread-local error message, and float16/bfloat16 conversions.
 #pragma once
 
+#include <cmath>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -62,6 +63,55 @@ inline void* host_alloc(int64_t n) {
 #endif
   return p;
 }
+
+// -- Python's // and % (floor_divide, remainder ops), host and device -----------------------
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define AIT_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define AIT_HOST_DEVICE inline
+#endif
+
+// Integers: the quotient rounded down, the remainder taking the divisor's sign. A divisor of 0
+// gives 0 and the lowest value over -1 wraps, as NumPy has it: C++'s own / and % would trap.
+template <typename I>
+AIT_HOST_DEVICE I int_floor_divide(I a, I b, bool want_remainder) {
+  if (b == 0) return I(0);
+  if (b == I(-1)) return want_remainder ? I(0) : static_cast<I>(I(0) - static_cast<uint64_t>(a));
+  I q = a / b, r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) {
+    q -= 1;
+    r += b;
+  }
+  return want_remainder ? r : q;
+}
+AIT_HOST_DEVICE int32_t floor_divide(int32_t a, int32_t b) { return int_floor_divide(a, b, false); }
+AIT_HOST_DEVICE int64_t floor_divide(int64_t a, int64_t b) { return int_floor_divide(a, b, false); }
+AIT_HOST_DEVICE int32_t remainder(int32_t a, int32_t b) { return int_floor_divide(a, b, true); }
+AIT_HOST_DEVICE int64_t remainder(int64_t a, int64_t b) { return int_floor_divide(a, b, true); }
+// Floats, step for step as NumPy's float32 divmod (so results match its reference exactly):
+// fmod, moved to the divisor's sign; the quotient from the exact a - mod, rounded to nearest.
+AIT_HOST_DEVICE float remainder(float a, float b) {
+  float mod = fmodf(a, b);
+  if (b == 0.0f) return mod;  // NaN
+  if (mod != 0.0f) {
+    if ((b < 0.0f) != (mod < 0.0f)) mod += b;
+  } else {
+    mod = copysignf(0.0f, b);
+  }
+  return mod;
+}
+AIT_HOST_DEVICE float floor_divide(float a, float b) {
+  if (b == 0.0f) return a / b;  // +-inf or NaN
+  const float mod = fmodf(a, b);
+  float div = (a - mod) / b;
+  if (mod != 0.0f && (b < 0.0f) != (mod < 0.0f)) div -= 1.0f;
+  if (div == 0.0f) return copysignf(0.0f, a / b);
+  float floordiv = floorf(div);
+  if (div - floordiv > 0.5f) floordiv += 1.0f;
+  return floordiv;
+}
+#undef AIT_HOST_DEVICE
 
 // -- float16 / bfloat16 storage (compute is float32) ------------------------------------------
 

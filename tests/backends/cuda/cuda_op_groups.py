@@ -385,8 +385,14 @@ GROUPS = {
                n("iota_mid", "iota", [], shape=[2, 5, 3], axis=1, start=0.5, step=0.25,
                  dtype="float32"),
                n("roll", "roll", ["x"], shifts=[2, -3], dims=[1, 2]),
-               n("roll_img", "roll", ["img"], shifts=[-2, -2], dims=[1, 2])],
-        outputs=["sqrt", "exp", "erf", "clamp", "clamp_i", "relu6", "hardtanh", "minimum", "maximum", "maximum_s",
+               n("roll_img", "roll", ["img"], shifts=[-2, -2], dims=[1, 2]),
+               # Python's // and %; the clamped ints (-1 and up) divide by 0 and by -1 too
+               n("clamp_i2", "clamp", ["i"], min=-1, max=2),
+               n("fdiv", "floor_divide", ["x", "y"]), n("rem", "remainder", ["x", "col"]),
+               n("fdiv_i", "floor_divide", ["i", "clamp_i2"]),
+               n("rem_i", "remainder", ["i", "clamp_i2"]), n("rem_is", "remainder", ["i"], scalar=-3)],
+        outputs=["fdiv", "rem", "fdiv_i", "rem_i", "rem_is",
+                 "sqrt", "exp", "erf", "clamp", "clamp_i", "relu6", "hardtanh", "minimum", "maximum", "maximum_s",
                  "less", "ge", "eq_i", "ne", "both", "either", "neither", "where", "fill",
                  "fill_b", "iota", "iota_mid", "roll", "roll_img"]),
     # the epilogue activations beyond the unary ops (relu6, the importers' hardsigmoid, hardtanh

@@ -38,7 +38,8 @@ CASES = [("depthwise", "float16"), ("depthwise", "bfloat16"), ("depthwise", "flo
          ("pools_and_scales", "float16"), ("pools_and_scales", "bfloat16"),
          ("concat_norms", "float16"), ("concat_norms", "float32"), ("layout_swaps", "float16"),
          ("movement_chains", "float16"), ("elementwise", "float16"), ("import_families", "float16"),
-         ("shape", "float16"), ("direct_stems", "float16"), ("direct_stems", "float32")]
+         ("shape", "float16"), ("direct_stems", "float16"), ("direct_stems", "float32"),
+         ("masks_and_clamps", "float16"), ("symbolic_strides", "float16")]
 
 
 @pytest.mark.parametrize("group,dtype", CASES)
