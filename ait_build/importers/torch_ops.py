@@ -15,7 +15,7 @@ from ait_build.importers.torch_args import arg, empty
 from ait_build.importers.torch_args import key as _key
 from ait_build.importers.torch_layers import HANDLERS as LAYERS
 from ait_build.importers.torch_scans import HANDLERS as SCANS
-from ait_build.ir.dims import Dim
+from ait_build.ir.dims import Dim, numel
 
 # with cumsum and diff (torch_scans.py); convolutions, recurrent layers, norms, pools, resizes
 # and reductions (torch_layers.py)
@@ -512,7 +512,33 @@ def _index(t, node):
             one = (Dim.of(1),) * (len(rest) + 1)
             index = t.lower.expand(t.lower.reshape(idx, (b,) + one), (b, Dim.of(1)) + rest)
             return t.lower.reshape(t.lower.gather_elements(x, index, 1), (b,) + rest)
-    raise AitError("advanced indexing with several index tensors")
+    return _advanced_index(t, x, [(i, t.tensor(a)) for i, a in given])
+
+
+def _advanced_index(t, x, given: list):
+    """x[i0, i1, ...] with integer index tensors on several axes: one flat index per element,
+    i0 * size1 + i1 (each index taken modulo its axis: a negative one counts from the end), then
+    one gather over those axes merged. Adjacent indexed axes keep their place in the result;
+    others move first (PyTorch's rule), so then x is permuted to put them first."""
+    axes = [i for i, _ in given]
+    if any(v.dtype not in ("int32", "int64") for _, v in given):
+        raise AitError("advanced indexing with several index tensors, one of them a bool mask")
+    shape = tuple(x.source_shape)
+    if axes != list(range(axes[0], axes[0] + len(axes))):
+        rest = [i for i in range(x.rank) if i not in axes]
+        x = t.lower.permute(x, axes + rest)
+        shape = tuple(shape[i] for i in axes + rest)
+        axes = list(range(len(axes)))
+    flat = None
+    for axis, index in zip(axes, (v for _, v in given)):
+        size = shape[axis]
+        index = t.lower.cast(index, "int64")
+        size_value = size.value if size.is_static else t.lower.size_value(size, "int64")
+        index = t.lower.remainder(index, size_value)
+        flat = index if flat is None else t.lower.binary("add", t.lower.binary(
+            "mul", flat, size_value), index)
+    merged = shape[:axes[0]] + (numel(shape[axes[0]:axes[-1] + 1]),) + shape[axes[-1] + 1:]
+    return t.lower.gather(t.lower.reshape(x, merged), flat, axes[0])
 
 
 @handles("aten.gather.default")

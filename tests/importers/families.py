@@ -444,6 +444,24 @@ def integer_division():
     return _IntegerDivision().eval()
 
 
+class _AdvancedIndexing(nn.Module):
+    """x[i, j] with integer index tensors on several axes: adjacent ones (rows picked per
+    batch), axes apart ([:, i, :, j]: the picked axes move first), broadcast index shapes, and
+    negative indices counting from the end."""
+
+    def forward(self, x, ids):  # x [batch, 6, 5, 4], ids [batch, 3] in -5..4
+        b = x.shape[0]
+        rows = torch.arange(b).unsqueeze(1)                     # [b, 1]
+        adjacent = x[rows, ids.clamp(-6, 5)]                    # [b, 3, 5, 4]
+        apart = x[:, ids[0].clamp(-6, 5), :, ids[0] % 4]        # [3, b, 5]
+        pair = x[0][ids % 6, ids.flip(-1)]                      # [b, 3, 4]
+        return adjacent.sum(-1), apart, pair
+
+
+def advanced_indexing():
+    return _AdvancedIndexing().eval()
+
+
 class _SdpaRanks(nn.Module):
     """scaled_dot_product_attention over other ranks than 4: 5-d q, k, v (NesT's [batch, heads,
     blocks, seq, head_dim]) without a mask and with a per-block mask, and 3-d ones (no heads
