@@ -14,7 +14,7 @@ ELEMENTWISE = {
         "cast", "sqrt", "exp", "erf", "clamp", "relu6", "hardtanh", "minimum", "maximum",
         "floor_divide", "remainder", "equal", "not_equal", "less", "less_equal", "greater",
         "greater_equal", "logical_and", "logical_or", "logical_not", "where", "sin", "cos", "log",
-        "ceil", "abs", "sign")},
+        "ceil", "abs", "sign", "floor", "round", "trunc", "expm1", "log1p", "tan", "atan")},
     "fused_elementwise": elementwise.lower_fused,
     "batch_norm": elementwise.lower_batch_norm,
 }

@@ -29,7 +29,9 @@ ACT = {"none": "ait::identity", "relu": "ait::relu", "gelu": "ait::gelu",
        "tanh": "ait::tanh", "hardswish": "ait::hardswish", "relu6": "ait::relu6",
        "hardsigmoid": "ait::hardsigmoid"}
 BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
-C_MATH = {"sin": "sinf", "cos": "cosf", "log": "logf", "ceil": "ceilf"}
+C_MATH = {"sin": "sinf", "cos": "cosf", "log": "logf", "ceil": "ceilf", "floor": "floorf",
+          "round": "rintf",  # to nearest, halves to even (the default rounding mode)
+          "trunc": "truncf", "expm1": "expm1f", "log1p": "log1pf", "tan": "tanf", "atan": "atanf"}
 COMPARE = {"equal": "==", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
            "greater_equal": ">="}
 LOGIC = {"logical_and": "&&", "logical_or": "||"}

@@ -165,7 +165,18 @@ class Lower(ShapeLowering):
             return self.emit("mul", [sq, x], perm=x.perm, hint="cube")
         if exponent == 0.5:
             return self.unary("sqrt", x)
-        self.fail(f"x ** {exponent}: only the exponents 0.5, 1, 2 and 3 are supported")
+        if exponent == 4:
+            square = self.power(x, 2)
+            return self.emit("mul", [square, square], perm=x.perm, hint="fourth")
+        if exponent in (-1, -2, -0.5):
+            return self.binary("div", 1.0, self.power(x, -exponent))
+        if x.dtype not in FLOAT_DTYPES:
+            self.fail(f"x ** {exponent} of an integer tensor (the exponents 1, 2, 3 and 4)")
+        # exp(y log x): 0 at x = 0 for y > 0, NaN below 0 where y is not an integer (as PyTorch)
+        if float(exponent).is_integer():
+            self.fail(f"x ** {exponent}: integer exponents -2 to 4 (an odd one beyond needs the "
+                      "sign of x)")
+        return self.unary("exp", self.binary("mul", self.unary("log", x), float(exponent)))
 
     # -- GEMM-shaped ----------------------------------------------------------------------------
     def conv2d(self, x: Value, weight: str, bias: str | None, stride, padding, dilation,

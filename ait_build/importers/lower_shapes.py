@@ -155,6 +155,31 @@ class ShapeLowering:
         return self.emit("pad", [x], {"pads": ours, **({"value": float(value)} if value else {})},
                          perm=x.perm)
 
+    def pad_edges(self, x: Value, pads: list, mode: str) -> Value:
+        """`pads` ((before, after) per source axis) filled from x itself: `reflect` mirrors it
+        without repeating the edge, `replicate` repeats the edge, `circular` wraps around. One
+        gather of known positions per padded axis (its size must be static)."""
+        for axis, (before, after) in enumerate(pads):
+            if not (before or after):
+                continue
+            size = x.source_shape[axis]
+            if not size.is_static:
+                self.fail(f"{mode} padding of an axis of size {size} (a static size is needed)")
+            n = size.value
+            if min(before, after) < 0 or mode == "reflect" and max(before, after) >= n:
+                self.fail(f"{mode} padding ({before}, {after}) of an axis of size {n}")
+            if mode == "reflect":
+                positions = list(range(before, 0, -1)) + list(range(n)) + \
+                    list(range(n - 2, n - 2 - after, -1))
+            elif mode == "replicate":
+                positions = [0] * before + list(range(n)) + [n - 1] * after
+            elif mode == "circular":
+                positions = [i % n for i in range(-before, n + after)]
+            else:
+                self.fail(f"padding mode '{mode}'")
+            x = self.take(x, axis, positions)
+        return x
+
     def cumsum(self, x: Value, axis: int, dtype: str, reverse=False, exclusive=False) -> Value:
         """Prefix sums by doubling: x plus itself shifted along `axis` by 1, 2, 4... until the
         shift reaches the axis's largest size. Pad, slice and add only, so integer sums are

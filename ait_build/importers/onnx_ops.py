@@ -1,6 +1,7 @@
 """ONNX operator -> our ops: one small handler per operator (or family), reading the node's
 inputs through the translator (from_onnx.py) and writing through Lower (lower.py). The handlers
-of shapes and indexing (Reshape, Gather, Range...) are in onnx_shapes.py; HANDLERS holds both.
+of shapes and indexing (Reshape, Gather, Range...) are in onnx_shapes.py, activations and rounding
+built from our ops in onnx_math.py; HANDLERS holds them all.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from ait_build.importers.composites import convolution, group_norm
 from ait_build.importers.einsum import einsum
 from ait_build.importers.graph import Value, registrar
 from ait_build.importers.recurrent import Cell, run_layers
+from ait_build.importers.onnx_math import HANDLERS as MATH
 from ait_build.importers.onnx_shapes import HANDLERS as SHAPES
 from ait_build.importers.onnx_values import (Sizes, as_array, as_sizes, attributes, element_type,
                                              is_known, owner, size_div)
 from ait_build.ir.dims import Dim
 from ait_build.ops.opdef import norm_axis
 
-HANDLERS: dict = dict(SHAPES)
+HANDLERS: dict = {**SHAPES, **MATH}
 handles = registrar(HANDLERS)
 
 
@@ -93,8 +95,9 @@ def _pad(t, node):
     attrs = attributes(node)
     mode = attrs.get("mode", b"constant")
     mode = mode.decode() if isinstance(mode, bytes) else mode
-    if mode != "constant":
-        raise AitError(f"Pad mode '{mode}' (only constant)")
+    edges = {"reflect": "reflect", "edge": "replicate", "wrap": "circular"}
+    if mode != "constant" and mode not in edges:
+        raise AitError(f"Pad mode '{mode}'")
     x = t.tensor(node, 0)
     pads = attrs.get("pads") or t.ints(node, 1)
     value = t.operand(node, 2) if len(node.input) > 2 and node.input[2] else 0.0
@@ -104,6 +107,8 @@ def _pad(t, node):
     per_axis = [(0, 0)] * x.rank
     for i, axis in enumerate(axes):
         per_axis[norm_axis(axis, x.rank)] = (pads[i], pads[i + len(axes)])
+    if mode != "constant":
+        return t.lower.pad_edges(x, per_axis, edges[mode])
     return t.lower.pad(x, per_axis, value)
 
 

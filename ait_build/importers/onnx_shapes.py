@@ -155,6 +155,32 @@ def _transpose(t, node):
     return t.lower.permute(x, perm)
 
 
+@handles("DepthToSpace", "SpaceToDepth")
+def _depth_to_space(t, node):
+    """[N, C b^2, H, W] <-> [N, C, H b, W b]: DepthToSpace's DCR mode takes the block offset
+    from the high channel bits, CRD (PyTorch's pixel_shuffle) from the low ones."""
+    attrs, x = attributes(node), t.tensor(node, 0)
+    b = int(attrs["blocksize"])
+    n, c, h, w = x.source_shape
+    if not all(d.is_static for d in (c, h, w)):
+        raise AitError(f"{node.op_type} of a {c}x{h}x{w} image (static sizes are needed)")
+    block = Dim.of(b)
+    if node.op_type == "SpaceToDepth":
+        hb, wb = Dim.of(h.value // b), Dim.of(w.value // b)
+        x = t.lower.reshape(x, (n, c, hb, block, wb, block))
+        return t.lower.reshape(t.lower.permute(x, [0, 3, 5, 1, 2, 4]), (n, c * (b * b), hb, wb))
+    mode = attrs.get("mode", b"DCR")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    depth = Dim.of(c.value // (b * b))
+    if mode == "DCR":
+        x = t.lower.reshape(x, (n, block, block, depth, h, w))
+        x = t.lower.permute(x, [0, 3, 4, 1, 5, 2])
+    else:
+        x = t.lower.reshape(x, (n, depth, block, block, h, w))
+        x = t.lower.permute(x, [0, 1, 4, 2, 5, 3])
+    return t.lower.reshape(x, (n, depth, h * b, w * b))
+
+
 def _axes(t, node, index: int, rank: int) -> list:
     axes = attributes(node).get("axes")
     if axes is None:

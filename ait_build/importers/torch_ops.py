@@ -14,12 +14,15 @@ from ait_build.importers.graph import Value, dim_attr, registrar
 from ait_build.importers.torch_args import arg, empty
 from ait_build.importers.torch_args import key as _key
 from ait_build.importers.torch_layers import HANDLERS as LAYERS
+from ait_build.importers.torch_math import HANDLERS as MATH
+from ait_build.importers.torch_rearrange import HANDLERS as REARRANGE
 from ait_build.importers.torch_scans import HANDLERS as SCANS
 from ait_build.ir.dims import Dim, numel
 
 # with cumsum and diff (torch_scans.py); convolutions, recurrent layers, norms, pools, resizes
-# and reductions (torch_layers.py)
-HANDLERS: dict = {**SCANS, **LAYERS}
+# and reductions (torch_layers.py); activations, rounding, statistics and masks (torch_math.py);
+# pixel and channel shuffles, rot90, Tensor.unfold (torch_rearrange.py)
+HANDLERS: dict = {**SCANS, **LAYERS, **MATH, **REARRANGE}
 handles = registrar(HANDLERS)
 
 
@@ -434,16 +437,26 @@ def _zero(t, node):
     return t.lower.fill(t.shape(node), 0, t.dtype(node))
 
 
-@handles("aten.constant_pad_nd.default", "aten.pad.default")
+PAD_MODULES = {f"aten.{kind}_pad{d}d.default": mode for d in (1, 2, 3) for kind, mode in
+               (("reflection", "reflect"), ("replication", "replicate"))}
+
+
+@handles("aten.constant_pad_nd.default", "aten.pad.default", "aten._pad_circular.default",
+         *PAD_MODULES)
 def _pad(t, node):
+    """F.pad in each mode, nn.ReflectionPad*d and nn.ReplicationPad*d."""
     x = t.tensor(node.args[0])
     pads = list(node.args[1])
-    if _key(node) == "aten.pad.default" and arg(node, 2, "mode", "constant") != "constant":
-        raise AitError(f"padding mode '{node.args[2]}' is not supported")
-    value = arg(node, 2 if _key(node) != "aten.pad.default" else 3, "value", 0.0) or 0.0
+    key = _key(node)
+    mode = PAD_MODULES.get(key, "circular" if key == "aten._pad_circular.default" else
+                           arg(node, 2, "mode", "constant") if key == "aten.pad.default"
+                           else "constant")
     per_axis = [(0, 0)] * x.rank
     for i in range(len(pads) // 2):  # F.pad lists the last dim first
         per_axis[x.rank - 1 - i] = (pads[2 * i], pads[2 * i + 1])
+    if mode != "constant":
+        return t.lower.pad_edges(x, per_axis, mode)
+    value = arg(node, 2 if key != "aten.pad.default" else 3, "value", 0.0) or 0.0
     return t.lower.pad(x, per_axis, value)
 
 
@@ -462,8 +475,9 @@ def _flip(t, node):
 def _roll(t, node):
     x = t.tensor(node.args[0])
     dims = list(arg(node, 2, "dims", []))
-    if not dims:
-        raise AitError("roll without dims (over the flattened tensor) is not supported")
+    if not dims:  # over the flattened tensor
+        flat = t.lower.roll(t.lower.flat(x), list(node.args[1]), [0])
+        return t.lower.reshape(flat, tuple(x.source_shape))
     return t.lower.roll(x, list(node.args[1]), dims)
 
 

@@ -128,6 +128,15 @@ MATH = {
     "ceil": lambda x: np.ceil(x),
     "abs": lambda x: np.abs(x),
     "sign": lambda x: np.sign(x),
+    # rounding and the accurate forms near 0 the importers build activations and rounded
+    # positions from (elu's exp(x) - 1, softplus's log(1 + exp(x)))
+    "floor": lambda x: np.floor(x),
+    "round": lambda x: np.rint(x),
+    "trunc": lambda x: np.trunc(x),
+    "expm1": lambda x: np.expm1(x),
+    "log1p": lambda x: np.log1p(x),
+    "tan": lambda x: np.tan(x),
+    "atan": lambda x: np.arctan(x),
 }
 
 
@@ -145,6 +154,14 @@ _math_row("sin", "sine (radians)", "torch.sin; float tensors only.")
 _math_row("cos", "cosine (radians)", "torch.cos; float tensors only.")
 _math_row("log", "natural logarithm (-inf at 0, NaN below)", "torch.log; float tensors only.")
 _math_row("ceil", "the smallest integer >= x, as a float", "torch.ceil; float tensors only.")
+_math_row("floor", "the largest integer <= x, as a float", "torch.floor; float tensors only.")
+_math_row("round", "x rounded to the nearest integer, halves to even, as a float",
+          "torch.round (decimals=0); float tensors only.")
+_math_row("trunc", "x rounded toward zero, as a float", "torch.trunc; float tensors only.")
+_math_row("expm1", "exp(x) - 1, accurate near 0", "torch.expm1; float tensors only.")
+_math_row("log1p", "log(1 + x), accurate near 0 (NaN below -1)", "torch.log1p; float tensors only.")
+_math_row("tan", "tangent (radians)", "torch.tan; float tensors only.")
+_math_row("atan", "arctangent (radians)", "torch.atan; float tensors only.")
 _math_row("abs", "|x|; int tensors allowed", "torch.abs.", _same_numeric)
 _math_row("sign", "-1, 0 or 1 by the sign of x (NaN stays NaN); int tensors allowed",
           "torch.sign.", _same_numeric)

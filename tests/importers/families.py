@@ -462,6 +462,60 @@ def advanced_indexing():
     return _AdvancedIndexing().eval()
 
 
+class _Activations(nn.Module):
+    """Activations, rounding, statistics and masks the importers build from our ops
+    (importers/activations.py, torch_math.py), each applied to the same [batch, 8, 6, 4] input."""
+
+    def __init__(self):
+        super().__init__()
+        self.prelu = nn.PReLU(8, init=0.2)
+
+    def forward(self, x):
+        y = F.leaky_relu(x, 0.1) + F.elu(x, 0.7) + F.selu(x) + F.celu(x, 1.3) + F.softplus(x, 2.0, 3.0) \
+            + F.mish(x) + F.logsigmoid(x) + F.hardshrink(x, 0.4) + F.softshrink(x, 0.3) + self.prelu(x)
+        y = y + torch.floor(x * 3) + torch.round(x * 3) + torch.trunc(x * 3) + torch.frac(x * 3) \
+            + torch.expm1(x) + torch.log1p(x.abs()) + torch.atan(x) + torch.exp2(x) + torch.log2(x.abs() + 1) \
+            + x.square() + torch.lerp(x, x * 2, 0.3) + torch.hypot(x, x + 1) + x.clamp(min=x * 0.5) \
+            + torch.nan_to_num(x.log()) + torch.tril(x) + torch.triu(x, 1) + x.abs() ** 0.75 + x ** 4
+        stats = x.var(-1) + x.std((2, 3), keepdim=True).squeeze(-1) + torch.logsumexp(x, -1) \
+            + (x > 0).any(-1).float() + (x > -2).all(-1).float() + torch.isinf(x.log()).float().sum(-1)
+        one_hot = F.one_hot((x.abs() * 2).long().clamp(max=3), 4).float().sum(-1)
+        return F.log_softmax(y, -1), F.glu(y, 1), stats, one_hot
+
+
+def activations():
+    _seeded(43)
+    return _Activations().eval()
+
+
+class _Rearrangements(nn.Module):
+    """Pixel (un)shuffle, channel shuffle, rot90 (k = 1, 2, 3), Tensor.unfold, roll over the
+    flattened tensor and the edge padding modes (reflect, replicate, circular, and the
+    modules)."""
+
+    def __init__(self):
+        super().__init__()
+        self.reflect = nn.ReflectionPad2d((1, 2, 0, 1))
+        self.replicate = nn.ReplicationPad1d(2)
+
+    def forward(self, x):  # [batch, 8, 6, 4]
+        up = F.pixel_shuffle(x, 2)                                          # [b, 2, 12, 8]
+        down = F.pixel_unshuffle(up, 2)                                     # back
+        turned = torch.rot90(x, 1, (2, 3)) + torch.rot90(x, 3, (2, 3))      # [b, 8, 4, 6]
+        half = torch.rot90(x, 2, (1, 2))                                    # [b, 8, 6, 4]
+        windows = x.unfold(2, 3, 2)                                         # [b, 8, 2, 4, 3]
+        padded = F.pad(x, (1, 1, 2, 2), mode="reflect") + F.pad(x, (1, 1, 2, 2), mode="circular") \
+            + F.pad(x, (1, 1, 2, 2), mode="replicate")                      # [b, 8, 10, 6]
+        edges = self.reflect(x).sum(1) + self.replicate(x.flatten(2))[:, :7, :7]  # [b, 7, 7]
+        shuffled = F.channel_shuffle(x, 2)
+        return (down + shuffled, turned, half, windows, padded, edges,
+                torch.roll(x[0, :2, :2, :2], 3))  # over the flattened [2, 2, 2]
+
+
+def rearrangements():
+    return _Rearrangements().eval()
+
+
 class _SdpaRanks(nn.Module):
     """scaled_dot_product_attention over other ranks than 4: 5-d q, k, v (NesT's [batch, heads,
     blocks, seq, head_dim]) without a mask and with a per-block mask, and 3-d ones (no heads

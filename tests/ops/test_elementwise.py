@@ -234,6 +234,20 @@ def test_sqrt_exp_erf_values(tmp_path):
     spec_error(tmp_path, "erf", {"x": ([3], "int64")}, "float tensor")
 
 
+def test_rounding_and_accurate_forms_match_torch(tmp_path):
+    """floor, round (halves to even), trunc, expm1, log1p, tan, atan as PyTorch computes them."""
+    torch = pytest.importorskip("torch")
+    x = v(-2.5, -1.5, -0.5, -0.2, 0, 1e-8, 0.5, 1.5, 2.5, 2.7, -3.7)
+    for op in ("floor", "round", "trunc", "expm1", "tan", "atan"):
+        want = getattr(torch, op)(torch.from_numpy(x)).numpy()
+        np.testing.assert_allclose(run1(tmp_path, op, {"x": x}), want, rtol=1e-6, err_msg=op)
+    pos = np.abs(x)
+    np.testing.assert_allclose(run1(tmp_path, "log1p", {"x": pos}),
+                               torch.log1p(torch.from_numpy(pos)).numpy(), rtol=1e-6)
+    assert run1(tmp_path, "expm1", {"x": v(1e-8)})[0] == np.float32(1e-8)  # not exp(x) - 1 = 0
+    spec_error(tmp_path, "floor", {"x": ([3], "int64")}, "float tensor")
+
+
 def test_rotary_and_bucket_math_match_torch(tmp_path):
     """sin, cos, log, ceil (float only) and abs, sign (ints too) as PyTorch computes them."""
     torch = pytest.importorskip("torch")

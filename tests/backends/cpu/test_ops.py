@@ -172,8 +172,14 @@ GROUPS = {
                # Python's // and %: clamp_i (-1, 0, 1, 2) divides by 0 and by -1 too
                n("fdiv", "floor_divide", ["x", "y"]), n("rem", "remainder", ["x", "col"]),
                n("fdiv_i", "floor_divide", ["i", "clamp_i"]), n("rem_i", "remainder", ["i", "clamp_i"]),
-               n("rem_is", "remainder", ["i"], scalar=-3), n("fdiv_s", "floor_divide", ["x"], scalar=0.3)],
-        outputs=["fdiv", "rem", "fdiv_i", "rem_i", "rem_is", "fdiv_s",
+               n("rem_is", "remainder", ["i"], scalar=-3), n("fdiv_s", "floor_divide", ["x"], scalar=0.3),
+               # rounding (x4 reaches halves only by chance: round's halves to even are in
+               # tests/ops) and the activations' accurate pieces
+               n("floor", "floor", ["x4"]), n("round", "round", ["x4"]), n("trunc", "trunc", ["x4"]),
+               n("expm1", "expm1", ["x"]), n("log1p", "log1p", ["exp"]), n("tan", "tan", ["x"]),
+               n("atan", "atan", ["x4"])],
+        outputs=["fdiv", "rem", "fdiv_i", "rem_i", "rem_is", "fdiv_s", "floor", "round", "trunc",
+                 "expm1", "log1p", "tan", "atan",
                  "sqrt", "exp", "erf", "clamp", "clamp_lo", "clamp_i", "relu6", "hardtanh", "minimum", "maximum",
                  "maximum_s", "minimum_i", "less", "ge", "eq_i", "ne", "le", "gt", "both",
                  "either", "neither", "where", "where_b", "fill", "fill_i", "fill_b", "iota",
