@@ -16,6 +16,7 @@ from ait_build.ir.dims import Dim, numel
 from ait_build.ir.dtypes import FLOAT_DTYPES
 from ait_build.ops.conv import out_count
 from ait_build.ops.opdef import norm_axis
+from ait_build.ops.resize import CUBIC_COEFF
 
 
 class Lower(ShapeLowering):
@@ -291,13 +292,14 @@ class Lower(ShapeLowering):
             x = self.transpose(self.matmul(rows, averages), axis, -1)
         return x
 
-    def resize(self, x: Value, size, mode: str, coordinates: str, rounding: str = "floor"):
+    def resize(self, x: Value, size, mode: str, coordinates: str, rounding: str = "floor",
+               cubic_coeff: float = CUBIC_COEFF):
         """An NCHW image resampled to `size` ([height, width]): resize2d, NHWC."""
         if x.rank != 4:
             self.fail(f"resizing a {x.rank}-d tensor: only images ([N, C, H, W])")
         x = self.layout(x, NHWC)
         attrs = {"size": _pair(size), "mode": mode, "coordinates": coordinates,
-                 "rounding": rounding}
+                 "rounding": rounding, "cubic_coeff": float(cubic_coeff)}
         return self.emit("resize2d", [x], lean(attrs, RESIZE_DEFAULTS), perm=NHWC)
 
     def mean(self, x: Value, axes, keepdim: bool) -> Value:
@@ -395,7 +397,8 @@ class Lower(ShapeLowering):
 
 COMPARE_OPS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
 CONV_DEFAULTS = {"stride": 1, "padding": 0, "dilation": 1, "groups": 1, "bias": True}
-RESIZE_DEFAULTS = {"mode": "nearest", "coordinates": "asymmetric", "rounding": "floor"}
+RESIZE_DEFAULTS = {"mode": "nearest", "coordinates": "asymmetric", "rounding": "floor",
+                   "cubic_coeff": CUBIC_COEFF}
 POOL_DEFAULTS = {"stride": None, "padding": 0, "dilation": 1, "count_include_pad": True,
                  "ceil_mode": False}
 

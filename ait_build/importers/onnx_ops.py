@@ -19,6 +19,7 @@ from ait_build.importers.onnx_values import (Sizes, as_array, as_sizes, attribut
                                              is_known, owner, size_div)
 from ait_build.ir.dims import Dim
 from ait_build.ops.opdef import norm_axis
+from ait_build.ops.resize import CUBIC_COEFF
 
 HANDLERS: dict = {**SHAPES, **MATH}
 handles = registrar(HANDLERS)
@@ -403,16 +404,20 @@ RESIZE_COORDINATES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asym
 
 @handles("Resize")
 def _resize(t, node):
-    """Resize of the height and width of an NCHW image: nearest or linear, the coordinate
-    transforms resize2d has; the output size from `sizes`, or from `scales` when they give
-    whole sizes (ONNX maps coordinates by the scale, resize2d by the size ratio)."""
+    """Resize of the height and width of an NCHW image: nearest, linear or cubic (its taps
+    clamped to the image: exclude_outside 0), the coordinate transforms resize2d has; the
+    output size from `sizes`, or from `scales` when they give whole sizes (ONNX maps
+    coordinates by the scale, resize2d by the size ratio)."""
     attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attributes(node).items()}
     mode = attrs.get("mode", "nearest")
     coordinates = attrs.get("coordinate_transformation_mode", "half_pixel")
-    if mode not in ("nearest", "linear") or coordinates not in RESIZE_COORDINATES:
+    if mode not in ("nearest", "linear", "cubic") or coordinates not in RESIZE_COORDINATES:
         raise AitError(f"Resize with mode '{mode}' and coordinates '{coordinates}'")
-    if attrs.get("antialias") or attrs.get("axes") or attrs.get("exclude_outside"):
-        raise AitError("Resize with antialias, axes or exclude_outside")
+    if attrs.get("antialias") or attrs.get("axes"):
+        raise AitError("Resize with antialias or axes")
+    if attrs.get("exclude_outside"):
+        raise AitError("Resize with exclude_outside=1 (only 0: taps past the edge read the edge "
+                       "pixel, as PyTorch's bicubic)")
     x = t.tensor(node, 0)
     src = x.source_shape
     if x.rank != 4:
@@ -435,7 +440,9 @@ def _resize(t, node):
     if list(sizes[:2]) != list(src[:2]) or not all(d.is_static for d in sizes[2:]):
         raise AitError("Resize of other axes than an image's height and width")
     return t.lower.resize(x, [d.value for d in sizes[2:]], mode, coordinates,
-                          attrs.get("nearest_mode", "round_prefer_floor"))
+                          attrs.get("nearest_mode", "round_prefer_floor") if mode == "nearest"
+                          else "floor", attrs.get("cubic_coeff_a", CUBIC_COEFF)
+                          if mode == "cubic" else CUBIC_COEFF)
 
 
 @handles("GlobalAveragePool")

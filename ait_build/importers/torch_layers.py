@@ -235,10 +235,11 @@ def _adaptive_avg_pool(t, node):
     return t.lower.adaptive_avg_pool(t.tensor(node.args[0]), node.args[1])
 
 
-RESIZES = {  # ATen op -> (mode, coordinates, rounding); bilinear's depend on align_corners
+RESIZES = {  # ATen op -> (mode, coordinates, rounding); bi*'s depend on align_corners
     "aten.upsample_nearest2d": ("nearest", "asymmetric", "floor"),
     "aten._upsample_nearest_exact2d": ("nearest", "half_pixel", "round_prefer_ceil"),
     "aten.upsample_bilinear2d": ("linear", "half_pixel", "floor"),
+    "aten.upsample_bicubic2d": ("cubic", "half_pixel", "floor"),
 }
 
 
@@ -252,7 +253,7 @@ def _upsample(t, node):
     size = [int(d.value) if d.is_static else None for d in t.shape(node)[2:]]
     if None in size:
         raise AitError("resizing to a size that follows a dim (only static sizes)")
-    if mode == "linear":
+    if mode != "nearest":
         corners = arg(node, 2, "align_corners", False)
         coordinates = "align_corners" if corners else coordinates
         scales = arg(node, 3, "scale_factors") if overload == "vec" else \
@@ -265,6 +266,13 @@ def _upsample(t, node):
             raise AitError(f"a scale factor of {scale} from size {d.value} to {out} (the factor "
                            "must give a whole size, or pass size= instead)")
     return t.lower.resize(x, size, mode, coordinates, rounding)
+
+
+@handles("aten._upsample_bicubic2d_aa.default", "aten._upsample_bicubic2d_aa.vec",
+         "aten._upsample_bilinear2d_aa.default", "aten._upsample_bilinear2d_aa.vec")
+def _upsample_antialiased(t, node):
+    raise AitError("F.interpolate with antialias=True is not supported (only antialias=False: "
+                   "a fixed number of taps)")
 
 
 @handles("aten.amax.default", "aten.amin.default", "aten.max.dim", "aten.min.dim",

@@ -1,6 +1,6 @@
 """The op group of what the importers' model families add (issue 32): per-element gathers
 (DeBERTa, BERT's token types), rotary and relative-position math, Caffe-era ceil_mode pools,
-segmentation heads' resizes (each coordinate transform and rounding). cpu/test_ops.py builds it
+segmentation heads' resizes (each coordinate transform and rounding, bicubic). cpu/test_ops.py builds it
 for cpu, cuda/cuda_op_groups.py for the GPUs. And the group of batch norms that fold into no
 conv (CONCAT_NORMS: DenseNet's concat -> batch norm -> relu), built optimized by
 cpu/test_concat_norm.py and cuda_op_groups.py."""
@@ -47,11 +47,18 @@ IMPORT_FAMILIES = dict(
            n("bilinear_one", "resize2d", ["img"], size=1, mode="linear",
              coordinates="pytorch_half_pixel"),
            n("bilinear_down", "resize2d", ["img"], size=[4, 3], mode="linear",
-             coordinates="asymmetric")],
+             coordinates="asymmetric"),
+           # bicubic: taps past both edges (clamped), the corners rule, ONNX's A down to one row
+           n("bicubic", "resize2d", ["img"], size=[15, 13], mode="cubic",
+             coordinates="half_pixel"),
+           n("bicubic_corners", "resize2d", ["img"], size=[5, 10], mode="cubic",
+             coordinates="align_corners"),
+           n("bicubic_down", "resize2d", ["img"], size=[1, 4], mode="cubic",
+             coordinates="pytorch_half_pixel", cubic_coeff=-0.5)],
     outputs=["rms", "rms_res", "rms_plain", "picked", "picked_mid", "sin", "cos", "log", "ceil",
              "abs", "abs_i", "sign", "sign_i", "max_ceil", "max_ceil_pad", "avg_ceil", "avg_ceil_pad", "nearest", "nearest_exact",
              "nearest_down", "nearest_ceil", "bilinear", "bilinear_corners", "bilinear_one",
-             "bilinear_down"])
+             "bilinear_down", "bicubic", "bicubic_corners", "bicubic_down"])
 
 
 # batch norms after no conv, as DenseNet writes them (batchnorm_to_affine.py, fuse_concat.py):

@@ -537,7 +537,8 @@ GROUPS = {
     # the pad value in the same pass) and the strided copy, tests/backends/family_ops.py
     "movement_chains": MOVEMENT_CHAINS,
     # resizes (gpu/resize2d.cu.j2): a segmentation head's 21 channels (one a thread), 64
-    # channels in 16-byte vectors, bilinear with both coordinate rules and nearest
+    # channels in 16-byte vectors, bilinear with both coordinate rules, nearest, and bicubic
+    # (16 taps) both ways
     "resizes": dict(
         inputs={"x": {"shape": ["batch", 7, 9, 21]}, "y": {"shape": ["batch", 5, 6, 64]}},
         graph=[n("up21", "resize2d", ["x"], size=[28, 36], mode="linear",
@@ -546,8 +547,12 @@ GROUPS = {
                  coordinates="align_corners"),
                n("near64", "resize2d", ["y"], size=[10, 12], mode="nearest"),
                n("down21", "resize2d", ["x"], size=[3, 4], mode="linear",
-                 coordinates="pytorch_half_pixel")],
-        outputs=["up21", "up64", "near64", "down21"]),
+                 coordinates="pytorch_half_pixel"),
+               n("cubic64", "resize2d", ["y"], size=[11, 4], mode="cubic",
+                 coordinates="half_pixel"),
+               n("cubic21", "resize2d", ["x"], size=[16, 8], mode="cubic",
+                 coordinates="align_corners")],
+        outputs=["up21", "up64", "near64", "down21", "cubic64", "cubic21"]),
     # a step over a symbolic size (audio of 320*frames + 80 samples read by strided convs): the
     # slices' offsets and sizes are polynomials of the dim, and every call with another batch
     # places the workspace anew at run time

@@ -6,7 +6,8 @@ channel scale (`pools_and_scales`), the fused concat + batch norm + activation k
 (`concat_norms`), the tiled transposes (`layout_swaps`), the fused chains of data movement
 (`movement_chains`: strided and padded copies), the channel concats (`shape`, `concat_norms`: one
 kernel of 16-byte runs, or single elements), the elementwise template (`elementwise`: its
-vector and per-element paths) and the importers' ops (`import_families`), in float16, bfloat16
+vector and per-element paths), the importers' ops (`import_families`) and resizes in 16-byte
+vectors (`resizes`: nearest, bilinear, bicubic), in float16, bfloat16
 and float32, against the
 reference executor with the GPU tests' single-op tolerances, and in float16 once more on tensors
 that start one element past an aligned address (the single-element fallbacks); and the explicit
@@ -39,7 +40,8 @@ CASES = [("depthwise", "float16"), ("depthwise", "bfloat16"), ("depthwise", "flo
          ("concat_norms", "float16"), ("concat_norms", "float32"), ("layout_swaps", "float16"),
          ("movement_chains", "float16"), ("elementwise", "float16"), ("import_families", "float16"),
          ("shape", "float16"), ("direct_stems", "float16"), ("direct_stems", "float32"),
-         ("masks_and_clamps", "float16"), ("symbolic_strides", "float16")]
+         ("masks_and_clamps", "float16"), ("symbolic_strides", "float16"),
+         ("resizes", "float16"), ("resizes", "float32")]
 
 
 @pytest.mark.parametrize("group,dtype", CASES)
