@@ -9,6 +9,7 @@ import math
 
 from ait_build.errors import AitError
 from ait_build.importers import activations as act
+from ait_build.importers.composites import group_norm
 from ait_build.importers.graph import registrar
 from ait_build.importers.torch_args import arg
 from ait_build.importers.torch_args import key as _key
@@ -108,6 +109,41 @@ def _variance(t, node):
     if "_mean" in key:
         return [out, t.lower.mean(x, axes, keepdim)]
     return out
+
+
+@handles("aten.instance_norm.default")
+def _instance_norm(t, node):
+    """Each image's channels normalized over their own positions: a group norm of one channel a
+    group (running statistics only where use_input_stats is off)."""
+    x = t.tensor(node.args[0])
+    weight, bias = (t.tensor(a) if a is not None else None for a in node.args[1:3])
+    if not node.args[5]:
+        raise AitError("instance_norm with running statistics (track_running_stats in eval mode)")
+    channels = x.source_shape[1]
+    if not channels.is_static:
+        raise AitError(f"instance_norm over {channels} channels (a static count is needed)")
+    return group_norm(t.lower, x, channels.value, weight, bias, float(node.args[7]))
+
+
+@handles("aten.cosine_similarity.default")
+def _cosine_similarity(t, node):
+    """x1 . x2 / sqrt(max(|x1|^2 |x2|^2, eps^2)) along dim, as PyTorch computes it."""
+    a, b = t.tensor(node.args[0]), t.tensor(node.args[1])
+    axis, eps = arg(node, 2, "dim", 1), float(arg(node, 3, "eps", 1e-8))
+    dot = t.lower.sum(t.lower.binary("mul", a, b), [axis], False)
+    norms = t.lower.binary("mul", t.lower.sum(t.lower.binary("mul", a, a), [axis], False),
+                           t.lower.sum(t.lower.binary("mul", b, b), [axis], False))
+    return t.lower.binary("div", dot, t.lower.unary("sqrt", t.lower.binary("maximum", norms,
+                                                                           eps * eps)))
+
+
+@handles("aten.pairwise_distance.default")
+def _pairwise_distance(t, node):
+    """|x1 - x2 + eps|_p over the last axis."""
+    a, b = t.tensor(node.args[0]), t.tensor(node.args[1])
+    p, eps = arg(node, 2, "p", 2.0), float(arg(node, 3, "eps", 1e-6))
+    diff = t.lower.binary("add", t.lower.binary("sub", a, b), eps)
+    return t.lower.vector_norm(diff, p, [-1], bool(arg(node, 4, "keepdim", False)))
 
 
 @handles("aten.sum.default", "aten.mean.default")

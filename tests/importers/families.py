@@ -476,9 +476,11 @@ class _Activations(nn.Module):
         y = y + torch.floor(x * 3) + torch.round(x * 3) + torch.trunc(x * 3) + torch.frac(x * 3) \
             + torch.expm1(x) + torch.log1p(x.abs()) + torch.atan(x) + torch.exp2(x) + torch.log2(x.abs() + 1) \
             + x.square() + torch.lerp(x, x * 2, 0.3) + torch.hypot(x, x + 1) + x.clamp(min=x * 0.5) \
-            + torch.nan_to_num(x.log()) + torch.tril(x) + torch.triu(x, 1) + x.abs() ** 0.75 + x ** 4
+            + torch.nan_to_num(x.log()) + torch.tril(x) + torch.triu(x, 1) + x.abs() ** 0.75 + x ** 4 \
+            + F.instance_norm(x, weight=torch.linspace(0.5, 2, 8), bias=torch.linspace(-1, 1, 8))
         stats = x.var(-1) + x.std((2, 3), keepdim=True).squeeze(-1) + torch.logsumexp(x, -1) \
-            + (x > 0).any(-1).float() + (x > -2).all(-1).float() + torch.isinf(x.log()).float().sum(-1)
+            + (x > 0).any(-1).float() + (x > -2).all(-1).float() + torch.isinf(x.log()).float().sum(-1) \
+            + F.cosine_similarity(x, x * 0.5 + 1, dim=-1) + F.pairwise_distance(x, x.flip(-1))
         one_hot = F.one_hot((x.abs() * 2).long().clamp(max=3), 4).float().sum(-1)
         return F.log_softmax(y, -1), F.glu(y, 1), stats, one_hot
 
