@@ -380,10 +380,26 @@ def _check_padding(attrs: dict, kernel_rank: int, ranks=(2,)) -> None:
 
 @handles("MaxPool", "AveragePool")
 def _pool(t, node):
-    attrs = attributes(node)
-    _check_padding(attrs, len(attrs["kernel_shape"]))
+    """2-d windows; 1-d ones over [N, C, L] as 2-d windows of one row over [N, C, 1, L]."""
+    attrs = dict(attributes(node))
+    _check_padding(attrs, len(attrs["kernel_shape"]), ranks=(1, 2))
     if len(node.output) > 1 and node.output[1]:
         raise AitError(f"{node.op_type} with indices")
+    if len(attrs["kernel_shape"]) == 1:
+        x = t.tensor(node, 0)
+        pads = attrs.get("pads", [0, 0])
+        attrs.update(kernel_shape=[1] + list(attrs["kernel_shape"]),
+                     strides=[1] + list(attrs.get("strides", [1])),
+                     dilations=[1] + list(attrs.get("dilations", [1])),
+                     pads=[0, pads[0], 0, pads[1]])
+        shape = tuple(x.source_shape)
+        image = t.lower.reshape(x, shape[:-1] + (Dim.of(1), shape[-1]))
+        out = _pool_2d(t, node, attrs, image)
+        return t.lower.reshape(out, shape[:-1] + (out.source_shape[-1],))
+    return _pool_2d(t, node, attrs, t.tensor(node, 0))
+
+
+def _pool_2d(t, node, attrs: dict, x):
     pads = attrs.get("pads", [0, 0, 0, 0])
     if pads[:2] != pads[2:]:
         raise AitError(f"asymmetric padding {pads}")
@@ -391,10 +407,10 @@ def _pool(t, node):
     if node.op_type == "AveragePool" and any(d != 1 for d in attrs.get("dilations", [1])):
         raise AitError("AveragePool with dilations")
     if node.op_type == "MaxPool":
-        return t.lower.pool("max_pool2d", t.tensor(node, 0), attrs["kernel_shape"],
+        return t.lower.pool("max_pool2d", x, attrs["kernel_shape"],
                             attrs.get("strides", 1), pads[:2], attrs.get("dilations", 1),
                             ceil_mode=ceil)
-    return t.lower.pool("avg_pool2d", t.tensor(node, 0), attrs["kernel_shape"],
+    return t.lower.pool("avg_pool2d", x, attrs["kernel_shape"],
                         attrs.get("strides", 1), pads[:2],
                         count_include_pad=bool(attrs.get("count_include_pad", 0)), ceil_mode=ceil)
 

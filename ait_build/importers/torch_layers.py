@@ -268,6 +268,52 @@ def _upsample(t, node):
     return t.lower.resize(x, size, mode, coordinates, rounding)
 
 
+RESIZES_1D = {"aten.upsample_nearest1d": ("nearest", "asymmetric"),
+              "aten._upsample_nearest_exact1d": ("nearest", "half_pixel"),
+              "aten.upsample_linear1d": ("linear", "half_pixel")}
+
+
+@handles(*[f"{k}.{o}" for k in RESIZES_1D for o in ("vec", "default")])
+def _upsample_1d(t, node):
+    """F.interpolate of [N, C, L]: the 2-d resize of [N, C, 1, L]."""
+    x = t.tensor(node.args[0])
+    mode, coordinates = RESIZES_1D[_key(node).rsplit(".", 1)[0]]
+    n, c, length = t.shape(node)
+    if not length.is_static:
+        raise AitError("resizing to a length that follows a dim (only static sizes)")
+    if mode == "linear" and arg(node, 2, "align_corners", False):
+        coordinates = "align_corners"
+    rounding = "round_prefer_ceil" if coordinates == "half_pixel" and mode == "nearest" \
+        else "floor"
+    image = t.lower.reshape(x, (x.source_shape[0], x.source_shape[1], Dim.of(1),
+                                x.source_shape[2]))
+    out = t.lower.resize(image, [1, length.value], mode, coordinates, rounding)
+    return t.lower.reshape(out, (n, c, length))
+
+
+@handles("aten.max_pool1d.default", "aten.max_pool1d_with_indices.default",
+         "aten.avg_pool1d.default")
+def _pool_1d(t, node):
+    """1-d pools of [N, C, L] as 2-d pools of [N, C, 1, L] with windows of one row."""
+    x = t.tensor(node.args[0])
+    avg = _key(node).startswith("aten.avg")
+    one = lambda v: [int(v)] if isinstance(v, int) else [int(a) for a in v]  # noqa: E731
+    kernel = one(node.args[1])
+    stride = one(arg(node, 2, "stride", []) or kernel)
+    padding = one(arg(node, 3, "padding", 0))
+    ceil = bool(arg(node, 4 if avg else 5, "ceil_mode", False))
+    image = t.lower.reshape(x, tuple(x.source_shape[:-1]) + (Dim.of(1), x.source_shape[-1]))
+    if avg:
+        out = t.lower.pool("avg_pool2d", image, [1] + kernel, [1] + stride, [0] + padding,
+                           count_include_pad=bool(arg(node, 5, "count_include_pad", True)),
+                           ceil_mode=ceil)
+    else:
+        out = t.lower.pool("max_pool2d", image, [1] + kernel, [1] + stride, [0] + padding,
+                           [1] + one(arg(node, 4, "dilation", 1)), ceil_mode=ceil)
+    out = t.lower.reshape(out, tuple(x.source_shape[:-1]) + (out.source_shape[-1],))
+    return [out, None] if "indices" in _key(node) else out
+
+
 @handles("aten._upsample_bicubic2d_aa.default", "aten._upsample_bicubic2d_aa.vec",
          "aten._upsample_bilinear2d_aa.default", "aten._upsample_bilinear2d_aa.vec")
 def _upsample_antialiased(t, node):

@@ -492,8 +492,8 @@ def activations():
 
 class _Rearrangements(nn.Module):
     """Pixel (un)shuffle, channel shuffle, rot90 (k = 1, 2, 3), Tensor.unfold, roll over the
-    flattened tensor and the edge padding modes (reflect, replicate, circular, and the
-    modules)."""
+    flattened tensor, the edge padding modes (reflect, replicate, circular, and the modules),
+    1-d pools and 1-d interpolation."""
 
     def __init__(self):
         super().__init__()
@@ -510,8 +510,12 @@ class _Rearrangements(nn.Module):
             + F.pad(x, (1, 1, 2, 2), mode="replicate")                      # [b, 8, 10, 6]
         edges = self.reflect(x).sum(1) + self.replicate(x.flatten(2))[:, :7, :7]  # [b, 7, 7]
         shuffled = F.channel_shuffle(x, 2)
+        seq = x.flatten(2)                                                  # [b, 8, 24]
+        pooled = F.max_pool1d(seq, 3, 2, padding=1) + F.avg_pool1d(seq, 4, 2, padding=2, ceil_mode=True,
+                                                                   count_include_pad=False)[..., :12]
+        stretched = F.interpolate(seq, size=31, mode="linear") + F.interpolate(seq, size=31)
         return (down + shuffled, turned, half, windows, padded, edges,
-                torch.roll(x[0, :2, :2, :2], 3))  # over the flattened [2, 2, 2]
+                torch.roll(x[0, :2, :2, :2], 3), pooled, stretched)  # roll: over the flattened [2, 2, 2]
 
 
 def rearrangements():
