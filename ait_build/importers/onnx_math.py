@@ -69,20 +69,6 @@ def _log_softmax(t, node):
     return act.log_softmax(t.lower, t.tensor(node, 0), attributes(node).get("axis", -1))
 
 
-@handles("ReduceLogSumExp", "ReduceSumSquare")
-def _reduce(t, node):
-    attrs = attributes(node)
-    x = t.tensor(node, 0)
-    axes = attrs.get("axes") or t.ints(node, 1)
-    if not axes and attrs.get("noop_with_empty_axes"):
-        return x
-    axes = list(axes or range(x.rank))
-    keep = bool(attrs.get("keepdims", 1))
-    if node.op_type == "ReduceLogSumExp":
-        return act.logsumexp(t.lower, x, axes, keep)
-    return t.lower.sum(t.lower.binary("mul", x, x), axes, keep)
-
-
 UNARY = {"Floor": "floor", "Round": "round", "Tan": "tan", "Atan": "atan"}
 
 

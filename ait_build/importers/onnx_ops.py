@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ait_build.errors import AitError
+from ait_build.importers.activations import logsumexp
 from ait_build.importers.composites import convolution, group_norm
 from ait_build.importers.einsum import einsum
 from ait_build.importers.graph import Value, registrar
@@ -496,7 +497,8 @@ def _instance_norm(t, node):
                       attributes(node).get("epsilon", 1e-5))
 
 
-@handles("ReduceMean", "ReduceSum", "ReduceL1", "ReduceL2", "ReduceMax", "ReduceMin")
+@handles("ReduceMean", "ReduceSum", "ReduceL1", "ReduceL2", "ReduceMax", "ReduceMin",
+         "ReduceLogSumExp", "ReduceSumSquare")
 def _reduce(t, node):
     attrs = attributes(node)
     x = t.tensor(node, 0)
@@ -507,6 +509,10 @@ def _reduce(t, node):
     keep = bool(attrs.get("keepdims", 1))
     if node.op_type == "ReduceMean":
         return t.lower.mean(x, axes, keep)
+    if node.op_type == "ReduceLogSumExp":
+        return logsumexp(t.lower, x, list(axes), keep)
+    if node.op_type == "ReduceSumSquare":
+        return t.lower.sum(t.lower.binary("mul", x, x), axes, keep)
     if node.op_type == "ReduceSum":
         return t.lower.sum(x, axes, keep)
     if node.op_type in ("ReduceMax", "ReduceMin"):

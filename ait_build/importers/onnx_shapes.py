@@ -165,12 +165,13 @@ def _depth_to_space(t, node):
     if not all(d.is_static for d in (c, h, w)):
         raise AitError(f"{node.op_type} of a {c}x{h}x{w} image (static sizes are needed)")
     block = Dim.of(b)
-    if node.op_type == "SpaceToDepth":
-        hb, wb = Dim.of(h.value // b), Dim.of(w.value // b)
-        x = t.lower.reshape(x, (n, c, hb, block, wb, block))
-        return t.lower.reshape(t.lower.permute(x, [0, 3, 5, 1, 2, 4]), (n, c * (b * b), hb, wb))
     mode = attrs.get("mode", b"DCR")
     mode = mode.decode() if isinstance(mode, bytes) else mode
+    if node.op_type == "SpaceToDepth":  # its mode since opset 28: CRD keeps the channel first
+        hb, wb = Dim.of(h.value // b), Dim.of(w.value // b)
+        x = t.lower.reshape(x, (n, c, hb, block, wb, block))
+        perm = [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4]
+        return t.lower.reshape(t.lower.permute(x, perm), (n, c * (b * b), hb, wb))
     depth = Dim.of(c.value // (b * b))
     if mode == "DCR":
         x = t.lower.reshape(x, (n, block, block, depth, h, w))

@@ -31,6 +31,27 @@ def test_torch_activations_match_pytorch(tmp_path, build_spec):
                 assert rel_error(got[out], expected) < 2e-6, (out, rel_error(got[out], expected))
 
 
+def onnx_built(tmp_path, build_spec, name: str, nodes, x_shape: list, outputs, initializers):
+    """(path, graph, cpu library) of an opset-18 ONNX file of `nodes` over one float input x."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from ait_build.importers.from_onnx import import_onnx
+    from ait_build.importers.options import parse_dim
+    from ait_build.importers.simplify import simplify
+    from ait_build.importers.write import write_spec
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)
+    model = helper.make_model(helper.make_graph(nodes, name, [x], outputs, initializers),
+                              opset_imports=[helper.make_opsetid("", 18)])
+    path = str(tmp_path / f"{name}.onnx")
+    onnx.save(model, path)
+    graph = import_onnx(path, [], [parse_dim("batch=1:4:2")], name)
+    simplify(graph)
+    spec, _, built = write_spec(graph, str(tmp_path / f"{name}.yaml"), "test import")
+    return path, built, build_spec(spec, name=name)[0]
+
+
 ONNX_NODES = [  # (op, attributes, extra inputs)
     ("LeakyRelu", {"alpha": 0.2}, []), ("Elu", {"alpha": 0.5}, []), ("Selu", {}, []),
     ("Celu", {"alpha": 1.5}, []), ("Softplus", {}, []), ("Softsign", {}, []), ("Mish", {}, []),
@@ -42,14 +63,10 @@ ONNX_NODES = [  # (op, attributes, extra inputs)
 
 
 def test_onnx_activations_match_onnxruntime(tmp_path, build_spec):
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     from onnx import TensorProto, helper
 
-    from ait_build.importers.from_onnx import import_onnx
-    from ait_build.importers.options import parse_dim
-    from ait_build.importers.simplify import simplify
-    from ait_build.importers.write import write_spec
 
     slope = helper.make_tensor("slope", TensorProto.FLOAT, [5], [0.1, 0.2, 0.3, 0.4, 0.5])
     k = helper.make_tensor("k", TensorProto.INT64, [], [1])
@@ -65,15 +82,8 @@ def test_onnx_activations_match_onnxruntime(tmp_path, build_spec):
         nodes.append(helper.make_node(op, [src] + extra, [f"y{i}"], **attrs))
         outputs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, None))
     tenth = helper.make_tensor("tenth", TensorProto.FLOAT, [], [0.1])
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 5])
-    model = helper.make_model(helper.make_graph(nodes, "acts", [x], outputs, [slope, k, tenth] + axes),
-                              opset_imports=[helper.make_opsetid("", 18)])
-    path = str(tmp_path / "acts.onnx")
-    onnx.save(model, path)
-    graph = import_onnx(path, [], [parse_dim("batch=1:4:2")], "acts")
-    simplify(graph)
-    spec, _, built = write_spec(graph, str(tmp_path / "acts.yaml"), "test import")
-    lib, _, _ = build_spec(spec, name="acts")
+    path, built, lib = onnx_built(tmp_path, build_spec, "acts", nodes, ["batch", 4, 5], outputs,
+                                  [slope, k, tenth] + axes)
     feed = {"x": (np.random.default_rng(7).standard_normal((3, 4, 5)) * 2).astype(np.float32)}
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feed)
     for got in (run_reference(built, feed), lib.run(feed)):
@@ -100,14 +110,10 @@ def test_rearrangements_match_pytorch(tmp_path, build_spec):
 def test_onnx_rearrangements_match_onnxruntime(tmp_path, build_spec):
     """DepthToSpace (both modes), SpaceToDepth, Pad's reflect, edge and wrap modes and 1-d
     MaxPool / AveragePool."""
-    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
     from onnx import TensorProto, helper
 
-    from ait_build.importers.from_onnx import import_onnx
-    from ait_build.importers.options import parse_dim
-    from ait_build.importers.simplify import simplify
-    from ait_build.importers.write import write_spec
 
     pads = helper.make_tensor("pads", TensorProto.INT64, [8], [0, 0, 1, 2, 0, 0, 2, 1])
     nodes = [helper.make_node("DepthToSpace", ["x"], ["dcr"], blocksize=2, mode="DCR"),
@@ -123,15 +129,8 @@ def test_onnx_rearrangements_match_onnxruntime(tmp_path, build_spec):
     outs = [helper.make_tensor_value_info(n.output[0], TensorProto.FLOAT, None) for n in nodes
             if n.op_type != "Reshape"]
     seq_shape = helper.make_tensor("seq_shape", TensorProto.INT64, [3], [0, 8, 24])
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, 4, 6])
-    model = helper.make_model(helper.make_graph(nodes, "moves", [x], outs, [pads, seq_shape]),
-                              opset_imports=[helper.make_opsetid("", 18)])
-    path = str(tmp_path / "moves.onnx")
-    onnx.save(model, path)
-    graph = import_onnx(path, [], [parse_dim("batch=1:4:2")], "moves")
-    simplify(graph)
-    spec, _, built = write_spec(graph, str(tmp_path / "moves.yaml"), "test import")
-    lib, _, _ = build_spec(spec, name="moves")
+    path, built, lib = onnx_built(tmp_path, build_spec, "moves", nodes, ["batch", 8, 4, 6], outs,
+                                  [pads, seq_shape])
     feed = {"x": np.random.default_rng(11).standard_normal((2, 8, 4, 6)).astype(np.float32)}
     want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feed)
     for got in (run_reference(built, feed), lib.run(feed)):

@@ -22,8 +22,9 @@ from ait_build.importers.simplify import simplify  # noqa: E402
 from ait_build.importers.write import write_spec  # noqa: E402
 from ait_build.ops.reference import run_reference  # noqa: E402
 
-MATCHED_AT_LEAST = 240  # of about 700 cases over the claimed operators (199 when written, 249
-# with the operators of issue 32's model families)
+MATCHED_AT_LEAST = 335  # of about 970 cases over the claimed operators (199 when written, 249
+# with the operators of issue 32's model families, 341 with the activations, rounding,
+# rearrangements and reductions written from our ops)
 
 
 def claimed_cases():
@@ -52,7 +53,10 @@ def test_node_cases_match_or_are_refused(tmp_path):
                 refused.append(case.name)
                 break
             for name, want in zip(model.outputs, outputs):
-                np.testing.assert_allclose(got[name], want, rtol=max(case.rtol, 1e-5),
+                # a bfloat16 case's expected output is rounded to bfloat16's 8 bits, which the
+                # reference (float32 arithmetic) does not do: half a unit in the last place
+                rtol = max(case.rtol, 1e-5, 2.0 ** -8 if "bfloat16" in str(want.dtype) else 0)
+                np.testing.assert_allclose(got[name], want, rtol=rtol,
                                            atol=max(case.atol, 1e-6), err_msg=case.name)
         else:
             matched.append(case.name)
