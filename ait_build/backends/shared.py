@@ -11,8 +11,8 @@ from ait_build.codegen import (concat_elementwise, data_movement, elementwise, i
 ELEMENTWISE = {
     **{op: elementwise.lower_simple for op in (
         "relu", "silu", "sigmoid", "tanh", "hardswish", "gelu", "add", "sub", "mul", "div",
-        "cast", "sqrt", "exp", "erf", "clamp", "relu6", "hardtanh", "minimum", "maximum",
-        "floor_divide", "remainder", "equal", "not_equal", "less", "less_equal", "greater",
+        "cast", "sqrt", "exp", "erf", "clamp", "relu6", "hardtanh", "leaky_relu", "minimum",
+        "maximum", "floor_divide", "remainder", "equal", "not_equal", "less", "less_equal", "greater",
         "greater_equal", "logical_and", "logical_or", "logical_not", "where", "sin", "cos", "log",
         "ceil", "abs", "sign", "floor", "round", "trunc", "expm1", "log1p", "tan", "atan")},
     "fused_elementwise": elementwise.lower_fused,

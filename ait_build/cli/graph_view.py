@@ -14,8 +14,9 @@ from ait_build.ir.graph import WEIGHT, Graph
 def _attrs_text(attrs: dict) -> str:
     parts = []
     for k, v in attrs.items():
-        if k.startswith("hardtanh_") and attrs.get("activation") != "hardtanh":
-            continue  # the epilogue's bounds mean nothing for its other activations
+        if k.startswith("hardtanh_") and attrs.get("activation") != "hardtanh" or \
+                k == "leaky_slope" and attrs.get("activation") != "leaky_relu":
+            continue  # an epilogue's parameters mean nothing for its other activations
         if isinstance(v, tuple) and v and not isinstance(v[0], (int, float, str)):
             v = shape_str(v)
         parts.append(f"{k}={v}")

@@ -104,9 +104,25 @@ def hardtanh_struct(attrs) -> str:
     return "ait::Hardtanh<{}, {}>".format(*(float_bits(b) for b in hardtanh_bounds(attrs)))
 
 
+def leaky_struct(slope: float) -> str:
+    """The kernel headers' `ait::LeakyRelu<slope>` (the slope as a float32 bit pattern)."""
+    return f"ait::LeakyRelu<{float_bits(slope)}>"
+
+
+def act_struct(act: str, attrs) -> str | None:
+    """The kernel headers' struct of an activation with parameters (hardtanh's bounds,
+    leaky_relu's slope: `attrs` the node's), None for the others."""
+    if act == "hardtanh":
+        return hardtanh_struct(attrs)
+    if act == "leaky_relu":
+        return leaky_struct(attrs.get("leaky_slope", 0.01))
+    return None
+
+
 def act_fn(act: str, attrs) -> str:
-    """The C++ function of an epilogue activation (`attrs`: the node's, for hardtanh's bounds)."""
-    return f"{hardtanh_struct(attrs)}::apply" if act == "hardtanh" else ACT[act]
+    """The C++ function of an epilogue activation (`attrs`: the node's, for the parameters)."""
+    struct = act_struct(act, attrs)
+    return f"{struct}::apply" if struct else ACT[act]
 
 
 def cast_expr(v: str, src: str, dst: str) -> str:
@@ -151,6 +167,8 @@ def op_expr(op: str, attrs: dict, args: list, dtypes: list, out_dtype: str) -> s
         return f"({args[0]} > 0 ? {one} : {args[0]} < 0 ? -{one} : {args[0]})"
     if op in ("clamp", "relu6", "hardtanh"):
         return clamp_expr(op, attrs, args[0], dtypes[0])
+    if op == "leaky_relu":
+        return f"{leaky_struct(attrs['negative_slope'])}::apply({args[0]})"
     if op in ("minimum", "maximum", "floor_divide", "remainder"):
         other = args[1] if attrs.get("scalar") is None else literal(attrs["scalar"], dtypes[0])
         return f"ait::{op}({args[0]}, {other})"

@@ -24,7 +24,8 @@ def positive_or(lower, x, negative):
 
 
 def leaky_relu(lower, x, slope: float):
-    return positive_or(lower, x, lower.binary("mul", x, float(slope)))
+    """Its own op, so that it fuses into a GEMM's or conv's epilogue."""
+    return lower.unary("leaky_relu", x, negative_slope=float(slope))
 
 
 def prelu(lower, x, slope):

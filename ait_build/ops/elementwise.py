@@ -281,6 +281,20 @@ register(OpDef(
     reference=_clamp_reference("relu6")))
 
 
+def leaky_relu(x, slope: float):
+    """x where x > 0, else slope * x (NaN stays NaN), in float32 as the kernels compute it."""
+    return np.where(x > 0, x, x * np.float32(slope))
+
+
+register(OpDef(
+    name="leaky_relu", category="elementwise", elementwise=True, infer=_same_float,
+    doc="x where x > 0, else negative_slope * x",
+    attrs=(Attr("negative_slope", "float", 0.01, doc="the slope below 0"),),
+    notes="torch.nn.functional.leaky_relu (ONNX LeakyRelu's alpha); float tensors only; fuses "
+          "into a GEMM's or conv's epilogue.",
+    reference=lambda attrs, xs, ws: [leaky_relu(xs[0], attrs["negative_slope"])]))
+
+
 def _hardtanh_infer(attrs, inputs):
     low, high = attrs["min_val"], attrs["max_val"]
     if math.isnan(low) or math.isnan(high):

@@ -3,22 +3,24 @@
 Specs may write it directly (`activation: relu` and a residual as the last input); the epilogue
 fusion pass writes it when it folds a following bias add, activation and residual add. The
 activations are ops/elementwise.py's ACTIVATIONS plus `hardtanh`, a clamp whose bounds are the
-`hardtanh_min`/`hardtanh_max` attributes (relu6, hardtanh and clamp ops fold into it).
+`hardtanh_min`/`hardtanh_max` attributes (relu6, hardtanh and clamp ops fold into it), and
+`leaky_relu` with its `leaky_slope`.
 """
 
 from __future__ import annotations
 
 from ait_build.errors import OpError
 from ait_build.ir.dims import shape_str
-from ait_build.ops.elementwise import ACTIVATIONS, clamp
+from ait_build.ops.elementwise import ACTIVATIONS, clamp, leaky_relu
 from ait_build.ops.opdef import Attr, broadcasts_to
 
-EPILOGUE_ACTIVATIONS = tuple(ACTIVATIONS) + ("hardtanh",)
+EPILOGUE_ACTIVATIONS = tuple(ACTIVATIONS) + ("hardtanh", "leaky_relu")
 EPILOGUE_ATTRS = (
     Attr("activation", "str", "none", EPILOGUE_ACTIVATIONS,
          doc="applied last: act(acc + bias + residual)"),
     Attr("hardtanh_min", "float", -1.0, doc="`activation: hardtanh`'s lower bound (may be -.inf)"),
     Attr("hardtanh_max", "float", 1.0, doc="`activation: hardtanh`'s upper bound (may be .inf)"),
+    Attr("leaky_slope", "float", 0.01, doc="`activation: leaky_relu`'s slope below 0"),
 )
 
 
@@ -32,6 +34,8 @@ def activation(attrs):
     if act == "hardtanh":
         low, high = hardtanh_bounds(attrs)
         return lambda x: clamp(x, low, high)
+    if act == "leaky_relu":
+        return lambda x: leaky_relu(x, attrs.get("leaky_slope", 0.01))
     return ACTIVATIONS[act]
 
 

@@ -8,8 +8,9 @@ follow them, in the epilogue's order out = act(acc + bias + residual):
   before any residual folds into a conv2d's or linear's weight and bias (w' = w * g, b' = b * g),
   as batch norm does (fold_batchnorm.py);
 - an activation ends the chain: relu, gelu (erf or tanh), silu, sigmoid, tanh, hardswish, relu6,
-  hardtanh and clamp (as `hardtanh` with their bounds, an open side infinite), and the importers'
-  hardsigmoid, add 3 -> relu6 -> div 6, as `hardsigmoid`.
+  hardtanh and clamp (as `hardtanh` with their bounds, an open side infinite), leaky_relu (its
+  slope as `leaky_slope`), and the importers' hardsigmoid, add 3 -> relu6 -> div 6, as
+  `hardsigmoid`.
 
 Each absorbed op must be the only reader of the value before it, so no intermediate is needed
 elsewhere. When the residual is computed after the GEMM (ResNet's downsample branch), the GEMM
@@ -58,6 +59,8 @@ def activation_of(uses: Uses, node: Node) -> tuple | None:
         return node.op, {}, [node]
     if node.op in CLAMP_OPS:
         return (*_clamp_activation(node), [node])
+    if node.op == "leaky_relu":
+        return "leaky_relu", {"leaky_slope": node.attrs["negative_slope"]}, [node]
     if _scalar_step(node, "add", 3.0):  # hardsigmoid as the importers write it
         clip = uses.only_reader(node.output)
         if clip is not None and clip.op in CLAMP_OPS and _clamp_activation(clip)[0] == "relu6":

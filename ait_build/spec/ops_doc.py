@@ -65,6 +65,7 @@ EXAMPLES = {
     "sign": ({"pos": (["batch", "seq", "seq"], "int64")}, "{op: sign, inputs: [pos]}"),
     "relu6": (X, "{op: relu6, inputs: [x]}"),
     "hardtanh": (X, "{op: hardtanh, inputs: [x], min_val: -2.0, max_val: 2.0}"),
+    "leaky_relu": (X, "{op: leaky_relu, inputs: [x], negative_slope: 0.1}"),
     "minimum": ({"x": ["batch", 64], "y": ["batch", 64]}, "{op: minimum, inputs: [x, y]}"),
     "maximum": (X, "{op: maximum, inputs: [x], scalar: 0.5}"),
     "floor_divide": ({"pos": (["batch", "seq"], "int64")},

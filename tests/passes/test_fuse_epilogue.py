@@ -113,6 +113,17 @@ def test_clamps_become_relu6_relu_or_hardtanh(clip, expect, bounds):
     assert summary == "1 activations fused"
 
 
+def test_leaky_relu_becomes_the_activation_with_its_slope():
+    g = model("""
+        - {name: conv, op: conv2d, out_channels: 8, kernel: 3, padding: 1}
+        - {name: out, op: leaky_relu, negative_slope: 0.1}
+        """, IMG, "[out]")
+    after, summary = check_pass(g, fuse_epilogue.run)
+    conv = node_of(after, "conv2d")
+    assert ops(after) == ["conv2d"] and conv.attrs["activation"] == "leaky_relu"
+    assert conv.attrs["leaky_slope"] == 0.1 and summary == "1 activations fused"
+
+
 def test_the_importers_hardsigmoid_becomes_one_activation():
     g = model("""
         - {name: fc, op: linear, inputs: [x], out_features: 16}

@@ -25,7 +25,7 @@ from typing import Callable, Mapping
 from ait_build.backends.gpu import depthwise, im2col, stem
 from ait_build.codegen import data_movement, epilogue
 from ait_build.codegen.cexpr import cexpr, collapse, contiguous_strides, elements
-from ait_build.codegen.elementwise import act_fn, float_literal, hardtanh_struct
+from ait_build.codegen.elementwise import act_fn, act_struct, float_literal
 from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.op_geometry import conv_geometry, conv_kernel_params, matmul_geometry
 from ait_build.codegen.squeeze_excitation import Scale, plan_scales
@@ -55,8 +55,10 @@ ACT_FUNCTOR = {"none": "ait::ActIdentity", "relu": "ait::ActRelu", "gelu": "ait:
 
 
 def act_functor(act: str, attrs) -> str:
-    """The functor template of an epilogue activation (`attrs`: the node's, for hardtanh)."""
-    return f"{hardtanh_struct(attrs)}::Act" if act == "hardtanh" else ACT_FUNCTOR[act]
+    """The functor template of an epilogue activation (`attrs`: the node's, for hardtanh's
+    bounds and leaky_relu's slope)."""
+    struct = act_struct(act, attrs)
+    return f"{struct}::Act" if struct else ACT_FUNCTOR[act]
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,8 @@ class Epilogue(epilogue.Epilogue):
         self.act_text = self.kernel_act  # what profiles key on, hardtanh's bounds included
         if self.kernel_act == "hardtanh":
             self.act_text += "({}, {})".format(*hardtanh_bounds(node.attrs))
+        if self.kernel_act == "leaky_relu":
+            self.act_text += "({})".format(node.attrs.get("leaky_slope", 0.01))
 
     def args(self, lw) -> list:
         return [self.bias or "nullptr", lw.src(self.residual) if self.residual else "nullptr"]

@@ -171,6 +171,11 @@ struct Hardtanh {
   }
   static float apply(float x) { return ait::minimum(ait::maximum(x, bound(kLow)), bound(kHigh)); }
 };
+// leaky_relu, x > 0 ? x : slope * x, its slope as a float32 bit pattern, as Hardtanh's bounds
+template <uint32_t kSlope>
+struct LeakyRelu {
+  static float apply(float x) { return x > 0.0f ? x : x * Hardtanh<kSlope, kSlope>::bound(kSlope); }
+};
 inline float gelu(float x) {  // x * Phi(x), Phi through erfc so both tails keep their digits
   const float e = 0.5f * ait::erfc_pos(std::fabs(x) * 0.70710678118654752f);
   return x * (x >= 0.0f ? 1.0f - e : e);

@@ -421,9 +421,23 @@ GROUPS = {
                n("c1_hsig", "conv2d", ["img4", "res"], out_channels=16, kernel=1,
                  activation="hardsigmoid"),
                n("c_odd", "conv2d", ["img3"], out_channels=6, kernel=3, padding=1,
-                 activation="hardtanh", hardtanh_min=-0.5, hardtanh_max=0.5)],
+                 activation="hardtanh", hardtanh_min=-0.5, hardtanh_max=0.5),
+               # leaky_relu with its slope on CUTLASS GEMMs and convs, the odd-K GEMM, the
+               # direct conv, a depthwise conv, and on its own
+               n("lin_leaky", "linear", ["x4"], out_features=24, activation="leaky_relu",
+                 leaky_slope=0.2),
+               n("lin_k7_leaky", "linear", ["x7"], out_features=8, activation="leaky_relu",
+                 leaky_slope=0.1),
+               n("c3_leaky", "conv2d", ["img4"], out_channels=16, kernel=3, padding=1,
+                 activation="leaky_relu", leaky_slope=0.1),
+               n("c_odd_leaky", "conv2d", ["img3"], out_channels=6, kernel=3, padding=1,
+                 activation="leaky_relu", leaky_slope=0.3),
+               n("dw_leaky", "conv2d", ["img4"], out_channels=8, kernel=3, groups=8, padding=1,
+                 activation="leaky_relu", leaky_slope=0.05),
+               n("leaky", "leaky_relu", ["x"], negative_slope=0.05)],
         outputs=["lin_relu6", "lin_hsig", "lin_htanh", "mm_open", "lin_k7", "lin_gelu_tanh",
-                 "c3_relu6", "c1_hsig", "c_odd"]),
+                 "c3_relu6", "c1_hsig", "c_odd", "lin_leaky", "lin_k7_leaky", "c3_leaky",
+                 "c_odd_leaky", "dw_leaky", "leaky"]),
     # depthwise convs (depthwise_conv2d.cu.j2): 3x3, 5x5 and 7x7 windows, strides 1 and 2,
     # dilation 2; channels in 16-byte vectors (16, 24, 32), in 4 (12) and in none (5);
     # bias, residual and activations; images of one tile and of several along H and W with
