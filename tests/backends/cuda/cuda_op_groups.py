@@ -467,7 +467,7 @@ GROUPS = {
                n("dw7_s2", "conv2d", ["c"], out_channels=32, kernel=7, groups=32, stride=2,
                  padding=3),
                n("dw3_c12", "conv2d", ["d"], out_channels=12, kernel=3, groups=12, padding=1,
-                 activation="relu"),
+                 activation="leaky_relu", leaky_slope=0.1),
                n("dw3_c5", "conv2d", ["e"], out_channels=5, kernel=[3, 5], groups=5,
                  padding=[1, 2], activation="hardtanh", hardtanh_min=-0.5, hardtanh_max=0.5),
                n("dw3_wide", "conv2d", ["f"], out_channels=24, kernel=3, groups=24, padding=1),
