@@ -62,29 +62,62 @@ def _im2col(t, node):
 
 @handles("aten.col2im.default")
 def _col2im(t, node):
-    """F.fold / nn.Fold of windows that do not overlap (stride = kernel, dilation 1; MobileViT
-    V2's patches back to a feature map): each window's taps put back in place, a reshape and a
-    permute, cropped by the padding. Overlapping windows (their taps summed) are refused."""
+    """F.fold / nn.Fold: each window's taps put back in place and summed where windows overlap,
+    cropped by the padding. Windows that tile the output (stride = kernel, dilation 1; MobileViT
+    V2's patches back to a feature map) are a reshape and a permute; others (VOLO's outlook
+    attention: kernel 3, stride 2) a sum of one term per tap (_fold_taps)."""
     x = t.tensor(node.args[0])
     size, kernel, dilation, padding, stride = ([int(v) for v in a] for a in node.args[1:6])
     if x.rank != 3:
         raise AitError("fold of a 2-d (unbatched) tensor (only [N, C*kh*kw, L])")
-    if stride != kernel or dilation != [1, 1]:
-        raise AitError(f"fold of overlapping or dilated windows (kernel {kernel}, stride "
-                       f"{stride}, dilation {dilation}): only windows that tile the output")
     (kh, kw), (ph, pw) = kernel, padding
     full = [size[0] + 2 * ph, size[1] + 2 * pw]
-    if full[0] % kh or full[1] % kw:
-        raise AitError(f"fold to {size} (padding {padding}): the windows {kernel} do not tile it")
     n, c = x.source_shape[0], Dim.of(x.source_shape[1].value // (kh * kw))
-    rows, cols = full[0] // kh, full[1] // kw
-    tiles = t.lower.reshape(x, (n, c, Dim.of(kh), Dim.of(kw), Dim.of(rows), Dim.of(cols)))
-    out = t.lower.reshape(t.lower.permute(tiles, (0, 1, 4, 2, 5, 3)),
-                          (n, c, Dim.of(full[0]), Dim.of(full[1])))
+    if stride != kernel or dilation != [1, 1]:
+        out = _fold_taps(t.lower, x, n, c, full, kernel, dilation, stride)
+    else:
+        if full[0] % kh or full[1] % kw:
+            raise AitError(f"fold to {size} (padding {padding}): the windows {kernel} do not "
+                           "tile it")
+        rows, cols = full[0] // kh, full[1] // kw
+        tiles = t.lower.reshape(x, (n, c, Dim.of(kh), Dim.of(kw), Dim.of(rows), Dim.of(cols)))
+        out = t.lower.reshape(t.lower.permute(tiles, (0, 1, 4, 2, 5, 3)),
+                              (n, c, Dim.of(full[0]), Dim.of(full[1])))
     if ph:
         out = t.lower.slice(out, 2, ph, ph + size[0])
     if pw:
         out = t.lower.slice(out, 3, pw, pw + size[1])
+    return out
+
+
+def _fold_taps(lower, x, n, c, full, kernel, dilation, stride):
+    """The padded fold output [N, C, H+2ph, W+2pw] of windows that overlap or skip: for each tap
+    (i, j), its [N, C, rows, cols] values spread `stride` apart (zeros between them: a new axis
+    padded and merged), padded to start at (i*dh, j*dw), cropped to the output and summed."""
+    (kh, kw), (dh, dw), (sh, sw) = kernel, dilation, stride
+    rows = (full[0] - dh * (kh - 1) - 1) // sh + 1
+    cols = (full[1] - dw * (kw - 1) - 1) // sw + 1
+    if rows < 1 or cols < 1 or x.source_shape[2] != Dim.of(rows * cols):
+        raise AitError(f"fold of {x.source_shape[2]} windows to {full} (kernel {kernel}, stride "
+                       f"{stride}, dilation {dilation}): the counts disagree")
+    taps = lower.reshape(x, (n, c, Dim.of(kh * kw), Dim.of(rows), Dim.of(cols)))
+    out = None
+    for i in range(kh):
+        for j in range(kw):
+            tap = lower.select(taps, 2, i * kw + j)  # [N, C, rows, cols]
+            if sh > 1 or sw > 1:
+                tap = lower.reshape(tap, (n, c, Dim.of(rows), Dim.of(1), Dim.of(cols), Dim.of(1)))
+                tap = lower.pad(tap, [(0, 0)] * 3 + [(0, sh - 1), (0, 0), (0, sw - 1)])
+                tap = lower.reshape(tap, (n, c, Dim.of(rows * sh), Dim.of(cols * sw)))
+            spans = []
+            for axis, start, length, total in ((2, i * dh, rows * sh, full[0]),
+                                               (3, j * dw, cols * sw, full[1])):
+                if start + length > total:
+                    tap = lower.slice(tap, axis, 0, total - start)
+                    length = total - start
+                spans.append((start, total - start - length))
+            tap = lower.pad(tap, [(0, 0), (0, 0)] + spans)
+            out = tap if out is None else lower.binary("add", out, tap)
     return out
 
 

@@ -61,6 +61,14 @@ def _cast(t, node):
     return t.lower.cast(t.tensor(x), t.dtype(node), hint=None)
 
 
+@handles("aten.copy.default")
+def _copy(t, node):
+    """copy(self, src): src cast to self's dtype and broadcast to its shape, self's values
+    unread (what a slice assignment `x[..., a:] = y` exports as, before slice_scatter)."""
+    src = t.lower.cast(t.tensor(node.args[1]), t.dtype(node), hint=None)
+    return t.lower.expand(src, t.shape(node))
+
+
 @handles("getitem")
 def _getitem(t, node):
     parts = t.values.get(node.args[0])

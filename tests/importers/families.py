@@ -624,7 +624,8 @@ def data_dependent():
 
 
 class FoldInside(nn.Module):
-    """An op without a translation inside a torch module (nn.Fold's col2im)."""
+    """An op without a translation inside a torch module (nn.Fold's col2im of an unbatched
+    [C*kh*kw, L] input)."""
 
     def __init__(self):
         super().__init__()
@@ -647,3 +648,37 @@ class NotEverySize(nn.Module):
 
 def not_every_size():
     return NotEverySize()
+
+
+class _SliceAssign(nn.Module):
+    """Slice assignment into a computed tensor (MViTv2's relative positions:
+    `attn[:, :, 1:, 1:] = attn[:, :, 1:, 1:] + rel`), exported as aten.copy into a slice and
+    slice_scatter; the second from a narrower source, broadcast along the last axis."""
+
+    def forward(self, x):  # [batch, 8, 6, 4]
+        a = x * 2
+        a[:, :, 1:, 1:] = a[:, :, 1:, 1:] + x[:, :, :5, :3]
+        b = x + 1
+        b[:, 2:5] = x[:, :3, :, :1]
+        return a, b
+
+
+def slice_assign():
+    return _SliceAssign().eval()
+
+
+class _OverlappingFolds(nn.Module):
+    """F.fold of windows that overlap or skip (VOLO's outlook attention folds 3x3 windows at
+    stride 2 back with padding 1): taps summed where windows meet."""
+
+    def forward(self, x):  # [batch, 8, 6, 4]
+        cols = F.unfold(x, 3, padding=1, stride=2)  # [batch, 72, 3 * 2]
+        volo = F.fold(cols * 0.5, (6, 4), 3, padding=1, stride=2)
+        dense = F.fold(F.unfold(x, 2), (6, 4), 2)  # stride 1: each inner pixel 4 times
+        dilated = F.fold(F.unfold(x, 2, dilation=2, stride=(1, 2)), (6, 4), 2, dilation=2,
+                         stride=(1, 2))
+        return volo, dense, dilated
+
+
+def overlapping_folds():
+    return _OverlappingFolds().eval()

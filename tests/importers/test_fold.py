@@ -50,3 +50,19 @@ def test_fold_of_tiling_windows_matches_torch(tmp_path):
     got = run_reference(built, {"x": x})
     for out, expected in zip(built.outputs, want):
         assert got[out].shape == expected.shape and rel_error(got[out], expected) < 1e-6, out
+
+
+OVERLAPPING = "tests.importers.families:overlapping_folds"
+
+
+def test_fold_of_overlapping_windows_matches_torch(tmp_path, build_spec):
+    """Folds whose windows overlap (VOLO's kernel 3, stride 2, padding 1; kernel 2 at stride 1)
+    or are dilated: one term per tap, summed, through the reference and a cpu build."""
+    spec, _, built = import_case((OVERLAPPING, ["x:batch,8,6,4"], ["batch=1:4:2"], None),
+                                 tmp_path, "overlapping_folds")
+    model, _, _ = build_spec(spec, name="overlapping_folds")
+    x = np.random.default_rng(3).standard_normal((3, 8, 6, 4)).astype(np.float32)
+    want = torch_outputs(OVERLAPPING, {"x": x})
+    for got in (run_reference(built, {"x": x}), model.run({"x": x})):
+        for out, expected in zip(built.outputs, want):
+            assert got[out].shape == expected.shape and rel_error(got[out], expected) < 1e-6, out

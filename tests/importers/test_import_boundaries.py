@@ -107,7 +107,7 @@ def test_a_detector_imports_up_to_its_head():
 
 def test_unsupported_op_inside_a_torch_module_names_the_models_line():
     with pytest.raises(ImportFailure) as info:
-        _import(F + "fold_inside", ["x:1,8,4"])
+        _import(F + "fold_inside", ["x:8,4"])  # unbatched: refused
     lines, start = inspect.getsourcelines(families.FoldInside.forward)
     line = start + next(i for i, text in enumerate(lines) if "self.fold(x)" in text)
     assert f"families.py:{line} (aten.col2im" in str(info.value), str(info.value)
