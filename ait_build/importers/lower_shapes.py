@@ -332,6 +332,12 @@ class ShapeLowering:
         return self.slice(self.iota((Dim.of(name),), dtype, b + a, a), 0, -1, None)
 
     def fill(self, shape: tuple, value, dtype: str) -> Value:
+        shape = tuple(Dim.of(d) for d in shape)
+        if any(dim_attr(d) is None for d in shape):
+            # a size that is a product of dims (an LSTM's zero state over batch*rows): a
+            # constant of size 1 there, expanded
+            small = tuple(d if dim_attr(d) is not None else Dim.of(1) for d in shape)
+            return self.expand(self.fill(small, value, dtype), shape)
         attrs = {"shape": [shape_attr((d,), (d,))[0] for d in shape] or [1], "value": float(value)}
         if dtype != self.g.dtype:
             attrs["dtype"] = dtype

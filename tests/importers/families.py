@@ -682,3 +682,24 @@ class _OverlappingFolds(nn.Module):
 
 def overlapping_folds():
     return _OverlappingFolds().eval()
+
+
+class _ProductFills(nn.Module):
+    """Tensors filled at a size that is a product of dims: timm's Sequencer runs a bidirectional
+    LSTM over each row (batch*rows sequences), whose zero initial states are such fills, and
+    full / ones_like over a flattened batch."""
+
+    def __init__(self):
+        super().__init__()
+        _seeded(41)
+        self.rnn = nn.LSTM(8, 5, batch_first=True, bidirectional=True)
+
+    def forward(self, x):  # [batch, 8, 6, 4]
+        rows = x.permute(0, 2, 3, 1).reshape(-1, 4, 8)  # [batch*6, 4, 8]
+        seq, _ = self.rnn(rows)
+        flat = x.reshape(-1, 4)  # [batch*48, 4]
+        return seq, flat + torch.full((flat.shape[0], 1), 0.5), torch.ones_like(flat) * 2
+
+
+def product_fills():
+    return _ProductFills().eval()
