@@ -379,11 +379,16 @@ class Lower(ShapeLowering):
         return self.cast(first, "int64")
 
     def sum(self, x: Value, axes, keepdim: bool) -> Value:
-        """The sum over source `axes`: their mean times how many elements it averages."""
+        """The sum over source `axes`: their mean times how many elements it averages. Integers
+        (a mask's count of valid positions) are summed in float32 and cast back: exact while
+        the sum stays below 2^24."""
         axes = [norm_axis(a, x.rank) for a in axes]
         count = numel(x.source_shape[a] for a in axes)
         if not count.is_static:
             self.fail(f"a sum over {count} elements (only a static number)")
+        if x.dtype not in FLOAT_DTYPES:
+            total = self.sum(self.cast(x, "float32"), axes, keepdim)
+            return self.cast(self.unary("round", total), x.dtype)
         return self.binary("mul", self.mean(x, axes, keepdim), float(count.value))
 
     def vector_norm(self, x: Value, order, axes, keepdim: bool) -> Value:

@@ -177,7 +177,13 @@ def _layer_norm(t, node):
     if w is not None:
         wn, bn = t.weight_name(w), t.weight_name(b) if b is not None else None
         if wn is None or bn is None:
-            raise AitError("layer_norm with a computed weight, or a weight without a bias")
+            # a weight without a bias (LayerNorm(bias=False): MPT, OLMo-2) or one the model
+            # computes: the plain normalization, then the scale and the shift as tensors
+            attrs["affine"] = False
+            out = t.lower.binary("mul", t.lower.last_axis("layer_norm", x, attrs), t.tensor(w))
+            if b is not None:
+                out = t.lower.binary("add", out, t.tensor(b))
+            return [out, None, None] if _key(node).startswith("aten.native") else out
         weights, name = {"weight": wn, "bias": bn}, t.weight_node_name(wn)
     else:
         attrs["affine"] = False

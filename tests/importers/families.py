@@ -522,6 +522,26 @@ def rearrangements():
     return _Rearrangements().eval()
 
 
+class _NormsAndCounts(nn.Module):
+    """LayerNorm without a bias (MPT's), a layer norm whose scale the model computes (Gemma's
+    1 + w), and integer sums (Deformable DETR counts a mask's valid positions)."""
+
+    def __init__(self):
+        super().__init__()
+        self.plain = nn.LayerNorm(16, bias=False)
+        self.scale = nn.Parameter(torch.randn(16) * 0.1)
+
+    def forward(self, x, mask):  # x [batch, 5, 16], mask [batch, 5] int64
+        y = self.plain(x) + F.layer_norm(x, (16,), 1.0 + self.scale, None, 1e-6)
+        valid = mask.sum(-1, keepdim=True)  # int64
+        return y * valid.unsqueeze(-1).float(), valid * 3
+
+
+def norms_and_counts():
+    _seeded(44)
+    return _NormsAndCounts().eval()
+
+
 class _SdpaRanks(nn.Module):
     """scaled_dot_product_attention over other ranks than 4: 5-d q, k, v (NesT's [batch, heads,
     blocks, seq, head_dim]) without a mask and with a per-block mask, and 3-d ones (no heads

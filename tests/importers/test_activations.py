@@ -52,6 +52,21 @@ def onnx_built(tmp_path, build_spec, name: str, nodes, x_shape: list, outputs, i
     return path, built, build_spec(spec, name=name)[0]
 
 
+def test_layer_norms_without_a_bias_and_integer_sums(tmp_path, build_spec):
+    case = "tests.importers.families:norms_and_counts"
+    spec, _, graph = import_case((case, ["x:batch,5,16", "mask:batch,5:int64"], ["batch=1:4:2"],
+                                  None), tmp_path, "norms_and_counts")
+    model, _, _ = build_spec(spec, name="norms_and_counts")
+    rng = np.random.default_rng(12)
+    inputs = {"x": rng.standard_normal((3, 5, 16)).astype(np.float32),
+              "mask": rng.integers(0, 2, (3, 5)).astype(np.int64)}
+    want = torch_outputs(case, inputs)
+    for got in (run_reference(graph, inputs), model.run(inputs)):
+        (y, counts) = (got[o] for o in graph.outputs)
+        assert rel_error(y, want[0]) < 2e-6, rel_error(y, want[0])
+        np.testing.assert_array_equal(counts, want[1])
+
+
 ONNX_NODES = [  # (op, attributes, extra inputs)
     ("LeakyRelu", {"alpha": 0.2}, []), ("Elu", {"alpha": 0.5}, []), ("Selu", {}, []),
     ("Celu", {"alpha": 1.5}, []), ("Softplus", {}, []), ("Softsign", {}, []), ("Mish", {}, []),
