@@ -8,6 +8,7 @@ import math
 from ait_build.importers import activations as act
 from ait_build.importers.graph import registrar
 from ait_build.importers.onnx_values import attributes
+from ait_build.importers.sampling import grid_sample
 
 HANDLERS: dict = {}
 handles = registrar(HANDLERS)
@@ -67,6 +68,16 @@ def _shrink(t, node):
 @handles("LogSoftmax")
 def _log_softmax(t, node):
     return act.log_softmax(t.lower, t.tensor(node, 0), attributes(node).get("axis", -1))
+
+
+@handles("GridSample")
+def _grid_sample(t, node):
+    attrs = attributes(node)
+    text = lambda v: v.decode() if isinstance(v, bytes) else v  # noqa: E731
+    mode = {"linear": "bilinear"}.get(text(attrs.get("mode", "bilinear")),
+                                      text(attrs.get("mode", "bilinear")))
+    return grid_sample(t.lower, t.tensor(node, 0), t.tensor(node, 1), mode,
+                       text(attrs.get("padding_mode", "zeros")), bool(attrs.get("align_corners", 0)))
 
 
 UNARY = {"Floor": "floor", "Round": "round", "Tan": "tan", "Atan": "atan"}

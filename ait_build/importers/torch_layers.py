@@ -9,6 +9,7 @@ from ait_build.errors import AitError
 from ait_build.importers.composites import convolution, group_norm, pool3d, unfold
 from ait_build.importers.graph import registrar
 from ait_build.importers.recurrent import Cell, run_layers
+from ait_build.importers.sampling import grid_sample
 from ait_build.importers.torch_args import arg
 from ait_build.importers.torch_args import key as _key
 from ait_build.ir.dims import Dim
@@ -351,6 +352,15 @@ def _pool_1d(t, node):
                            [1] + one(arg(node, 4, "dilation", 1)), ceil_mode=ceil)
     out = t.lower.reshape(out, tuple(x.source_shape[:-1]) + (out.source_shape[-1],))
     return [out, None] if "indices" in _key(node) else out
+
+
+@handles("aten.grid_sampler.default", "aten.grid_sampler_2d.default")
+def _grid_sample(t, node):
+    """F.grid_sample: mode 0 bilinear, 1 nearest; padding 0 zeros, 1 border (sampling.py)."""
+    mode = {0: "bilinear", 1: "nearest", 2: "bicubic"}[node.args[2]]
+    padding = {0: "zeros", 1: "border", 2: "reflection"}[node.args[3]]
+    return grid_sample(t.lower, t.tensor(node.args[0]), t.tensor(node.args[1]), mode, padding,
+                       bool(node.args[4]))
 
 
 @handles("aten._upsample_bicubic2d_aa.default", "aten._upsample_bicubic2d_aa.vec",

@@ -542,6 +542,21 @@ def norms_and_counts():
     return _NormsAndCounts().eval()
 
 
+class _GridSamples(nn.Module):
+    """F.grid_sample: bilinear with either corner rule, border padding, nearest; points inside
+    and outside the image (Deformable DETR samples its value maps this way)."""
+
+    def forward(self, x, grid):  # x [batch, 4, 6, 5], grid [batch, 3, 7, 2] in about [-1.3, 1.3]
+        return (F.grid_sample(x, grid, align_corners=False)
+                + F.grid_sample(x, grid, align_corners=True)
+                + F.grid_sample(x, grid, padding_mode="border", align_corners=False)
+                + F.grid_sample(x, grid, mode="nearest", align_corners=False))
+
+
+def grid_samples():
+    return _GridSamples().eval()
+
+
 class _SdpaRanks(nn.Module):
     """scaled_dot_product_attention over other ranks than 4: 5-d q, k, v (NesT's [batch, heads,
     blocks, seq, head_dim]) without a mask and with a per-block mask, and 3-d ones (no heads

@@ -67,6 +67,21 @@ def test_layer_norms_without_a_bias_and_integer_sums(tmp_path, build_spec):
         np.testing.assert_array_equal(counts, want[1])
 
 
+def test_grid_sample_matches_pytorch_and_onnxruntime(tmp_path, build_spec):
+    """F.grid_sample and ONNX GridSample (importers/sampling.py) at points inside and outside
+    the image, through the reference and a cpu build."""
+    case = "tests.importers.families:grid_samples"
+    rng = np.random.default_rng(13)
+    inputs = {"x": rng.standard_normal((2, 4, 6, 5)).astype(np.float32),
+              "grid": (rng.uniform(-1.3, 1.3, (2, 3, 7, 2))).astype(np.float32)}
+    spec, _, graph = import_case((case, ["x:batch,4,6,5", "grid:batch,3,7,2"], ["batch=1:4:2"],
+                                  None), tmp_path, "grid_samples")
+    model, _, _ = build_spec(spec, name="grid_samples")
+    (want,) = torch_outputs(case, inputs)
+    for got in (run_reference(graph, inputs), model.run(inputs)):
+        assert rel_error(got[graph.outputs[0]], want) < 2e-6, rel_error(got[graph.outputs[0]], want)
+
+
 ONNX_NODES = [  # (op, attributes, extra inputs)
     ("LeakyRelu", {"alpha": 0.2}, []), ("Elu", {"alpha": 0.5}, []), ("Selu", {}, []),
     ("Celu", {"alpha": 1.5}, []), ("Softplus", {}, []), ("Softsign", {}, []), ("Mish", {}, []),
