@@ -1,8 +1,8 @@
 """The importers' compositions on a GPU: the activations, rounding, statistics, masks,
-rearrangements, integer division, several-tensor indexing and attention over other ranks
-(tests/importers/families.py, checked on cpu by tests/importers) imported in float32, built for
-h200 and compared with the PyTorch module: floats within 1e-5 of the largest output (the h200
-float32 GEMMs run as 3xTF32), integers exactly."""
+rearrangements, integer division, several-tensor indexing, grid sampling and attention over
+other ranks (tests/importers/families.py, checked on cpu by tests/importers) imported in
+float32, built for h200 and compared with the PyTorch module: floats within 1e-5 of the largest
+output (the h200 float32 GEMMs run as 3xTF32), integers exactly."""
 
 from __future__ import annotations
 
@@ -31,6 +31,9 @@ CASES = {  # name -> (--input texts, the feed at batch 3)
     "integer_division": (["ids:batch,9:int64", "x:batch,9"], lambda rng: {
         "ids": rng.integers(-60, 60, (3, 9)).astype(np.int64),
         "x": (rng.standard_normal((3, 9)) * 3).astype(np.float32)}),
+    "grid_samples": (["x:batch,4,6,5", "grid:batch,3,7,2"], lambda rng: {
+        "x": rng.standard_normal((3, 4, 6, 5)).astype(np.float32),
+        "grid": rng.uniform(-1.3, 1.3, (3, 3, 7, 2)).astype(np.float32)}),
     "advanced_indexing": (["x:batch,6,5,4", "ids:batch,3:int64"], lambda rng: {
         "x": rng.standard_normal((3, 6, 5, 4)).astype(np.float32),
         "ids": rng.integers(-5, 5, (3, 3)).astype(np.int64)}),
