@@ -248,6 +248,30 @@ def test_rounding_and_accurate_forms_match_torch(tmp_path):
     spec_error(tmp_path, "floor", {"x": ([3], "int64")}, "float tensor")
 
 
+def test_floor_divide_and_remainder_as_python(tmp_path):
+    """Python's // and %: the quotient rounded down, the remainder with the divisor's sign; an
+    int divisor of 0 gives 0 (the kernels cannot trap), the lowest int over -1 wraps."""
+    a = np.array([7, -7, 7, -7, 0, 5, -2**31], np.int32)
+    b = np.array([2, 2, -2, -2, 3, 0, -1], np.int32)
+    np.testing.assert_array_equal(run1(tmp_path, "floor_divide", {"a": a, "b": b}),
+                                  [3, -4, -4, 3, 0, 0, -2**31])
+    np.testing.assert_array_equal(run1(tmp_path, "remainder", {"a": a, "b": b}),
+                                  [1, 1, -1, -1, 0, 0, 0])
+    x = v(7.5, -7.5, 2.0, -0.25)
+    np.testing.assert_array_equal(run1(tmp_path, "remainder", {"a": x}, scalar=2.0),
+                                  np.remainder(x, np.float32(2.0)))
+    np.testing.assert_array_equal(run1(tmp_path, "floor_divide", {"a": x}, scalar=-2.0),
+                                  np.floor_divide(x, np.float32(-2.0)))
+
+
+def test_leaky_relu_values(tmp_path):
+    x = v(-2, -0.5, 0, 3, float("nan"))
+    got = run1(tmp_path, "leaky_relu", {"x": x}, negative_slope=0.1)
+    np.testing.assert_allclose(got[:4], [-0.2, -0.05, 0, 3], rtol=1e-7)
+    assert np.isnan(got[4])
+    spec_error(tmp_path, "leaky_relu", {"x": ([3], "int64")}, "float tensor")
+
+
 def test_rotary_and_bucket_math_match_torch(tmp_path):
     """sin, cos, log, ceil (float only) and abs, sign (ints too) as PyTorch computes them."""
     torch = pytest.importorskip("torch")
