@@ -100,8 +100,15 @@ def _share(graph: Graph, groups: _Groups, sizes: dict, root) -> dict:
         if len(node.outputs) != 1 or out not in sizes:
             continue
         shape = tuple(graph.tensors[out].shape)
+        # a GEMM/conv reads its data inputs across many output elements: a residual that is
+        # also one of them (x + conv(x), ResNet-style blocks over a depthwise conv) is not
+        # overwritable, or later windows would read outputs already written over it
+        data = {root(x) for x in node.inputs[:DATA_INPUTS[node.op]]} \
+            if node.op in DATA_INPUTS else set()
         for t in overwritable(node):
             base = root(t)  # through views: a reshape keeps the element order
+            if base in data:
+                continue
             if base in sizes and sizes[base] == sizes[out] and \
                     tuple(graph.tensors[t].shape) == shape and groups.end[groups.find(base)] == i:
                 groups.join(out, base)

@@ -557,6 +557,32 @@ def grid_samples():
     return _GridSamples().eval()
 
 
+class _DepthwiseOwnResidual(nn.Module):
+    """y + bn(depthwise(y)): the residual is the conv's own input (timm's EfficientViT-MSRA and
+    DaViT), which must not share the conv output's bytes."""
+
+    def __init__(self):
+        super().__init__()
+        self.pw = nn.Conv2d(16, 16, 1)
+        self.dw = nn.Conv2d(16, 16, 3, 1, 1, groups=16, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+
+    def forward(self, x):
+        y = self.pw(x)
+        return y + self.bn(self.dw(y))
+
+
+def depthwise_own_residual():
+    _seeded(45)
+    m = _DepthwiseOwnResidual().eval()
+    with torch.no_grad():
+        m.bn.running_mean.normal_()
+        m.bn.running_var.uniform_(0.5, 2)
+        m.bn.weight.normal_()
+        m.bn.bias.normal_()
+    return m
+
+
 class _SdpaRanks(nn.Module):
     """scaled_dot_product_attention over other ranks than 4: 5-d q, k, v (NesT's [batch, heads,
     blocks, seq, head_dim]) without a mask and with a per-block mask, and 3-d ones (no heads

@@ -82,6 +82,19 @@ def test_grid_sample_matches_pytorch_and_onnxruntime(tmp_path, build_spec):
         assert rel_error(got[graph.outputs[0]], want) < 2e-6, rel_error(got[graph.outputs[0]], want)
 
 
+def test_a_conv_added_to_its_own_input_builds_right(tmp_path, build_spec):
+    """y + bn(depthwise(y)) on cpu: the conv's output planned over y (its residual and its data
+    input) gave relative error 1.6 (plan_memory now keeps them apart)."""
+    case = "tests.importers.families:depthwise_own_residual"
+    spec, _, graph = import_case((case, ["x:batch,16,14,14"], ["batch=1:4:2"], None), tmp_path,
+                                 "depthwise_own_residual")
+    model, _, _ = build_spec(spec, name="depthwise_own_residual")
+    inputs = {"x": np.random.default_rng(14).standard_normal((2, 16, 14, 14)).astype(np.float32)}
+    (want,) = torch_outputs(case, inputs)
+    got = model.run(inputs)[graph.outputs[0]]
+    assert rel_error(got, want) < 2e-6, rel_error(got, want)
+
+
 ONNX_NODES = [  # (op, attributes, extra inputs)
     ("LeakyRelu", {"alpha": 0.2}, []), ("Elu", {"alpha": 0.5}, []), ("Selu", {}, []),
     ("Celu", {"alpha": 1.5}, []), ("Softplus", {}, []), ("Softsign", {}, []), ("Mish", {}, []),
