@@ -132,7 +132,8 @@ class Lower(ShapeLowering):
         q = self.binary("floor_divide", a, b, dtype)
         if rounding == "floor":
             return q
-        return self.binary("add", q, self._c_correction(a, b, q.dtype))
+        r = self.binary("remainder", a, b, dtype)
+        return self.binary("add", q, self._c_correction(a, b, r))
 
     def remainder(self, a, b, c_style: bool = False, dtype: str | None = None) -> Value:
         """a - floor(a / b) * b (Python's %, the sign of b), or with `c_style` C's fmod (the
@@ -140,12 +141,12 @@ class Lower(ShapeLowering):
         r = self.binary("remainder", a, b, dtype)
         if not c_style:
             return r
-        return self.binary("sub", r, self.binary("mul", self._c_correction(a, b, r.dtype), b))
+        return self.binary("sub", r, self.binary("mul", self._c_correction(a, b, r), b))
 
-    def _c_correction(self, a, b, dtype: str) -> Value:
-        """1 where a / b is inexact and a and b have other signs, else 0, in `dtype` (a or b
-        may be a number)."""
-        inexact = self.binary("not_equal", self.binary("remainder", a, b, dtype), 0)
+    def _c_correction(self, a, b, r: Value) -> Value:
+        """1 where a / b is inexact (its Python remainder `r` is not 0) and a and b have other
+        signs, else 0, in r's dtype (a or b may be a number)."""
+        inexact = self.binary("not_equal", r, 0)
         signs = [v < 0 if not isinstance(v, Value) else self.binary("less", v, 0) for v in (a, b)]
         tensors = [v for v in signs if isinstance(v, Value)]
         if len(tensors) == 2:
@@ -154,7 +155,7 @@ class Lower(ShapeLowering):
         else:
             fixed = [v for v in signs if not isinstance(v, Value)][0]
             differ = self.unary("logical_not", tensors[0]) if fixed else tensors[0]
-        return self.cast(self.binary("logical_and", inexact, differ), dtype)
+        return self.cast(self.binary("logical_and", inexact, differ), r.dtype)
 
     def power(self, x: Value, exponent) -> Value:
         if exponent == 1:
