@@ -155,6 +155,13 @@ class ShapeLowering:
         return self.emit("pad", [x], {"pads": ours, **({"value": float(value)} if value else {})},
                          perm=x.perm)
 
+    def as_row_image(self, x: Value, image_op) -> Value:
+        """A 1-d op over x's last axis ([N, C, L] pools and resizes) as its 2-d form: image_op of
+        x viewed as [N, C, 1, L], viewed back with the result's length."""
+        shape = tuple(x.source_shape)
+        out = image_op(self.reshape(x, shape[:-1] + (Dim.of(1), shape[-1])))
+        return self.reshape(out, shape[:-1] + (out.source_shape[-1],))
+
     def pad_edges(self, x: Value, pads: list, mode: str) -> Value:
         """`pads` ((before, after) per source axis) filled from x itself: `reflect` mirrors it
         without repeating the edge, `replicate` repeats the edge, `circular` wraps around. One

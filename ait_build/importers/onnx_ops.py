@@ -387,16 +387,13 @@ def _pool(t, node):
     if len(node.output) > 1 and node.output[1]:
         raise AitError(f"{node.op_type} with indices")
     if len(attrs["kernel_shape"]) == 1:
-        x = t.tensor(node, 0)
         pads = attrs.get("pads", [0, 0])
         attrs.update(kernel_shape=[1] + list(attrs["kernel_shape"]),
                      strides=[1] + list(attrs.get("strides", [1])),
                      dilations=[1] + list(attrs.get("dilations", [1])),
                      pads=[0, pads[0], 0, pads[1]])
-        shape = tuple(x.source_shape)
-        image = t.lower.reshape(x, shape[:-1] + (Dim.of(1), shape[-1]))
-        out = _pool_2d(t, node, attrs, image)
-        return t.lower.reshape(out, shape[:-1] + (out.source_shape[-1],))
+        return t.lower.as_row_image(t.tensor(node, 0),
+                                    lambda image: _pool_2d(t, node, attrs, image))
     return _pool_2d(t, node, attrs, t.tensor(node, 0))
 
 

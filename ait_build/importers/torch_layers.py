@@ -318,17 +318,15 @@ def _upsample_1d(t, node):
     """F.interpolate of [N, C, L]: the 2-d resize of [N, C, 1, L]."""
     x = t.tensor(node.args[0])
     mode, coordinates = RESIZES_1D[_key(node).rsplit(".", 1)[0]]
-    n, c, length = t.shape(node)
+    length = t.shape(node)[-1]
     if not length.is_static:
         raise AitError("resizing to a length that follows a dim (only static sizes)")
     if mode == "linear" and arg(node, 2, "align_corners", False):
         coordinates = "align_corners"
     rounding = "round_prefer_ceil" if coordinates == "half_pixel" and mode == "nearest" \
         else "floor"
-    image = t.lower.reshape(x, (x.source_shape[0], x.source_shape[1], Dim.of(1),
-                                x.source_shape[2]))
-    out = t.lower.resize(image, [1, length.value], mode, coordinates, rounding)
-    return t.lower.reshape(out, (n, c, length))
+    return t.lower.as_row_image(x, lambda image: t.lower.resize(
+        image, [1, length.value], mode, coordinates, rounding))
 
 
 @handles("aten.max_pool1d.default", "aten.max_pool1d_with_indices.default",
@@ -342,15 +340,14 @@ def _pool_1d(t, node):
     stride = one(arg(node, 2, "stride", []) or kernel)
     padding = one(arg(node, 3, "padding", 0))
     ceil = bool(arg(node, 4 if avg else 5, "ceil_mode", False))
-    image = t.lower.reshape(x, tuple(x.source_shape[:-1]) + (Dim.of(1), x.source_shape[-1]))
     if avg:
-        out = t.lower.pool("avg_pool2d", image, [1] + kernel, [1] + stride, [0] + padding,
-                           count_include_pad=bool(arg(node, 5, "count_include_pad", True)),
-                           ceil_mode=ceil)
+        out = t.lower.as_row_image(x, lambda image: t.lower.pool(
+            "avg_pool2d", image, [1] + kernel, [1] + stride, [0] + padding,
+            count_include_pad=bool(arg(node, 5, "count_include_pad", True)), ceil_mode=ceil))
     else:
-        out = t.lower.pool("max_pool2d", image, [1] + kernel, [1] + stride, [0] + padding,
-                           [1] + one(arg(node, 4, "dilation", 1)), ceil_mode=ceil)
-    out = t.lower.reshape(out, tuple(x.source_shape[:-1]) + (out.source_shape[-1],))
+        out = t.lower.as_row_image(x, lambda image: t.lower.pool(
+            "max_pool2d", image, [1] + kernel, [1] + stride, [0] + padding,
+            [1] + one(arg(node, 4, "dilation", 1)), ceil_mode=ceil))
     return [out, None] if "indices" in _key(node) else out
 
 
