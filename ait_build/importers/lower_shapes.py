@@ -188,26 +188,42 @@ class ShapeLowering:
         return x
 
     def cumsum(self, x: Value, axis: int, dtype: str, reverse=False, exclusive=False) -> Value:
-        """Prefix sums by doubling: x plus itself shifted along `axis` by 1, 2, 4... until the
-        shift reaches the axis's largest size. Pad, slice and add only, so integer sums are
-        exact; log2(size) steps of elementwise work, for the short mask and position tensors
-        models take cumulative sums of. `reverse` sums from the end; `exclusive` leaves each
-        element out of its own sum (ONNX CumSum's attributes)."""
-        axis %= x.rank
-        x = self.cast(x, dtype)
-        largest = x.source_shape[axis].eval({n: r[1] for n, r in self.g.dims.items()})
+        """Prefix sums (pad, slice and add only, so integer sums are exact), for the short
+        mask and position tensors models take cumulative sums of. `reverse` sums from the end;
+        `exclusive` leaves each element out of its own sum (ONNX CumSum's attributes)."""
+        x = self.scan(self.cast(x, dtype), axis, "add", reverse)
+        return self._shifted(x, axis % x.rank, 1, reverse, 0.0) if exclusive else x
 
-        def shifted(v: Value, by: int) -> Value:  # v moved `by` places along the sum, 0s in
-            pads = [((0, by) if reverse else (by, 0)) if i == axis else (0, 0)
-                    for i in range(v.rank)]
-            padded = self.pad(v, pads)
-            return self.slice(padded, axis, by, None) if reverse else \
-                self.slice(padded, axis, 0, -by)
+    def scan(self, x: Value, axis: int, op: str = "add", reverse=False) -> Value:
+        """x[0] op x[1] op ... op x[i] at each i along `axis` (from the end with `reverse`) by
+        doubling: x op itself shifted by 1, 2, 4... places until the shift reaches the axis's
+        largest size, log2(size) elementwise steps (cumsum, cumprod, cummax, cummin). Sums and
+        products shift in 0s and 1s; the running max and min shift in copies of the end
+        element (already in every prefix, and no infinity to write), which takes a static
+        size."""
+        axis %= x.rank
+        largest = x.source_shape[axis].eval({n: r[1] for n, r in self.g.dims.items()})
+        fill = {"add": 0.0, "mul": 1.0}.get(op)
         shift = 1
         while shift < largest:
-            x = self.binary("add", x, shifted(x, shift))
+            x = self.binary(op, x, self._shifted(x, axis, shift, reverse, fill))
             shift *= 2
-        return shifted(x, 1) if exclusive else x
+        return x
+
+    def _shifted(self, v: Value, axis: int, by: int, reverse: bool, fill) -> Value:
+        """v moved `by` places along `axis` (towards the end, or the start with `reverse`), the
+        places left filled with `fill`, or with the end element where `fill` is None."""
+        if fill is None:
+            n = v.source_shape[axis]
+            if not n.is_static:
+                self.fail(f"a running max or min along {n} elements (only a static size)")
+            n = n.value
+            positions = [min(i + by, n - 1) for i in range(n)] if reverse else \
+                [max(i - by, 0) for i in range(n)]
+            return self.take(v, axis, positions)
+        pads = [((0, by) if reverse else (by, 0)) if i == axis else (0, 0) for i in range(v.rank)]
+        padded = self.pad(v, pads, fill)
+        return self.slice(padded, axis, by, None) if reverse else self.slice(padded, axis, 0, -by)
 
     def roll(self, x: Value, shifts, dims) -> Value:
         return self.emit("roll", [x], {"shifts": [int(s) for s in shifts],

@@ -1,7 +1,7 @@
 """ONNX operator -> our ops: one small handler per operator (or family), reading the node's
 inputs through the translator (from_onnx.py) and writing through Lower (lower.py). The handlers
 of shapes and indexing (Reshape, Gather, Range...) are in onnx_shapes.py, activations and rounding
-built from our ops in onnx_math.py; HANDLERS holds them all.
+built from our ops in onnx_math.py, TopK in onnx_ordering.py; HANDLERS holds them all.
 """
 
 from __future__ import annotations
@@ -9,12 +9,14 @@ from __future__ import annotations
 import numpy as np
 
 from ait_build.errors import AitError
+from ait_build.importers import ordering
 from ait_build.importers.activations import logsumexp
 from ait_build.importers.composites import convolution, group_norm
 from ait_build.importers.einsum import einsum
 from ait_build.importers.graph import Value, registrar
 from ait_build.importers.recurrent import Cell, run_layers
 from ait_build.importers.onnx_math import HANDLERS as MATH
+from ait_build.importers.onnx_ordering import HANDLERS as ORDERING
 from ait_build.importers.onnx_shapes import HANDLERS as SHAPES
 from ait_build.importers.onnx_values import (Sizes, as_array, as_sizes, attributes, element_type,
                                              is_known, owner, size_div)
@@ -22,7 +24,7 @@ from ait_build.ir.dims import Dim
 from ait_build.ops.opdef import norm_axis
 from ait_build.ops.resize import CUBIC_COEFF
 
-HANDLERS: dict = {**SHAPES, **MATH}
+HANDLERS: dict = {**SHAPES, **MATH, **ORDERING}
 handles = registrar(HANDLERS)
 
 
@@ -495,7 +497,7 @@ def _instance_norm(t, node):
 
 
 @handles("ReduceMean", "ReduceSum", "ReduceL1", "ReduceL2", "ReduceMax", "ReduceMin",
-         "ReduceLogSumExp", "ReduceSumSquare")
+         "ReduceLogSumExp", "ReduceSumSquare", "ReduceProd")
 def _reduce(t, node):
     attrs = attributes(node)
     x = t.tensor(node, 0)
@@ -512,6 +514,8 @@ def _reduce(t, node):
         return t.lower.sum(t.lower.binary("mul", x, x), axes, keep)
     if node.op_type == "ReduceSum":
         return t.lower.sum(x, axes, keep)
+    if node.op_type == "ReduceProd":
+        return ordering.product(t.lower, x, axes, keep)
     if node.op_type in ("ReduceMax", "ReduceMin"):
         return (t.lower.max if node.op_type == "ReduceMax" else t.lower.min)(x, axes, keep)
     return t.lower.vector_norm(x, 1 if node.op_type == "ReduceL1" else 2, axes, keep)

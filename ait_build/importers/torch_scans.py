@@ -1,14 +1,18 @@
-"""ATen scans along an axis: cumsum and its inverse, diff. transformers' masks use both
-(GPT-2 tells packed sequences apart by `(diff(position_ids, prepend=first - 1) != 1).cumsum(-1)`),
-on tensors of a batch of positions, so both are written with existing elementwise and copy ops
-(Lower.cumsum) rather than as kernels of their own. The table joins torch_ops.HANDLERS.
+"""ATen ops along one axis: the scans (cumsum and its inverse diff, cumprod, cummax, cummin),
+products, sorting and selection (sort, argsort, topk, kthvalue, median). transformers' masks use
+cumsum and diff (GPT-2 tells packed sequences apart by `(diff(position_ids, prepend=first - 1)
+!= 1).cumsum(-1)`), routers and post-processing sort short axes; all are written with existing
+elementwise, copy and reduction ops (Lower.scan, ordering.py) rather than as kernels of their
+own. The table joins torch_ops.HANDLERS.
 """
 
 from __future__ import annotations
 
 from ait_build.errors import AitError
+from ait_build.importers import ordering
 from ait_build.importers.graph import registrar
 from ait_build.importers.torch_args import arg
+from ait_build.importers.torch_args import key as _key
 
 HANDLERS: dict = {}
 handles = registrar(HANDLERS)
@@ -36,3 +40,71 @@ def _diff(t, node):
         later, earlier = t.lower.slice(y, dim, 1, None), t.lower.slice(y, dim, 0, -1)
         y = t.lower.binary("not_equal" if y.dtype == "bool" else "sub", later, earlier)
     return y
+
+
+@handles("aten.cumprod.default")
+def _cumprod(t, node):
+    return t.lower.scan(t.lower.cast(t.tensor(node.args[0]), t.dtype(node)), node.args[1], "mul")
+
+
+@handles("aten.cummax.default", "aten.cummin.default")
+def _running_extreme(t, node):
+    return list(ordering.running_extreme(t.lower, t.tensor(node.args[0]), node.args[1],
+                                         largest="cummax" in _key(node)))
+
+
+@handles("aten.prod.dim_int", "aten.prod.default")
+def _prod(t, node):
+    x = t.lower.cast(t.tensor(node.args[0]), t.dtype(node))
+    if _key(node).endswith(".default"):  # everything: one element
+        return ordering.product(t.lower, t.lower.flat(x), [0], keepdim=True)
+    return ordering.product(t.lower, x, [node.args[1]], bool(arg(node, 2, "keepdim", False)))
+
+
+@handles("aten.sort.default", "aten.sort.stable", "aten.argsort.default",
+         "aten.argsort.stable", "aten.msort.default")
+def _sort(t, node):
+    """Ties keep their order whether or not `stable` is asked for (torch leaves it open)."""
+    key, x = _key(node), t.tensor(node.args[0])
+    if key.endswith(".stable"):
+        dim, descending = node.kwargs.get("dim", -1), node.kwargs.get("descending", False)
+    else:
+        dim, descending = arg(node, 1, "dim", -1), arg(node, 2, "descending", False)
+    if key.startswith("aten.msort"):
+        dim, descending = 0, False
+    what = f"torch.{key.split('.')[1]}"
+    if key.startswith("aten.argsort"):
+        count = x.source_shape[dim % x.rank]
+        return ordering.sorted_positions(t.lower, x, dim, count.value if count.is_static else 0,
+                                         bool(descending), what)
+    values, indices = ordering.sort(t.lower, x, dim, bool(descending), what=what)
+    return values if key.startswith("aten.msort") else [values, indices]
+
+
+@handles("aten.topk.default")
+def _topk(t, node):
+    """The k largest (smallest) in order, ties in position order (torch's order is open)."""
+    x, k = t.tensor(node.args[0]), int(node.args[1])
+    values, indices = ordering.sort(t.lower, x, arg(node, 2, "dim", -1),
+                                    bool(arg(node, 3, "largest", True)), k, "torch.topk")
+    return [values, indices]
+
+
+@handles("aten.kthvalue.default", "aten.median.dim", "aten.median.default")
+def _kth(t, node):
+    """kthvalue: the k-th smallest; median: the lower median ((n - 1) // 2 from the smallest),
+    with its index (the first place it holds in a stable sort)."""
+    key, x = _key(node), t.tensor(node.args[0])
+    if key == "aten.median.default":  # of everything: the value alone, one element
+        x = t.lower.flat(x)
+        n = x.source_shape[0]
+        rank = (n.value - 1) // 2 if n.is_static else 0
+        return ordering.pick(t.lower, x, 0, rank, True, "torch.median")[0]
+    if key.startswith("aten.kthvalue"):
+        dim, keepdim = arg(node, 2, "dim", -1), bool(arg(node, 3, "keepdim", False))
+        rank = int(node.args[1]) - 1
+    else:
+        dim, keepdim = node.args[1], bool(arg(node, 2, "keepdim", False))
+        n = x.source_shape[dim % x.rank]
+        rank = (n.value - 1) // 2 if n.is_static else 0
+    return list(ordering.pick(t.lower, x, dim, rank, keepdim, f"torch.{key.split('.')[1]}"))

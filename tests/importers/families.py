@@ -764,3 +764,29 @@ class _ProductFills(nn.Module):
 
 def product_fills():
     return _ProductFills().eval()
+
+
+class _Ordering(nn.Module):
+    """Sorting, selection, products and running extremes along short axes (a router's top-k
+    over its experts, a median filter's window): float rows, and integer ones full of ties."""
+
+    def forward(self, x):  # [batch, 6, 10]
+        ints = (x * 1.5).round().to(torch.int64)  # ties everywhere
+        sorted_rows, rows_order = torch.sort(x, dim=-1)
+        sorted_cols = torch.sort(x, dim=1, descending=True)[0]
+        top, top_at = torch.topk(F.softmax(x, -1), 3, dim=-1)
+        low, low_at = torch.topk(x, 2, dim=1, largest=False)
+        kth, kth_at = torch.kthvalue(x, 4, dim=-1)
+        mid, mid_at = torch.median(x, dim=1, keepdim=True)
+        stable, stable_at = torch.sort(ints, dim=-1, stable=True, descending=True)
+        running, running_at = torch.cummax(x, dim=-1)
+        falling, falling_at = torch.cummin(ints, dim=1)
+        return (sorted_rows, rows_order, sorted_cols, top, top_at, low, low_at, kth, kth_at,
+                mid, mid_at, torch.argsort(x, dim=1, descending=True), stable, stable_at,
+                torch.prod(x, dim=-1), torch.prod(ints % 3 + 1, dim=1, keepdim=True),
+                torch.cumprod(x * 0.5 + 1, dim=1), running, running_at, falling, falling_at,
+                torch.median(x[0]))
+
+
+def ordering():
+    return _Ordering().eval()

@@ -1,0 +1,109 @@
+"""Sorting, selection and products along one axis, written with our ops and shared by both
+importers (torch.sort/topk/kthvalue/median, ONNX TopK; torch.prod, cumprod, cummax, ONNX
+ReduceProd). No kernel of ours sorts: the order comes from comparing every pair along the axis,
+which is exact and runs on every backend, at N^2 elements a row, so the axis must have a static
+size of at most MAX_SORTED. These axes are short in models (the experts of a mixture-of-experts
+router, detection scores after a pre-selection, a token's candidates). Every function takes the
+frontend's `Lower` first.
+"""
+
+from __future__ import annotations
+
+from ait_build.ir.dims import Dim
+
+MAX_SORTED = 2048  # a row of N^2 pair comparisons: 4M elements at this size
+
+
+def _static_length(lower, x, axis: int, what: str) -> int:
+    n = x.source_shape[axis]
+    if not n.is_static:
+        lower.fail(f"{what} along an axis of {n} elements (only a static size: give it as a "
+                   "number in --input)")
+    if n.value > MAX_SORTED:
+        lower.fail(f"{what} along {n.value} elements: the importer sorts by comparing every "
+                   f"pair, at most {MAX_SORTED} elements")
+    return n.value
+
+
+def sorted_positions(lower, x, axis: int, count: int, descending: bool, what: str = "a sort"):
+    """int64 positions along `axis` of the first `count` elements of x in sorted order (ties in
+    position order, as a stable sort leaves them): element i goes to place
+    #{j: x_j before x_i} + #{j < i: x_j == x_i}, and place r reads the i that went there."""
+    axis %= x.rank
+    n = _static_length(lower, x, axis, what)
+    last = x.rank - 1
+    rows = lower.transpose(x, axis, last) if axis != last else x  # the axis last: [..., n]
+    lead = tuple(rows.source_shape[:-1])
+    one, size = Dim.of(1), Dim.of(n)
+    mine = lower.reshape(rows, lead + (size, one))  # x_i down the rows
+    other = lower.reshape(rows, lead + (one, size))  # x_j along the columns
+    beats = lower.binary("greater" if descending else "less", other, mine)
+    earlier = lower.binary("less", lower.reshape(lower.iota((size,), "int32"), (one, size)),
+                           lower.reshape(lower.iota((size,), "int32"), (size, one)))
+    tie = lower.binary("logical_and", lower.binary("equal", other, mine), earlier)
+    ahead = lower.cast(lower.binary("logical_or", beats, tie), "int32")
+    place = lower.sum(ahead, [x.rank], keepdim=False)  # [..., n]: where each element goes
+    wanted = lower.reshape(lower.iota((Dim.of(count),), "int32"), (Dim.of(count), one))
+    lands = lower.binary("equal", lower.reshape(place, lead + (one, size)), wanted)  # [.., k, n]
+    source = lower.reshape(lower.iota((size,), "float32"), (one, size))
+    found = lower.max(lower.where_(lands, source, -1.0), [x.rank], keepdim=False)  # [..., k]
+    positions = lower.cast(found, "int64")
+    return lower.transpose(positions, axis, last) if axis != last else positions
+
+
+def sort(lower, x, axis: int, descending: bool, count: int | None = None,
+         what: str = "a sort"):
+    """(values, int64 indices) of the first `count` (default all) elements of x sorted along
+    `axis`; the values gathered, so exact in every dtype."""
+    axis %= x.rank
+    n = _static_length(lower, x, axis, what)
+    positions = sorted_positions(lower, x, axis, n if count is None else count, descending, what)
+    return lower.gather_elements(x, positions, axis), positions
+
+
+def pick(lower, x, axis: int, rank: int, keepdim: bool, what: str):
+    """(value, index) of the element at place `rank` (from 0) of x sorted ascending along
+    `axis`: torch.kthvalue (rank k - 1) and median (rank (n - 1) // 2, the lower median)."""
+    axis %= x.rank
+    values, positions = sort(lower, x, axis, False, rank + 1, what)
+    chosen = [lower.slice(v, axis, rank, rank + 1) for v in (values, positions)]
+    if keepdim:
+        return tuple(chosen)
+    shape = tuple(d for i, d in enumerate(x.source_shape) if i != axis) or (Dim.of(1),)
+    return tuple(lower.reshape(v, shape) for v in chosen)
+
+
+def product(lower, x, axes, keepdim: bool):
+    """The product over `axes` (static sizes) by halving along each: the first half times the
+    second, an odd element carried, until one is left (log2(n) multiplies, no logarithms, so
+    zeros, signs and integers come out as PyTorch's; float rounding in another order)."""
+    axes = sorted({a % x.rank for a in axes})
+    for axis in axes:
+        n = x.source_shape[axis]
+        if not n.is_static:
+            lower.fail(f"a product over {n} elements (only a static number)")
+        n = n.value
+        while n > 1:
+            half = n // 2
+            y = lower.binary("mul", lower.slice(x, axis, 0, half),
+                             lower.slice(x, axis, half, 2 * half))
+            x = lower.concat([y, lower.slice(x, axis, 2 * half, n)], axis) if n % 2 else y
+            n = half + n % 2
+    if keepdim:
+        return x
+    shape = tuple(d for i, d in enumerate(x.source_shape) if i not in axes) or (Dim.of(1),)
+    return lower.reshape(x, shape)
+
+
+def running_extreme(lower, x, axis: int, largest: bool):
+    """(values, int64 indices) of torch.cummax / cummin: the running max (min) along `axis`,
+    and the last position at or before each where x reached it. A position j where x_j equals
+    the running value at j is where the value last changed or was equalled; the latest such j
+    up to i is a running max of j there (else -1), a second scan."""
+    axis %= x.rank
+    op = "maximum" if largest else "minimum"
+    values = lower.scan(x, axis, op)
+    n = x.source_shape[axis]
+    spots = lower.reshape(lower.iota((n,), "float32"), (n,) + (Dim.of(1),) * (x.rank - axis - 1))
+    reached = lower.where_(lower.binary("equal", x, values), spots, -1.0)
+    return values, lower.cast(lower.scan(reached, axis, "maximum"), "int64")

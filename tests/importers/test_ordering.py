@@ -1,0 +1,80 @@
+"""Sorting, selection, products and running extremes (importers/ordering.py, the handlers in
+torch_scans.py) against PyTorch, through the reference and a cpu build; the size limits as
+clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from cases import rel_error, torch_outputs  # noqa: E402
+from test_import_torch import import_case  # noqa: E402
+
+from ait_build.ops.reference import run_reference  # noqa: E402
+
+pytestmark = pytest.mark.torch
+CASE = "tests.importers.families:ordering"
+
+
+def test_sorting_and_selection_match_pytorch(tmp_path, build_spec):
+    spec, _, graph = import_case((CASE, ["x:batch,6,10"], ["batch=1:4:2"], None), tmp_path,
+                                 "ordering")
+    model, _, _ = build_spec(spec, name="ordering")
+    for batch in (1, 3):
+        inputs = {"x": (np.random.default_rng(batch).standard_normal((batch, 6, 10)) * 2)
+                  .astype(np.float32)}
+        want = torch_outputs(CASE, inputs)
+        for got in (run_reference(graph, inputs), model.run(inputs)):
+            for out, expected in zip(graph.outputs, want):
+                if expected.dtype.kind in "iu":  # indices and integer values: exactly
+                    np.testing.assert_array_equal(got[out].reshape(expected.shape), expected,
+                                                  err_msg=out)
+                else:
+                    assert rel_error(got[out].reshape(expected.shape), expected) < 2e-6, out
+
+
+class SortAlong(torch.nn.Module):
+    def forward(self, x):
+        return torch.sort(x, dim=0)[0], torch.topk(x.flatten(1), 2)[1]
+
+
+def sort_along():
+    return SortAlong()
+
+
+@pytest.mark.parametrize("shape, message", [
+    ("batch,4", "along an axis of batch elements (only a static size"),
+    ("2,3000", "along 3000 elements: the importer sorts by comparing every pair, at most 2048"),
+])
+def test_sorts_it_cannot_compose_are_clear_errors(tmp_path, shape, message):
+    from ait_build.errors import AitError
+    factory = "tests.importers.test_ordering:sort_along"
+    with pytest.raises(AitError, match=message.replace("(", r"\(")):
+        import_case((factory, [f"x:{shape}"], ["batch=1:4:2"] if "batch" in shape else [],
+                     None), tmp_path, "sort_along")
+
+
+def test_onnx_topk_and_reduce_prod_match_onnxruntime(tmp_path, build_spec):
+    """TopK (largest and smallest, another axis) and ReduceProd over two axes."""
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+    from test_activations import onnx_built
+
+    k3, k2 = (helper.make_tensor(f"k{k}", TensorProto.INT64, [1], [k]) for k in (3, 2))
+    axes = helper.make_tensor("axes", TensorProto.INT64, [2], [1, 3])
+    nodes = [helper.make_node("TopK", ["x", "k3"], ["top", "top_at"]),
+             helper.make_node("TopK", ["x", "k2"], ["low", "low_at"], axis=1, largest=0),
+             helper.make_node("ReduceProd", ["x", "axes"], ["prod"], keepdims=0)]
+    outs = [helper.make_tensor_value_info(name, kind, None) for name, kind in (
+        ("top", TensorProto.FLOAT), ("top_at", TensorProto.INT64), ("low", TensorProto.FLOAT),
+        ("low_at", TensorProto.INT64), ("prod", TensorProto.FLOAT))]
+    path, built, lib = onnx_built(tmp_path, build_spec, "topk", nodes, ["batch", 5, 3, 7], outs,
+                                  [k3, k2, axes])
+    feed = {"x": np.random.default_rng(4).standard_normal((2, 5, 3, 7)).astype(np.float32)}
+    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feed)
+    for got in (run_reference(built, feed), lib.run(feed)):
+        for out, expected in zip(built.outputs, want):
+            np.testing.assert_allclose(got[out], expected, rtol=2e-6, atol=0, err_msg=out)
