@@ -141,3 +141,91 @@ def nan_to_num(lower, x, nan: float, posinf: float | None, neginf: float | None)
     out = lower.where_(lower.binary("equal", x, -math.inf), -big if neginf is None else neginf,
                        out)
     return lower.where_(lower.binary("not_equal", x, x), float(nan), out)
+
+
+# -- inverse trigonometric and hyperbolic functions ---------------------------------------------
+# Written as atan, expm1 and log1p of arguments that lose no digits near the points where the
+# naive forms cancel (acos near 1, sinh and asinh near 0, atanh near +-1); out of the domain the
+# sqrt or log1p gives NaN, as PyTorch does. float32 error against PyTorch: a few 1e-7 relative.
+LN2 = math.log(2.0)
+BIG = 1e4  # asinh, acosh: above this, log(2x) (the dropped 1 / (4x^2) is below 1e-9)
+LARGE = 88.0  # sinh, cosh: above this (e^x near float32's overflow), e^x / 2 in halves
+
+
+def _odd(lower, x, magnitude):
+    """sign(x) * f(|x|) for an odd f given as f(|x|) (0 stays 0, NaN stays NaN)."""
+    return lower.binary("mul", lower.unary("sign", x), magnitude)
+
+
+def asin(lower, x):
+    """atan(x / sqrt((1 - x)(1 + x))): 1 - x and 1 + x are exact near x = 1 and -1; at
+    |x| = 1 the quotient is +-inf and atan gives +-pi/2."""
+    rest = lower.binary("mul", lower.binary("sub", 1.0, x), lower.binary("add", x, 1.0))
+    return lower.unary("atan", lower.binary("div", x, lower.unary("sqrt", rest)))
+
+
+def acos(lower, x):
+    """2 atan(sqrt((1 - x) / (1 + x))): pi/2 - asin(x) would lose the digits near x = 1."""
+    ratio = lower.binary("div", lower.binary("sub", 1.0, x), lower.binary("add", x, 1.0))
+    return lower.binary("mul", lower.unary("atan", lower.unary("sqrt", ratio)), 2.0)
+
+
+def _exp_halves_above(lower, a, near):
+    """e^a / 2 as e^(a/2) (e^(a/2) / 2) where a > LARGE (sinh(a) and cosh(a) there: finite
+    until e^a / 2 itself overflows), else `near`."""
+    h = lower.unary("exp", lower.binary("mul", a, 0.5))
+    far = lower.binary("mul", h, lower.binary("mul", h, 0.5))
+    return lower.where_(lower.binary("greater", a, LARGE), far, near)
+
+
+def sinh(lower, x):
+    """sign(x) (e + e / (e + 1)) / 2 with e = expm1(|x|) (exact near 0)."""
+    a = lower.unary("abs", x)
+    e = lower.unary("expm1", a)
+    near = lower.binary("mul", lower.binary(
+        "add", e, lower.binary("div", e, lower.binary("add", e, 1.0))), 0.5)
+    return _odd(lower, x, _exp_halves_above(lower, a, near))
+
+
+def cosh(lower, x):
+    """(e^|x| + e^-|x|) / 2."""
+    a = lower.unary("abs", x)
+    e = lower.unary("exp", a)
+    near = lower.binary("mul", lower.binary("add", e, lower.binary("div", 1.0, e)), 0.5)
+    return _exp_halves_above(lower, a, near)
+
+
+def _log_2x_above(lower, a, near):
+    """log(a) + log 2 where a > BIG (asinh(a) and acosh(a) there), else `near`."""
+    far = lower.binary("add", lower.unary("log", a), LN2)
+    return lower.where_(lower.binary("greater", a, BIG), far, near)
+
+
+def asinh(lower, x):
+    """sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))): log(|x| + sqrt(x^2 + 1)) without the
+    cancellation near 0."""
+    a = lower.unary("abs", x)
+    square = lower.binary("mul", a, a)
+    tail = lower.binary("div", square, lower.binary(
+        "add", lower.unary("sqrt", lower.binary("add", square, 1.0)), 1.0))
+    near = lower.unary("log1p", lower.binary("add", a, tail))
+    return _odd(lower, x, _log_2x_above(lower, a, near))
+
+
+def acosh(lower, x):
+    """log1p(t + sqrt(t) sqrt(t + 2)) with t = x - 1 (exact near 1); NaN below 1."""
+    t = lower.binary("sub", x, 1.0)
+    root = lower.binary("mul", lower.unary("sqrt", t), lower.unary("sqrt",
+                                                                   lower.binary("add", t, 2.0)))
+    return _log_2x_above(lower, x, lower.unary("log1p", lower.binary("add", t, root)))
+
+
+def atanh(lower, x):
+    """sign(x) log1p(2|x| / (1 - |x|)) / 2: of |x|, so 1 - |x| is exact near both ends."""
+    a = lower.unary("abs", x)
+    ratio = lower.binary("div", lower.binary("mul", a, 2.0), lower.binary("sub", 1.0, a))
+    return _odd(lower, x, lower.binary("mul", lower.unary("log1p", ratio), 0.5))
+
+
+INVERSE_AND_HYPERBOLIC = {"asin": asin, "acos": acos, "sinh": sinh, "cosh": cosh,
+                          "asinh": asinh, "acosh": acosh, "atanh": atanh}

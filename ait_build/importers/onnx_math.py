@@ -88,6 +88,12 @@ def _unary(t, node):
     return t.lower.unary(UNARY[node.op_type], t.tensor(node, 0))
 
 
+@handles(*(name.capitalize() for name in act.INVERSE_AND_HYPERBOLIC))
+def _inverse_and_hyperbolic(t, node):
+    """Asin, Acos, Sinh, Cosh, Asinh, Acosh, Atanh: the forms shared with torch.asin etc."""
+    return act.INVERSE_AND_HYPERBOLIC[node.op_type.lower()](t.lower, t.tensor(node, 0))
+
+
 @handles("IsInf")
 def _isinf(t, node):
     attrs, x = attributes(node), t.tensor(node, 0)
