@@ -1,7 +1,7 @@
 """ONNX operator -> our ops: one small handler per operator (or family), reading the node's
 inputs through the translator (from_onnx.py) and writing through Lower (lower.py). The handlers
 of shapes and indexing (Reshape, Gather, Range...) are in onnx_shapes.py, activations and rounding
-built from our ops in onnx_math.py, TopK in onnx_ordering.py; HANDLERS holds them all.
+built from our ops in onnx_math.py, TopK and the scatters in onnx_positional.py; HANDLERS holds them all.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ait_build.importers.einsum import einsum
 from ait_build.importers.graph import Value, registrar
 from ait_build.importers.recurrent import Cell, run_layers
 from ait_build.importers.onnx_math import HANDLERS as MATH
-from ait_build.importers.onnx_ordering import HANDLERS as ORDERING
+from ait_build.importers.onnx_positional import HANDLERS as POSITIONAL
 from ait_build.importers.onnx_shapes import HANDLERS as SHAPES
 from ait_build.importers.onnx_values import (Sizes, as_array, as_sizes, attributes, element_type,
                                              is_known, owner, size_div)
@@ -24,7 +24,7 @@ from ait_build.ir.dims import Dim
 from ait_build.ops.opdef import norm_axis
 from ait_build.ops.resize import CUBIC_COEFF
 
-HANDLERS: dict = {**SHAPES, **MATH, **ORDERING}
+HANDLERS: dict = {**SHAPES, **MATH, **POSITIONAL}
 handles = registrar(HANDLERS)
 
 

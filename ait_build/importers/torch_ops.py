@@ -17,14 +17,16 @@ from ait_build.importers.torch_layers import HANDLERS as LAYERS
 from ait_build.importers.torch_math import HANDLERS as MATH
 from ait_build.importers.torch_rearrange import HANDLERS as REARRANGE
 from ait_build.importers.torch_scans import HANDLERS as SCANS
+from ait_build.importers.torch_scatter import HANDLERS as SCATTER
 from ait_build.importers.torch_trig import HANDLERS as TRIG
 from ait_build.ir.dims import Dim, numel
 
-# with cumsum and diff (torch_scans.py); convolutions, recurrent layers, norms, pools, resizes
+# with the scans, products and sorts (torch_scans.py); convolutions, recurrent layers, norms, pools, resizes
 # and reductions (torch_layers.py); activations, rounding, statistics and masks (torch_math.py);
 # pixel and channel shuffles, rot90, Tensor.unfold (torch_rearrange.py); inverse trigonometric
-# and hyperbolic functions, atan2, cdist, bucketize (torch_trig.py)
-HANDLERS: dict = {**SCANS, **LAYERS, **MATH, **REARRANGE, **TRIG}
+# and hyperbolic functions, atan2, cdist, bucketize (torch_trig.py); scatter, index_put,
+# index_add (torch_scatter.py)
+HANDLERS: dict = {**SCANS, **LAYERS, **MATH, **REARRANGE, **TRIG, **SCATTER}
 handles = registrar(HANDLERS)
 
 

@@ -790,3 +790,33 @@ class _Ordering(nn.Module):
 
 def ordering():
     return _Ordering().eval()
+
+
+class _Scatters(nn.Module):
+    """Writes by position: masks set and added to, rows put by an index (repeated: the last
+    one wins), scatter and its reductions, index_add / index_copy / index_fill."""
+
+    def forward(self, x, ids):  # x [batch, 6, 5], ids [batch, 3] in [0, 5)
+        masked = x.clone()
+        masked[masked < 0] = 0.25
+        shifted = x.index_put((x > 1,), torch.tensor(1.0), accumulate=True)
+        rows = torch.tensor([4, 0, 4, -1])
+        put = x.clone()
+        put[:, rows] = x[:, :4] * 2
+        added = x.clone()
+        added[:, rows] += x[:, 1:5]
+        cols = ids[:, None, :].expand(-1, 6, -1)
+        src = x[:, :, :3] * 3
+        return (masked, shifted, put, added,
+                x.scatter(2, cols, src), x.scatter(2, cols, -2.0), x.scatter_add(2, cols, src),
+                x.scatter_reduce(2, cols, src, "amax"), x.scatter_reduce(2, cols, src, "amin"),
+                x.scatter_reduce(2, cols, src, "prod"),
+                x.scatter_reduce(2, cols, src, "mean", include_self=False),
+                x.scatter_reduce(2, cols, src, "sum", include_self=False),
+                x.index_add(1, rows % 6, x[:, :4], alpha=0.5),
+                x.index_copy(2, torch.tensor([3, 1]), x[:, :, :2]),
+                x.index_fill(1, torch.tensor([2, 5]), 7.0))
+
+
+def scatters():
+    return _Scatters().eval()

@@ -31,7 +31,8 @@ def test_torch_activations_match_pytorch(tmp_path, build_spec):
                 assert rel_error(got[out], expected) < 2e-6, (out, rel_error(got[out], expected))
 
 
-def onnx_built(tmp_path, build_spec, name: str, nodes, x_shape: list, outputs, initializers):
+def onnx_built(tmp_path, build_spec, name: str, nodes, x_shape: list, outputs, initializers,
+               dims=("batch=1:4:2",)):
     """(path, graph, cpu library) of an opset-18 ONNX file of `nodes` over one float input x."""
     import onnx
     from onnx import TensorProto, helper
@@ -46,7 +47,7 @@ def onnx_built(tmp_path, build_spec, name: str, nodes, x_shape: list, outputs, i
                               opset_imports=[helper.make_opsetid("", 18)])
     path = str(tmp_path / f"{name}.onnx")
     onnx.save(model, path)
-    graph = import_onnx(path, [], [parse_dim("batch=1:4:2")], name)
+    graph = import_onnx(path, [], [parse_dim(d) for d in dims], name)
     simplify(graph)
     spec, _, built = write_spec(graph, str(tmp_path / f"{name}.yaml"), "test import")
     return path, built, build_spec(spec, name=name)[0]

@@ -1,0 +1,83 @@
+"""ATen writes by position: scatter, scatter_add, scatter_reduce, index_put (x[mask] = v,
+x[index] = v, +=), index_add, index_copy, index_fill, built from our ops (scatter.py). The
+table joins torch_ops.HANDLERS."""
+
+from __future__ import annotations
+
+from ait_build.errors import AitError
+from ait_build.importers import scatter
+from ait_build.importers.graph import registrar
+from ait_build.importers.torch_args import arg
+from ait_build.importers.torch_args import key as _key
+from ait_build.ir.dims import Dim
+
+HANDLERS: dict = {}
+handles = registrar(HANDLERS)
+
+
+def _operand(t, value):
+    return t.tensor(value) if hasattr(value, "meta") else value
+
+
+@handles("aten.scatter.src", "aten.scatter.value", "aten.scatter.reduce",
+         "aten.scatter.value_reduce", "aten.scatter_add.default", "aten.scatter_reduce.two")
+def _scatter(t, node):
+    key = _key(node)
+    x, dim, index = t.tensor(node.args[0]), node.args[1], t.tensor(node.args[2])
+    src = _operand(t, node.args[3])
+    if key == "aten.scatter_add.default":
+        reduce, include_self = "sum", True
+    elif key == "aten.scatter_reduce.two":
+        reduce, include_self = node.args[4], bool(node.kwargs.get("include_self", True))
+    else:
+        reduce, include_self = arg(node, 4, "reduce"), True
+    if reduce not in scatter.REDUCTIONS:
+        raise AitError(f"{key} with reduce='{reduce}'")
+    return scatter.scatter_elements(t.lower, x, dim, index, src, reduce, include_self,
+                                    f"torch.{key.split('.')[1]}")
+
+
+@handles("aten.index_put.default")
+def _index_put(t, node):
+    """x[mask] = v (a mask over x's leading axes, v one value) and x[..., index, ...] = v
+    (one 1-d integer index, the other axes whole); with accumulate, +=."""
+    x, indices = t.tensor(node.args[0]), node.args[1]
+    values, accumulate = t.tensor(node.args[2]), bool(arg(node, 3, "accumulate", False))
+    given = [(axis, t.tensor(i)) for axis, i in enumerate(indices) if i is not None]
+    if len(given) != 1:
+        raise AitError("index_put with several index tensors (one is taken)")
+    ((axis, index),) = given
+    if index.dtype == "bool":
+        return _put_masked(t, x, axis, index, values, accumulate)
+    if index.rank != 1:
+        raise AitError(f"index_put with a {index.rank}-d index (a 1-d one is taken)")
+    return scatter.put_along(t.lower, x, axis, index, values, accumulate)
+
+
+def _put_masked(t, x, axis: int, mask, values, accumulate: bool):
+    """where(mask, v, x): v must be one value (or broadcast against x), not one per selected
+    element, whose count only the run knows."""
+    size = values.source_shape
+    if any(not d.is_static or d.value != 1 for d in size) and values.rank:
+        raise AitError("x[mask] = values with one value per selected element (their count is "
+                       "known only at run time; one value, or torch.where, is taken)")
+    lead = (Dim.of(1),) * axis
+    spread = t.lower.reshape(mask, lead + tuple(mask.source_shape) +
+                             (Dim.of(1),) * (x.rank - axis - mask.rank))
+    one = t.lower.reshape(values, (Dim.of(1),) * x.rank)
+    new = t.lower.binary("add", x, one) if accumulate else t.lower.cast(one, x.dtype)
+    return t.lower.where_(spread, new, x)
+
+
+@handles("aten.index_add.default", "aten.index_copy.default", "aten.index_fill.int_Scalar",
+         "aten.index_fill.int_Tensor")
+def _index_along(t, node):
+    key = _key(node)
+    x, dim, index = t.tensor(node.args[0]), node.args[1], t.tensor(node.args[2])
+    values = _operand(t, node.args[3])
+    if key.startswith("aten.index_add"):
+        alpha = node.kwargs.get("alpha", 1)
+        if alpha != 1:
+            values = t.lower.binary("mul", values, alpha)
+    return scatter.put_along(t.lower, x, dim, index, values, key.startswith("aten.index_add"),
+                             f"torch.{key.split('.')[1]}")
