@@ -370,8 +370,8 @@ def _upsample_antialiased(t, node):
 @handles("aten.amax.default", "aten.amin.default", "aten.max.dim", "aten.min.dim",
          "aten.max.default", "aten.min.default")
 def _extreme(t, node):
-    """torch.amax/amin, and max/min over a dim (their values; the indices cannot be read) or
-    over everything."""
+    """torch.amax/amin, and max/min over a dim (the values, and the first index of the extreme
+    where the model reads it) or over everything."""
     x = t.tensor(node.args[0])
     key = _key(node)
     if key.endswith(".dim"):
@@ -382,7 +382,10 @@ def _extreme(t, node):
         axes = list(arg(node, 1, "dim", []) or range(x.rank))
         keepdim = bool(arg(node, 2, "keepdim", False))
     out = (t.lower.max if "max" in key else t.lower.min)(x, axes, keepdim)
-    return [out, None] if key.endswith(".dim") else out
+    if not key.endswith(".dim"):
+        return out
+    read = any(user.args[1:2] == (1,) for user in node.users)  # the indices, by getitem
+    return [out, t.lower.argmax(x, axes[0], keepdim, smallest="min" in key) if read else None]
 
 
 @handles("aten.argmax.default", "aten.argmin.default")

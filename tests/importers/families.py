@@ -785,7 +785,7 @@ class _Ordering(nn.Module):
                 mid, mid_at, torch.argsort(x, dim=1, descending=True), stable, stable_at,
                 torch.prod(x, dim=-1), torch.prod(ints % 3 + 1, dim=1, keepdim=True),
                 torch.cumprod(x * 0.5 + 1, dim=1), running, running_at, falling, falling_at,
-                torch.median(x[0]))
+                torch.median(x[0]), torch.max(x, dim=1)[1], x.min(-1, keepdim=True)[1])
 
 
 def ordering():
