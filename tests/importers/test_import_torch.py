@@ -251,8 +251,9 @@ def test_argmax_and_a_row_gather_build_on_cpu(tmp_path, build_spec):
 
 def test_reading_the_indices_of_a_max_says_which_output(tmp_path):
     with pytest.raises(AitError) as info:
-        import_case(("tests.importers.zoo:max_indices", ["x:2,5"], [], None), tmp_path, "mi")
-    assert "output 1 of aten.max.dim is not translated" in str(info.value), str(info.value)
+        import_case(("tests.importers.zoo:max_indices", ["x:2,1,4,4"], [], None), tmp_path, "mi")
+    assert "output 1 of aten.max_pool2d_with_indices.default is not translated" in \
+        str(info.value), str(info.value)
     assert "not the indices" in str(info.value)
 
 
