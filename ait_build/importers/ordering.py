@@ -10,6 +10,7 @@ frontend's `Lower` first.
 from __future__ import annotations
 
 from ait_build.ir.dims import Dim
+from ait_build.ir.dtypes import FLOAT_DTYPES
 
 MAX_SORTED = 2048  # a row of N^2 pair comparisons: 4M elements at this size
 
@@ -38,16 +39,23 @@ def sorted_positions(lower, x, axis: int, count: int, descending: bool, what: st
     mine = lower.reshape(rows, lead + (size, one))  # x_i down the rows
     other = lower.reshape(rows, lead + (one, size))  # x_j along the columns
     beats = lower.binary("greater" if descending else "less", other, mine)
+    same = lower.binary("equal", other, mine)
+    if x.dtype in FLOAT_DTYPES:  # NaN counts as the largest value, equal to NaN (PyTorch's)
+        nan_other, nan_mine = (lower.binary("not_equal", v, v) for v in (other, mine))
+        first, second = (nan_other, nan_mine) if descending else (nan_mine, nan_other)
+        beats = lower.binary("logical_or", beats, lower.binary(
+            "logical_and", first, lower.unary("logical_not", second)))
+        same = lower.binary("logical_or", same, lower.binary("logical_and", nan_other, nan_mine))
     earlier = lower.binary("less", lower.reshape(lower.iota((size,), "int32"), (one, size)),
                            lower.reshape(lower.iota((size,), "int32"), (size, one)))
-    tie = lower.binary("logical_and", lower.binary("equal", other, mine), earlier)
+    tie = lower.binary("logical_and", same, earlier)
     ahead = lower.cast(lower.binary("logical_or", beats, tie), "int32")
     place = lower.sum(ahead, [x.rank], keepdim=False)  # [..., n]: where each element goes
     wanted = lower.reshape(lower.iota((Dim.of(count),), "int32"), (Dim.of(count), one))
     lands = lower.binary("equal", lower.reshape(place, lead + (one, size)), wanted)  # [.., k, n]
     source = lower.reshape(lower.iota((size,), "float32"), (one, size))
-    found = lower.max(lower.where_(lands, source, -1.0), [x.rank], keepdim=False)  # [..., k]
-    positions = lower.cast(found, "int64")
+    found = lower.max(lower.where_(lands, source, 0.0), [x.rank], keepdim=False)  # [..., k]
+    positions = lower.cast(found, "int64")  # every place has one element; 0 keeps reads inside
     return lower.transpose(positions, axis, last) if axis != last else positions
 
 

@@ -9,6 +9,7 @@ must be static, K * I at most MAX_PAIRS a row. Every function takes the frontend
 
 from __future__ import annotations
 
+from ait_build.importers import ordering
 from ait_build.ir.dims import Dim
 
 MAX_PAIRS = 1 << 22
@@ -51,7 +52,6 @@ def scatter_elements(lower, x, axis: int, index, src, reduce=None, include_self=
     ScatterElements, scatter_reduce's default) or, for sum, prod and mean, not: then x stays
     only where nothing hits. `src` a Value or a number. The index must match x outside `axis`;
     src may be larger (cut to the index)."""
-    from ait_build.importers import ordering
     axis %= x.rank
     last_axis = x.rank - 1
     for d in range(x.rank):

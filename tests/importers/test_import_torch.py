@@ -90,7 +90,7 @@ def test_unsupported_ops_are_listed_together_and_nothing_is_written(tmp_path):
         env=dict(os.environ, PYTHONPATH=ROOT))
     assert proc.returncode == 1, proc.stderr
     assert "4 operation(s) cannot be imported" in proc.stderr, proc.stderr
-    for op in ("aten.sort", "aten.cumprod", "aten.fft_fft", "aten.view_as_real"):
+    for op in ("aten.lgamma", "aten.digamma", "aten.fft_fft", "aten.view_as_real"):
         assert op in proc.stderr, proc.stderr
     assert "zoo.py:" in proc.stderr  # where in the source model
     assert os.listdir(tmp_path) == []

@@ -78,3 +78,23 @@ def test_onnx_topk_and_reduce_prod_match_onnxruntime(tmp_path, build_spec):
     for got in (run_reference(built, feed), lib.run(feed)):
         for out, expected in zip(built.outputs, want):
             np.testing.assert_allclose(got[out], expected, rtol=2e-6, atol=0, err_msg=out)
+
+
+class SortNaN(torch.nn.Module):
+    def forward(self, x):
+        return (*torch.sort(x, dim=-1), *torch.topk(x, 3), torch.argsort(x, descending=True))
+
+
+def sort_nan():
+    return SortNaN()
+
+
+def test_nan_sorts_as_the_largest_value_as_in_pytorch(tmp_path):
+    """NaN after every number ascending, first descending, NaNs in position order."""
+    factory = "tests.importers.test_ordering:sort_nan"
+    _, _, graph = import_case((factory, ["x:batch,7"], ["batch=1:4:2"], None), tmp_path, "nan")
+    x = np.array([[3, np.nan, -1, 2, np.nan, 2, 0], [np.nan, 1, 1, np.nan, -5, 4, 4]],
+                 np.float32)
+    got = run_reference(graph, {"x": x})
+    for out, expected in zip(graph.outputs, torch_outputs(factory, {"x": x})):
+        np.testing.assert_array_equal(got[out], expected, err_msg=out)

@@ -267,8 +267,8 @@ class Unsupported(nn.Module):
     """Four ATen operations without a translation, for the importers' report."""
 
     def forward(self, x):
-        y = torch.sort(x, dim=-1).values
-        return torch.cumprod(y, dim=-1) + torch.fft.fft(x).real  # fft_fft, view_as_real
+        y = torch.lgamma(x)
+        return torch.digamma(y) + torch.fft.fft(x).real  # fft_fft, view_as_real
 
 
 def unsupported():
