@@ -1,6 +1,7 @@
 """ATen writes by position: scatter, scatter_add, scatter_reduce, index_put (x[mask] = v,
-x[index] = v, +=), index_add, index_copy, index_fill, built from our ops (scatter.py). The
-table joins torch_ops.HANDLERS."""
+x[index] = v, +=), index_add, index_copy, index_fill, built from our ops (scatter.py); and
+embedding_bag over bags of one size (lookups reduced per bag). The table joins
+torch_ops.HANDLERS."""
 
 from __future__ import annotations
 
@@ -81,3 +82,47 @@ def _index_along(t, node):
             values = t.lower.binary("mul", values, alpha)
     return scatter.put_along(t.lower, x, dim, index, values, key.startswith("aten.index_add"),
                              f"torch.{key.split('.')[1]}")
+
+
+@handles("aten._embedding_bag.default", "aten._embedding_bag_forward_only.default",
+         "aten.embedding_bag.default", "aten.embedding_bag.padding_idx")
+def _embedding_bag(t, node):
+    """nn.EmbeddingBag over a 2-d input (bags of one size s: the offsets an arange of step s,
+    which F.embedding_bag writes): the rows looked up as [bags, s, D] and summed, averaged or
+    maxed over s; per-sample weights scale the rows (sum); rows at padding_idx count as absent."""
+    args = list(node.args) + [None] * (9 - len(node.args))
+    weight_arg, ids, offsets, mode, per_sample, last_offset, padding = (
+        args[0], t.tensor(args[1]), args[2], args[4] or 0, args[6], args[7], args[8])
+    step = _bag_size(offsets)
+    if step is None or last_offset:
+        raise AitError("embedding_bag with offsets given at run time (bags of varying sizes; "
+                       "a 2-d input, bags of one size, is taken)")
+    weight = t.weight_name(weight_arg)
+    rows = t.lower.gather(t.tensor(weight_arg), ids, 0) if weight is None else \
+        t.lower.embedding(ids, weight, t.weight_node_name(weight))
+    bags, width = t.dim(node.meta["val"][0].shape[0]), rows.source_shape[-1]
+    shape = (bags, Dim.of(step), Dim.of(1))
+    rows = t.lower.reshape(rows, (bags, Dim.of(step), width))
+    if per_sample is not None:
+        rows = t.lower.binary("mul", rows, t.lower.reshape(t.tensor(per_sample), shape))
+    if padding is not None and padding >= 0:
+        if mode == 2:
+            raise AitError("embedding_bag by max with a padding_idx")
+        present = t.lower.cast(t.lower.reshape(t.lower.binary("not_equal", ids, int(padding)),
+                                               shape), rows.dtype)
+        rows = t.lower.binary("mul", rows, present)
+        if mode == 1:  # the mean over the rows present; an empty bag gives zeros
+            count = t.lower.binary("maximum", t.lower.sum(present, [1], False), 1.0)
+            return [t.lower.binary("div", t.lower.sum(rows, [1], False), count), None, None, None]
+    reduce = (t.lower.sum, t.lower.mean, t.lower.max)[mode]
+    return [reduce(rows, [1], False), None, None, None]
+
+
+def _bag_size(offsets):
+    """s where the offsets are the FX node arange(0, end, s), else None."""
+    target = str(getattr(offsets, "target", ""))
+    if target not in ("aten.arange.start_step", "aten.arange.default", "aten.arange.start"):
+        return None
+    start = 0 if target == "aten.arange.default" else offsets.args[0]
+    step = offsets.args[2] if target == "aten.arange.start_step" else 1
+    return step if start == 0 and isinstance(step, int) else None

@@ -820,3 +820,23 @@ class _Scatters(nn.Module):
 
 def scatters():
     return _Scatters().eval()
+
+
+class _Bags(nn.Module):
+    """nn.EmbeddingBag over bags of one size: sum, mean (with a padding index) and max, and
+    per-sample weights."""
+
+    def __init__(self):
+        super().__init__()
+        _seeded(43)
+        self.total = nn.EmbeddingBag(20, 6, mode="sum")
+        self.mean = nn.EmbeddingBag(20, 6, mode="mean", padding_idx=3)
+        self.most = nn.EmbeddingBag(20, 6, mode="max")
+
+    def forward(self, ids, weights):  # ids [batch, 5] in [0, 20), weights [batch, 5]
+        return (self.total(ids), self.mean(ids), self.most(ids),
+                self.total(ids, per_sample_weights=weights))
+
+
+def bags():
+    return _Bags().eval()

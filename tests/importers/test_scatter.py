@@ -82,3 +82,37 @@ def test_onnx_scatters_match_onnxruntime(tmp_path, build_spec):
         for out, expected, node in zip(built.outputs, want, nodes):
             np.testing.assert_allclose(got[out], expected, rtol=1e-6, atol=1e-6,
                                        err_msg=f"{node.op_type} {node.output[0]}")
+
+
+def test_embedding_bags_of_one_size_match_pytorch(tmp_path, build_spec):
+    case = "tests.importers.families:bags"
+    spec, _, graph = import_case((case, ["ids:batch,5:int64", "weights:batch,5"],
+                                  ["batch=1:4:2"], None), tmp_path, "bags")
+    model, _, _ = build_spec(spec, name="bags")
+    rng = np.random.default_rng(8)
+    ids = rng.integers(0, 20, (3, 5)).astype(np.int64)
+    ids[0], ids[1, 1] = 3, 3  # a bag of padding only (mean: zeros), one padded entry
+    inputs = {"ids": ids, "weights": rng.standard_normal((3, 5)).astype(np.float32)}
+    want = torch_outputs(case, inputs)
+    for got in (run_reference(graph, inputs), model.run(inputs)):
+        for out, expected in zip(graph.outputs, want):
+            assert rel_error(got[out], expected) < 2e-6, (out, rel_error(got[out], expected))
+
+
+class RaggedBags(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bag = torch.nn.EmbeddingBag(10, 4)
+
+    def forward(self, ids, offsets):
+        return self.bag(ids, offsets)
+
+
+def ragged_bags():
+    return RaggedBags()
+
+
+def test_bags_of_run_time_sizes_are_a_clear_error(tmp_path):
+    with pytest.raises(AitError, match="offsets given at run time"):
+        import_case(("tests.importers.test_scatter:ragged_bags",
+                     ["ids:12:int64", "offsets:3:int64"], [], None), tmp_path, "ragged")
