@@ -1,6 +1,6 @@
 """The importers' compositions on a GPU: the activations, rounding, statistics, masks,
 rearrangements, integer division, several-tensor indexing, grid sampling, attention over
-other ranks, a conv added to its own input, sorting and scatters (tests/importers/families.py,
+other ranks, a conv added to its own input, sorting, scatters and embedding bags (tests/importers/families.py,
 checked on cpu by tests/importers) imported in
 float32, built for h200 and compared with the PyTorch module: floats within 1e-5 of the largest
 output (the h200 float32 GEMMs run as 3xTF32), integers exactly."""
@@ -45,6 +45,9 @@ CASES = {  # name -> (--input texts, the feed at batch 3)
     "scatters": (["x:batch,6,5", "ids:batch,3:int64"], lambda rng: {
         "x": (rng.standard_normal((3, 6, 5)) * 2).astype(np.float32),
         "ids": rng.integers(0, 5, (3, 3)).astype(np.int64)}),
+    "bags": (["ids:batch,5:int64", "weights:batch,5"], lambda rng: {
+        "ids": rng.integers(0, 20, (3, 5)).astype(np.int64),
+        "weights": rng.standard_normal((3, 5)).astype(np.float32)}),
 }
 
 
