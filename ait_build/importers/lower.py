@@ -344,14 +344,19 @@ class Lower(ShapeLowering):
         else of [outer, count, 1, inner] (torch.amax, max(dim) values, adaptive max pooling to
         size 1, ONNX ReduceMax)."""
         axes = sorted(norm_axis(a, x.rank) for a in axes)
+        if len(axes) == 1 and not x.source_shape[axes[0]].is_static:
+            # a size only the run knows (GPT-OSS's scores and sink column): a running max along
+            # the axis as it lies, its last element
+            top = self.slice(self.scan(x, axes[0], "maximum"), axes[0], -1, None)
+            return top if keepdim else self.reshape(top, tuple(
+                d for i, d in enumerate(x.source_shape) if i != axes[0]) or (Dim.of(1),))
         if x.rank == 4 and axes == [2, 3] and all(d.is_static for d in x.source_shape[2:]):
             window = [d.value for d in x.source_shape[2:]]
             pooled = self.pool("max_pool2d", x, window, window, 0)
             return pooled if keepdim else self.reshape(pooled, tuple(x.source_shape[:2]))
         def window(grid, count):  # one max_pool2d window over the whole count
-            if not count.is_static:
-                self.fail(f"a max over {count} elements (only a static number: give those "
-                          "sizes as numbers in --input)")
+            if not count.is_static:  # a count only the run knows: a running max, its last
+                return self.slice(self.scan(grid, 1, "maximum"), 1, -1, None)
             return self.emit("max_pool2d", [grid], {"kernel": [count.value, 1]})
 
         pooled, out = self._over_rows(x, axes, keepdim, "max", window)
@@ -385,11 +390,12 @@ class Lower(ShapeLowering):
         the sum stays below 2^24."""
         axes = [norm_axis(a, x.rank) for a in axes]
         count = numel(x.source_shape[a] for a in axes)
-        if not count.is_static:
-            self.fail(f"a sum over {count} elements (only a static number)")
         if x.dtype not in FLOAT_DTYPES:
             total = self.sum(self.cast(x, "float32"), axes, keepdim)
             return self.cast(self.unary("round", total), x.dtype)
+        if not count.is_static:  # the count at run time (a sum over the batch, batch*seq tokens)
+            return self.binary("mul", self.mean(x, axes, keepdim),
+                               self.size_value(count, x.dtype))
         return self.binary("mul", self.mean(x, axes, keepdim), float(count.value))
 
     def vector_norm(self, x: Value, order, axes, keepdim: bool) -> Value:

@@ -199,11 +199,13 @@ class ShapeLowering:
         doubling: x op itself shifted by 1, 2, 4... places until the shift reaches the axis's
         largest size, log2(size) elementwise steps (cumsum, cumprod, cummax, cummin). Sums and
         products shift in 0s and 1s; the running max and min shift in copies of the end
-        element (already in every prefix, and no infinity to write), which takes a static
-        size."""
+        element (already in every prefix, and no infinity to write) over a static size, else
+        the dtype's most negative (positive) finite value."""
         axis %= x.rank
         largest = x.source_shape[axis].eval({n: r[1] for n, r in self.g.dims.items()})
         fill = {"add": 0.0, "mul": 1.0}.get(op)
+        if fill is None and not x.source_shape[axis].is_static:
+            fill = _extreme_finite(x.dtype, lowest=op == "maximum")
         shift = 1
         while shift < largest:
             x = self.binary(op, x, self._shifted(x, axis, shift, reverse, fill))
@@ -335,6 +337,8 @@ class ShapeLowering:
         return self.g.relabel(heads, (0, 2, 1, 3))  # the source's [b, h, s, d]
 
     def iota(self, shape: tuple, dtype: str, start=0, step=1) -> Value:
+        if len(shape) == 1 and dim_attr(Dim.of(shape[0])) is None:
+            return self._flat_iota(Dim.of(shape[0]), dtype, start, step)
         attrs = {"shape": [shape_attr((d,), (d,))[0] for d in shape], "dtype": dtype}
         if start:
             attrs["start"] = start
@@ -342,17 +346,44 @@ class ShapeLowering:
             attrs["step"] = step
         return self.emit("iota", [], attrs)
 
+    def _flat_iota(self, size: Dim, dtype: str, start, step) -> Value:
+        """start, start + step, ... over a product of dims (k*dim, batch*seq: an iota's shape
+        holds dim names, not products): the row-major index of a [k, batch, seq] grid, flat."""
+        if len(size.terms) != 1:
+            self.fail(f"positions over {size} (a product of dims is taken)")
+        names, k = size.terms[0]
+        grid = ([k] if k != 1 else []) + list(names)
+        total = stride = None
+        for axis in reversed(range(len(grid))):
+            part = self.emit("iota", [], {"shape": grid, "axis": axis, "step": step,
+                                          "dtype": dtype})
+            total = part if stride is None else self.binary(
+                "add", total, self.binary("mul", part, stride))
+            extent = self.size_value(Dim.of(grid[axis]), dtype)
+            stride = extent if stride is None else self.binary("mul", stride, extent)
+        flat = self.reshape(total, (size,))
+        return self.binary("add", flat, start) if start else flat
+
     def size_value(self, size: Dim, dtype: str) -> Value:
-        """A one-element tensor holding `size` at run time, linear in one dim (a*dim + b): the
-        last element of the iota b + a, b + 2a, ... over the dim."""
+        """A one-element tensor holding `size` at run time: linear in one dim (a*dim + b), the
+        last element of the iota b + a, b + 2a, ... over the dim; otherwise a sum of products
+        of such (batch*seq)."""
         if size.is_static:
             return self.number(size.value, dtype)
         (name, *more) = size.symbols
-        b = size.eval({name: 0})
-        a = size.eval({name: 1}) - b
-        if more or size.eval({name: 2}) != b + 2 * a:
-            self.fail(f"the size {size} read as a tensor (a size linear in one dim is taken)")
-        return self.slice(self.iota((Dim.of(name),), dtype, b + a, a), 0, -1, None)
+        if not more:
+            b = size.eval({name: 0})
+            a = size.eval({name: 1}) - b
+            if size.eval({name: 2}) == b + 2 * a:
+                return self.slice(self.iota((Dim.of(name),), dtype, b + a, a), 0, -1, None)
+        # products of dims (batch*seq tokens): each term a product of its dims' values
+        total = None
+        for names, coeff in size.terms:
+            term = self.number(coeff, dtype)
+            for n in names:
+                term = self.binary("mul", term, self.size_value(Dim.of(n), dtype))
+            total = term if total is None else self.binary("add", total, term)
+        return total
 
     def fill(self, shape: tuple, value, dtype: str) -> Value:
         shape = tuple(Dim.of(d) for d in shape)
@@ -365,6 +396,13 @@ class ShapeLowering:
         if dtype != self.g.dtype:
             attrs["dtype"] = dtype
         return self.emit("constant", [], attrs, hint="constant")
+
+
+def _extreme_finite(dtype: str, lowest: bool) -> float:
+    """The most negative (lowest) or most positive finite value of float32 (a float16 or
+    bfloat16 tensor reads it as its infinity, as harmless in a max) or of an integer dtype."""
+    value = {"int32": 2.0 ** 31 - 1, "int64": 2.0 ** 63 - 1024}.get(dtype, 3.4028234663852886e38)
+    return -value if lowest else value
 
 
 def lean(attrs: dict, defaults: dict) -> dict:

@@ -1,8 +1,8 @@
 """Sorting, selection and products along one axis, written with our ops and shared by both
 importers (torch.sort/topk/kthvalue/median, ONNX TopK; torch.prod, cumprod, cummax, ONNX
 ReduceProd). No kernel of ours sorts: the order comes from comparing every pair along the axis,
-which is exact and runs on every backend, at N^2 elements a row, so the axis must have a static
-size of at most MAX_SORTED. These axes are short in models (the experts of a mixture-of-experts
+which is exact and runs on every backend, at N^2 elements a row, so the axis may be at most
+MAX_SORTED long (at the largest size its dims allow). These axes are short in models (the experts of a mixture-of-experts
 router, detection scores after a pre-selection, a token's candidates). Every function takes the
 frontend's `Lower` first.
 """
@@ -15,27 +15,26 @@ from ait_build.ir.dtypes import FLOAT_DTYPES
 MAX_SORTED = 2048  # a row of N^2 pair comparisons: 4M elements at this size
 
 
-def _static_length(lower, x, axis: int, what: str) -> int:
+def _length(lower, x, axis: int, what: str) -> Dim:
+    """The axis's size (a number or a dim), at most MAX_SORTED at the largest the dims allow."""
     n = x.source_shape[axis]
-    if not n.is_static:
-        lower.fail(f"{what} along an axis of {n} elements (only a static size: give it as a "
-                   "number in --input)")
-    if n.value > MAX_SORTED:
-        lower.fail(f"{what} along {n.value} elements: the importer sorts by comparing every "
-                   f"pair, at most {MAX_SORTED} elements")
-    return n.value
+    largest = n.eval({name: r[1] for name, r in lower.g.dims.items()})
+    if largest > MAX_SORTED:
+        lower.fail(f"{what} along {n} elements (up to {largest}): the importer sorts by "
+                   f"comparing every pair, at most {MAX_SORTED}")
+    return n
 
 
-def sorted_positions(lower, x, axis: int, count: int, descending: bool, what: str = "a sort"):
+def sorted_positions(lower, x, axis: int, count, descending: bool, what: str = "a sort"):
     """int64 positions along `axis` of the first `count` elements of x in sorted order (ties in
     position order, as a stable sort leaves them): element i goes to place
     #{j: x_j before x_i} + #{j < i: x_j == x_i}, and place r reads the i that went there."""
     axis %= x.rank
-    n = _static_length(lower, x, axis, what)
+    size = _length(lower, x, axis, what)
     last = x.rank - 1
     rows = lower.transpose(x, axis, last) if axis != last else x  # the axis last: [..., n]
     lead = tuple(rows.source_shape[:-1])
-    one, size = Dim.of(1), Dim.of(n)
+    one = Dim.of(1)
     mine = lower.reshape(rows, lead + (size, one))  # x_i down the rows
     other = lower.reshape(rows, lead + (one, size))  # x_j along the columns
     beats = lower.binary("greater" if descending else "less", other, mine)
@@ -64,7 +63,7 @@ def sort(lower, x, axis: int, descending: bool, count: int | None = None,
     """(values, int64 indices) of the first `count` (default all) elements of x sorted along
     `axis`; the values gathered, so exact in every dtype."""
     axis %= x.rank
-    n = _static_length(lower, x, axis, what)
+    n = _length(lower, x, axis, what)
     positions = sorted_positions(lower, x, axis, n if count is None else count, descending, what)
     return lower.gather_elements(x, positions, axis), positions
 

@@ -3,13 +3,14 @@ scatter_add and scatter_reduce (ONNX ScatterElements), and x[index] = values, in
 accumulate, index_add and index_copy (ONNX ScatterND along leading axes). No kernel of ours
 scatters: each target place compares its position with every index along the axis (a [K, I]
 table a row, exact), takes the last index that hits it (PyTorch's CPU order where indices
-repeat) or combines all of them, and keeps x where none does. So the axis and the index count
-must be static, K * I at most MAX_PAIRS a row. Every function takes the frontend's `Lower`.
+repeat) or combines all of them, and keeps x where none does: K * I at most MAX_PAIRS a row, at
+the largest sizes the dims allow. Every function takes the frontend's `Lower`.
 """
 
 from __future__ import annotations
 
 from ait_build.importers import ordering
+from ait_build.importers.graph import dim_attr
 from ait_build.ir.dims import Dim
 
 MAX_PAIRS = 1 << 22
@@ -19,20 +20,19 @@ REDUCTIONS = {None: None, "none": None, "sum": "sum", "add": "sum", "prod": "pro
 
 
 def _pairs(lower, target: Dim, count: Dim, what: str) -> None:
-    for size in (target, count):
-        if not size.is_static:
-            lower.fail(f"{what} with {size} places or indices along its axis (only static "
-                       "sizes: give them as numbers in --input)")
-    if target.value * count.value > MAX_PAIRS:
-        lower.fail(f"{what} of {count.value} indices into {target.value} places: the importer "
-                   f"compares every pair, at most {MAX_PAIRS}")
+    """At most MAX_PAIRS place-index pairs a row, at the largest sizes the dims allow."""
+    largest = {n: r[1] for n, r in lower.g.dims.items()}
+    if target.eval(largest) * count.eval(largest) > MAX_PAIRS:
+        lower.fail(f"{what} of {count} indices into {target} places: the importer compares "
+                   f"every pair, at most {MAX_PAIRS}")
 
 
 def _hits(lower, index, target: Dim):
     """bool [..., K, I]: place k along the last axis is where index i (taken modulo K: a
     negative one counts from the end) points."""
     lead, count, one = tuple(index.source_shape[:-1]), index.source_shape[-1], Dim.of(1)
-    index = lower.remainder(lower.cast(index, "int64"), target.value)
+    size = target.value if target.is_static else lower.size_value(target, "int64")
+    index = lower.remainder(lower.cast(index, "int64"), size)
     places = lower.reshape(lower.iota((target,), "int64"), (target, one))
     return lower.binary("equal", lower.reshape(index, lead + (one, count)), places)
 
@@ -70,7 +70,7 @@ def scatter_elements(lower, x, axis: int, index, src, reduce=None, include_self=
         src = lower.cast(src, x.dtype)
         for d in range(x.rank):
             if src.source_shape[d] != index.source_shape[d]:
-                src = lower.slice(src, d, 0, index.source_shape[d].value)
+                src = lower.slice(src, d, 0, dim_attr(index.source_shape[d]))
         spread = lower.reshape(moved(src), lead + (one, count))  # [..., 1, I]
     else:
         spread = src

@@ -99,7 +99,17 @@ def _unary(t, node):
     op, x = UNARY[_key(node)], t.tensor(node.args[0])
     if op in FLOAT_ONLY:  # PyTorch computes these of an int tensor in the default float type
         x = t.lower.cast(x, t.dtype(node))
+    if _key(node) == "aten.logical_not.default":
+        x = _truth(t, x)
     return t.lower.unary(op, x)
+
+
+def _truth(t, value):
+    """A logical op's operand as bool: torch.logical_* read any nonzero number as true
+    (LongT5 ands int64 attention masks)."""
+    if isinstance(value, Value) and value.dtype != "bool":
+        return t.lower.binary("not_equal", value, 0)
+    return value
 
 
 @handles("aten.gelu.default")
@@ -173,7 +183,7 @@ def _binary(t, node):
     if op in ("logical_and", "logical_or"):
         if dtype != "bool":
             raise AitError("bitwise operations on integers are not supported")
-        return t.lower.binary(op, a, b)
+        return t.lower.binary(op, _truth(t, a), _truth(t, b))
     if op in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
         return t.lower.binary(op, a, b)
     return t.lower.binary(op, a, b, dtype)
@@ -405,16 +415,20 @@ def _slice(t, node):
     axis = arg(node, 1, "dim", 0)
     start, end = arg(node, 2, "start"), arg(node, 3, "end")
     step = arg(node, 4, "step", 1)
-    start = _bound(t, start)
-    end = None if end is None or (isinstance(end, int) and end >= 2**62) else _bound(t, end)
+    size = x.source_shape[axis % x.rank]
+    start = _bound(t, start, size)
+    end = None if end is None or (isinstance(end, int) and end >= 2**62) else \
+        _bound(t, end, size)
     return t.lower.slice(x, axis, start, end, step)
 
 
-def _bound(t, value):
+def _bound(t, value, size: Dim | None = None):
     if value is None or isinstance(value, int):
         return value
     d = t.dim(value.meta["val"])
     simple = dim_attr(d)
+    if simple is None and size is not None and all(c < 0 for _, c in d.terms):
+        simple = dim_attr(d + size)  # from the end: x[:, -seq:] on an axis of seq
     if simple is None:
         raise AitError(f"a slice bound '{d}' that is a product of dims")
     return simple
@@ -584,6 +598,8 @@ def _arange(t, node):
             not hasattr(start, "meta"):
         raise AitError("arange with a start or step computed at run time")
     shape = t.shape(node)
+    if isinstance(start, (int, float)) and not _plain_size(shape[0]):  # batch*seq positions
+        return t.lower.iota(shape, t.dtype(node), start, step)
     if isinstance(start, (int, float)):
         value = t.lower.iota(shape, t.dtype(node), start, step)
         t.iota[node] = (shape[0], 0)
@@ -595,29 +611,26 @@ def _arange(t, node):
     return t.lower.binary("add", _positions(t, shape[0], dtype, step), first)
 
 
+def _plain_size(size: Dim) -> bool:
+    """A size an op's shape attribute can hold: a number or one dim name."""
+    return size.is_static or len(size.terms) == 1 and size.terms[0][1] == 1 and \
+        len(size.terms[0][0]) == 1
+
+
 def _positions(t, size: Dim, dtype: str, step):
-    """0, step, 2 step, ... over `size`: an iota, or over k*dim (an iota's shape holds dim
-    names) the index r*dim + c of a [k, dim] grid, flattened."""
-    if size.is_static or len(size.terms) == 1 and size.terms[0][1] == 1 and \
-            len(size.terms[0][0]) == 1:
-        return t.lower.iota((size,), dtype, 0, step)
-    if len(size.terms) != 1 or len(size.terms[0][0]) != 1:
-        raise AitError(f"arange over {size} positions (a multiple of one dim is taken)")
-    ((name,), k), d = size.terms[0], Dim.of(size.terms[0][0][0])
-    cols = t.lower.emit("iota", [], {"shape": [k, name], "axis": 1, "step": step,
-                                     "dtype": dtype})
-    rows = t.lower.emit("iota", [], {"shape": [k, name], "axis": 0, "step": step,
-                                     "dtype": dtype})
-    rows = t.lower.binary("mul", rows, t.lower.size_value(d, dtype))
-    return t.lower.reshape(t.lower.binary("add", rows, cols), (size,))
+    """0, step, 2 step, ... over `size` (a product of dims too: Lower.iota)."""
+    return t.lower.iota((size,), dtype, 0, step)
 
 
 @handles("aten.full.default", "aten.zeros.default", "aten.ones.default", "aten.new_zeros.default",
          "aten.new_ones.default", "aten.new_full.default", "aten.zeros_like.default",
-         "aten.ones_like.default", "aten.full_like.default", "aten.scalar_tensor.default")
+         "aten.ones_like.default", "aten.full_like.default", "aten.scalar_tensor.default",
+         "aten.empty.memory_format", "aten.empty_like.default", "aten.new_empty.default")
 def _full(t, node):
+    """Filled tensors; torch.empty* as zeros (what they hold is unspecified, and models
+    overwrite it: MoE's inverse permutation, DeepSeek-V3's concat written as two copies)."""
     key = _key(node)
-    if "zeros" in key:
+    if "zeros" in key or "empty" in key:
         value = 0
     elif "ones" in key:
         value = 1

@@ -1,9 +1,9 @@
 """ATen ops along one axis: the scans (cumsum and its inverse diff, cumprod, cummax, cummin),
-products, sorting and selection (sort, argsort, topk, kthvalue, median). transformers' masks use
-cumsum and diff (GPT-2 tells packed sequences apart by `(diff(position_ids, prepend=first - 1)
-!= 1).cumsum(-1)`), routers and post-processing sort short axes; all are written with existing
-elementwise, copy and reduction ops (Lower.scan, ordering.py) rather than as kernels of their
-own. The table joins torch_ops.HANDLERS.
+products, sorting and selection (sort, argsort, topk, kthvalue, median), histograms (histc).
+transformers' masks use cumsum and diff (GPT-2 tells packed sequences apart by
+`(diff(position_ids, prepend=first - 1) != 1).cumsum(-1)`), routers count and sort short axes;
+all are written with existing elementwise, copy and reduction ops (Lower.scan, ordering.py)
+rather than as kernels of their own. The table joins torch_ops.HANDLERS.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from ait_build.importers import ordering
 from ait_build.importers.graph import registrar
 from ait_build.importers.torch_args import arg
 from ait_build.importers.torch_args import key as _key
+from ait_build.ir.dims import Dim
 
 HANDLERS: dict = {}
 handles = registrar(HANDLERS)
@@ -74,8 +75,7 @@ def _sort(t, node):
         dim, descending = 0, False
     what = f"torch.{key.split('.')[1]}"
     if key.startswith("aten.argsort"):
-        count = x.source_shape[dim % x.rank]
-        return ordering.sorted_positions(t.lower, x, dim, count.value if count.is_static else 0,
+        return ordering.sorted_positions(t.lower, x, dim, x.source_shape[dim % x.rank],
                                          bool(descending), what)
     values, indices = ordering.sort(t.lower, x, dim, bool(descending), what=what)
     return values if key.startswith("aten.msort") else [values, indices]
@@ -97,14 +97,47 @@ def _kth(t, node):
     key, x = _key(node), t.tensor(node.args[0])
     if key == "aten.median.default":  # of everything: the value alone, one element
         x = t.lower.flat(x)
-        n = x.source_shape[0]
-        rank = (n.value - 1) // 2 if n.is_static else 0
-        return ordering.pick(t.lower, x, 0, rank, True, "torch.median")[0]
+        return ordering.pick(t.lower, x, 0, _middle(x.source_shape[0]), True, "torch.median")[0]
     if key.startswith("aten.kthvalue"):
         dim, keepdim = arg(node, 2, "dim", -1), bool(arg(node, 3, "keepdim", False))
         rank = int(node.args[1]) - 1
     else:
         dim, keepdim = node.args[1], bool(arg(node, 2, "keepdim", False))
-        n = x.source_shape[dim % x.rank]
-        rank = (n.value - 1) // 2 if n.is_static else 0
+        rank = _middle(x.source_shape[dim % x.rank])
     return list(ordering.pick(t.lower, x, dim, rank, keepdim, f"torch.{key.split('.')[1]}"))
+
+
+@handles("aten.histc.default")
+def _histc(t, node):
+    """torch.histc: counts of x's elements in `bins` equal bins over [min, max] (the last bin
+    takes max itself; others outside are not counted), PyTorch's bin (x - min) * bins /
+    (max - min) truncated; min = max = 0 takes x's own extremes. Each element compared with
+    every bin ([N, bins]) and the matches summed (MoE routers count tokens per expert so)."""
+    x = t.lower.flat(t.tensor(node.args[0]))
+    bins = int(arg(node, 1, "bins", 100))
+    lo, hi = float(arg(node, 2, "min", 0)), float(arg(node, 3, "max", 0))
+    low = high = None
+    if lo == hi == 0:
+        low, high = t.lower.min(x, [0], True), t.lower.max(x, [0], True)
+    elif lo == hi:
+        lo, hi = lo - 1, hi + 1  # PyTorch widens an empty range
+    low = t.lower.number(lo, x.dtype) if low is None else low
+    high = t.lower.number(hi, x.dtype) if high is None else high
+    spot = t.lower.unary("floor", t.lower.binary(
+        "div", t.lower.binary("mul", t.lower.binary("sub", x, low), float(bins)),
+        t.lower.binary("sub", high, low)))
+    spot = t.lower.binary("minimum", spot, float(bins - 1))  # max itself: the last bin
+    inside = t.lower.binary("logical_and", t.lower.binary("greater_equal", x, low),
+                            t.lower.binary("less_equal", x, high))
+    size = x.source_shape[0]
+    one, count = Dim.of(1), Dim.of(bins)
+    table = t.lower.reshape(t.lower.iota((count,), x.dtype), (one, count))
+    hits = t.lower.binary("logical_and", t.lower.binary(
+        "equal", t.lower.reshape(spot, (size, one)), table), t.lower.reshape(inside, (size, one)))
+    return t.lower.cast(t.lower.sum(t.lower.cast(hits, "int32"), [0], keepdim=False), x.dtype)
+
+
+def _middle(n) -> int:
+    if not n.is_static:
+        raise AitError(f"a median of {n} elements (its place in the order must be static)")
+    return (n.value - 1) // 2

@@ -840,3 +840,52 @@ class _Bags(nn.Module):
 
 def bags():
     return _Bags().eval()
+
+
+class _RunTimeCounts(nn.Module):
+    """Sizes only the run knows, from the fourth transformers sweep: sums over the batch (the
+    time-series models' mean scaler) and over batch*seq tokens (JetMoE's expert sizes), an
+    arange over batch*seq (MoE's inverse permutation), logical ops of int64 masks (LongT5), a
+    slice from -seq (XLM), torch.empty filled by copies (DeepSeek-V3), histc and the inverse of
+    a sort over batch*seq tokens (routers), maxes over batch*seq and over seq (GPT-OSS)."""
+
+    def forward(self, x, mask):  # x [batch, seq, 4], mask [batch, seq] int64
+        scale = x.sum(0) / torch.clamp((x != 0).float().sum(0), min=1)
+        sizes = (x > 0).long().flatten(0, 1).sum(0)
+        flat = x[..., 0].flatten() + torch.arange(x.size(0) * x.size(1))
+        both = torch.logical_and(mask.unsqueeze(-1), mask.unsqueeze(-2)).float()
+        either = torch.logical_or(mask, torch.logical_not(mask)).float()
+        tail = x[:, -x.size(1):] * 2
+        k = x.new_empty(*x.shape[:-1], 6)
+        k[..., :4].copy_(x)
+        k[..., 4:].copy_(x[..., :2])
+        bins = torch.histc(x[0, 0] * 2, bins=5, min=-2, max=2)
+        perm = torch.argsort(x[..., 1].flatten())  # MoE's token order, and its inverse
+        inverse = torch.empty_like(perm)
+        inverse[perm] = torch.arange(perm.size(0))
+        return (scale, sizes, flat, both, either, tail, k, bins,
+                torch.histc(x[0, 0], bins=3), perm, inverse, x.amax(dim=(0, 1)),
+                x - x.max(dim=1, keepdim=True).values)
+
+
+def run_time_counts():
+    return _RunTimeCounts().eval()
+
+
+class _GroupedExperts(nn.Module):
+    """transformers' grouped matmul of a mixture of experts (its default expert path): rows
+    sorted by expert, offs the cumulative row counts (an expert with no rows included)."""
+
+    def __init__(self):
+        super().__init__()
+        import transformers.integrations.moe  # noqa: F401  registers torch.ops.transformers
+        _seeded(44)
+        self.weight = nn.Parameter(torch.randn(4, 16, 8) * 0.25)
+        self.register_buffer("offs", torch.tensor([2, 2, 7, 9], dtype=torch.int32))
+
+    def forward(self, x):  # [9, 16]
+        return torch.ops.transformers.grouped_mm_fallback(x, self.weight, self.offs)
+
+
+def grouped_experts():
+    return _GroupedExperts().eval()

@@ -44,40 +44,27 @@ def sort_along():
     return SortAlong()
 
 
-@pytest.mark.parametrize("shape, message", [
-    ("batch,4", "along an axis of batch elements (only a static size"),
-    ("2,3000", "along 3000 elements: the importer sorts by comparing every pair, at most 2048"),
+@pytest.mark.parametrize("shape, dims, message", [
+    ("batch,4", ["batch=1:4096:2"], "along batch elements (up to 4096): the importer sorts by "
+     "comparing every pair, at most 2048"),
+    ("2,3000", [], "along 3000 elements (up to 3000)"),
 ])
-def test_sorts_it_cannot_compose_are_clear_errors(tmp_path, shape, message):
+def test_sorts_too_long_to_compose_are_clear_errors(tmp_path, shape, dims, message):
     from ait_build.errors import AitError
     factory = "tests.importers.test_ordering:sort_along"
-    with pytest.raises(AitError, match=message.replace("(", r"\(")):
-        import_case((factory, [f"x:{shape}"], ["batch=1:4:2"] if "batch" in shape else [],
-                     None), tmp_path, "sort_along")
+    with pytest.raises(AitError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        import_case((factory, [f"x:{shape}"], dims, None), tmp_path, "sort_along")
 
 
-def test_onnx_topk_and_reduce_prod_match_onnxruntime(tmp_path, build_spec):
-    """TopK (largest and smallest, another axis) and ReduceProd over two axes."""
-    pytest.importorskip("onnx")
-    ort = pytest.importorskip("onnxruntime")
-    from onnx import TensorProto, helper
-    from test_activations import onnx_built
-
-    k3, k2 = (helper.make_tensor(f"k{k}", TensorProto.INT64, [1], [k]) for k in (3, 2))
-    axes = helper.make_tensor("axes", TensorProto.INT64, [2], [1, 3])
-    nodes = [helper.make_node("TopK", ["x", "k3"], ["top", "top_at"]),
-             helper.make_node("TopK", ["x", "k2"], ["low", "low_at"], axis=1, largest=0),
-             helper.make_node("ReduceProd", ["x", "axes"], ["prod"], keepdims=0)]
-    outs = [helper.make_tensor_value_info(name, kind, None) for name, kind in (
-        ("top", TensorProto.FLOAT), ("top_at", TensorProto.INT64), ("low", TensorProto.FLOAT),
-        ("low_at", TensorProto.INT64), ("prod", TensorProto.FLOAT))]
-    path, built, lib = onnx_built(tmp_path, build_spec, "topk", nodes, ["batch", 5, 3, 7], outs,
-                                  [k3, k2, axes])
-    feed = {"x": np.random.default_rng(4).standard_normal((2, 5, 3, 7)).astype(np.float32)}
-    want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feed)
-    for got in (run_reference(built, feed), lib.run(feed)):
-        for out, expected in zip(built.outputs, want):
-            np.testing.assert_allclose(got[out], expected, rtol=2e-6, atol=0, err_msg=out)
+def test_sorts_along_a_run_time_size_match_pytorch(tmp_path):
+    """Along the batch (a dim of at most 8 here): the pair table's size at run time."""
+    factory = "tests.importers.test_ordering:sort_along"
+    _, _, graph = import_case((factory, ["x:batch,4"], ["batch=1:8:2"], None), tmp_path, "dyn")
+    for batch in (1, 3, 8):
+        x = np.random.default_rng(batch).standard_normal((batch, 4)).astype(np.float32)
+        got = run_reference(graph, {"x": x})
+        for out, expected in zip(graph.outputs, torch_outputs(factory, {"x": x})):
+            np.testing.assert_array_equal(got[out], expected, err_msg=out)
 
 
 class SortNaN(torch.nn.Module):

@@ -116,3 +116,32 @@ def test_bags_of_run_time_sizes_are_a_clear_error(tmp_path):
     with pytest.raises(AitError, match="offsets given at run time"):
         import_case(("tests.importers.test_scatter:ragged_bags",
                      ["ids:12:int64", "offsets:3:int64"], [], None), tmp_path, "ragged")
+
+
+def test_sizes_only_the_run_knows_match_pytorch(tmp_path, build_spec):
+    """Sums over symbolic counts (the count a run-time size), aranges over batch*seq, logical
+    ops of int64 masks, a slice from -seq, torch.empty written by copies, histc."""
+    case = "tests.importers.families:run_time_counts"
+    spec, _, graph = import_case((case, ["x:batch,seq,4", "mask:batch,seq:int64"],
+                                  ["batch=1:4:2", "seq=2:16:8"], None), tmp_path, "counts")
+    model, _, _ = build_spec(spec, name="counts")
+    for batch, seq in ((1, 3), (3, 7)):
+        rng = np.random.default_rng(batch)
+        inputs = {"x": rng.standard_normal((batch, seq, 4)).astype(np.float32),
+                  "mask": rng.integers(0, 3, (batch, seq)).astype(np.int64)}
+        want = torch_outputs(case, inputs)
+        for got in (run_reference(graph, inputs), model.run(inputs)):
+            for out, expected in zip(graph.outputs, want):
+                assert rel_error(got[out], expected) < 2e-6, (out, rel_error(got[out], expected))
+
+
+def test_grouped_experts_match_pytorch(tmp_path, build_spec):
+    """transformers.grouped_mm_fallback: each row times its expert's weight."""
+    pytest.importorskip("transformers")
+    case = "tests.importers.families:grouped_experts"
+    spec, _, graph = import_case((case, ["x:9,16"], [], None), tmp_path, "experts")
+    model, _, _ = build_spec(spec, name="experts")
+    inputs = {"x": np.random.default_rng(2).standard_normal((9, 16)).astype(np.float32)}
+    (want,) = torch_outputs(case, inputs)
+    for got in (run_reference(graph, inputs), model.run(inputs)):
+        assert rel_error(got[graph.outputs[0]], want) < 2e-6, rel_error(got[graph.outputs[0]], want)

@@ -1,7 +1,7 @@
 """The importers' compositions on a GPU: the activations, rounding, statistics, masks,
 rearrangements, integer division, several-tensor indexing, grid sampling, attention over
-other ranks, a conv added to its own input, sorting, scatters and embedding bags (tests/importers/families.py,
-checked on cpu by tests/importers) imported in
+other ranks, a conv added to its own input, sorting, scatters, embedding bags and sizes only the
+run knows (tests/importers/families.py, checked on cpu by tests/importers) imported in
 float32, built for h200 and compared with the PyTorch module: floats within 1e-5 of the largest
 output (the h200 float32 GEMMs run as 3xTF32), integers exactly."""
 
@@ -48,6 +48,9 @@ CASES = {  # name -> (--input texts, the feed at batch 3)
     "bags": (["ids:batch,5:int64", "weights:batch,5"], lambda rng: {
         "ids": rng.integers(0, 20, (3, 5)).astype(np.int64),
         "weights": rng.standard_normal((3, 5)).astype(np.float32)}),
+    "run_time_counts": (["x:batch,seq,4", "mask:batch,seq:int64"], lambda rng: {
+        "x": rng.standard_normal((3, 7, 4)).astype(np.float32),
+        "mask": rng.integers(0, 3, (3, 7)).astype(np.int64)}, ["seq=2:16:8"]),
 }
 
 
@@ -61,8 +64,9 @@ def _spec(name: str) -> str:
     os.chdir(ROOT)
     try:
         inputs = [parse_input(t) for t in CASES[name][0]]
+        dims = ["batch=1:4:2"] + (CASES[name][2] if len(CASES[name]) > 2 else [])
         graph = import_torch(f"tests.importers.families:{name}", None, inputs,
-                             dims_for(inputs, [parse_dim("batch=1:4:2")]), f"import_{name}")
+                             dims_for(inputs, [parse_dim(d) for d in dims]), f"import_{name}")
         simplify(graph)
         path = os.path.join(ROOT, "build", "specs", f"import_{name}.yaml")
         return write_spec(graph, path, f"tests.importers.families:{name}")[0]
