@@ -66,9 +66,11 @@ def export_error(exc: Exception, printed: str = "") -> AitError:
     first = text.splitlines()[0] if text else type(exc).__name__
     if "data-dependent" in text or type(exc).__name__ == "GuardOnDataDependentSymNode":
         cause = re.search(r"Caused by: \(([^)]*)\)", text)
-        where = f" at {cause.group(1)}" if cause else ""
+        # torch shortens every path by its own install prefix's length, which cuts a path
+        # outside it mid-word ("ork/main/..."): the file's name says enough
+        where = f" at {cause.group(1).rsplit('/', 1)[-1]}" if cause else ""
         model_line = _last_model_line(text + "\n" + printed)
-        if model_line and (not cause or not cause.group(1).startswith(model_line[0])):
+        if model_line and (not cause or not where[4:].startswith(model_line[0])):
             where += f" (in torch, after the model's {model_line[0]}:{model_line[1]}: " \
                      f"{model_line[2]})"
         return AitError(f"torch.export stopped at a shape computed from tensor values{where} "

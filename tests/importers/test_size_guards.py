@@ -84,6 +84,16 @@ def test_a_stop_inside_torch_names_the_models_last_line():
             "Caused by: (_subclasses/fake_impls.py:904 in _compute_stride)\n")
     said = str(export_error(RuntimeError(text)))
     assert said.startswith("torch.export stopped at a shape computed from tensor values at "
-                           "_subclasses/fake_impls.py:904 in _compute_stride (in torch, after "
+                           "fake_impls.py:904 in _compute_stride (in torch, after "
                            "the model's modeling_longformer.py:531: diagonal_mask = "), said
     assert "\n" not in said, said
+
+
+def test_a_stop_in_the_models_own_file_names_it_whole():
+    """torch cuts every path by its install prefix's length: a model file outside it came out
+    as 'ork/main/...'; the line names the file."""
+    text = ("Could not guard on data-dependent expression Eq(u0, 1)\n"
+            "Caused by: (ork/main/bench/results/repro.py:44 in forward)\n")
+    said = str(export_error(RuntimeError(text)))
+    assert said.startswith("torch.export stopped at a shape computed from tensor values at "
+                           "repro.py:44 in forward (post-processing"), said
