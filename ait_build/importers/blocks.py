@@ -398,7 +398,10 @@ def _uses(key: str, run: list, block: Block, varying: list, names: list, rename:
     while i < len(run):
         args = [run[i][1][1][k] for k in varying]
         j = i
-        while j + 1 < len(run) and [run[j + 1][1][1][k] for k in varying] == args:
+        # one repeat only over instances that also read the same other inputs (GPT-OSS's
+        # layers alternate a sliding-window and a causal mask: each keeps its own)
+        while j + 1 < len(run) and [run[j + 1][1][1][k] for k in varying] == args and \
+                run[j + 1][0].external[1:] == run[i][0].external[1:]:
             j += 1
         part = run[i:j + 1]
         first = part[0][0]
