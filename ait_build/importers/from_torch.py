@@ -143,6 +143,9 @@ class TorchTranslator:
         self.folded_weights: dict = {}  # fx node -> weight name of a constant a GEMM reads
         self.param_values: dict = {}  # weight name -> Value of its parameter node
         self.iota: dict = {}  # fx node -> (size, position): an arange seen through unsqueezes
+        # fx node -> its bool mask node: x[mask] kept whole, where only elementwise ops lead it
+        # to x'[mask] = ... (torch_scatter.masked_rows)
+        self.masked: dict = {}
 
     # -- set-up ---------------------------------------------------------------------------------
     def run(self) -> ImportGraph:

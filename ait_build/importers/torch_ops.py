@@ -18,6 +18,7 @@ from ait_build.importers.torch_math import HANDLERS as MATH
 from ait_build.importers.torch_rearrange import HANDLERS as REARRANGE
 from ait_build.importers.torch_scans import HANDLERS as SCANS
 from ait_build.importers.torch_scatter import HANDLERS as SCATTER
+from ait_build.importers.torch_scatter import masked_rows
 from ait_build.importers.torch_trig import HANDLERS as TRIG
 from ait_build.ir.dims import Dim, numel
 
@@ -533,6 +534,8 @@ def _index(t, node):
         axis, idx = given[0]
         value = t.tensor(idx)
         if value.dtype == "bool":
+            if axis == 0 and masked_rows(t, node, idx):  # x[mask] += v, x[mask] = y[mask] * 2
+                return x
             raise AitError("indexing with a bool mask is not supported")
         return t.lower.gather(x, value, axis)
     # every axis indexed by an arange over it, each placed at its own position of the result:

@@ -49,23 +49,75 @@ def _index_put(t, node):
         raise AitError("index_put with several index tensors (one is taken)")
     ((axis, index),) = given
     if index.dtype == "bool":
-        return _put_masked(t, x, axis, index, values, accumulate)
+        whole = t.masked.get(node.args[2]) is indices[axis]
+        return _put_masked(t, x, axis, index, values, accumulate, whole)
     if index.rank != 1:
         raise AitError(f"index_put with a {index.rank}-d index (a 1-d one is taken)")
     return scatter.put_along(t.lower, x, axis, index, values, accumulate)
 
 
-def _put_masked(t, x, axis: int, mask, values, accumulate: bool):
-    """where(mask, v, x): v must be one value (or broadcast against x), not one per selected
-    element, whose count only the run knows."""
+# ops a masked read may pass through on its way to the masked write: elementwise, so the
+# selected elements can be computed over the whole tensor and picked by the write
+ELEMENTWISE = ("aten.add.", "aten.sub.", "aten.mul.", "aten.div.", "aten.neg.", "aten.abs.",
+               "aten.clamp.", "aten.clamp_min.", "aten.clamp_max.", "aten.relu.",
+               "aten.sigmoid.", "aten.tanh.", "aten.exp.", "aten.log.", "aten.sqrt.",
+               "aten.rsqrt.", "aten.pow.Tensor_Scalar", "aten._to_copy.", "aten.clone.",
+               "aten.maximum.", "aten.minimum.", "aten.where.self")
+
+
+def masked_rows(t, read, mask) -> bool:
+    """Whether x[mask] (`read`, mask over x's leading axes) reaches only masked writes
+    y[mask] = ... with the same mask, through elementwise ops whose other tensor operands are
+    single values or reads with that mask. Then the read is x kept whole (the writes pick the
+    selected elements), recorded in t.masked."""
+    chain, todo = {read}, [read]
+    while todo:
+        node = todo.pop()
+        for user in node.users:
+            key = str(user.target)
+            if key == "aten.sym_size.int":  # torch.export's checks of the selected count
+                continue
+            if key == "aten.index_put.default" and user.args[1] == [mask] and \
+                    user.args[0] is not node and user.args[2] is node:
+                continue
+            if not key.startswith(ELEMENTWISE) or user in chain:
+                return False
+            for other in user.args:
+                if hasattr(other, "meta") and other not in chain and \
+                        _elements(other) != 1 and t.masked.get(other) is not mask and \
+                        not (str(other.target) == "aten.index.Tensor" and other.args[1] == [mask]):
+                    return False  # (another read with the mask: checked when it is reached)
+            chain.add(user)
+            todo.append(user)
+    for node in chain:
+        t.masked[node] = mask
+    return True
+
+
+def _elements(node) -> int:
+    shape = getattr(node.meta.get("val"), "shape", None)
+    if shape is None:
+        return 1
+    count = 1
+    for d in shape:
+        count *= d if isinstance(d, int) else 2  # a symbolic size: more than one
+    return count
+
+
+def _put_masked(t, x, axis: int, mask, values, accumulate: bool, whole: bool = False):
+    """where(mask, v, x): v one value (or broadcast against x), or, `whole`, values computed
+    over the whole tensor from reads with the same mask (masked_rows); not one value per
+    selected element from elsewhere, whose count only the run knows."""
     size = values.source_shape
-    if any(not d.is_static or d.value != 1 for d in size) and values.rank:
+    if whole:
+        pass
+    elif any(not d.is_static or d.value != 1 for d in size) and values.rank:
         raise AitError("x[mask] = values with one value per selected element (their count is "
                        "known only at run time; one value, or torch.where, is taken)")
     lead = (Dim.of(1),) * axis
     spread = t.lower.reshape(mask, lead + tuple(mask.source_shape) +
                              (Dim.of(1),) * (x.rank - axis - mask.rank))
-    one = t.lower.reshape(values, (Dim.of(1),) * x.rank)
+    one = values if whole else t.lower.reshape(values, (Dim.of(1),) * x.rank)
     new = t.lower.binary("add", x, one) if accumulate else t.lower.cast(one, x.dtype)
     return t.lower.where_(spread, new, x)
 

@@ -145,3 +145,45 @@ def test_grouped_experts_match_pytorch(tmp_path, build_spec):
     (want,) = torch_outputs(case, inputs)
     for got in (run_reference(graph, inputs), model.run(inputs)):
         assert rel_error(got[graph.outputs[0]], want) < 2e-6, rel_error(got[graph.outputs[0]], want)
+
+
+class MaskedUpdates(torch.nn.Module):
+    """x[mask] read, changed elementwise and written back with the same mask."""
+
+    def forward(self, x, y):
+        a = x.clone()
+        a[x > 0.5] += 1.0
+        b = y.clone()
+        mask = y < 0
+        b[mask] = x[mask] * 2 - y[mask]
+        return a, b
+
+
+def masked_updates():
+    return MaskedUpdates()
+
+
+class MaskedSum(torch.nn.Module):
+    def forward(self, x):
+        return x[x > 0].sum() + x
+
+
+def masked_sum():
+    return MaskedSum()
+
+
+def test_masked_reads_written_back_with_their_mask_match_pytorch(tmp_path):
+    """x[mask] += v and y[mask] = f(x[mask], y[mask]): the reads kept whole, the write picks
+    the selected elements; a masked read that ends anywhere else still stops in one line."""
+    case = "tests.importers.test_scatter:masked_updates"
+    _, _, graph = import_case((case, ["x:batch,6", "y:batch,6"], ["batch=1:4:2"], None),
+                              tmp_path, "masked")
+    rng = np.random.default_rng(4)
+    inputs = {"x": rng.standard_normal((3, 6)).astype(np.float32),
+              "y": rng.standard_normal((3, 6)).astype(np.float32)}
+    got = run_reference(graph, inputs)
+    for out, expected in zip(graph.outputs, torch_outputs(case, inputs)):
+        np.testing.assert_allclose(got[out], expected, rtol=1e-6, atol=1e-6, err_msg=out)
+    with pytest.raises(AitError, match="bool mask"):
+        import_case(("tests.importers.test_scatter:masked_sum", ["x:batch,6"], ["batch=1:4:2"],
+                     None), tmp_path, "masked_sum")
