@@ -110,6 +110,14 @@ class Lower(ShapeLowering):
             a = self.cast(a, self.g.dtype)
         return self.emit(op, [a], {"scalar": _number(b, a.dtype)}, perm=a.perm)
 
+    def truth(self, value):
+        """A logical op's operand as bool: any nonzero number is true, as torch.logical_* and
+        torch.logical_xor read it (LongT5 ands int64 attention masks); bools and numbers as
+        they are."""
+        if isinstance(value, Value) and value.dtype != "bool":
+            return self.binary("not_equal", value, 0)
+        return value
+
     def number(self, value, dtype: str, rank: int = 1) -> Value:
         """A number as a [1]-shaped `constant` node."""
         attrs = {"shape": [1] * max(rank, 1), "value": float(value)}

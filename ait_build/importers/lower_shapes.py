@@ -202,7 +202,7 @@ class ShapeLowering:
         element (already in every prefix, and no infinity to write) over a static size, else
         the dtype's most negative (positive) finite value."""
         axis %= x.rank
-        largest = x.source_shape[axis].eval({n: r[1] for n, r in self.g.dims.items()})
+        largest = self.largest(x.source_shape[axis])
         fill = {"add": 0.0, "mul": 1.0}.get(op)
         if fill is None and not x.source_shape[axis].is_static:
             fill = _extreme_finite(x.dtype, lowest=op == "maximum")
@@ -235,6 +235,18 @@ class ShapeLowering:
         data = self.plain(data)
         return self.emit("gather", [data, self.plain(indices)], {"axis": axis % data.rank}
                          if axis % data.rank else {})
+
+    def flat_index(self, indices: list, sizes: list) -> Value:
+        """One int64 position over axes of `sizes` merged (row-major) from an index on each:
+        i0 * size1 + i1 ..., each index taken modulo its axis (a negative one counts from the
+        end); sizes may follow dims (a run-time value then)."""
+        flat = None
+        for index, size in zip(indices, sizes):
+            extent = size.value if size.is_static else self.size_value(size, "int64")
+            index = self.remainder(self.cast(index, "int64"), extent)
+            flat = index if flat is None else self.binary(
+                "add", self.binary("mul", flat, extent), index)
+        return flat
 
     def take(self, x: Value, axis: int, positions: list) -> Value:
         """x at the given positions along source `axis` (known at import time): a gather with
@@ -363,6 +375,10 @@ class ShapeLowering:
             stride = extent if stride is None else self.binary("mul", stride, extent)
         flat = self.reshape(total, (size,))
         return self.binary("add", flat, start) if start else flat
+
+    def largest(self, size: Dim) -> int:
+        """`size` at the largest values the --dim ranges allow."""
+        return size.eval({n: r[1] for n, r in self.g.dims.items()})
 
     def size_value(self, size: Dim, dtype: str) -> Value:
         """A one-element tensor holding `size` at run time: linear in one dim (a*dim + b), the

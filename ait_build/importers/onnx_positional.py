@@ -53,12 +53,7 @@ def _scatter_nd(t, node):
                        "are taken)")
     if not count.is_static:
         raise AitError(f"ScatterND of {count} index rows (only a static number)")
-    flat = None
-    for j in range(q):
-        size = shape[j].value
-        position = t.lower.remainder(t.lower.cast(t.lower.select(indices, -1, j), "int64"), size)
-        flat = position if flat is None else t.lower.binary(
-            "add", t.lower.binary("mul", flat, size), position)
+    flat = t.lower.flat_index([t.lower.select(indices, -1, j) for j in range(q)], shape[:q])
     rows = (numel(shape[:q]),) + shape[q:]
     out = scatter.put_along(t.lower, t.lower.reshape(data, rows), 0,
                             t.lower.reshape(flat, (count,)),

@@ -18,7 +18,7 @@ MAX_SORTED = 2048  # a row of N^2 pair comparisons: 4M elements at this size
 def _length(lower, x, axis: int, what: str) -> Dim:
     """The axis's size (a number or a dim), at most MAX_SORTED at the largest the dims allow."""
     n = x.source_shape[axis]
-    largest = n.eval({name: r[1] for name, r in lower.g.dims.items()})
+    largest = lower.largest(n)
     if largest > MAX_SORTED:
         lower.fail(f"{what} along {n} elements (up to {largest}): the importer sorts by "
                    f"comparing every pair, at most {MAX_SORTED}")

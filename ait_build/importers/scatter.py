@@ -12,6 +12,7 @@ from __future__ import annotations
 from ait_build.importers import ordering
 from ait_build.importers.graph import dim_attr
 from ait_build.ir.dims import Dim
+from ait_build.ir.dtypes import FLOAT_DTYPES
 
 MAX_PAIRS = 1 << 22
 REDUCTIONS = {None: None, "none": None, "sum": "sum", "add": "sum", "prod": "prod",
@@ -21,8 +22,7 @@ REDUCTIONS = {None: None, "none": None, "sum": "sum", "add": "sum", "prod": "pro
 
 def _pairs(lower, target: Dim, count: Dim, what: str) -> None:
     """At most MAX_PAIRS place-index pairs a row, at the largest sizes the dims allow."""
-    largest = {n: r[1] for n, r in lower.g.dims.items()}
-    if target.eval(largest) * count.eval(largest) > MAX_PAIRS:
+    if lower.largest(target) * lower.largest(count) > MAX_PAIRS:
         lower.fail(f"{what} of {count} indices into {target} places: the importer compares "
                    f"every pair, at most {MAX_PAIRS}")
 
@@ -31,8 +31,7 @@ def _hits(lower, index, target: Dim):
     """bool [..., K, I]: place k along the last axis is where index i (taken modulo K: a
     negative one counts from the end) points."""
     lead, count, one = tuple(index.source_shape[:-1]), index.source_shape[-1], Dim.of(1)
-    size = target.value if target.is_static else lower.size_value(target, "int64")
-    index = lower.remainder(lower.cast(index, "int64"), size)
+    index = lower.flat_index([index], [target])
     places = lower.reshape(lower.iota((target,), "int64"), (target, one))
     return lower.binary("equal", lower.reshape(index, lead + (one, count)), places)
 
@@ -75,7 +74,7 @@ def scatter_elements(lower, x, axis: int, index, src, reduce=None, include_self=
     else:
         spread = src
     kind = REDUCTIONS[reduce]
-    floats = x.dtype.startswith(("float", "bfloat"))
+    floats = x.dtype in FLOAT_DTYPES
     if not include_self and kind in ("max", "min"):
         lower.fail(f"{what} by {reduce} without the tensor's own values (include_self=False)")
     own = xt if include_self or kind is None else lower.fill(
@@ -127,7 +126,7 @@ def put_along(lower, x, axis: int, index, values, accumulate: bool, what="index_
     values = lower.expand(values, shape)
     hits = _hits(lower, index, target)  # [K, I]
     if accumulate:  # each place's sum over the indices that hit it: a [K, I] one-hot product
-        ones = lower.cast(hits, x.dtype if x.dtype.startswith(("float", "bfloat")) else "float32")
+        ones = lower.cast(hits, x.dtype if x.dtype in FLOAT_DTYPES else "float32")
         rows = lower.transpose(values, axis, x.rank - 1) if axis != x.rank - 1 else values
         added = lower.matmul(lower.cast(rows, ones.dtype), lower.transpose(ones, 0, 1))
         added = lower.transpose(added, axis, x.rank - 1) if axis != x.rank - 1 else added

@@ -261,8 +261,7 @@ def _outer(t, node):
 
 @handles("aten.logical_xor.default", "aten.bitwise_xor.Tensor")
 def _xor(t, node):
-    a, b = (t.lower.cast(t.lower.binary("not_equal", t.tensor(v), 0), "int32")
-            for v in node.args[:2])
+    a, b = (t.lower.cast(t.lower.truth(t.tensor(v)), "int32") for v in node.args[:2])
     if t.dtype(node) != "bool":
         raise AitError("bitwise xor of integers is not supported")
     return t.lower.binary("not_equal", a, b)

@@ -101,16 +101,8 @@ def _unary(t, node):
     if op in FLOAT_ONLY:  # PyTorch computes these of an int tensor in the default float type
         x = t.lower.cast(x, t.dtype(node))
     if _key(node) == "aten.logical_not.default":
-        x = _truth(t, x)
+        x = t.lower.truth(x)
     return t.lower.unary(op, x)
-
-
-def _truth(t, value):
-    """A logical op's operand as bool: torch.logical_* read any nonzero number as true
-    (LongT5 ands int64 attention masks)."""
-    if isinstance(value, Value) and value.dtype != "bool":
-        return t.lower.binary("not_equal", value, 0)
-    return value
 
 
 @handles("aten.gelu.default")
@@ -184,7 +176,7 @@ def _binary(t, node):
     if op in ("logical_and", "logical_or"):
         if dtype != "bool":
             raise AitError("bitwise operations on integers are not supported")
-        return t.lower.binary(op, _truth(t, a), _truth(t, b))
+        return t.lower.binary(op, t.lower.truth(a), t.lower.truth(b))
     if op in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
         return t.lower.binary(op, a, b)
     return t.lower.binary(op, a, b, dtype)
@@ -572,14 +564,7 @@ def _advanced_index(t, x, given: list):
         x = t.lower.permute(x, axes + rest)
         shape = tuple(shape[i] for i in axes + rest)
         axes = list(range(len(axes)))
-    flat = None
-    for axis, index in zip(axes, (v for _, v in given)):
-        size = shape[axis]
-        index = t.lower.cast(index, "int64")
-        size_value = size.value if size.is_static else t.lower.size_value(size, "int64")
-        index = t.lower.remainder(index, size_value)
-        flat = index if flat is None else t.lower.binary("add", t.lower.binary(
-            "mul", flat, size_value), index)
+    flat = t.lower.flat_index([v for _, v in given], [shape[a] for a in axes])
     merged = shape[:axes[0]] + (numel(shape[axes[0]:axes[-1] + 1]),) + shape[axes[-1] + 1:]
     return t.lower.gather(t.lower.reshape(x, merged), flat, axes[0])
 
@@ -601,28 +586,16 @@ def _arange(t, node):
             not hasattr(start, "meta"):
         raise AitError("arange with a start or step computed at run time")
     shape = t.shape(node)
-    if isinstance(start, (int, float)) and not _plain_size(shape[0]):  # batch*seq positions
-        return t.lower.iota(shape, t.dtype(node), start, step)
     if isinstance(start, (int, float)):
-        value = t.lower.iota(shape, t.dtype(node), start, step)
-        t.iota[node] = (shape[0], 0)
+        value = t.lower.iota(shape, t.dtype(node), start, step)  # batch*seq positions too
+        if dim_attr(shape[0]) is not None:
+            t.iota[node] = (shape[0], 0)
         return value
     # a start that is a size (XLNet's relative positions: arange(seq, -seq, -1)): the positions
     # from 0 plus the size as a one-element tensor
     dtype = t.dtype(node)
     first = t.lower.size_value(t.dim(start), dtype)
-    return t.lower.binary("add", _positions(t, shape[0], dtype, step), first)
-
-
-def _plain_size(size: Dim) -> bool:
-    """A size an op's shape attribute can hold: a number or one dim name."""
-    return size.is_static or len(size.terms) == 1 and size.terms[0][1] == 1 and \
-        len(size.terms[0][0]) == 1
-
-
-def _positions(t, size: Dim, dtype: str, step):
-    """0, step, 2 step, ... over `size` (a product of dims too: Lower.iota)."""
-    return t.lower.iota((size,), dtype, 0, step)
+    return t.lower.binary("add", t.lower.iota(shape, dtype, 0, step), first)
 
 
 @handles("aten.full.default", "aten.zeros.default", "aten.ones.default", "aten.new_zeros.default",

@@ -109,9 +109,7 @@ def _put_masked(t, x, axis: int, mask, values, accumulate: bool, whole: bool = F
     over the whole tensor from reads with the same mask (masked_rows); not one value per
     selected element from elsewhere, whose count only the run knows."""
     size = values.source_shape
-    if whole:
-        pass
-    elif any(not d.is_static or d.value != 1 for d in size) and values.rank:
+    if not whole and values.rank and any(not d.is_static or d.value != 1 for d in size):
         raise AitError("x[mask] = values with one value per selected element (their count is "
                        "known only at run time; one value, or torch.where, is taken)")
     lead = (Dim.of(1),) * axis
