@@ -141,9 +141,11 @@ def match(graph: Graph, uses: Uses, softmax: Node, names: set) -> tuple | None:
 
 
 def _same_projection(nodes) -> bool:
+    """Three linears of one input alike but for a bias (Whisper's k_proj has none: zeros)."""
     first = nodes[0]
+    like = lambda n: {k: v for k, v in n.attrs.items() if k != "bias"}  # noqa: E731
     return all(n.op == "linear" and len(n.inputs) == 1 and n.inputs == first.inputs
-               and n.attrs == first.attrs for n in nodes) and len({id(n) for n in nodes}) == 3 \
+               and like(n) == like(first) for n in nodes) and len({id(n) for n in nodes}) == 3 \
         and first.attrs["activation"] == "none" \
         and first.attrs.get("weight_layout", "out_in") == "out_in"  # packed along output rows
 
@@ -160,12 +162,17 @@ def pack_qkv(graph: Graph, uses: Uses, attn: Node, names: set) -> list:
     names.add(name)
     first = projections[0]
     weights = {}
-    for role in first.weights:
-        parts = [graph.weights.get(p.weights[role]) for p in projections]
-        like = graph.tensors[first.weights[role]]
+    for role in ("weight", "bias"):
+        have = [p for p in projections if role in p.weights]
+        if not have:
+            continue
+        like = graph.tensors[have[0].weights[role]]
+        parts = [graph.weights.get(p.weights[role]) if role in p.weights
+                 else np.zeros(p.attrs["out_features"], np.float32) for p in projections]
         weights[role] = add_weight(graph, f"{name}.packed_{role}", np.concatenate(parts, axis=0),
                                    like.dtype, like)
-    attrs = dict(first.attrs, out_features=3 * first.attrs["out_features"])
+    attrs = dict(first.attrs, out_features=3 * first.attrs["out_features"],
+                 bias="bias" in weights)
     packed = Node(name, "linear", list(first.inputs), [], attrs, weights, first.loc)
     (ttype,) = infer(graph, packed)
     packed.outputs = [new_value(graph, name, TType(ttype.shape, ttype.dtype), first)]

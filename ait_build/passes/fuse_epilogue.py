@@ -6,11 +6,14 @@ follow them, in the epilogue's order out = act(acc + bias + residual):
 - an add of a tensor that broadcasts to the output without growing it becomes the residual input;
 - a mul by a per-channel vector (a `parameter` as above: ConvNeXt's and CaiT's layer scale)
   before any residual folds into a conv2d's or linear's weight and bias (w' = w * g, b' = b * g),
-  as batch norm does (fold_batchnorm.py);
+  as batch norm does (fold_batchnorm.py, which folds a mul by a number);
 - an activation ends the chain: relu, gelu (erf or tanh), silu, sigmoid, tanh, hardswish, relu6,
   hardtanh and clamp (as `hardtanh` with their bounds, an open side infinite), leaky_relu (its
   slope as `leaky_slope`), and the importers' hardsigmoid, add 3 -> relu6 -> div 6, as
-  `hardsigmoid`.
+  `hardsigmoid`. An activation after a reshape of the output (a conv1d's, imported as a conv2d
+  and a reshape: wav2vec2's and Whisper's feature convs; SegFormer's depthwise conv flattened
+  before its GELU) is taken too, the reshape then reading the activated output: elementwise
+  ops do not see shapes.
 
 Each absorbed op must be the only reader of the value before it, so no intermediate is needed
 elsewhere. When the residual is computed after the GEMM (ResNet's downsample branch), the GEMM
@@ -141,6 +144,17 @@ def fuse_into(graph: Graph, gemm: Node, counts: dict, uses: Uses) -> None:
             counts["activations"] += 1
             _absorb(graph, uses, gemm, nodes)
             continue
+        if nxt.op in ("reshape", "flatten"):
+            after = uses.only_reader(nxt.output)
+            act = activation_of(uses, after) if after is not None and \
+                graph.tensors[after.output].dtype == graph.tensors[nxt.output].dtype else None
+            if act is None:
+                break
+            name, attrs, nodes = act
+            gemm.attrs.update(attrs, activation=name)
+            counts["activations"] += 1
+            _absorb(graph, uses, nxt, nodes)  # the reshape makes what the activation made
+            continue
         two = nxt.op in ("add", "mul") and nxt.attrs.get("scalar") is None
         other = (nxt.inputs[1] if nxt.inputs[0] == gemm.output else nxt.inputs[0]) if two else None
         if nxt.op == "add" and two:
@@ -158,7 +172,8 @@ def fuse_into(graph: Graph, gemm: Node, counts: dict, uses: Uses) -> None:
 
 
 def _absorb(graph: Graph, uses: Uses, gemm: Node, nodes: list) -> None:
-    """`gemm` makes the last of `nodes`' outputs; they leave the graph."""
+    """`gemm` (or the reshape after it) makes the last of `nodes`' outputs; they leave the
+    graph."""
     for m in nodes:
         uses.forget(m)
     uses.set_outputs(gemm, nodes[-1].outputs)

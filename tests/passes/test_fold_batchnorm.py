@@ -1,3 +1,5 @@
+import numpy as np
+
 from ait_build.passes import fold_batchnorm
 
 from .helpers import check_pass, model, ops
@@ -45,3 +47,34 @@ def test_grouped_conv_folds_per_output_channel():
         """, IMG, "[bn]")
     after, _ = check_pass(g, fold_batchnorm.run)
     assert ops(after) == ["conv2d"]
+
+
+def test_a_mul_or_div_by_a_number_folds_into_weight_and_bias():
+    """Whisper's queries, q_proj(x) * 0.125, and a division by a number."""
+    g = model("""
+        - {name: fc, op: linear, inputs: [x], out_features: 16}
+        - {name: scaled, op: mul, scalar: 0.125}
+        - {name: fc2, op: linear, inputs: [x], out_features: 16, bias: false}
+        - {name: halved, op: div, scalar: 2}
+        - {name: out, op: add, inputs: [scaled, halved]}
+        """, "{x: {shape: [batch, 5, 16]}}", "[out]")
+    after, summary = check_pass(g, fold_batchnorm.run)
+    assert ops(after) == ["linear", "linear", "add"]
+    assert summary == "2 scalings by a number folded into conv/linear weights"
+    np.testing.assert_allclose(after.weights.get(after.node("fc").weights["bias"]),
+                               g.weights.get("fc.bias") * 0.125, rtol=1e-6)
+    np.testing.assert_allclose(after.weights.get(after.node("fc2").weights["bias"]), 0.0)
+
+
+def test_a_number_on_a_matmul_an_int_or_a_shared_output_stays():
+    g = model("""
+        - {name: fc, op: linear, inputs: [x], out_features: 16}
+        - {name: scaled, op: mul, scalar: 0.5}
+        - {name: again, op: add, inputs: [fc, scaled]}
+        - {name: mm, op: matmul, inputs: [x, w]}
+        - {name: scaled2, op: mul, scalar: 0.5}
+        - {name: fc3, op: linear, inputs: [x], out_features: 16}
+        - {name: zero, op: mul, scalar: 0.0}
+        """, "{x: {shape: [batch, 5, 16]}, w: {shape: [16, 16]}}", "[again, scaled2, zero]")
+    after, summary = check_pass(g, fold_batchnorm.run)
+    assert summary == "" and ops(after) == ops(g)

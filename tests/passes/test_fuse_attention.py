@@ -82,6 +82,18 @@ def test_not_fused_when_probabilities_are_an_output_or_bias_is_scaled():
     assert summary == "" and "softmax" in ops(after)
 
 
+def test_a_key_projection_without_bias_packs_with_zeros():
+    """Whisper's k_proj has no bias where q_proj and v_proj have one."""
+    text = layer().replace("{name: key, op: linear, inputs: [x], out_features: 32}",
+                           "{name: key, op: linear, inputs: [x], out_features: 32, bias: false}")
+    after, summary = check_pass(build(text), fuse_attention.run, dims={"batch": 2, "seq": 5})
+    assert summary == "1 attention patterns fused, 1 q/k/v projections packed"
+    qkv = node_of(after, "linear")
+    bias = after.weights.get(qkv.weights["bias"])
+    assert qkv.attrs["bias"] and bias.shape == (96,) and not bias[32:64].any()
+    np.testing.assert_array_equal(bias[:32], build(text).weights.get("query.bias"))
+
+
 def test_projections_of_different_tensors_stay_separate():
     text = layer().replace("{name: value, op: linear, inputs: [x]",
                            "{name: x2, op: relu, inputs: [x]}\n        - {name: value, op: linear, inputs: [x2]")

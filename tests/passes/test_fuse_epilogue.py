@@ -182,6 +182,37 @@ def test_a_scale_after_the_residual_or_of_another_layout_stays():
     assert ops(after).count("mul") == 2 and summary == ""
 
 
+@pytest.mark.parametrize("act,expect", [("gelu", "gelu"), ("relu6", "relu6")])
+def test_an_activation_after_a_reshape_of_the_conv_output(act, expect):
+    """A conv1d imports as conv2d over [N, C, 1, L] and a reshape back to [N, C, L]: the
+    activation after the reshape goes into the conv's epilogue and the reshape reads its output."""
+    g = model(f"""
+        - {{name: conv, op: conv2d, out_channels: 8, kernel: [1, 3], padding: [0, 1]}}
+        - {{name: flat, op: reshape, shape: [batch, 8, 8]}}
+        - {{name: act, op: {act}}}
+        - {{name: out, op: add, inputs: [act, act]}}
+        """, "{image: {shape: [batch, 8, 1, 8]}}", "[out]")
+    after, summary = check_pass(g, fuse_epilogue.run)
+    conv, flat = node_of(after, "conv2d"), node_of(after, "reshape")
+    assert ops(after) == ["conv2d", "reshape", "add"] and conv.attrs["activation"] == expect
+    assert flat.inputs == [conv.output] and flat.outputs == ["act"]
+    assert summary == "1 activations fused"
+
+
+def test_a_reshape_read_twice_or_an_output_keeps_its_activation():
+    g = model("""
+        - {name: conv, op: conv2d, out_channels: 8, kernel: [1, 3], padding: [0, 1]}
+        - {name: flat, op: reshape, shape: [batch, 8, 8]}
+        - {name: act, op: gelu}
+        - {name: conv2, op: conv2d, inputs: [image], out_channels: 8, kernel: [1, 3], padding: [0, 1]}
+        - {name: flat2, op: reshape, shape: [batch, 8, 8]}
+        - {name: act2, op: gelu}
+        """, "{image: {shape: [batch, 8, 1, 8]}}", "[act, flat2, act2]")
+    after, summary = check_pass(g, fuse_epilogue.run)
+    assert ops(after).count("gelu") == 1 and after.node("conv").attrs["activation"] == "gelu"
+    assert after.node("conv2").attrs["activation"] == "none"  # flat2 is an output itself
+
+
 def test_fusing_many_layers_follows_the_edits_instead_of_rescanning(monkeypatch):
     """Uses was rebuilt (a scan of the whole graph) after every fused op and for every softmax:
     quadratic, minutes for a 20000-node model. Now once per pass, plus once per attention match."""
