@@ -42,7 +42,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ait_build.bench.zoo_specs import (BY_NAME, QUICK, ZOO, ZOO_DIR, ZooModel, import_one,
+from ait_build.bench.zoo_specs import (BY_NAME, QUICK, SETS, ZOO_DIR, ZooModel, import_one,
                                        imported_already, spec_path)
 from ait_build.bench.zoo_table import markdown, summary_rows
 
@@ -218,7 +218,7 @@ def bench_model(model: ZooModel, target: str, batches: list, seq, compile_mode: 
 def select(args) -> list:
     """[(ZooModel, seqs or None)] the options pick."""
     names = [n.strip() for n in args.models.split(",")] if args.models else \
-        list(QUICK) if args.quick else [m.name for m in ZOO]
+        list(QUICK) if args.quick else [m.name for m in SETS[args.set]]
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
         raise SystemExit(f"error: unknown zoo model {', '.join(unknown)}; choose from "
@@ -241,6 +241,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--models", help="comma list (default: all; --quick: "
                    + ", ".join(QUICK) + ")")
     p.add_argument("--quick", action="store_true", help="three CNNs and GPT-2 at seq 128")
+    p.add_argument("--set", choices=sorted(SETS), default="public", help="the models run "
+                   "without --models: the public benchmark's, or `outside`: models nothing of "
+                   "ours was tuned for (zoo_specs.OUTSIDE)")
     p.add_argument("--batch", help="comma list of batch sizes for every model (default: each "
                    "model's 1 and its large batch)")
     p.add_argument("--seq", help="comma list of seqs for the text models (default: theirs)")

@@ -32,9 +32,16 @@ def _cnn(name: str, size: int = 224, large: int = 128) -> ZooModel:
                     (f"batch=1:{large}:1",), (1, large))
 
 
-def _text(name: str, large: int, seqs: tuple, max_seq: int) -> ZooModel:
-    return ZooModel(name, f"ait_build.bench.zoo_models:{name}", ("input_ids:batch,seq:int64",),
+def _text(name: str, large: int, seqs: tuple, max_seq: int,
+          module: str = "ait_build.bench.zoo_models") -> ZooModel:
+    return ZooModel(name, f"{module}:{name}", ("input_ids:batch,seq:int64",),
                     (f"batch=1:{large}:1", f"seq=1:{max_seq}:{seqs[0]}"), (1, large), seqs)
+
+
+def _outside(name: str, input_: str, large: int) -> ZooModel:
+    """A transformers encoder of outside_models.py over one tensor of static size."""
+    return ZooModel(name, f"ait_build.bench.outside_models:{name}", (input_,),
+                    (f"batch=1:{large}:1",), (1, large))
 
 
 ZOO = (
@@ -54,7 +61,30 @@ ZOO = (
     ZooModel("t5_base_encoder", "ait_build.bench.zoo_models:t5_base_encoder",
              ("input_ids:batch,128:int64",), ("batch=1:32:1",), (1, 32)),
 )
-BY_NAME = {m.name: m for m in ZOO}
+# The `outside` set (`zoo --set outside`): models no kernel, pass or profile entry of ours was
+# tuned for, as a user brings them, to find what is slow before a user does. In the order they
+# are timed: a run cut short by its budget still has the decoders and a CNN of each family.
+OUTSIDE = (
+    # at most 2048 routed rows (batch 8 x seq 128 x 2 experts): its router's sort and the
+    # inverse permutation are compositions that compare every pair (ordering.py, scatter.py)
+    _text("mixtral_small", 8, (128,), 128, "ait_build.bench.outside_models"),
+    _text("llama_small", 16, (128,), 512, "ait_build.bench.outside_models"),
+    _outside("wav2vec2_base", "x:batch,16000", 32),
+    _outside("whisper_base_encoder", "x:batch,80,3000", 16),
+    _cnn("maxvit_t", large=64),
+    _cnn("regnet_y_400mf"),
+    _cnn("mobilenet_v3_small"),
+    _outside("mobilevit_small", "x:batch,3,256,256", 128),
+    _outside("convnextv2_tiny", "x:batch,3,224,224", 128),
+    _outside("clip_vision_b32", "x:batch,3,224,224", 128),
+    _cnn("swin_v2_t", large=64),
+    _outside("segformer_b0", "x:batch,3,512,512", 16),
+    _text("qwen2_small", 16, (128,), 512, "ait_build.bench.outside_models"),
+    _cnn("squeezenet1_1"),
+    _cnn("inception_v3", size=299),
+)
+SETS = {"public": ZOO, "outside": OUTSIDE}
+BY_NAME = {m.name: m for m in ZOO + OUTSIDE}
 # name -> seqs (None: the model's own), in the order they are timed: a run cut short by its
 # budget still has a CNN and the transformer
 QUICK = {"mobilenet_v3_large": None, "gpt2_medium": (128,), "efficientnet_v2_s": None,

@@ -50,6 +50,24 @@ def test_cases_per_seq_and_the_options_that_pick_them():
         zoo.select(args("--models", "resnet9"))
 
 
+def test_the_outside_set_is_picked_by_set_and_by_name():
+    args = lambda *a: zoo.parser().parse_args(list(a))  # noqa: E731
+    outside = [m.name for m, _ in zoo.select(args("--set", "outside"))]
+    assert outside == [m.name for m in zoo_specs.OUTSIDE] and outside[:2] == [
+        "mixtral_small", "llama_small"]
+    assert not set(outside) & {m.name for m in zoo_specs.ZOO}  # no model in both sets
+    assert [m.name for m, _ in zoo.select(args())] == [m.name for m in zoo_specs.ZOO]
+    picked = zoo.select(args("--models", "wav2vec2_base,swin_s,llama_small"))
+    assert [(m.name, s) for m, s in picked] == [("wav2vec2_base", None), ("swin_s", None),
+                                                ("llama_small", None)]
+    assert zoo_specs.import_args(zoo_specs.BY_NAME["wav2vec2_base"])[2:] == [
+        "ait_build.bench.outside_models:wav2vec2_base", "--dtype", "float16", "-o",
+        os.path.join("build", "zoo", "wav2vec2_base.yaml"), "--input", "x:batch,16000",
+        "--dim", "batch=1:32:1"]
+    with pytest.raises(SystemExit):
+        args("--set", "private")
+
+
 def side(ms, **extra):
     return dict({"median_ms": ms}, **extra)
 
