@@ -16,6 +16,7 @@ ELEMENTWISE = {
         "greater_equal", "logical_and", "logical_or", "logical_not", "where", "sin", "cos", "log",
         "ceil", "abs", "sign", "floor", "round", "trunc", "expm1", "log1p", "tan", "atan")},
     "fused_elementwise": elementwise.lower_fused,
+    "rotary_embedding": elementwise.lower_rotary,
     "batch_norm": elementwise.lower_batch_norm,
 }
 

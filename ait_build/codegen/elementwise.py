@@ -63,7 +63,9 @@ def literal(value, dtype: str) -> str:
 
 
 def elementwise(lw, label: str, out: Operand, operands: list, expr: str, stmts=()) -> None:
-    """One call of the elementwise template: out = expr(v0, v1, ...) with broadcasting."""
+    """One call of the elementwise template: out = expr(v0, v1, ...) with broadcasting. A
+    statement may read operand 0 elsewhere in its row: `x0[$row0 + k]` (k from the row's start;
+    `j` is the element's own index in the row)."""
     out_shape = tuple(out.shape)
     lists = [contiguous_strides(out_shape)] + [broadcast_strides(o.shape, out_shape)
                                                for o in operands]
@@ -81,6 +83,8 @@ def elementwise(lw, label: str, out: Operand, operands: list, expr: str, stmts=(
                                            for i, o in enumerate(operands)]
     params += [("int64_t", f"n{k}") for k in range(rank)]
     params += [("int64_t", f"s{i}_{k}") for i in range(n_in) for k in range(rank - 1)]
+    if n_in:
+        stmts = tuple(s.replace("$row0", f"({offsets[0]})") for s in stmts)
     context = dict(rank=rank, rows=" * ".join(f"n{k}" for k in range(rank - 1)) or "1",
                    outer_dims=tuple(reversed(range(rank - 1))), n_in=n_in,
                    in_ctypes=tuple(o.ctype for o in operands), in_kinds=tuple(kinds),
@@ -240,6 +244,18 @@ def lower_fused(lw) -> None:
                                 [TType(lw.shape(t), lw.dtype(t)) for t in node.inputs])
     elementwise(lw, f"fused_{label}", destination(lw, node.output), ins, f"t{len(stmts) - 1}",
                 stmts)
+
+
+def lower_rotary(lw) -> None:
+    """x * cos + rotate_half(x) * sin: each element reads its partner half a row of d away
+    (the collapsed rows hold whole multiples of d: d is the innermost, static dim)."""
+    node = lw.node
+    ins = [operand(lw, t) for t in node.inputs]
+    d = lw.shape(node.output)[-1].value
+    half = d // 2
+    partner = (f"const float r = (j % {d} < {half}) ? -static_cast<float>(x0[$row0 + j + {half}])"
+               f" : static_cast<float>(x0[$row0 + j - {half}]);")
+    elementwise(lw, "rotary", destination(lw, node.output), ins, "(v0 * v1 + r * v2)", [partner])
 
 
 def lower_batch_norm(lw) -> None:

@@ -107,3 +107,39 @@ register(OpDef(
           "`causal` is is_causal (top-left, so seq_q must equal seq_k). Packed inputs are "
           "[q | k | v] along features, as nn.MultiheadAttention's in_proj.",
     infer=_mha_infer, reference=_mha_reference))
+
+
+def rotate_half(x):
+    """concat(-x[..., d/2:], x[..., :d/2]): rotary embedding's partner of each feature."""
+    half = x.shape[-1] // 2
+    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+
+
+def _rotary_infer(attrs, inputs):
+    x, cos, sin = inputs
+    require_float(x, "rotary_embedding's x")
+    same_float_dtype(inputs)
+    d = require_static(x.shape[-1], "rotary_embedding's last dim") if x.shape else 0
+    if d % 2:
+        raise OpError(f"rotary_embedding rotates halves of the last dim, got {d} (odd)")
+    for name, t in (("cos", cos), ("sin", sin)):
+        if not broadcasts_to(t.shape, x.shape):
+            raise OpError(f"rotary_embedding's {name} {shape_str(t.shape)} does not broadcast "
+                          f"to x {shape_str(x.shape)}")
+    return [x]
+
+
+def _rotary_reference(attrs, xs, ws):
+    x, cos, sin = (np.asarray(a, np.float32) for a in xs)
+    return [x * cos + rotate_half(x) * sin]
+
+
+register(OpDef(
+    name="rotary_embedding", category="attention",
+    doc="x * cos + rotate_half(x) * sin, rotate_half(x) = concat(-x[..., d/2:], x[..., :d/2]) "
+        "along the last dim (d even, static); cos and sin broadcast to x",
+    inputs=("x", "cos", "sin"),
+    notes="LLaMA's, Mistral's, Qwen's and GPT-NeoX's rotary position embedding of q and k "
+          "(transformers' apply_rotary_pos_emb), one elementwise pass; fuse_rotary makes it "
+          "from the written-out slices, negation, concat, products and sum.",
+    infer=_rotary_infer, reference=_rotary_reference))

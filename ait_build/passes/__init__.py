@@ -10,10 +10,10 @@ from typing import Callable
 
 from ait_build.ir.graph import Graph, verify
 from ait_build.passes import (attention_masks, batchnorm_to_affine, cancel_permutes,
-                              eliminate_dead_code, fold_batchnorm, fold_constants, fuse_attention, fuse_concat,
-                              fuse_data_movement, fuse_elementwise, fuse_epilogue, fuse_layernorm,
-                              fuse_rmsnorm, pad_channels, pad_out_channels, plan_memory,
-                              recognize_activations)
+                              eliminate_dead_code, fold_batchnorm, fold_constants, fuse_attention,
+                              fuse_concat, fuse_data_movement, fuse_elementwise, fuse_epilogue,
+                              fuse_layernorm, fuse_rmsnorm, fuse_rotary, merge_duplicates,
+                              pad_channels, pad_out_channels, plan_memory, recognize_activations)
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,8 @@ def _pipeline() -> list:
     steps = (  # (module, what it does); a pass is named after its module
         (eliminate_dead_code, "drop no-op nodes and nodes that reach no output"),
         (fold_constants, "compute weight-only subgraphs at build time"),
-        (fold_batchnorm, "fold batch_norm into the conv2d/linear before it"),
+        (merge_duplicates, "a node computing what an earlier one did -> its readers read that one"),
+        (fold_batchnorm, "fold batch_norm, a mul/div by a number, into the conv2d/linear before"),
         (batchnorm_to_affine, "other batch_norms -> x * scale + shift (fuses with an activation)"),
         (recognize_activations, "written-out GELU, SiLU, ... -> the activation op (fuses later)"),
         (fuse_rmsnorm, "written-out RMS and L2 norms (T5, LLaMA, Swin V2) -> rms_norm"),
@@ -38,6 +39,7 @@ def _pipeline() -> list:
         (fuse_layernorm, "residual add + layer_norm -> layer_norm with a residual input"),
         (fuse_epilogue, "bias add, residual add, activation -> the GEMM/conv epilogue"),
         (pad_out_channels, "pad 16-bit conv/linear outputs to the target's alignment, slice after"),
+        (fuse_rotary, "x * cos + rotate_half(x) * sin -> rotary_embedding (LLaMA's q and k)"),
         (fuse_elementwise, "chains and small DAGs of elementwise ops -> one fused_elementwise"),
         (fuse_concat, "concat along channels read only by a per-channel program -> one kernel"),
         (fuse_data_movement, "chains of reshape/permute/slice/split/pad -> one strided copy"),

@@ -106,6 +106,9 @@ EXAMPLES = {
     "layer_norm": ({"x": ["batch", "seq", 768], "residual": ["batch", "seq", 768]},
                    "{name: ln, op: layer_norm, inputs: [x, residual], eps: 1.0e-12}"),
     "rms_norm": ({"x": ["batch", "seq", 768]}, "{name: norm, op: rms_norm, inputs: [x]}"),
+    "rotary_embedding": ({"q": ["batch", "seq", 32, 128], "cos": [1, "seq", 1, 128],
+                          "sin": [1, "seq", 1, 128]},
+                         "{name: q_rot, op: rotary_embedding, inputs: [q, cos, sin]}"),
     "softmax": ({"scores": ["batch", 12, "seq", "seq"]}, "{op: softmax, inputs: [scores]}"),
     "multi_head_attention": (
         {"qkv": ["batch", "seq", 2304], "mask": ["batch", 1, 1, "seq"]},

@@ -14,7 +14,9 @@ def n(name, op, inputs, **attrs):
 IMPORT_FAMILIES = dict(
     inputs={"x": {"shape": ["batch", 5, 8]}, "i": {"shape": ["batch", 5, 8], "dtype": "int64"},
             "img": {"shape": ["batch", 7, 6, 3]}, "w64": {"shape": ["batch", 3, 64]},
-            "r64": {"shape": ["batch", 3, 64]}, "w100": {"shape": ["batch", 3, 100]}},
+            "r64": {"shape": ["batch", 3, 64]}, "w100": {"shape": ["batch", 3, 100]},
+            "q": {"shape": ["batch", 5, 4, 64]}, "angles": {"shape": [1, 5, 1, 64]},
+            "q6": {"shape": ["batch", 3, 6]}},
     # T5's and LLaMA's norm (fuse_rmsnorm.py): on the GPU a row of 64 takes the warp-per-row
     # kernel, one of 100 (not a multiple of 8) the block-per-row one
     graph=[n("rms", "rms_norm", ["w64"]), n("rms_res", "rms_norm", ["w64", "r64"], eps=1e-5),
@@ -54,8 +56,15 @@ IMPORT_FAMILIES = dict(
            n("bicubic_corners", "resize2d", ["img"], size=[5, 10], mode="cubic",
              coordinates="align_corners"),
            n("bicubic_down", "resize2d", ["img"], size=[1, 4], mode="cubic",
-             coordinates="pytorch_half_pixel", cubic_coeff=-0.5)],
-    outputs=["rms", "rms_res", "rms_plain", "picked", "picked_mid", "sin", "cos", "log", "ceil",
+             coordinates="pytorch_half_pixel", cubic_coeff=-0.5),
+           # LLaMA's rotary embedding (fuse_rotary.py): heads of 64 with cos/sin per position
+           # (16-byte vectors), 6 features (single elements), and cos/sin of q6's own shape,
+           # where the rows collapse into one and each element finds its partner by j % 6
+           n("rc", "cos", ["angles"]), n("rs", "sin", ["angles"]),
+           n("rope", "rotary_embedding", ["q", "rc", "rs"]),
+           n("c6", "cos", ["q6"]), n("s6", "sin", ["q6"]),
+           n("rope6", "rotary_embedding", ["q6", "c6", "s6"])],
+    outputs=["rope", "rope6", "rms", "rms_res", "rms_plain", "picked", "picked_mid", "sin", "cos", "log", "ceil",
              "abs", "abs_i", "sign", "sign_i", "max_ceil", "max_ceil_pad", "avg_ceil", "avg_ceil_pad", "nearest", "nearest_exact",
              "nearest_down", "nearest_ceil", "bilinear", "bilinear_corners", "bilinear_one",
              "bilinear_down", "bicubic", "bicubic_corners", "bicubic_down"])

@@ -29,11 +29,11 @@ def graph_json(capsys, path, tgt, stage):
 
 
 def test_pipeline_is_one_named_list():
-    assert pass_names() == ["eliminate_dead_code", "fold_constants", "fold_batchnorm",
+    assert pass_names() == ["eliminate_dead_code", "fold_constants", "merge_duplicates", "fold_batchnorm",
                             "batchnorm_to_affine", "recognize_activations", "fuse_rmsnorm",
                             "pad_channels", "fuse_attention",
                             "attention_masks", "cancel_permutes", "fuse_layernorm", "fuse_epilogue",
-                            "pad_out_channels", "fuse_elementwise", "fuse_concat",
+                            "pad_out_channels", "fuse_rotary", "fuse_elementwise", "fuse_concat",
                             "fuse_data_movement", "plan_memory"]
     assert all(p.doc for p in PIPELINE)
 

@@ -1,0 +1,42 @@
+"""Common subexpressions: a node that computes the same op, with the same attributes and
+weights, of the same inputs as an earlier node is dropped and its readers read the earlier
+node's outputs.
+
+Imported models repeat work the source computed once per layer or once per call site: the
+importers' compositions (a sort's or a scatter's position tables, run-time sizes written as
+iotas) are rebuilt at every use, and exports repeat a mask or a position table in each layer.
+Every op here is a function of its inputs and attributes, so two such nodes are one. Walked in
+order with the readers renamed as it goes, a chain of duplicates (iota -> reshape -> compare)
+merges link by link. A node whose output is a graph output stays (the output keeps its name).
+"""
+
+from __future__ import annotations
+
+from ait_build.ir.graph import Graph
+from ait_build.passes.rewrite import remove_nodes, summary
+
+
+def _key(node) -> tuple:
+    return (node.op, tuple(node.inputs), repr(sorted(node.attrs.items())),
+            tuple(sorted(node.weights.items())), len(node.outputs))
+
+
+def run(graph: Graph, target) -> str:
+    seen: dict = {}
+    renamed: dict = {}  # dropped output -> the earlier node's
+    dropped = []
+    outputs = set(graph.outputs)
+    for node in graph.nodes:
+        node.inputs = [renamed.get(t, t) for t in node.inputs]
+        key = _key(node)
+        first = seen.get(key)
+        if first is None or any(t in outputs for t in node.outputs) or any(
+                graph.tensors[a].dtype != graph.tensors[b].dtype
+                or tuple(graph.tensors[a].shape) != tuple(graph.tensors[b].shape)
+                for a, b in zip(node.outputs, first.outputs)):
+            seen.setdefault(key, node)
+            continue
+        renamed.update(zip(node.outputs, first.outputs))
+        dropped.append(node)
+    remove_nodes(graph, dropped)
+    return summary((len(dropped), "duplicate nodes merged"))
