@@ -125,6 +125,20 @@ def _torch_dim(size, tdims: dict):
     return tdims[name] * (size.eval({name: 1}) - b) + b
 
 
+CASTS = ("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout",
+         "aten.type_as.default")
+
+
+def _is_float(node) -> bool:
+    val = node.meta.get("val") if hasattr(node, "meta") else None
+    return bool(getattr(getattr(val, "dtype", None), "is_floating_point", False))
+
+
+def _is_float32(node) -> bool:
+    val = node.meta.get("val") if hasattr(node, "meta") else None
+    return str(getattr(val, "dtype", "")) == "torch.float32"
+
+
 class TorchTranslator:
     def __init__(self, ep, inputs: list, dims: dict, graph: ImportGraph, leaves=frozenset()):
         import torch
@@ -146,6 +160,7 @@ class TorchTranslator:
         # fx node -> its bool mask node: x[mask] kept whole, where only elementwise ops lead it
         # to x'[mask] = ... (torch_scatter.masked_rows)
         self.masked: dict = {}
+        self.island: set = set()  # fx nodes kept float32 under a 16-bit --dtype (_float32_island)
 
     # -- set-up ---------------------------------------------------------------------------------
     def run(self) -> ImportGraph:
@@ -157,6 +172,7 @@ class TorchTranslator:
             self._context(node)
             if node in self.consts:
                 continue
+            self._float32_island(node)
             if self._fold(node):
                 continue
             if _is_symbolic_scalar(node) or empty(node):  # an empty tensor: only a cat reads it
@@ -433,7 +449,26 @@ class TorchTranslator:
         if name not in TORCH_DTYPES:
             raise AitError(f"tensors of dtype {name} are not supported")
         our = TORCH_DTYPES[name]
-        return self.g.dtype if our == "float32" else our
+        if our == "float32":
+            return "float32" if node in self.island else self.g.dtype
+        return our
+
+    def _float32_island(self, node) -> None:
+        """Under a 16-bit --dtype, what the module computes in float32 whatever its dtype stays
+        float32: rotary embeddings cast integer positions to float32 and multiply them by
+        `inv_freq.float()` (an angle of 127 in float16 is off by up to 0.03). An island starts at
+        a cast of a non-float tensor to float32 and grows through ops that read only it,
+        parameters and constants; an op where it meets an activation computes in the model's
+        dtype, the island's value cast down there (as `cos.to(x.dtype)` does in PyTorch)."""
+        if self.g.dtype == "float32" or not _is_float32(node):
+            return
+        args = [a for a in _flat(node.args) + _flat(node.kwargs) if hasattr(a, "op")]
+        if _target_name(node) in CASTS and args and not _is_float(args[0]):
+            self.island.add(node)
+        elif any(a in self.island for a in args) and all(
+                a in self.island or a in self.consts or a in self.param_tensors
+                or not _is_float(a) for a in args):
+            self.island.add(node)
 
     def weight_node_name(self, weight: str) -> str:
         """The node that owns `weight` is named so its weights need no renaming."""

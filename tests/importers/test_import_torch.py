@@ -179,6 +179,33 @@ def test_float_inputs_take_the_spec_dtype(tmp_path):
     assert "dtype: float16" in text and "float32" not in text and "op: cast" not in text, text
 
 
+def test_float32_computation_of_the_module_stays_float32_under_float16(tmp_path):
+    """Rotary angles: the module casts integer positions to float32 and multiplies them by a
+    float32 buffer whatever its dtype; a --dtype float16 import keeps that island float32 (in
+    float16 an angle of 127 is off by up to 0.03) and casts it down where it meets the
+    activations, as PyTorch's `cos.to(x.dtype)` does."""
+    from ait_build.spec.model import load_model
+    inputs = [parse_input("x:batch,seq,8")]
+    dims = dims_for(inputs, [parse_dim("batch=1:2:1"), parse_dim("seq=1:300:16")])
+    graph = import_torch("tests.importers.zoo:rotary", None, inputs, dims, "rot16", "float16")
+    simplify(graph)
+    spec, _, _ = write_spec(graph, str(tmp_path / "rot16.yaml"), "test import", fold=False)
+    model = load_model(spec)
+    kinds = {(n.op, model.tensors[n.outputs[0]].dtype) for n in model.nodes}
+    assert ("cos", "float32") in kinds and ("sin", "float32") in kinds, kinds
+    assert ("linear", "float16") in kinds and model.tensors[model.outputs[0]].dtype == "float16"
+    from tests.importers.zoo import rotary
+    module = rotary()
+    with torch.no_grad():  # the import's float16 weights and buffer, as module.half() has them
+        for name, p in list(module.named_parameters()) + list(module.named_buffers()):
+            p.copy_(torch.from_numpy(np.asarray(graph.weights[name], np.float32)))
+    x = np.random.default_rng(0).standard_normal((1, 300, 8)).astype(np.float32)
+    with torch.no_grad():
+        want = module(torch.from_numpy(x)).numpy()
+    got = run_reference(model, {"x": x})[model.outputs[0]]
+    assert rel_error(got, want) < 1e-3  # the reference rounds the float16 casts of cos and sin
+
+
 def test_a_parameter_looked_up_by_an_index_table_stays_a_weight(tmp_path):
     """table[index] (Swin's relative position bias) keeps the table as a weight of its own name
     (the build folds the lookup, from whatever weights the spec has); table[rows, cols], which

@@ -390,6 +390,27 @@ def lookups():
     return _Lookups().eval()
 
 
+class _Rotary(nn.Module):
+    """LLaMA's rotary angles: integer positions cast to float32 and times `inv_freq.float()`,
+    whatever the module's dtype, then `cos.to(x.dtype)` against the activations."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self.register_buffer("inv_freq", 1.0 / 10000 ** (torch.arange(0, 8, 2).float() / 8))
+
+    def forward(self, x):  # x [batch, seq, 8]
+        pos = torch.arange(x.shape[1], device=x.device)[None, :, None]
+        angles = pos.float() * self.inv_freq[None, None, :].float()
+        emb = torch.cat([angles, angles], dim=-1)
+        h = self.proj(x)
+        return h * emb.cos().to(h.dtype) + h * emb.sin().to(h.dtype)
+
+
+def rotary():
+    return _Rotary().eval()
+
+
 class _AdaptivePools(nn.Module):
     """Adaptive average pools whose windows are of unequal sizes, overlap or repeat inputs
     (VGG's and AlexNet's classifier pools on an image that is not 224 square)."""
