@@ -132,6 +132,7 @@ LAYOUT_SWAPS = dict(
 MOVEMENT_CHAINS = dict(
     inputs={"a": {"shape": ["batch", 6, 5, 58]}, "b": {"shape": ["batch", 6, 5, 58]},
             "img": {"shape": ["batch", 3, 8, 8]}, "s": {"shape": ["batch", 4, 6, 12]},
+            "s2": {"shape": ["batch", 4, 6, 12]},  # swap_rows of s would be s_swap (merged)
             "c1": {"shape": ["batch", 4, 3]}, "c2": {"shape": ["batch", 4, 5]}},
     graph=[n("cat", "concat", ["a", "b"], axis=3),
            n("view", "reshape", ["cat"], shape=["batch", 6, 5, 2, 58]),
@@ -152,7 +153,7 @@ MOVEMENT_CHAINS = dict(
            n("s_flat", "reshape", ["s_swap"], shape=["batch", 4, 72]),
            n("s_odd", "reshape", ["s_flat"], shape=["batch", 4, 8, 9]),
            n("odd_relu", "relu", ["s_odd"]),
-           n("swap_rows", "permute", ["s"], dims=[0, 1, 3, 2]),
+           n("swap_rows", "permute", ["s2"], dims=[0, 1, 3, 2]),
            n("swap_cut", "slice", ["swap_rows"], axis=1, start=1, end=3),
            n("joined", "concat", ["c1", "c2"], axis=2),
            n("joined_t", "permute", ["joined"], dims=[0, 2, 1]),

@@ -520,7 +520,7 @@ GROUPS = {
     # add 3 -> relu6 -> div 6 hardsigmoid the epilogue takes) and EfficientNet's (silu, sigmoid)
     "squeeze_excitation": dict(
         inputs={"x": {"shape": ["batch", 14, 14, 64]}, "y": {"shape": ["batch", 14, 14, 64]},
-                "z": {"shape": ["batch", 7, 7, 96]}},
+                "w": {"shape": ["batch", 14, 14, 64]}, "z": {"shape": ["batch", 7, 7, 96]}},
         graph=[n("pool", "global_avg_pool", ["x"], keepdims=True),
                n("fc1", "conv2d", ["pool"], out_channels=16, kernel=1),
                n("fc1_act", "relu", ["fc1"]),
@@ -536,7 +536,9 @@ GROUPS = {
                # than the projection outputs, the gate scales its weights per image instead
                # (gpu/gemm.py scaled_pointwise), into 24 outputs and into 64 with a residual; a
                # 7x7 map into 64 outputs keeps the mul
-               *se_block("a", "y", 16, 64, "hardsigmoid", 24),
+               # (each block its own map, as in a model: two pools of one map are one node
+               # after merge_duplicates, and a shared pool is no gate chain)
+               *se_block("a", "w", 16, 64, "hardsigmoid", 24),
                *se_block("b", "y", 16, 64, "sigmoid", 64, residual="y"),
                *se_block("c", "z", 24, 96, "sigmoid", 64)],
         outputs=["mnv3", "effnet", "a_proj", "b_proj", "c_proj"]),

@@ -338,7 +338,8 @@ def test_gates_fold_into_the_projection_over_larger_maps():
     assert "a_mul" not in steps and "b_mul" not in steps
     for mul in ("mnv3", "effnet", "c_mul"):
         assert [s.kernel.name.split("_")[:2] for s in steps[mul]] == [["channel", "scale"]]
-    for proj, out, residual in (("a_proj", 24, "nullptr"), ("b_proj", 64, plan.values["y"].var)):
+    for proj, fmap, out, residual in (("a_proj", "w", 24, "nullptr"),
+                                      ("b_proj", "y", 64, plan.values["y"].var)):
         scale, gemm = steps[proj]
         assert scale.kernel.name.startswith("scaled_weights_")
         scaled, weight, gate = scale.args[:3]
@@ -347,7 +348,7 @@ def test_gates_fold_into_the_projection_over_larger_maps():
         assert gemm.tuning.tunable.problem == (("n", out), ("k", 64), ("m", 196))
         assert str(gemm.tuning.tunable.extent) == "batch"
         # out, the map, the scaled weights, bias, residual; M N K; bi = the images, their strides
-        assert gemm.args[1:3] == (plan.values["y"].var, scaled) and gemm.args[4] == residual
+        assert gemm.args[1:3] == (plan.values[fmap].var, scaled) and gemm.args[4] == residual
         assert gemm.args[5:8] == ("196", str(out), "64")
         assert gemm.args[10:] == ("d_batch", "0", str(196 * 64), "0", str(out * 64))
     assert [s.kernel.name.split("_")[0] for s in steps["c_proj"]] == ["gemm"]
