@@ -12,12 +12,25 @@ merges link by link. A node whose output is a graph output stays (the output kee
 
 from __future__ import annotations
 
+import numpy as np
+
 from ait_build.ir.graph import Graph
 from ait_build.passes.rewrite import remove_nodes, summary
 
 
+def _frozen(value):
+    """A hashable form of an attribute value (an array by its bytes: repr would elide them)."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__,) + tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return ("dict",) + tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    return (type(value).__name__, repr(value))
+
+
 def _key(node) -> tuple:
-    return (node.op, tuple(node.inputs), repr(sorted(node.attrs.items())),
+    return (node.op, tuple(node.inputs), _frozen(node.attrs),
             tuple(sorted(node.weights.items())), len(node.outputs))
 
 

@@ -36,3 +36,13 @@ def test_other_attrs_inputs_weights_and_outputs_stay():
     after, summary = check_pass(g, merge_duplicates.run)
     # other scalars, other inputs, other weights differ; `out` is a graph output: it stays
     assert ops(after) == ops(g) and summary == ""
+
+
+def test_attributes_compare_whole_not_by_their_printed_form():
+    import numpy as np
+    from ait_build.passes.merge_duplicates import _frozen
+    a, b = np.zeros(5000, np.float32), np.zeros(5000, np.float32)
+    b[2500] = 1.0  # repr elides the middle of both arrays alike
+    assert repr(a) == repr(b) and _frozen({"value": a}) != _frozen({"value": b})
+    assert _frozen({"value": a}) == _frozen({"value": a.copy()})
+    assert _frozen({"s": 1}) != _frozen({"s": 1.0}) and _frozen((1, 2)) != _frozen([1, 2])
