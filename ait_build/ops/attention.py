@@ -119,7 +119,9 @@ def _rotary_infer(attrs, inputs):
     x, cos, sin = inputs
     require_float(x, "rotary_embedding's x")
     same_float_dtype(inputs)
-    d = require_static(x.shape[-1], "rotary_embedding's last dim") if x.shape else 0
+    if not x.shape:
+        raise OpError("rotary_embedding rotates the last dim: x needs at least one")
+    d = require_static(x.shape[-1], "rotary_embedding's last dim")
     if d % 2:
         raise OpError(f"rotary_embedding rotates halves of the last dim, got {d} (odd)")
     for name, t in (("cos", cos), ("sin", sin)):

@@ -144,3 +144,21 @@ def test_vs_torch_sdpa(tmp_path, causal, with_bias, packed):
     # float32 dot products over d = 16 and a weighted sum over s = 7 keys on both sides, in
     # different orders: differences of a few ulps of O(1) values
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_rotary_embedding_turns_each_pair_of_halves(tmp_path):
+    """x * cos + rotate_half(x) * sin: feature i pairs with i + d/2; an angle of pi/2 turns
+    (a, b) into (-b, a), an angle of 0 keeps it; cos and sin broadcast over heads."""
+    x = np.array([[[[1.0, 2.0, 3.0, 4.0]], [[1.0, 2.0, 3.0, 4.0]]]], F32)  # [1, 2 pos, 1 head, 4]
+    angles = np.array([0.0, math.pi / 2], F32)[None, :, None, None] * np.ones(4, F32)
+    out = run1(tmp_path, "rotary_embedding",
+               {"x": x, "cos": np.cos(angles), "sin": np.sin(angles)})
+    np.testing.assert_allclose(out[0, 0, 0], [1, 2, 3, 4], atol=1e-6)
+    np.testing.assert_allclose(out[0, 1, 0], [-3, -4, 1, 2], atol=1e-6)
+
+
+def test_rotary_embedding_refuses_odd_or_growing_shapes(tmp_path):
+    spec_error(tmp_path, "rotary_embedding", {"x": [2, 5], "cos": [2, 5], "sin": [2, 5]},
+               "rotates halves of the last dim, got 5")
+    spec_error(tmp_path, "rotary_embedding", {"x": [2, 4], "cos": [3, 4], "sin": [2, 4]},
+               "cos .* does not broadcast to x")
