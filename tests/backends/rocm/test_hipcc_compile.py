@@ -109,14 +109,16 @@ def test_create_reports_the_missing_device(builds):
         pass
 
 
-@pytest.mark.parametrize("group", ["CONCAT_NORMS", "LAYOUT_SWAPS", "MOVEMENT_CHAINS"])
+@pytest.mark.parametrize("group", ["CONCAT_NORMS", "LAYOUT_SWAPS", "MOVEMENT_CHAINS",
+                                   "IMPORT_FAMILIES"])
 def test_fused_concat_norm_and_transpose_kernels_compile_for_gfx90a(tmp_path, group):
     """The GPU layer's own kernels of tests/backends/family_ops.py's groups, in float16:
     concat + batch norm + activation, fused batch norms and a channel concat kept whole
     (concat_rows; CONCAT_NORMS), tiled transposes
-    (LAYOUT_SWAPS), strided and padded copies of fused data movement (MOVEMENT_CHAINS), compile
-    with hipcc for gfx90a (the GPU tests run them on the H200); the groups have no GEMM, so
-    nothing else is compiled."""
+    (LAYOUT_SWAPS), strided and padded copies of fused data movement (MOVEMENT_CHAINS), the
+    importers' ops (IMPORT_FAMILIES: rms norms, rotary embeddings, gathers, resizes, pools)
+    compile with hipcc for gfx90a (the GPU tests run them on the H200); the groups have no GEMM,
+    so nothing else is compiled."""
     if shutil.which("hipcc") is None:
         pytest.skip("hipcc is not on PATH")
     from ait_build.backends import toolchain_for
@@ -130,7 +132,8 @@ def test_fused_concat_norm_and_transpose_kernels_compile_for_gfx90a(tmp_path, gr
     emission = emit(spec, target, str(tmp_path / "out"))
     sources = sorted(k for k in emission.kernel_sources if k.endswith(".cu"))
     markers = {"CONCAT_NORMS": ("concat_mul_add_relu", "concat_rows"),
-               "LAYOUT_SWAPS": ("transpose",), "MOVEMENT_CHAINS": ("padded_copy",)}[group]
+               "LAYOUT_SWAPS": ("transpose",), "MOVEMENT_CHAINS": ("padded_copy",),
+               "IMPORT_FAMILIES": ("rotary", "rms_norm")}[group]
     assert all(any(m in s for s in sources) for m in markers), sources
     tc = toolchain_for(target)
     for source in sources:
