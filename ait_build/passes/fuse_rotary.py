@@ -71,6 +71,8 @@ def match(graph: Graph, uses: Uses, add):
     products = [_product(uses, t) for t in add.inputs]
     if any(p is None for p in products):
         return None
+    if products[0] is products[1]:
+        return None
     for plain, turned in (products, products[::-1]):
         for r_at in (0, 1):
             found = _rotated(graph, uses, turned.inputs[r_at])
