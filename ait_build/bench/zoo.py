@@ -4,7 +4,11 @@ imported with `ait-build import torch`, built for a GPU target and timed with `a
 
     python3 -m ait_build.bench.zoo [--quick] [--models a,b] [--batch 1,128] [--seq 128]
                                    [--no-compile] [--steps import,build,bench] [--budget S]
-                                   [--out DIR]
+                                   [--out DIR] [--set public|outside]
+
+`--set outside` runs zoo_specs.OUTSIDE instead of the public models: models nothing of ours was
+tuned for (a Mixtral-shaped MoE, LLaMA- and Qwen2-shaped decoders, audio and vision encoders,
+CNNs), to find what is slow on the models users bring.
 
 Steps, each optional (`--steps`):
 - import: each model (zoo_specs.ZOO) with `ait-build import torch ... --dtype float16` into
