@@ -22,7 +22,7 @@ from ait_build.importers.graph import ImportFailure, ImportGraph, Value
 from ait_build.importers.lower import Lower
 from ait_build.importers.options import example_of
 from ait_build.importers.torch_args import empty
-from ait_build.importers.torch_ops import HANDLERS
+from ait_build.importers.torch_ops import CASTS, HANDLERS
 from ait_build.ir.dims import Dim
 
 TORCH_DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
@@ -125,18 +125,13 @@ def _torch_dim(size, tdims: dict):
     return tdims[name] * (size.eval({name: 1}) - b) + b
 
 
-CASTS = ("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout",
-         "aten.type_as.default")
+def _torch_dtype(node):
+    """The torch dtype of an FX node's value, or None (a number, a list)."""
+    return getattr(node.meta.get("val"), "dtype", None) if hasattr(node, "meta") else None
 
 
 def _is_float(node) -> bool:
-    val = node.meta.get("val") if hasattr(node, "meta") else None
-    return bool(getattr(getattr(val, "dtype", None), "is_floating_point", False))
-
-
-def _is_float32(node) -> bool:
-    val = node.meta.get("val") if hasattr(node, "meta") else None
-    return str(getattr(val, "dtype", "")) == "torch.float32"
+    return bool(getattr(_torch_dtype(node), "is_floating_point", False))
 
 
 class TorchTranslator:
@@ -460,7 +455,7 @@ class TorchTranslator:
         a cast of a non-float tensor to float32 and grows through ops that read only it,
         parameters and constants; an op where it meets an activation computes in the model's
         dtype, the island's value cast down there (as `cos.to(x.dtype)` does in PyTorch)."""
-        if self.g.dtype == "float32" or not _is_float32(node):
+        if self.g.dtype == "float32" or str(_torch_dtype(node)) != "torch.float32":
             return
         args = [a for a in _flat(node.args) + _flat(node.kwargs) if hasattr(a, "op")]
         if _target_name(node) in CASTS and args and not _is_float(args[0]):

@@ -59,7 +59,11 @@ def _nothing(t, node):
     return None
 
 
-@handles("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout", "aten.type_as.default")
+CASTS = ("aten._to_copy.default", "aten.to.dtype", "aten.to.dtype_layout",
+         "aten.type_as.default")
+
+
+@handles(*CASTS)
 @uniform_fill
 def _cast(t, node):
     x = node.args[0]
