@@ -27,9 +27,9 @@ from ait_build.errors import OpError
 from ait_build.ir.dims import Dim
 from ait_build.ir.graph import Graph, Node
 from ait_build.passes.rewrite import (Uses, add_weight, free_name, infer, new_value, node_names,
-                                      permute_dims, position, remove_nodes, replace_uses, summary)
+                                      permute_dims, position, remove_nodes, summary)
 from ait_build.ops.opdef import TType
-from ait_build.passes import attention_batched, attention_heads, score_layouts
+from ait_build.passes import attention_batched, attention_heads, merge_duplicates, score_layouts
 from ait_build.passes.attention_scores import (attention_name, bias_tensor, find_scores, forget,
                                                probabilities, pv_matmul)
 
@@ -228,22 +228,6 @@ def _common_prefix(names: list) -> str:
     return ".".join(shared) + "." if shared and len(shared) < min(len(p) for p in parts) else ""
 
 
-def _share(graph: Graph, made: set) -> None:
-    """Nodes this pass made that compute the same as an earlier one (every layer of BLOOM sums
-    the same ALiBi and mask into its bias) read that one's output instead, and go."""
-    seen, dup = {}, []
-    for node in graph.nodes:
-        if node.name not in made or node.weights or len(node.outputs) != 1:
-            continue
-        key = (node.op, tuple(node.inputs), repr(sorted(node.attrs.items())))
-        if key in seen:
-            replace_uses(graph, node.output, seen[key])
-            dup.append(node)
-        else:
-            seen[key] = node.output
-    remove_nodes(graph, dup)
-
-
 def run(graph: Graph, target) -> str:
     if not target.cap("fused_attention"):
         return ""
@@ -264,7 +248,9 @@ def run(graph: Graph, target) -> str:
         graph.nodes[at:at + 1] = before + [node] + after
         remove_nodes(graph, replaced[:-1])
         fused += 1
-    _share(graph, made)
+    # nodes this pass made that compute what an earlier one of them did (every layer of BLOOM
+    # sums the same ALiBi and mask into its bias): their readers read that one
+    merge_duplicates.merge(graph, among=made)
     # what was summed into a new bias (score_layouts.bias) is read no more (the graph had no
     # dead nodes before this pass: eliminate_dead_code runs first)
     while True:

@@ -35,12 +35,20 @@ def _key(node) -> tuple:
 
 
 def run(graph: Graph, target) -> str:
+    return summary((merge(graph), "duplicate nodes merged"))
+
+
+def merge(graph: Graph, among: set | None = None) -> int:
+    """Drops the duplicates (only nodes named in `among`, when given: a pass's own nodes) and
+    returns how many went."""
     seen: dict = {}
     renamed: dict = {}  # dropped output -> the earlier node's
     dropped = []
     outputs = set(graph.outputs)
     for node in graph.nodes:
         node.inputs = [renamed.get(t, t) for t in node.inputs]
+        if among is not None and node.name not in among:
+            continue
         key = _key(node)
         first = seen.get(key)
         if first is None or any(t in outputs for t in node.outputs) or any(
@@ -52,4 +60,4 @@ def run(graph: Graph, target) -> str:
         renamed.update(zip(node.outputs, first.outputs))
         dropped.append(node)
     remove_nodes(graph, dropped)
-    return summary((len(dropped), "duplicate nodes merged"))
+    return len(dropped)
