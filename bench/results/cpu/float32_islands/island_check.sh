@@ -1,7 +1,7 @@
 #!/bin/bash
 # float32 islands in a --dtype float16 import: the LLaMA-shaped decoder at seq 512 built for cpu,
 # with and without the island, against PyTorch float32 (rel L2)
-cd /work/main
+cd "$(git rev-parse --show-toplevel)"
 for v in island plain; do
   rm -rf /tmp/isl_$v && mkdir -p /tmp/isl_$v
   patch=""; [ $v = plain ] && patch="from_torch.TorchTranslator._float32_island = lambda self, node: None"
@@ -20,4 +20,4 @@ import json
 for v in ['island','plain']:
     r=json.load(open(f'/tmp/isl_{v}/b.json'))
     for c in r['results']: print(v, c['dims'], c['torch'].get('rel_l2'), c['torch'].get('max_abs_diff'))
-" > /work/scratch/island_check.out 2>&1
+" > bench/results/cpu/float32_islands/island_check.out 2>&1
