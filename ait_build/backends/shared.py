@@ -36,6 +36,7 @@ DATA_MOVEMENT = {
     "strided_copy": strided_copy.lower_strided_copy,  # a fused chain of the ops above
     "gather": data_movement.lower_gather,
     "gather_elements": data_movement.lower_gather_elements,
+    "permute_elements": data_movement.lower_permute_elements,  # gather_elements' inverse
     "roll": index_ops.lower_roll,
 }
 

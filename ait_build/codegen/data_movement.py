@@ -224,3 +224,20 @@ def lower_gather_elements(lw) -> None:
                      cexpr(elements(shape[:axis])), cexpr(shape[axis]), cexpr(ishape[axis]),
                      cexpr(elements(shape[axis + 1:])), c_string(f"{node.op} '{node.name}'")])
 
+
+
+def lower_permute_elements(lw) -> None:
+    """src, index and out [outer, L, inner]: out[a, index[a, k, c], c] = src[a, k, c]."""
+    node = lw.node
+    src, index = node.inputs
+    shape = lw.shape(src)
+    axis = norm_axis(node.attrs["axis"], len(shape))
+    ctype = lw.ctype(src)
+    params = [(f"{ctype}*", "out"), (f"const {ctype}*", "src"),
+              (f"const {lw.ctype(index)}*", "idx"), ("int64_t", "outer"), ("int64_t", "L"),
+              ("int64_t", "inner"), ("const char*", "what")]
+    kernel = make_kernel("permute_elements", node.op, lw.template("permute_elements"),
+                         dict(ctype=ctype), params)
+    lw.call(kernel, [lw.dst(node.output), lw.src(src), lw.src(index),
+                     cexpr(elements(shape[:axis])), cexpr(shape[axis]),
+                     cexpr(elements(shape[axis + 1:])), c_string(f"{node.op} '{node.name}'")])

@@ -111,6 +111,7 @@ class ImportGraph:
         self.values: dict = {}  # ref -> Value (what spec-level names hold)
         self.problems: list = []  # unsupported ops: 'where: what'
         self.classes: dict = {}  # module path -> class name, for naming blocks
+        self.inverses: dict = {}  # ref of a permutation (a sort's order) -> Value of its inverse
 
     # -- names ------------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:

@@ -272,6 +272,13 @@ class ShapeLowering:
                 data = self.slice(data, d, 0, end)
         return self.emit("gather_elements", [data, indices], {"axis": axis} if axis else {})
 
+    def permute_elements(self, src: Value, index: Value, axis: int) -> Value:
+        """out[..., index[..., i, ...], ...] = src[..., i, ...] along `axis`, for an index that
+        is a permutation there (a sort's places: ordering.counted_places)."""
+        src, index = self.plain(src), self.plain(index)
+        axis %= src.rank
+        return self.emit("permute_elements", [src, index], {"axis": axis} if axis else {})
+
     def embedding(self, ids: Value, weight: str, name: str | None) -> Value:
         table = self.g.weights[weight]
         return self.emit("embedding", [self.plain(ids)],

@@ -3,16 +3,21 @@ importers (torch.sort/topk/kthvalue/median, ONNX TopK; torch.prod, cumprod, cumm
 ReduceProd). No kernel of ours sorts: the order comes from comparing every pair along the axis,
 which is exact and runs on every backend, at N^2 elements a row, so the axis may be at most
 MAX_SORTED long (at the largest size its dims allow). These axes are short in models (the experts of a mixture-of-experts
-router, detection scores after a pre-selection, a token's candidates). Every function takes the
-frontend's `Lower` first.
+router, detection scores after a pre-selection, a token's candidates). Keys known to be positions
+along an axis of R elements (a router's expert ids: topk's indices) sort by counting instead,
+N x R elements a row: each key's place is the count of smaller keys plus that of equal ones
+before it, and the order is those places written back (permute_elements), so a mixture of
+experts sorts every routed row of a batch. Every function takes the frontend's `Lower` first.
 """
 
 from __future__ import annotations
 
+from ait_build.importers.graph import dim_attr
 from ait_build.ir.dims import Dim
 from ait_build.ir.dtypes import FLOAT_DTYPES
 
 MAX_SORTED = 2048  # a row of N^2 pair comparisons: 4M elements at this size
+MAX_COUNTED = 1 << 25  # a row of N x R key-bin pairs when sorting keys in 0..R-1 by counting
 
 
 def _length(lower, x, axis: int, what: str) -> Dim:
@@ -25,11 +30,45 @@ def _length(lower, x, axis: int, what: str) -> Dim:
     return n
 
 
-def sorted_positions(lower, x, axis: int, count, descending: bool, what: str = "a sort"):
+def counted_places(lower, x, axis: int, key_range: int, descending: bool):
+    """int32 [..., n] (the axis last): the place along `axis` of each element of x, whose
+    values are integers in 0..key_range-1, in a stable sort: #{j: x_j before x_i} +
+    #{j < i: x_j == x_i}, from one [..., n, R] table of the keys against the bins."""
+    last = x.rank - 1
+    rows = lower.transpose(x, axis, last) if axis != last else x  # [..., n]
+    lead, size, one = tuple(rows.source_shape[:-1]), rows.source_shape[-1], Dim.of(1)
+    bins = lower.reshape(lower.iota((Dim.of(key_range),), rows.dtype),
+                         tuple(one for _ in lead) + (one, Dim.of(key_range)))
+    keys = lower.reshape(rows, lead + (size, one))
+    hits = lower.cast(lower.binary("equal", keys, bins), "int32")  # [..., n, R]
+    earlier = "greater" if descending else "less"  # bins that sort before the key's
+    ahead = lower.sum(lower.cast(lower.binary(earlier, keys, bins), "int32"), [rows.rank - 1],
+                      keepdim=True)  # [..., 1, R]: the keys before bin b's first place
+    before = lower.cumsum(hits, rows.rank - 1, "int32", exclusive=True)  # equal keys before
+    start = lower.binary("add", ahead, before)
+    return lower.sum(lower.binary("mul", hits, start), [rows.rank], keepdim=False)
+
+
+def sorted_positions(lower, x, axis: int, count, descending: bool, what: str = "a sort",
+                     key_range: int | None = None):
     """int64 positions along `axis` of the first `count` elements of x in sorted order (ties in
     position order, as a stable sort leaves them): element i goes to place
-    #{j: x_j before x_i} + #{j < i: x_j == x_i}, and place r reads the i that went there."""
+    #{j: x_j before x_i} + #{j < i: x_j == x_i}, and place r reads the i that went there.
+    `key_range` R: x holds integers in 0..R-1 (counted_places, no pairs compared)."""
     axis %= x.rank
+    n = x.source_shape[axis]
+    if key_range is not None and lower.largest(n) * key_range <= MAX_COUNTED:
+        last = x.rank - 1
+        places = counted_places(lower, x, axis, key_range, descending)  # [..., n]
+        lead = tuple(places.source_shape[:-1])
+        order = lower.expand(lower.reshape(lower.iota((n,), "int64"),
+                                           tuple(Dim.of(1) for _ in lead) + (n,)), lead + (n,))
+        positions = lower.permute_elements(order, places, last)
+        if Dim.of(count) != n:  # topk's first k
+            positions = lower.slice(positions, last, 0, dim_attr(Dim.of(count)))
+        elif axis == last:  # a write by this order can read by its inverse (scatter.put_along)
+            lower.g.inverses[positions.ref] = places
+        return lower.transpose(positions, axis, last) if axis != last else positions
     size = _length(lower, x, axis, what)
     last = x.rank - 1
     rows = lower.transpose(x, axis, last) if axis != last else x  # the axis last: [..., n]
@@ -59,12 +98,13 @@ def sorted_positions(lower, x, axis: int, count, descending: bool, what: str = "
 
 
 def sort(lower, x, axis: int, descending: bool, count: int | None = None,
-         what: str = "a sort"):
+         what: str = "a sort", key_range: int | None = None):
     """(values, int64 indices) of the first `count` (default all) elements of x sorted along
-    `axis`; the values gathered, so exact in every dtype."""
+    `axis`; the values gathered, so exact in every dtype. `key_range`: sorted_positions'."""
     axis %= x.rank
-    n = _length(lower, x, axis, what)
-    positions = sorted_positions(lower, x, axis, n if count is None else count, descending, what)
+    n = x.source_shape[axis]
+    positions = sorted_positions(lower, x, axis, n if count is None else count, descending, what,
+                                 key_range)
     return lower.gather_elements(x, positions, axis), positions
 
 

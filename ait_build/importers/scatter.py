@@ -116,7 +116,6 @@ def put_along(lower, x, axis: int, index, values, accumulate: bool, what="index_
     it): x[..., index, ...] = values, index_put, index_copy, index_add."""
     axis %= x.rank
     target, count = x.source_shape[axis], index.source_shape[0]
-    _pairs(lower, target, count, what)
     shape = tuple(count if d == axis else s for d, s in enumerate(x.source_shape))
     values = lower.cast(values, x.dtype) if hasattr(values, "source_shape") else \
         lower.fill((Dim.of(1),), values, x.dtype)
@@ -124,6 +123,13 @@ def put_along(lower, x, axis: int, index, values, accumulate: bool, what="index_
         values = lower.reshape(values, (Dim.of(1),) * (x.rank - values.rank) +
                                tuple(values.source_shape))
     values = lower.expand(values, shape)
+    places = lower.g.inverses.get(index.ref)
+    if places is not None and not accumulate and count == target:
+        # the index is a permutation (a counted sort's order, ordering.sorted_positions), so
+        # every place is written once: place k takes the slice whose index points at it, the
+        # one the permutation's inverse names (inv_perm[perm] = arange: the inverse itself)
+        return lower.gather(values, places, axis)
+    _pairs(lower, target, count, what)
     hits = _hits(lower, index, target)  # [K, I]
     if accumulate:  # each place's sum over the indices that hit it: a [K, I] one-hot product
         ones = lower.cast(hits, x.dtype if x.dtype in FLOAT_DTYPES else "float32")

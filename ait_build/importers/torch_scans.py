@@ -8,6 +8,8 @@ rather than as kernels of their own. The table joins torch_ops.HANDLERS.
 
 from __future__ import annotations
 
+import operator
+
 from ait_build.errors import AitError
 from ait_build.importers import ordering
 from ait_build.importers.graph import registrar
@@ -74,11 +76,46 @@ def _sort(t, node):
     if key.startswith("aten.msort"):
         dim, descending = 0, False
     what = f"torch.{key.split('.')[1]}"
+    keys = index_range(node.args[0])
     if key.startswith("aten.argsort"):
         return ordering.sorted_positions(t.lower, x, dim, x.source_shape[dim % x.rank],
-                                         bool(descending), what)
-    values, indices = ordering.sort(t.lower, x, dim, bool(descending), what=what)
+                                         bool(descending), what, keys)
+    values, indices = ordering.sort(t.lower, x, dim, bool(descending), what=what, key_range=keys)
     return values if key.startswith("aten.msort") else [values, indices]
+
+
+# ops that keep the values of their input (reshapes, copies, integer casts): positions stay
+# positions through them
+SAME_VALUES = ("aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
+               "aten.flatten.using_ints", "aten.squeeze.dim", "aten.squeeze.dims",
+               "aten.unsqueeze.default", "aten.clone.default", "aten.alias.default",
+               "aten._to_copy.default", "aten.contiguous.default", "aten.expand.default")
+# ops whose second output (or only output) is a position along their input's `dim`
+POSITIONS = {"aten.topk.default": (1, 2), "aten.sort.default": (1, 1),
+             "aten.sort.stable": (1, None), "aten.argsort.default": (0, 1),
+             "aten.argsort.stable": (0, None), "aten.argmax.default": (0, 1),
+             "aten.argmin.default": (0, 1)}
+
+
+def index_range(node) -> int | None:
+    """R where every value of the FX node `node` is a position along an axis of R elements
+    (a router's expert ids: topk's indices, through reshapes and casts), else None; a sort of
+    such keys counts them (ordering.sorted_positions)."""
+    while _key(node) in SAME_VALUES:
+        node = node.args[0]
+    output = 0
+    if _key(node) == str(operator.getitem) and len(node.args) == 2:
+        node, output = node.args
+    spec = POSITIONS.get(_key(node))
+    if spec is None or spec[0] != output or not hasattr(node.args[0], "meta"):
+        return None
+    axis = node.kwargs.get("dim", -1) if spec[1] is None else \
+        arg(node, spec[1], "dim", None if _key(node).startswith("aten.arg") else -1)
+    shape = node.args[0].meta["val"].shape
+    if axis is None:  # argmax over the flattened tensor
+        return None
+    size = shape[axis] if shape else 1
+    return size if isinstance(size, int) and size > 0 else None
 
 
 @handles("aten.topk.default")

@@ -1,5 +1,6 @@
 """Table lookups and constants: embedding (a weight table), gather (from a tensor),
-gather_elements (one element per index), parameter (a stored weight used as a tensor, e.g. ViT's
+gather_elements (one element per index), permute_elements (its inverse for a
+permutation), parameter (a stored weight used as a tensor, e.g. ViT's
 class token)."""
 
 from __future__ import annotations
@@ -100,6 +101,45 @@ register(OpDef(
     infer=_gather_elements_infer, reference=_gather_elements,
     notes="torch.gather(data, axis, indices) where indices has data's sizes outside `axis` "
           "(PyTorch allows smaller ones: slice data to them first).",
+))
+
+
+def _permute_elements_infer(attrs, inputs):
+    src, index = inputs
+    _require_indices(index, "permute_elements")
+    if not src.shape or tuple(index.shape) != tuple(src.shape):
+        raise OpError(f"permute_elements index {shape_str(index.shape)} must have the shape of "
+                      f"src {shape_str(src.shape)} (rank 1 or more)")
+    norm_axis(attrs["axis"], len(src.shape))
+    return [TType(tuple(src.shape), src.dtype)]
+
+
+def _permute_elements(attrs, xs, ws):
+    src, index = xs
+    axis = norm_axis(attrs["axis"], src.ndim)
+    size = src.shape[axis]
+    places = np.where(index < 0, index + size, index)
+    if not np.array_equal(np.sort(places, axis=axis),
+                          np.broadcast_to(np.arange(size).reshape(
+                              [-1 if d == axis else 1 for d in range(src.ndim)]), src.shape)):
+        raise OpError(f"permute_elements index is not a permutation of 0..{size - 1} along "
+                      f"axis {axis}")
+    out = np.empty_like(src)
+    np.put_along_axis(out, places, src, axis)
+    return [out]
+
+
+register(OpDef(
+    name="permute_elements", category="gather",
+    doc="out[..., index[..., i, ...], ...] = src[..., i, ...] along `axis`: each element moves "
+        "to the place its index gives (the inverse of gather_elements by the same index); the "
+        "index is a permutation of 0..n-1 along `axis` (negative places count from the end)",
+    inputs=("src", "index"), attrs=(Attr("axis", "int", 0, doc="the dim permuted"),),
+    infer=_permute_elements_infer, reference=_permute_elements,
+    notes="torch.empty_like(src).scatter_(axis, index, src) where index is a permutation "
+          "(argsort's inverse: the importers make it for sorts). The kernels zero the places no "
+          "index hits and keep one of the elements that hit the same place; the reference "
+          "refuses an index that is not a permutation.",
 ))
 
 

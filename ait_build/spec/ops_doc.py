@@ -132,6 +132,8 @@ EXAMPLES = {
     "gather_elements": ({"scores": ["batch", 12, "seq", 512],
                          "buckets": (["batch", 12, "seq", "seq"], "int64")},
                         "{op: gather_elements, inputs: [scores, buckets], axis: 3}"),
+    "permute_elements": ({"expert_ids": (["seq"], "int64"), "places": (["seq"], "int64")},
+                         "{op: permute_elements, inputs: [expert_ids, places], axis: 0}"),
     "parameter": ({}, "{name: cls, op: parameter, shape: [1, 1, 768], "
                       "weights: {value: class_token}}"),
 }

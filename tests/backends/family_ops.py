@@ -26,6 +26,14 @@ IMPORT_FAMILIES = dict(
            n("picked", "gather_elements", ["x", "picks"], axis=2),
            n("img_picks", "iota", [], shape=["batch", 4, 6, 3], axis=3, start=-2, step=3),
            n("picked_mid", "gather_elements", ["img", "img_picks"], axis=1),
+           # a sort's permutation written back (the importers' counting sort): 3 steps mod 8
+           # along the last axis, and mod 7 along an inner one
+           n("steps8", "iota", [], shape=["batch", 5, 8], axis=2, step=3, dtype="int32"),
+           n("perm8", "remainder", ["steps8"], scalar=8),
+           n("permuted", "permute_elements", ["x", "perm8"], axis=2),
+           n("steps7", "iota", [], shape=["batch", 7, 6, 3], axis=1, step=3, dtype="int64"),
+           n("perm7", "remainder", ["steps7"], scalar=7),
+           n("permuted_mid", "permute_elements", ["img", "perm7"], axis=1),
            n("sin", "sin", ["x"]), n("cos", "cos", ["x"]), n("ex", "exp", ["x"]),
            n("log", "log", ["ex"]), n("x3", "mul", ["x"], scalar=3.0),
            n("ceil", "ceil", ["x3"]), n("abs", "abs", ["x"]), n("abs_i", "abs", ["i"]),
@@ -64,7 +72,8 @@ IMPORT_FAMILIES = dict(
            n("rope", "rotary_embedding", ["q", "rc", "rs"]),
            n("c6", "cos", ["q6"]), n("s6", "sin", ["q6"]),
            n("rope6", "rotary_embedding", ["q6", "c6", "s6"])],
-    outputs=["rope", "rope6", "rms", "rms_res", "rms_plain", "picked", "picked_mid", "sin", "cos", "log", "ceil",
+    outputs=["rope", "rope6", "rms", "rms_res", "rms_plain", "picked", "picked_mid", "permuted",
+             "permuted_mid", "sin", "cos", "log", "ceil",
              "abs", "abs_i", "sign", "sign_i", "max_ceil", "max_ceil_pad", "avg_ceil", "avg_ceil_pad", "nearest", "nearest_exact",
              "nearest_down", "nearest_ceil", "bilinear", "bilinear_corners", "bilinear_one",
              "bilinear_down", "bicubic", "bicubic_corners", "bicubic_down"])

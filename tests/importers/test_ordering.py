@@ -85,3 +85,44 @@ def test_nan_sorts_as_the_largest_value_as_in_pytorch(tmp_path):
     got = run_reference(graph, {"x": x})
     for out, expected in zip(graph.outputs, torch_outputs(factory, {"x": x})):
         np.testing.assert_array_equal(got[out], expected, err_msg=out)
+
+
+class RouterOrder(torch.nn.Module):
+    """A mixture of experts' routing as transformers writes it (integrations/moe.py): the
+    routed rows sorted by expert, the order's inverse written with index_put, and a
+    descending argsort of the same ids (experts' ids are topk's indices, 0..7)."""
+
+    def forward(self, logits):
+        _, ids = torch.topk(logits.softmax(-1), 2, dim=-1)
+        flat = ids.reshape(-1)
+        by_expert, order = torch.sort(flat)
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(order.numel())
+        return by_expert, order, inverse, torch.argsort(ids, dim=-1, descending=True, stable=True)
+
+
+def router_order():
+    return RouterOrder()
+
+
+def test_expert_ids_sort_by_counting_beyond_the_pair_limit(tmp_path, build_spec):
+    """2 x 4096 routed rows (the pair table's limit is 2048): topk's indices are positions
+    along 8 experts, so the sort counts them, and writing its order back reads its inverse;
+    no [n, n] table in the graph."""
+    factory = "tests.importers.test_ordering:router_order"
+    spec, _, graph = import_case((factory, ["logits:tokens,8"], ["tokens=1:4096:64"], None),
+                                 tmp_path, "router")
+    assert [n.op for n in graph.nodes].count("permute_elements") == 2
+    model, _, _ = build_spec(spec, name="router")
+    for tokens in (1, 5, 4096):
+        logits = np.random.default_rng(tokens).standard_normal((tokens, 8)).astype(np.float32)
+        by_expert, _, _, descending = torch_outputs(factory, {"logits": logits})
+        flat = np.argsort(-logits, axis=-1, kind="stable")[:, :2].reshape(-1)
+        for got in (run_reference(graph, {"logits": logits}), model.run({"logits": logits})):
+            got = [got[out] for out in graph.outputs]
+            np.testing.assert_array_equal(got[0], by_expert)
+            # PyTorch's sort leaves ties open; ours keeps them in position order, as a stable
+            # sort does, and the written inverse undoes the order
+            np.testing.assert_array_equal(got[1], np.argsort(flat, kind="stable"))
+            np.testing.assert_array_equal(got[2][got[1]], np.arange(2 * tokens))
+            np.testing.assert_array_equal(got[3].reshape(descending.shape), descending)

@@ -121,3 +121,33 @@ def test_gather_elements_is_torch_gather(tmp_path):
         torch.gather(torch.from_numpy(data), 1, torch.from_numpy(mid).long()).numpy())
     spec_error(tmp_path, "gather_elements", {"data": [2, 3, 4], "idx": ([2, 2, 2], "int64")},
                "slice data first", axis=2)
+
+
+def test_permute_elements_is_scatter_of_a_permutation(tmp_path):
+    torch = pytest.importorskip("torch")
+    data = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    order = np.argsort(np.random.default_rng(1).random((2, 3, 4)), axis=2)
+    got = run1(tmp_path, "permute_elements", {"src": data, "idx": order}, axis=2)
+    want = torch.empty_like(torch.from_numpy(data)).scatter_(
+        2, torch.from_numpy(order), torch.from_numpy(data)).numpy()
+    np.testing.assert_array_equal(got, want)
+    # the inverse of gather_elements by the same index; negative places count from the end
+    picked = np.take_along_axis(data, order, 2)
+    np.testing.assert_array_equal(
+        run1(tmp_path, "permute_elements", {"src": picked, "idx": order - 4}, axis=-1), data)
+    # along the middle axis: each (image, column) its own rotation of 0, 1, 2
+    mid = np.stack([np.roll(np.arange(3), s) for s in range(8)]).reshape(2, 4, 3).transpose(0, 2, 1)
+    np.testing.assert_array_equal(
+        run1(tmp_path, "permute_elements", {"src": data, "idx": mid.astype(np.int32)}, axis=1),
+        torch.empty_like(torch.from_numpy(data)).scatter_(
+            1, torch.from_numpy(mid.astype(np.int64)), torch.from_numpy(data)).numpy())
+
+
+def test_permute_elements_refuses_what_is_no_permutation(tmp_path):
+    data = np.arange(4, dtype=np.float32)
+    with pytest.raises(AitError, match="not a permutation"):
+        run1(tmp_path, "permute_elements", {"src": data, "idx": np.array([0, 1, 1, 3])})
+    spec_error(tmp_path, "permute_elements", {"src": [2, 4], "idx": ([2, 3], "int64")},
+               "must have the shape of src")
+    spec_error(tmp_path, "permute_elements", {"src": [2, 4], "idx": ([2, 4], "float32")},
+               "int32 or int64")

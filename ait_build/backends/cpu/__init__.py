@@ -25,6 +25,7 @@ TEMPLATES = {
     "padded_copy": "cpu/padded_copy.cpp.j2",
     "gather": "cpu/gather.cpp.j2",
     "gather_elements": "cpu/gather_elements.cpp.j2",
+    "permute_elements": "cpu/permute_elements.cpp.j2",
     "softmax": "cpu/softmax.cpp.j2",
     "pool2d": "cpu/pool2d.cpp.j2",
     "global_avg_pool": "cpu/global_avg_pool.cpp.j2",

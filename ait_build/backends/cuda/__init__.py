@@ -16,7 +16,7 @@ from ait_build.backends.cuda.toolchain import (ARCH_OPTIONS, arch_flags, arch_nu
 # kernel kind -> template: the GPU layer's kernels as they are (the kernel header comes from
 # render_globals), and its GEMM/conv dispatches over the CUTLASS parts (cutlass.py)
 TEMPLATES = {kind: f"gpu/{kind}.cu.j2" for kind in (
-    "elementwise", "copy", "padded_copy", "gather", "gather_elements", "softmax", "pool2d", "global_avg_pool",
+    "elementwise", "copy", "padded_copy", "gather", "gather_elements", "permute_elements", "softmax", "pool2d", "global_avg_pool",
     "resize2d", "layer_norm", "pad_channels", "attention", "gemm_simple", "conv2d_direct",
     "depthwise_conv2d", "im2col", "channel_scale", "concat_elementwise", "concat_rows", "transpose",
     "short_transpose", "stem_conv", "gemm", "conv2d")}
