@@ -229,6 +229,16 @@ class Lower(ShapeLowering):
             self.fail("matmul of a 1-d tensor (unsqueeze it first)")
         return self.emit("matmul", [a, b], attrs)
 
+    def grouped_matmul(self, a: Value, b: Value, offsets: Value) -> Value:
+        """Rows offsets[g-1]..offsets[g] of a [S, K] times b[g] ([G, K, N]; a transposed view
+        of [G, N, K] weights is read as it lies)."""
+        attrs = {}
+        if b.rank == 3 and b.perm == (0, 2, 1):
+            attrs["transpose_b"] = True
+        else:
+            b = self.plain(b)
+        return self.emit("grouped_matmul", [self.plain(a), b, self.plain(offsets)], attrs)
+
     # -- rows, windows ------------------------------------------------------------------------
     def last_axis(self, op: str, x: Value, attrs: dict, name=None, weights=None) -> Value:
         """An op over the source's last axis (layer_norm): any layout that keeps it last."""

@@ -181,19 +181,7 @@ def _bag_size(offsets):
 @handles("transformers.grouped_mm_fallback.default")
 def _grouped_mm(t, node):
     """transformers' grouped matmul of a mixture of experts (integrations/moe.py): rows
-    sorted by expert, rows offs[e-1]:offs[e] times weight[e] ([E, in, out]). Row r's expert is
-    #{e: offs[e] <= r}; every row is multiplied by every expert's weight ([E, S, out], E times
-    the work of the rows' own products, as one batched GEMM) and each row keeps its expert's."""
+    sorted by expert, rows offs[e-1]:offs[e] times weight[e] ([E, in, out]), rows past the
+    last offset zero: our grouped_matmul, each row multiplied by its own expert's weight."""
     x, weight, offs = (t.tensor(a) for a in node.args[:3])
-    rows, experts = x.source_shape[0], weight.source_shape[0]
-    width, one = weight.source_shape[2], Dim.of(1)
-    products = t.lower.matmul(t.lower.expand(t.lower.reshape(x, (one,) + tuple(x.source_shape)),
-                                             (experts,) + tuple(x.source_shape)), weight)
-    ends = t.lower.reshape(t.lower.cast(offs, "int64"), (one, experts))
-    row = t.lower.reshape(t.lower.iota((rows,), "int64"), (rows, one))
-    expert = t.lower.sum(t.lower.cast(t.lower.binary("less_equal", ends, row), "int32"), [1],
-                         keepdim=True)  # [S, 1]
-    expert = t.lower.binary("minimum", t.lower.cast(expert, "int64"), experts.value - 1)
-    index = t.lower.expand(t.lower.reshape(expert, (one, rows, one)), (one, rows, width))
-    picked = t.lower.gather_elements(products, index, 0)
-    return t.lower.reshape(picked, (rows, width))
+    return t.lower.grouped_matmul(x, t.lower.cast(weight, x.dtype), offs)

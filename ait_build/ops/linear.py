@@ -1,5 +1,6 @@
-"""GEMM-shaped ops: linear (PyTorch nn.Linear weights) and batched matmul; both carry the
-shared epilogue (bias, activation, residual)."""
+"""GEMM-shaped ops: linear (PyTorch nn.Linear weights) and batched matmul, both with the shared
+epilogue (bias, activation, residual), and grouped_matmul (a mixture of experts' rows, each group
+by its own matrix)."""
 
 from __future__ import annotations
 
@@ -110,3 +111,46 @@ register(OpDef(
     inputs=("a", "b", "residual?"),
     attrs=MATMUL_ATTRS, infer=_bmm_infer, reference=_matmul_reference,
     notes="torch.bmm: equal batch sizes, no broadcasting."))
+
+
+def _grouped_matmul_infer(attrs, inputs):
+    a, b, offsets = inputs
+    if len(a.shape) != 2 or len(b.shape) != 3 or len(offsets.shape) != 1:
+        raise OpError(f"grouped_matmul takes a [rows, k], b [groups, k, n] and offsets [groups], "
+                      f"got {shape_str(a.shape)}, {shape_str(b.shape)}, {shape_str(offsets.shape)}")
+    dtype = same_float_dtype(inputs[:2])
+    require_float(a, "grouped_matmul input")
+    if offsets.dtype not in ("int32", "int64"):
+        raise OpError(f"grouped_matmul offsets must be int32 or int64, got {offsets.dtype}")
+    kb, n = (b.shape[2], b.shape[1]) if attrs["transpose_b"] else (b.shape[1], b.shape[2])
+    if a.shape[1] != kb or offsets.shape[0] != b.shape[0]:
+        raise OpError(f"grouped_matmul of {shape_str(a.shape)} by {shape_str(b.shape)}"
+                      + (" (transposed)" if attrs["transpose_b"] else "")
+                      + f" with offsets {shape_str(offsets.shape)}: k or the groups differ")
+    return [TType((a.shape[0], n), dtype)]
+
+
+def _grouped_matmul_reference(attrs, xs, ws):
+    a, b, offsets = xs
+    b = np.swapaxes(b, -1, -2) if attrs["transpose_b"] else b
+    ends = offsets.astype(np.int64)
+    if np.any(np.diff(ends) < 0) or (ends.size and (ends[0] < 0 or ends[-1] > a.shape[0])):
+        raise OpError(f"grouped_matmul offsets must rise from 0 to at most {a.shape[0]} rows, "
+                      f"got {ends.tolist()}")
+    out = np.zeros((a.shape[0], b.shape[2]), np.float32)
+    for group, (start, end) in enumerate(zip(np.concatenate([[0], ends[:-1]]), ends)):
+        out[start:end] = np.matmul(a[start:end].astype(np.float32), b[group].astype(np.float32))
+    return [out]
+
+
+register(OpDef(
+    name="grouped_matmul", category="gemm",
+    doc="rows offsets[g-1]..offsets[g] of a (offsets[-1] = 0) times b[g], for each group g: a "
+        "mixture of experts' rows sorted by expert; rows past the last offset are zero",
+    inputs=("a", "b", "offsets"),
+    attrs=(Attr("transpose_b", "bool", False, doc="b is [groups, n, k]"),),
+    infer=_grouped_matmul_infer, reference=_grouped_matmul_reference,
+    notes="torch._grouped_mm(a, b, offs=offsets) and transformers' grouped_mm fallback (offsets: "
+          "the cumulative rows per group, rising, at most the rows). The kernels run what the "
+          "offsets give: each group from where the ones before it ended, so groups never "
+          "overlap; the reference refuses falling offsets."))

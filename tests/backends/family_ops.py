@@ -3,7 +3,7 @@
 segmentation heads' resizes (each coordinate transform and rounding, bicubic). cpu/test_ops.py builds it
 for cpu, cuda/cuda_op_groups.py for the GPUs. And the group of batch norms that fold into no
 conv (CONCAT_NORMS: DenseNet's concat -> batch norm -> relu), built optimized by
-cpu/test_concat_norm.py and cuda_op_groups.py."""
+cpu/test_concat_norm.py and cuda_op_groups.py. And a mixture of experts' matrices (EXPERTS)."""
 
 
 def n(name, op, inputs, **attrs):
@@ -169,3 +169,19 @@ MOVEMENT_CHAINS = dict(
            n("across", "slice", ["joined_t"], axis=1, start=1, end=7)],
     outputs=["left", "right", "img_pad", "pad_perm_slice", "s_t", "s_t_cut", "odd_relu",
              "swap_cut", "across"])
+
+
+# A mixture of experts' matrices (grouped_matmul): 5 * batch rows in three groups ending at rows
+# 1, 3 and 5 (the rows past them zero): by [3, 8, 16] weights and a transposed [3, 24, 8] view
+# (CUTLASS's grouped GEMM on the cuda targets in 16-bit types: whole 16-byte vectors), and into
+# 6 outputs (the GPU layer's kernel, as for float32 and the rocm target)
+EXPERTS = dict(
+    inputs={"x": {"shape": ["batch", 5, 8]}},
+    graph=[n("rows", "reshape", ["x"], shape=[-1, 8]),
+           n("ends", "iota", [], shape=[3], start=1, step=2, dtype="int32"),
+           n("w", "parameter", [], shape=[3, 8, 16]), n("wt", "parameter", [], shape=[3, 24, 8]),
+           n("w6", "parameter", [], shape=[3, 8, 6]),
+           n("by_w", "grouped_matmul", ["rows", "w", "ends"]),
+           n("by_wt", "grouped_matmul", ["rows", "wt", "ends"], transpose_b=True),
+           n("by_w6", "grouped_matmul", ["rows", "w6", "ends"])],
+    outputs=["by_w", "by_wt", "by_w6"])

@@ -136,10 +136,12 @@ def test_sizes_only_the_run_knows_match_pytorch(tmp_path, build_spec):
 
 
 def test_grouped_experts_match_pytorch(tmp_path, build_spec):
-    """transformers.grouped_mm_fallback: each row times its expert's weight."""
+    """transformers.grouped_mm_fallback: each row times its expert's weight (one grouped_matmul,
+    not every row by every expert)."""
     pytest.importorskip("transformers")
     case = "tests.importers.families:grouped_experts"
     spec, _, graph = import_case((case, ["x:9,16"], [], None), tmp_path, "experts")
+    assert [n.op for n in graph.nodes if n.op.endswith("matmul")] == ["grouped_matmul"]
     model, _, _ = build_spec(spec, name="experts")
     inputs = {"x": np.random.default_rng(2).standard_normal((9, 16)).astype(np.float32)}
     (want,) = torch_outputs(case, inputs)

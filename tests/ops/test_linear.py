@@ -1,4 +1,4 @@
-"""linear, matmul and bmm, with their epilogue act(alpha * acc + bias + residual)."""
+"""linear, matmul and bmm, with their epilogue act(alpha * acc + bias + residual); grouped_matmul."""
 
 import numpy as np
 import pytest
@@ -129,3 +129,30 @@ def test_linear_over_an_in_out_weight(tmp_path):
     np.testing.assert_array_equal(out, [[1 + 4 + 1, 3 + 8 + 1, 5 + 12 + 1]])
     assert weights_of(tmp_path, "linear", {"x": [4, 2]}, out_features=3,
                       weight_layout="in_out")["weight"] == ("n.weight", [2, 3])
+
+
+def test_grouped_matmul_is_each_groups_rows_by_its_matrix(tmp_path):
+    torch = pytest.importorskip("torch")
+    a, b = rand(7, 4), rand(3, 4, 5, seed=1)
+    ends = np.array([2, 2, 6], np.int32)  # rows 0-1, none, 2-5; row 6 past the last: zero
+    want = torch.zeros(7, 5)
+    for g, (start, end) in enumerate(zip([0, 2, 2], ends)):
+        want[start:end] = torch.from_numpy(a[start:end]) @ torch.from_numpy(b[g])
+    got = run1(tmp_path, "grouped_matmul", {"a": a, "b": b, "ends": ends})
+    np.testing.assert_allclose(got, want.numpy(), **GEMM_TOL)
+    got = run1(tmp_path, "grouped_matmul", {"a": a, "b": np.ascontiguousarray(b.transpose(0, 2, 1)),
+                                             "ends": ends.astype(np.int64)}, transpose_b=True)
+    np.testing.assert_allclose(got, want.numpy(), **GEMM_TOL)
+
+
+def test_grouped_matmul_refuses_what_does_not_fit(tmp_path):
+    from ait_build.errors import AitError
+    with pytest.raises(AitError, match="must rise from 0 to at most 7 rows"):
+        run1(tmp_path, "grouped_matmul", {"a": rand(7, 4), "b": rand(3, 4, 5),
+                                           "ends": np.array([4, 2, 7], np.int32)})
+    spec_error(tmp_path, "grouped_matmul", {"a": [7, 4], "b": [3, 5, 5], "ends": ([3], "int32")},
+               "k or the groups differ")
+    spec_error(tmp_path, "grouped_matmul", {"a": [7, 4], "b": [3, 4, 5], "ends": ([2], "int32")},
+               "k or the groups differ")
+    spec_error(tmp_path, "grouped_matmul", {"a": [7, 4], "b": [3, 4, 5], "ends": ([3], "float32")},
+               "offsets must be int32 or int64")

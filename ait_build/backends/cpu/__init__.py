@@ -16,6 +16,7 @@ from ait_build.backends import shared
 from ait_build.backends.base import Backend, frozen
 from ait_build.backends.cpu import concat, edges, gemm, layout, lookups, norm, squeeze_excite
 from ait_build.backends.cpu.toolchain import SIMD_LANES, arch_flags, cpu_toolchain, mixed_blas
+from ait_build.codegen import grouped_matmul
 
 # the templates of the lowerings every backend shares (codegen/: elementwise, data movement,
 # rows and windows), by kind
@@ -26,6 +27,7 @@ TEMPLATES = {
     "gather": "cpu/gather.cpp.j2",
     "gather_elements": "cpu/gather_elements.cpp.j2",
     "permute_elements": "cpu/permute_elements.cpp.j2",
+    "grouped_matmul": "cpu/grouped_matmul.cpp.j2",
     "softmax": "cpu/softmax.cpp.j2",
     "pool2d": "cpu/pool2d.cpp.j2",
     "global_avg_pool": "cpu/global_avg_pool.cpp.j2",
@@ -59,6 +61,7 @@ LOWER = {
     "bmm": gemm.lower_matmul,
     "conv2d": squeeze_excite.lower_conv2d,  # gemm.lower_conv2d, but a gate's two convs: one kernel
     "multi_head_attention": gemm.lower_attention,
+    "grouped_matmul": grouped_matmul.lower,  # a BLAS GEMM a group (codegen/grouped_matmul.py)
     # rows and windows
     "layer_norm": norm.lower_layer_norm,
     "rms_norm": norm.lower_layer_norm,

@@ -19,8 +19,9 @@ TEMPLATES = {kind: f"gpu/{kind}.cu.j2" for kind in (
     "elementwise", "copy", "padded_copy", "gather", "gather_elements", "permute_elements", "softmax", "pool2d", "global_avg_pool",
     "resize2d", "layer_norm", "pad_channels", "attention", "gemm_simple", "conv2d_direct",
     "depthwise_conv2d", "im2col", "channel_scale", "concat_elementwise", "concat_rows", "transpose",
-    "short_transpose", "stem_conv", "gemm", "conv2d")}
+    "short_transpose", "stem_conv", "gemm", "conv2d", "grouped_matmul")}
 TEMPLATES["conv2d_grouped"] = "cuda/conv2d_grouped.cu.j2"  # tensor-core grouped convs (grouped.py)
+TEMPLATES["grouped_matmul_tc"] = "cuda/grouped_matmul.cu.j2"  # CUTLASS's grouped GEMM
 SUPPORT_FILES = {  # generated path -> template (.j2) or plain header, copied as it is
     "src/ait_common.h": "common/include/ait_common.h",
     "src/ait_runtime.h": "common/include/ait_runtime.h",
@@ -42,7 +43,7 @@ KERNEL_ARCHS = {"cutlass_sm80": SM80_OR_NEWER, "cutlass_sm90": SM90A,
 BACKEND = gpu.backend(
     name="cuda",
     # grouped convs on tensor cores (grouped.py); every other conv as the GPU layer lowers it
-    lower={**gpu.lowerings(cutlass.CUTLASS, fmha.tensor_core_attention),
+    lower={**gpu.lowerings(cutlass.CUTLASS, fmha.tensor_core_attention, cutlass.ELEMENT),
            "conv2d": grouped.lowering(cutlass.CUTLASS)},
     templates=TEMPLATES,
     model_template="cuda/model.cpp.j2",

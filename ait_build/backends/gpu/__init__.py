@@ -19,11 +19,12 @@ from ait_build.backends import shared
 from ait_build.backends.base import Backend, frozen
 from ait_build.backends.gpu import concat, edges, gemm, rows, squeeze_excitation, transpose
 from ait_build.backends.gpu.attention import attention_lowering
+from ait_build.codegen import grouped_matmul
 
 
-def lowerings(engine, tensor_core_attention=None) -> dict:
+def lowerings(engine, tensor_core_attention=None, tensor_core_elements=None) -> dict:
     """A GPU backend's whole op -> lowering table, on its matrix engine (and its tensor-core
-    attention, if any)."""
+    attention and grouped GEMM's element types, if any)."""
     return {
         **shared.ELEMENTWISE,  # elementwise ops, fused programs, batch_norm (backends/shared.py)
         # a per-(image, channel) gate: vectors, or nothing where the 1x1 conv after it scales
@@ -31,6 +32,8 @@ def lowerings(engine, tensor_core_attention=None) -> dict:
         "mul": partial(squeeze_excitation.lower_mul, engine),
         **gemm.lowerings(engine),  # linear, matmul, bmm, conv2d with the fused epilogue
         "multi_head_attention": attention_lowering(tensor_core_attention),
+        # a mixture of experts' rows by their groups' matrices (codegen/grouped_matmul.py)
+        "grouped_matmul": partial(grouped_matmul.lower, elements=tensor_core_elements, gpu=True),
         # rows and windows
         "layer_norm": rows.lower_layer_norm,
         "rms_norm": rows.lower_layer_norm,  # the same kernel without centering or bias

@@ -11,7 +11,7 @@ from ait_build.ops.reference import random_inputs, run_reference
 from ait_build.spec.model import load_model
 
 from .helpers import tolerance, write_spec
-from ..family_ops import IMPORT_FAMILIES, n
+from ..family_ops import EXPERTS, IMPORT_FAMILIES, n
 
 B = {"batch": {"min": 1, "max": 8, "opt": 3}}
 
@@ -186,6 +186,7 @@ GROUPS = {
                  "iota_mid", "iota_i32", "causal_bias", "roll", "roll_one", "roll_img",
                  "linear_in_out"]),
     "import_families": IMPORT_FAMILIES,  # ../family_ops.py, shared with the GPU tests
+    "experts": EXPERTS,  # grouped_matmul (../family_ops.py), shared with the GPU tests
     # the epilogue activations beyond the unary ops: relu6, the importers' hardsigmoid and
     # hardtanh with its bounds (one side open too), on a GEMM, an im2col conv, a pointwise conv
     # with a residual and a depthwise conv; inputs scaled so that every bound is reached

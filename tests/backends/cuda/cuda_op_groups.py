@@ -18,8 +18,8 @@ import yaml
 from cuda_helpers import ROOT, bf16_spec, fp16_spec, spec_path
 
 sys.path.insert(0, os.path.join(ROOT, "tests"))  # the op group the cpu tests build too
-from backends.family_ops import (CONCAT_NORMS, IMPORT_FAMILIES, LAYOUT_SWAPS,  # noqa: E402
-                                 MOVEMENT_CHAINS, n)
+from backends.family_ops import (CONCAT_NORMS, EXPERTS, IMPORT_FAMILIES,  # noqa: E402
+                                 LAYOUT_SWAPS, MOVEMENT_CHAINS, n)
 
 B = {"batch": {"min": 1, "max": 8, "opt": 3}}
 
@@ -543,6 +543,7 @@ GROUPS = {
                *se_block("c", "z", 24, 96, "sigmoid", 64)],
         outputs=["mnv3", "effnet", "a_proj", "b_proj", "c_proj"]),
     "import_families": IMPORT_FAMILIES,  # tests/backends/family_ops.py, also built for cpu
+    "experts": EXPERTS,  # grouped_matmul: CUTLASS's grouped GEMM and our kernel (family_ops.py)
     # DenseNet's concat -> batch norm -> relu and lone batch norms -> relu6/silu, fused by the
     # optimizer (only the ends are outputs): concat_elementwise.cu.j2 in 16-byte vectors and
     # single channels, fused programs (tests/backends/family_ops.py, also built for cpu)

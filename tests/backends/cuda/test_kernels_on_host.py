@@ -7,7 +7,8 @@ channel scale (`pools_and_scales`), the fused concat + batch norm + activation k
 (`movement_chains`: strided and padded copies), the channel concats (`shape`, `concat_norms`: one
 kernel of 16-byte runs, or single elements), the elementwise template (`elementwise`: its
 vector and per-element paths), the importers' ops (`import_families`) and resizes in 16-byte
-vectors (`resizes`: nearest, bilinear, bicubic), in float16, bfloat16
+vectors (`resizes`: nearest, bilinear, bicubic) and the grouped GEMM's CUDA-core kernel
+(`experts`, float32: the 16-bit ones are CUTLASS's), in float16, bfloat16
 and float32, against the
 reference executor with the GPU tests' single-op tolerances, and in float16 once more on tensors
 that start one element past an aligned address (the single-element fallbacks); and the explicit
@@ -41,7 +42,7 @@ CASES = [("depthwise", "float16"), ("depthwise", "bfloat16"), ("depthwise", "flo
          ("movement_chains", "float16"), ("elementwise", "float16"), ("import_families", "float16"),
          ("shape", "float16"), ("direct_stems", "float16"), ("direct_stems", "float32"),
          ("masks_and_clamps", "float16"), ("symbolic_strides", "float16"),
-         ("resizes", "float16"), ("resizes", "float32")]
+         ("resizes", "float16"), ("resizes", "float32"), ("experts", "float32")]
 
 
 @pytest.mark.parametrize("group,dtype", CASES)

@@ -36,7 +36,7 @@ pytestmark = pytest.mark.nvcc
 
 CASES = [(model, target) for model in ("mlp", "tiny_vit", "masks_and_clamps", "import_families",
                                         "depthwise", "pools_and_scales", "concat_norms",
-                                        "layout_swaps", "movement_chains")
+                                        "layout_swaps", "movement_chains", "experts")
          for target in ("a100", "h200")]
 
 

@@ -110,15 +110,16 @@ def test_create_reports_the_missing_device(builds):
 
 
 @pytest.mark.parametrize("group", ["CONCAT_NORMS", "LAYOUT_SWAPS", "MOVEMENT_CHAINS",
-                                   "IMPORT_FAMILIES"])
+                                   "IMPORT_FAMILIES", "EXPERTS"])
 def test_fused_concat_norm_and_transpose_kernels_compile_for_gfx90a(tmp_path, group):
     """The GPU layer's own kernels of tests/backends/family_ops.py's groups, in float16:
     concat + batch norm + activation, fused batch norms and a channel concat kept whole
     (concat_rows; CONCAT_NORMS), tiled transposes
     (LAYOUT_SWAPS), strided and padded copies of fused data movement (MOVEMENT_CHAINS), the
-    importers' ops (IMPORT_FAMILIES: rms norms, rotary embeddings, gathers, resizes, pools)
-    compile with hipcc for gfx90a (the GPU tests run them on the H200); the groups have no GEMM,
-    so nothing else is compiled."""
+    importers' ops (IMPORT_FAMILIES: rms norms, rotary embeddings, gathers, resizes, pools), the
+    grouped GEMM's own kernel (EXPERTS: rocm has no other) compile with hipcc for gfx90a (the
+    GPU tests run them on the H200); the groups have no MFMA GEMM, so nothing else is
+    compiled."""
     if shutil.which("hipcc") is None:
         pytest.skip("hipcc is not on PATH")
     from ait_build.backends import toolchain_for
@@ -133,7 +134,7 @@ def test_fused_concat_norm_and_transpose_kernels_compile_for_gfx90a(tmp_path, gr
     sources = sorted(k for k in emission.kernel_sources if k.endswith(".cu"))
     markers = {"CONCAT_NORMS": ("concat_mul_add_relu", "concat_rows"),
                "LAYOUT_SWAPS": ("transpose",), "MOVEMENT_CHAINS": ("padded_copy",),
-               "IMPORT_FAMILIES": ("rotary", "rms_norm")}[group]
+               "IMPORT_FAMILIES": ("rotary", "rms_norm"), "EXPERTS": ("grouped_matmul",)}[group]
     assert all(any(m in s for s in sources) for m in markers), sources
     tc = toolchain_for(target)
     for source in sources:
