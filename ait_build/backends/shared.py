@@ -53,4 +53,5 @@ ROWS_AND_WINDOWS = {
     "avg_pool2d": rows_and_windows.lower_pool,
     "global_avg_pool": rows_and_windows.lower_global_avg_pool,
     "resize2d": resize.lower_resize,
+    "cumsum": rows_and_windows.lower_cumsum,
 }

@@ -1,7 +1,8 @@
-"""Lowering of row-wise and window ops on any backend: softmax, max/avg pooling and global average
-pooling, rendered into each backend's `softmax`, `pool2d` and `global_avg_pool` templates (the
-same context and parameters everywhere). Sizes are run-time arguments, so one kernel serves
-every layer of a kind; only what changes the loop structure (window geometry) is compiled in."""
+"""Lowering of row-wise and window ops on any backend: softmax, max/avg pooling, global average
+pooling and running sums, rendered into each backend's `softmax`, `pool2d`, `global_avg_pool`
+and `cumsum` templates (the same context and parameters everywhere). Sizes are run-time
+arguments, so one kernel serves every layer of a kind; only what changes the loop structure
+(window geometry, a sum's direction) is compiled in."""
 
 from __future__ import annotations
 
@@ -51,3 +52,18 @@ def lower_global_avg_pool(lw) -> None:
                          dict(ctype=lw.ctype(node.output)), params)
     lw.call(kernel, [lw.dst(node.output), lw.src(node.inputs[0]), cexpr(n), cexpr(h * w),
                      cexpr(c)])
+
+
+def lower_cumsum(lw) -> None:
+    """x [outer, L, inner] summed along L: float types in float32, integers in int64."""
+    node = lw.node
+    x, out = node.inputs[0], node.output
+    shape = lw.shape(x)
+    axis = norm_axis(node.attrs["axis"], len(shape))
+    acc = "float" if lw.dtype(out) in ("float32", "float16", "bfloat16") else "int64_t"
+    params = io_params(lw, out, "x") + [("int64_t", p) for p in ("outer", "L", "inner")]
+    kernel = make_kernel("cumsum", node.op, lw.template("cumsum"),
+                         dict(ctype=lw.ctype(out), acc=acc, exclusive=bool(node.attrs["exclusive"]),
+                              reverse=bool(node.attrs["reverse"])), params)
+    lw.call(kernel, [lw.dst(out), lw.src(x), cexpr(elements(shape[:axis])), cexpr(shape[axis]),
+                     cexpr(elements(shape[axis + 1:]))])

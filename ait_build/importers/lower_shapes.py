@@ -188,16 +188,19 @@ class ShapeLowering:
         return x
 
     def cumsum(self, x: Value, axis: int, dtype: str, reverse=False, exclusive=False) -> Value:
-        """Prefix sums (pad, slice and add only, so integer sums are exact), for the short
-        mask and position tensors models take cumulative sums of. `reverse` sums from the end;
-        `exclusive` leaves each element out of its own sum (ONNX CumSum's attributes)."""
-        x = self.scan(self.cast(x, dtype), axis, "add", reverse)
-        return self._shifted(x, axis % x.rank, 1, reverse, 0.0) if exclusive else x
+        """Running sums in `dtype` (our cumsum op: one kernel, float types summed in float32):
+        the mask and position tensors models take cumulative sums of, a router's counts.
+        `reverse` sums from the end; `exclusive` leaves each element out of its own sum (ONNX
+        CumSum's attributes)."""
+        x = self.cast(x, dtype)
+        attrs = {"axis": self.our_axis(x, axis)}
+        attrs.update({k: True for k, on in (("exclusive", exclusive), ("reverse", reverse)) if on})
+        return self.emit("cumsum", [x], attrs, perm=x.perm)
 
     def scan(self, x: Value, axis: int, op: str = "add", reverse=False) -> Value:
         """x[0] op x[1] op ... op x[i] at each i along `axis` (from the end with `reverse`) by
         doubling: x op itself shifted by 1, 2, 4... places until the shift reaches the axis's
-        largest size, log2(size) elementwise steps (cumsum, cumprod, cummax, cummin). Sums and
+        largest size, log2(size) elementwise steps (cumprod, cummax, cummin). Sums and
         products shift in 0s and 1s; the running max and min shift in copies of the end
         element (already in every prefix, and no infinity to write) over a static size, else
         the dtype's most negative (positive) finite value."""

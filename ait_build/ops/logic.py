@@ -1,5 +1,6 @@
-"""Comparisons, logic on bool tensors, and `where`: the ops that build masks inside a model
-(a causal mask from two iotas, Swin's shifted-window mask, masked_fill)."""
+"""Comparisons, logic on bool tensors, `where` and `cumsum`: the ops that build masks and counts
+inside a model (a causal mask from two iotas, Swin's shifted-window mask, masked_fill, GPT-2's
+packed-sequence ids, a mixture of experts' rows per expert)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import numpy as np
 
 from ait_build.errors import OpError
 from ait_build.ir.dtypes import FLOAT_DTYPES, NUMPY
-from ait_build.ops.opdef import Attr, OpDef, TType, broadcast_shapes, register, same_float_dtype
+from ait_build.ops.opdef import (Attr, OpDef, TType, broadcast_shapes, norm_axis, register,
+                                 same_float_dtype)
 
 # name -> (NumPy function, C++ operator, PyTorch name)
 COMPARISONS = {"equal": (np.equal, "==", "eq"), "not_equal": (np.not_equal, "!=", "ne"),
@@ -97,3 +99,38 @@ register(OpDef(
     notes="torch.where(condition, x, y); x and y share one dtype (masked_fill(x, m, v) is "
           "where(m, v, x) with v a `constant`).",
     infer=_where_infer, reference=lambda attrs, xs, ws: [np.where(xs[0], xs[1], xs[2])]))
+
+
+def _cumsum_infer(attrs, inputs):
+    x = inputs[0]
+    if not x.shape or x.dtype == "bool":
+        raise OpError(f"cumsum needs a number tensor of rank 1 or more, got {x.dtype} "
+                      f"of rank {len(x.shape)}")
+    norm_axis(attrs["axis"], len(x.shape))
+    return [x]
+
+
+def _cumsum_reference(attrs, xs, ws):
+    x = xs[0]
+    axis = norm_axis(attrs["axis"], x.ndim)
+    wide = x.astype(np.float32 if x.dtype.kind == "f" else np.int64)
+    if attrs["reverse"]:
+        wide = np.flip(wide, axis)
+    out = np.cumsum(wide, axis=axis)
+    if attrs["exclusive"]:
+        out = out - wide
+    if attrs["reverse"]:
+        out = np.flip(out, axis)
+    return [out.astype(x.dtype)]
+
+
+register(OpDef(
+    name="cumsum", category="logic", inputs=("x",),
+    doc="running sums along `axis`: out[i] = x[0] + ... + x[i] (from the end with `reverse`; "
+        "without x[i] itself when `exclusive`), float types summed in float32",
+    attrs=(Attr("axis", "int", -1, doc="the dim summed along"),
+           Attr("exclusive", "bool", False, doc="leave each element out of its own sum"),
+           Attr("reverse", "bool", False, doc="sum from the last element")),
+    infer=_cumsum_infer, reference=_cumsum_reference,
+    notes="torch.cumsum (ONNX CumSum with its exclusive and reverse attributes); integer sums "
+          "wrap as the dtype does."))

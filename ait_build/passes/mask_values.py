@@ -2,7 +2,7 @@
 
 Importers write masks as small graphs over `iota`s: GPT-2's causal mask from transformers is
 `kv <= q` and-ed with a packed-sequence test (`(diff(positions) != 1).cumsum()` equal along q and
-kv) that is all true when the positions are an arange; DistilBERT's padding mask is and-ed with
+kv, a `cumsum` of zeros) that is all true when the positions are an arange; DistilBERT's padding mask is and-ed with
 `q >= 0`. This module follows such graphs symbolically, so the attention pass can drop the parts
 that are always true and run the causal part as the kernel's causal mode, without evaluating a
 mask at any particular size.
@@ -189,6 +189,21 @@ def _iota(mv, node):
     return _ramp(axis, node.attrs["start"], node.attrs["step"])
 
 
+def _cumsum(mv, node):
+    """Running sums of a constant c: c * (i + 1), or c * i exclusive (0 stays 0 either way; a
+    reverse sum of c would need the axis's size)."""
+    x = mv.of(node.inputs[0])
+    if not isinstance(x, Const):
+        return None
+    if x.value == 0:
+        return x
+    if node.attrs["reverse"]:
+        return None
+    rank = len(_shape(mv.graph, node.inputs[0]))
+    axis = node.attrs["axis"] % rank - rank
+    return _ramp(axis, 0 if node.attrs["exclusive"] else x.value, x.value)
+
+
 def _reshape(mv, node):
     value = mv.of(node.inputs[0])
     src, dst = _shape(mv.graph, node.inputs[0]), _shape(mv.graph, node.output)
@@ -355,5 +370,5 @@ RULES = {
     "identity": lambda mv, node: mv.of(node.inputs[0]),
     **{op: _on_numbers(_compare) for op in COMPARE}, **{op: _on_numbers(_arith) for op in ARITH},
     "logical_and": _logical, "logical_or": _logical, "logical_not": _logical, "where": _where,
-    "parameter": _parameter, "permute": _permute, "transpose": _permute,
+    "parameter": _parameter, "permute": _permute, "transpose": _permute, "cumsum": _cumsum,
 }

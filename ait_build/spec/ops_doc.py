@@ -99,6 +99,7 @@ EXAMPLES = {
                  "mode: linear, coordinates: half_pixel}"),
     "linear": ({"x": ["batch", "seq", 768]},
                "{name: fc1, op: linear, inputs: [x], out_features: 3072, activation: gelu}"),
+    "cumsum": ({"mask": (["batch", "seq"], "int32")}, "{op: cumsum, inputs: [mask], axis: 1}"),
     "grouped_matmul": ({"rows": ["seq", 1024], "gate_up": [8, 5632, 1024],
                         "ends": ([8], "int32")},
                        "{op: grouped_matmul, inputs: [rows, gate_up, ends], transpose_b: true}"),

@@ -34,6 +34,11 @@ IMPORT_FAMILIES = dict(
            n("steps7", "iota", [], shape=["batch", 7, 6, 3], axis=1, step=3, dtype="int64"),
            n("perm7", "remainder", ["steps7"], scalar=7),
            n("permuted_mid", "permute_elements", ["img", "perm7"], axis=1),
+           # running sums: along the last axis, an int one from the end leaving each out, and
+           # along a middle axis of 7 (strided lines)
+           n("sums", "cumsum", ["x"]),
+           n("counts", "cumsum", ["i"], axis=1, exclusive=True, reverse=True),
+           n("sums_mid", "cumsum", ["img"], axis=1),
            n("sin", "sin", ["x"]), n("cos", "cos", ["x"]), n("ex", "exp", ["x"]),
            n("log", "log", ["ex"]), n("x3", "mul", ["x"], scalar=3.0),
            n("ceil", "ceil", ["x3"]), n("abs", "abs", ["x"]), n("abs_i", "abs", ["i"]),
@@ -73,7 +78,7 @@ IMPORT_FAMILIES = dict(
            n("c6", "cos", ["q6"]), n("s6", "sin", ["q6"]),
            n("rope6", "rotary_embedding", ["q6", "c6", "s6"])],
     outputs=["rope", "rope6", "rms", "rms_res", "rms_plain", "picked", "picked_mid", "permuted",
-             "permuted_mid", "sin", "cos", "log", "ceil",
+             "permuted_mid", "sums", "counts", "sums_mid", "sin", "cos", "log", "ceil",
              "abs", "abs_i", "sign", "sign_i", "max_ceil", "max_ceil_pad", "avg_ceil", "avg_ceil_pad", "nearest", "nearest_exact",
              "nearest_down", "nearest_ceil", "bilinear", "bilinear_corners", "bilinear_one",
              "bilinear_down", "bicubic", "bicubic_corners", "bicubic_down"])

@@ -69,3 +69,22 @@ def test_masked_fill_as_where_matches_numpy(tmp_path):
     want = scores.copy()
     want[mask] = -np.inf
     np.testing.assert_array_equal(out, want)
+
+
+def test_cumsum_is_torch_cumsum_both_ways(tmp_path):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal((3, 5, 4)).astype(np.float32)
+    t = torch.from_numpy(x)
+    np.testing.assert_allclose(run1(tmp_path, "cumsum", {"x": x}, axis=1),
+                               torch.cumsum(t, 1).numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(run1(tmp_path, "cumsum", {"x": x}, axis=-1, reverse=True),
+                               torch.flip(torch.cumsum(torch.flip(t, [2]), 2), [2]).numpy(),
+                               rtol=1e-6, atol=1e-6)
+    ids = np.array([[1, 0, 2, 2], [0, 0, 1, 3]], np.int64)
+    np.testing.assert_array_equal(run1(tmp_path, "cumsum", {"ids": ids}, exclusive=True),
+                                  [[0, 1, 1, 3], [0, 0, 0, 1]])
+
+
+def test_cumsum_refuses_bools_and_scalars(tmp_path):
+    spec_error(tmp_path, "cumsum", {"m": ([2, 3], "bool")}, "a number tensor of rank 1")
+    spec_error(tmp_path, "cumsum", {"x": [2, 3]}, "axis", axis=2)

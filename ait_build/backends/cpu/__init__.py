@@ -28,6 +28,7 @@ TEMPLATES = {
     "gather_elements": "cpu/gather_elements.cpp.j2",
     "permute_elements": "cpu/permute_elements.cpp.j2",
     "grouped_matmul": "cpu/grouped_matmul.cpp.j2",
+    "cumsum": "cpu/cumsum.cpp.j2",
     "softmax": "cpu/softmax.cpp.j2",
     "pool2d": "cpu/pool2d.cpp.j2",
     "global_avg_pool": "cpu/global_avg_pool.cpp.j2",

@@ -19,7 +19,7 @@ TEMPLATES = {kind: f"gpu/{kind}.cu.j2" for kind in (
     "elementwise", "copy", "padded_copy", "gather", "gather_elements", "permute_elements", "softmax", "pool2d", "global_avg_pool",
     "resize2d", "layer_norm", "pad_channels", "attention", "gemm_simple", "conv2d_direct",
     "depthwise_conv2d", "im2col", "channel_scale", "concat_elementwise", "concat_rows", "transpose",
-    "short_transpose", "stem_conv", "gemm", "conv2d", "grouped_matmul")}
+    "short_transpose", "stem_conv", "gemm", "conv2d", "grouped_matmul", "cumsum")}
 TEMPLATES["conv2d_grouped"] = "cuda/conv2d_grouped.cu.j2"  # tensor-core grouped convs (grouped.py)
 TEMPLATES["grouped_matmul_tc"] = "cuda/grouped_matmul.cu.j2"  # CUTLASS's grouped GEMM
 SUPPORT_FILES = {  # generated path -> template (.j2) or plain header, copied as it is

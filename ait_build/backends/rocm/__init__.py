@@ -23,7 +23,7 @@ TEMPLATES = {kind: f"gpu/{kind}.cu.j2" for kind in (
     "elementwise", "copy", "padded_copy", "gather", "softmax", "pool2d", "global_avg_pool", "layer_norm",
     "pad_channels", "attention", "gemm_simple", "conv2d_direct", "depthwise_conv2d",
     "im2col", "channel_scale", "concat_elementwise", "concat_rows", "transpose", "short_transpose",
-    "stem_conv", "gemm", "conv2d", "resize2d", "gather_elements", "permute_elements", "grouped_matmul")}
+    "stem_conv", "gemm", "conv2d", "resize2d", "gather_elements", "permute_elements", "grouped_matmul", "cumsum")}
 SUPPORT_FILES = {  # generated path -> template (.j2) or plain header, copied as it is
     "src/ait_common.h": "common/include/ait_common.h",
     "src/ait_runtime.h": "common/include/ait_runtime.h",
