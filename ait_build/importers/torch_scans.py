@@ -84,25 +84,30 @@ def _sort(t, node):
     return values if key.startswith("aten.msort") else [values, indices]
 
 
-# ops that keep the values of their input (reshapes, copies, integer casts): positions stay
-# positions through them
+# ops whose values are some of their input's (reshapes, slices, copies, integer casts):
+# positions stay positions through them
 SAME_VALUES = ("aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
                "aten.flatten.using_ints", "aten.squeeze.dim", "aten.squeeze.dims",
                "aten.unsqueeze.default", "aten.clone.default", "aten.alias.default",
-               "aten._to_copy.default", "aten.contiguous.default", "aten.expand.default")
+               "aten._to_copy.default", "aten.contiguous.default", "aten.expand.default",
+               "aten.slice.Tensor", "aten.select.int", "aten.narrow.default",
+               "aten.permute.default", "aten.transpose.int", "aten.t.default")
 # ops whose second output (or only output) is a position along their input's `dim`
 POSITIONS = {"aten.topk.default": (1, 2), "aten.sort.default": (1, 1),
              "aten.sort.stable": (1, None), "aten.argsort.default": (0, 1),
              "aten.argsort.stable": (0, None), "aten.argmax.default": (0, 1),
-             "aten.argmin.default": (0, 1)}
+             "aten.argmin.default": (0, 1), "aten.max.dim": (1, 1), "aten.min.dim": (1, 1)}
 
 
 def index_range(node) -> int | None:
     """R where every value of the FX node `node` is a position along an axis of R elements
-    (a router's expert ids: topk's indices, through reshapes and casts), else None; a sort of
-    such keys counts them (ordering.sorted_positions)."""
+    (a router's expert ids: topk's indices, or max's, through reshapes, casts and concats:
+    PhiMoE's two picks), else None; a sort of such keys counts them (ordering.sorted_positions)."""
     while _key(node) in SAME_VALUES:
         node = node.args[0]
+    if _key(node) in ("aten.cat.default", "aten.concat.default", "aten.concatenate.default"):
+        ranges = [index_range(part) for part in node.args[0]]
+        return max(ranges) if ranges and None not in ranges else None
     output = 0
     if _key(node) == str(operator.getitem) and len(node.args) == 2:
         node, output = node.args

@@ -89,8 +89,9 @@ def test_nan_sorts_as_the_largest_value_as_in_pytorch(tmp_path):
 
 class RouterOrder(torch.nn.Module):
     """A mixture of experts' routing as transformers writes it (integrations/moe.py): the
-    routed rows sorted by expert, the order's inverse written with index_put, and a
-    descending argsort of the same ids (experts' ids are topk's indices, 0..7)."""
+    routed rows sorted by expert, the order's inverse written with index_put, a descending
+    argsort of the same ids (experts' ids are topk's indices, 0..7), and ids concatenated from
+    two picks by max (PhiMoE's router)."""
 
     def forward(self, logits):
         _, ids = torch.topk(logits.softmax(-1), 2, dim=-1)
@@ -98,7 +99,9 @@ class RouterOrder(torch.nn.Module):
         by_expert, order = torch.sort(flat)
         inverse = torch.empty_like(order)
         inverse[order] = torch.arange(order.numel())
-        return by_expert, order, inverse, torch.argsort(ids, dim=-1, descending=True, stable=True)
+        picks = torch.cat([logits.max(-1, keepdim=True)[1], ids[:, 1:]], -1).reshape(-1)
+        return (by_expert, order, inverse, torch.argsort(ids, dim=-1, descending=True, stable=True),
+                torch.sort(picks)[1])
 
 
 def router_order():
@@ -112,12 +115,13 @@ def test_expert_ids_sort_by_counting_beyond_the_pair_limit(tmp_path, build_spec)
     factory = "tests.importers.test_ordering:router_order"
     spec, _, graph = import_case((factory, ["logits:tokens,8"], ["tokens=1:4096:64"], None),
                                  tmp_path, "router")
-    assert [n.op for n in graph.nodes].count("permute_elements") == 2
+    assert [n.op for n in graph.nodes].count("permute_elements") == 3
     model, _, _ = build_spec(spec, name="router")
     for tokens in (1, 5, 4096):
         logits = np.random.default_rng(tokens).standard_normal((tokens, 8)).astype(np.float32)
-        by_expert, _, _, descending = torch_outputs(factory, {"logits": logits})
-        flat = np.argsort(-logits, axis=-1, kind="stable")[:, :2].reshape(-1)
+        by_expert, _, _, descending, _ = torch_outputs(factory, {"logits": logits})
+        top = np.argsort(-logits, axis=-1, kind="stable")[:, :2]
+        flat = top.reshape(-1)
         for got in (run_reference(graph, {"logits": logits}), model.run({"logits": logits})):
             got = [got[out] for out in graph.outputs]
             np.testing.assert_array_equal(got[0], by_expert)
@@ -126,3 +130,4 @@ def test_expert_ids_sort_by_counting_beyond_the_pair_limit(tmp_path, build_spec)
             np.testing.assert_array_equal(got[1], np.argsort(flat, kind="stable"))
             np.testing.assert_array_equal(got[2][got[1]], np.arange(2 * tokens))
             np.testing.assert_array_equal(got[3].reshape(descending.shape), descending)
+            np.testing.assert_array_equal(got[4], np.argsort(flat, kind="stable"))  # max = top
