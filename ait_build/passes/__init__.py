@@ -13,7 +13,8 @@ from ait_build.passes import (attention_masks, batchnorm_to_affine, cancel_permu
                               eliminate_dead_code, fold_batchnorm, fold_constants, fuse_attention,
                               fuse_concat, fuse_data_movement, fuse_elementwise, fuse_epilogue,
                               fuse_layernorm, fuse_rmsnorm, fuse_rotary, merge_duplicates,
-                              pad_channels, pad_out_channels, plan_memory, recognize_activations)
+                              pad_channels, pad_heads, pad_out_channels, plan_memory,
+                              recognize_activations)
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ def _pipeline() -> list:
         (fuse_layernorm, "residual add + layer_norm -> layer_norm with a residual input"),
         (fuse_epilogue, "bias add, residual add, activation -> the GEMM/conv epilogue"),
         (pad_out_channels, "pad 16-bit conv/linear outputs to the target's alignment, slice after"),
+        (pad_heads, "attention heads of unaligned width -> zero features in their projections"),
         (fuse_rotary, "x * cos + rotate_half(x) * sin -> rotary_embedding (LLaMA's q and k)"),
         (fuse_elementwise, "chains and small DAGs of elementwise ops -> one fused_elementwise"),
         (fuse_concat, "concat along channels read only by a per-channel program -> one kernel"),

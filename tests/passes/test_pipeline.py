@@ -33,7 +33,7 @@ def test_pipeline_is_one_named_list():
                             "batchnorm_to_affine", "recognize_activations", "fuse_rmsnorm",
                             "pad_channels", "fuse_attention",
                             "attention_masks", "cancel_permutes", "fuse_layernorm", "fuse_epilogue",
-                            "pad_out_channels", "fuse_rotary", "fuse_elementwise", "fuse_concat",
+                            "pad_out_channels", "pad_heads", "fuse_rotary", "fuse_elementwise", "fuse_concat",
                             "fuse_data_movement", "plan_memory"]
     assert all(p.doc for p in PIPELINE)
 
