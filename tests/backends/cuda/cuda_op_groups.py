@@ -261,9 +261,15 @@ GROUPS = {
                # 13 queries, not a multiple of 8 (ViT has 197): Hopper's FMHA with a partial
                # query tile, rows past 13 zero-filled by TMA and clipped by the output store
                n("mha_odd", "multi_head_attention", ["x13", "kv40", "kv40"], num_heads=2,
-                 head_dim=64)],
+                 head_dim=64),
+               # MobileViT's heads of 36 features between a packed q/k/v projection and an
+               # output projection: pad_heads widens them to 40 for the tensor-core kernels
+               n("vit_qkv", "linear", ["x"], out_features=216),
+               n("vit_mha", "multi_head_attention", ["vit_qkv"], num_heads=2, head_dim=36,
+                 packed=True),
+               n("vit_proj", "linear", ["vit_mha"], out_features=64)],
         outputs=["ln", "ln_res", "ln_plain", "ln768", "ln100", "softmax", "softmax_mid", "mha",
-                 "mha_cross", "mha_packed", "mha_plain", "mha_odd"]),
+                 "mha_cross", "mha_packed", "mha_plain", "mha_odd", "vit_proj"]),
     # attention masks as the importers write them (passes/attention_masks.py): GPT-2's causal
     # mask with its packed-sequence test (causal attention, no bias), DistilBERT's padding mask
     # and-ed with q >= 0 ([batch, 1, 1, 13]: not 16-byte aligned rows, copied before the kernel),
