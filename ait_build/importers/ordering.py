@@ -57,7 +57,10 @@ def sorted_positions(lower, x, axis: int, count, descending: bool, what: str = "
     `key_range` R: x holds integers in 0..R-1 (counted_places, no pairs compared)."""
     axis %= x.rank
     n = x.source_shape[axis]
-    if key_range is not None and lower.largest(n) * key_range <= MAX_COUNTED:
+    # the counts are sums taken as float32 means times the count (Lower.sum): within 0.5 of
+    # the integer, which the rounding restores, up to about 2^20 elements
+    if key_range is not None and lower.largest(n) * key_range <= MAX_COUNTED \
+            and lower.largest(n) <= 1 << 20:
         last = x.rank - 1
         places = counted_places(lower, x, axis, key_range, descending)  # [..., n]
         lead = tuple(places.source_shape[:-1])
