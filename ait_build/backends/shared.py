@@ -35,8 +35,8 @@ DATA_MOVEMENT = {
     "pad": strided_copy.lower_pad,  # one pass: the pad value where no input lands
     "strided_copy": strided_copy.lower_strided_copy,  # a fused chain of the ops above
     "gather": data_movement.lower_gather,
-    "gather_elements": data_movement.lower_gather_elements,
-    "permute_elements": data_movement.lower_permute_elements,  # gather_elements' inverse
+    "gather_elements": data_movement.lower_elements_by_index,
+    "permute_elements": data_movement.lower_elements_by_index,  # gather_elements' inverse
     "roll": index_ops.lower_roll,
 }
 

@@ -207,9 +207,12 @@ def lower_gather(lw) -> None:
            norm_axis(node.attrs["axis"], len(shape)), negative=True)
 
 
-def lower_gather_elements(lw) -> None:
-    """data [outer, L, inner], indices and out [outer, K, inner]: the op's sizes agree outside
-    the axis, so three products describe both."""
+def lower_elements_by_index(lw) -> None:
+    """gather_elements (out[a, k, c] = data[a, idx[a, k, c], c]) and its inverse for a
+    permutation, permute_elements (out[a, idx[a, k, c], c] = data[a, k, c]): data [outer, L,
+    inner], the indices [outer, K, inner] (K = L for a permutation); the op's sizes agree
+    outside the axis, so three products and K describe every tensor. The kernel and template
+    are the op's."""
     node = lw.node
     data, indices = node.inputs
     shape, ishape = lw.shape(data), lw.shape(indices)
@@ -218,26 +221,7 @@ def lower_gather_elements(lw) -> None:
     params = [(f"{ctype}*", "out"), (f"const {ctype}*", "data"),
               (f"const {lw.ctype(indices)}*", "idx"), ("int64_t", "outer"), ("int64_t", "L"),
               ("int64_t", "K"), ("int64_t", "inner"), ("const char*", "what")]
-    kernel = make_kernel("gather_elements", node.op, lw.template("gather_elements"),
-                         dict(ctype=ctype), params)
+    kernel = make_kernel(node.op, node.op, lw.template(node.op), dict(ctype=ctype), params)
     lw.call(kernel, [lw.dst(node.output), lw.src(data), lw.src(indices),
                      cexpr(elements(shape[:axis])), cexpr(shape[axis]), cexpr(ishape[axis]),
-                     cexpr(elements(shape[axis + 1:])), c_string(f"{node.op} '{node.name}'")])
-
-
-
-def lower_permute_elements(lw) -> None:
-    """src, index and out [outer, L, inner]: out[a, index[a, k, c], c] = src[a, k, c]."""
-    node = lw.node
-    src, index = node.inputs
-    shape = lw.shape(src)
-    axis = norm_axis(node.attrs["axis"], len(shape))
-    ctype = lw.ctype(src)
-    params = [(f"{ctype}*", "out"), (f"const {ctype}*", "src"),
-              (f"const {lw.ctype(index)}*", "idx"), ("int64_t", "outer"), ("int64_t", "L"),
-              ("int64_t", "inner"), ("const char*", "what")]
-    kernel = make_kernel("permute_elements", node.op, lw.template("permute_elements"),
-                         dict(ctype=ctype), params)
-    lw.call(kernel, [lw.dst(node.output), lw.src(src), lw.src(index),
-                     cexpr(elements(shape[:axis])), cexpr(shape[axis]),
                      cexpr(elements(shape[axis + 1:])), c_string(f"{node.op} '{node.name}'")])

@@ -9,8 +9,8 @@ from __future__ import annotations
 from ait_build.codegen.cexpr import cexpr
 from ait_build.codegen.kernel import make_kernel
 from ait_build.ir.dims import Dim
+from ait_build.ir.dtypes import HALF_DTYPES
 
-TENSOR_CORE_DTYPES = ("float16", "bfloat16")
 VECTOR = 8  # 16-bit elements per 16-byte vector: the tensor-core kernel moves whole ones
 # one CUTLASS configuration: sm80's usual 128x128 tile, two blocks a multiprocessor (64 KiB of
 # shared memory each), persistent over every group's tiles
@@ -38,13 +38,17 @@ def lower(lw, elements: dict | None = None, gpu: bool = False) -> None:
     context = dict(ctype=ctype, trans_b=trans_b)
     kind, scratch = "grouped_matmul", 0
     whole = all(Dim.of(d).is_static and Dim.of(d).value % VECTOR == 0 for d in (k, n))
-    if elements and dtype in TENSOR_CORE_DTYPES and whole and Dim.of(groups).is_static:
+    if elements and dtype in HALF_DTYPES and whole and Dim.of(groups).is_static:
         kind, scratch = "grouped_matmul_tc", scratch_bytes(Dim.of(groups).value)
         context.update(TILE, element=elements[dtype], index_ctype=lw.ctype(offsets))
     elif gpu:
-        lw.plain_kernel("grouped matmul: " + (
-            "no tensor-core form on this target" if not elements else dtype
-            if dtype not in TENSOR_CORE_DTYPES else f"k={k}, n={n} not multiples of {VECTOR}"))
+        if not elements:
+            why = "no tensor-core form on this target"
+        elif dtype not in HALF_DTYPES:
+            why = dtype
+        else:
+            why = f"k={k}, n={n} not multiples of {VECTOR}"
+        lw.plain_kernel(f"grouped matmul: {why}")
     kernel = make_kernel(kind, node.op, lw.template(kind), context, params)
     lw.call(kernel, [lw.dst(node.output), lw.src(a), lw.src(b), lw.src(offsets), cexpr(groups),
                      cexpr(s), cexpr(n), cexpr(k)],

@@ -10,6 +10,7 @@ from ait_build.codegen.cexpr import cexpr, elements
 from ait_build.codegen.kernel import io_params, make_kernel
 from ait_build.codegen.op_geometry import window_attrs
 from ait_build.ir.dims import Dim
+from ait_build.ir.dtypes import FLOAT_DTYPES
 from ait_build.ops.opdef import norm_axis
 
 
@@ -60,7 +61,7 @@ def lower_cumsum(lw) -> None:
     x, out = node.inputs[0], node.output
     shape = lw.shape(x)
     axis = norm_axis(node.attrs["axis"], len(shape))
-    acc = "float" if lw.dtype(out) in ("float32", "float16", "bfloat16") else "int64_t"
+    acc = "float" if lw.dtype(out) in FLOAT_DTYPES else "int64_t"
     params = io_params(lw, out, "x") + [("int64_t", p) for p in ("outer", "L", "inner")]
     kernel = make_kernel("cumsum", node.op, lw.template("cumsum"),
                          dict(ctype=lw.ctype(out), acc=acc, exclusive=bool(node.attrs["exclusive"]),

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 import numpy as np
 
 FLOAT_DTYPES = ("float32", "float16", "bfloat16")
+# the 16-bit floats: what tensor cores take with whole 16-byte vectors of 8 elements
+HALF_DTYPES = ("float16", "bfloat16")
 INT_DTYPES = ("int32", "int64")
 ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES + ("bool",)
 

@@ -2,10 +2,10 @@
 
 Importers write masks as small graphs over `iota`s: GPT-2's causal mask from transformers is
 `kv <= q` and-ed with a packed-sequence test (`(diff(positions) != 1).cumsum()` equal along q and
-kv, a `cumsum` of zeros) that is all true when the positions are an arange; DistilBERT's padding mask is and-ed with
-`q >= 0`. This module follows such graphs symbolically, so the attention pass can drop the parts
-that are always true and run the causal part as the kernel's causal mode, without evaluating a
-mask at any particular size.
+kv, a `cumsum` of zeros) that is all true when the positions are an arange; DistilBERT's padding
+mask is and-ed with `q >= 0`. This module follows such graphs symbolically, so the attention pass
+can drop the parts that are always true and run the causal part as the kernel's causal mode,
+without evaluating a mask at any particular size.
 
 A tensor's value is one of:
 

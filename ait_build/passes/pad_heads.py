@@ -21,10 +21,9 @@ import math
 import numpy as np
 
 from ait_build.ir.dims import Dim
+from ait_build.ir.dtypes import HALF_DTYPES
 from ait_build.ir.graph import Graph, Node
 from ait_build.passes.rewrite import add_weight, summary
-
-DTYPES = ("float16", "bfloat16")
 
 
 def _only_reader(readers: dict, graph: Graph, tensor: str) -> Node | None:
@@ -38,7 +37,7 @@ def _projections(graph: Graph, readers: dict, made: dict, attn: Node, align: int
     if not attn.attrs.get("packed") or d % align == 0 or attn.attrs.get("bias_period"):
         return None
     qkv, out = made.get(attn.inputs[0]), _only_reader(readers, graph, attn.output)
-    if graph.tensors[attn.output].dtype not in DTYPES or qkv is None or out is None:
+    if graph.tensors[attn.output].dtype not in HALF_DTYPES or qkv is None or out is None:
         return None
     if (qkv.op != "linear" or out.op != "linear" or out.inputs[0] != attn.output
             or _only_reader(readers, graph, qkv.output) is not attn

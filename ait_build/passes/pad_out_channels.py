@@ -26,13 +26,13 @@ import numpy as np
 
 from ait_build.ir.graph import Graph, Node
 from ait_build.ir.dims import Dim
+from ait_build.ir.dtypes import HALF_DTYPES
 from ait_build.ops.epilogue import apply_epilogue
 from ait_build.ops.opdef import TType
 from ait_build.passes.pad_channels import channel_pad, channel_pads, pad_weight
 from ait_build.passes.rewrite import (free_name, insert_before, new_value, node_names, position,
                                       replace_uses, summary)
 
-DTYPES = ("float16", "bfloat16")
 # op -> attribute holding the output channels
 OUT_ATTR = {"conv2d": "out_channels", "linear": "out_features"}
 
@@ -43,7 +43,7 @@ def _extra(graph: Graph, node: Node, align: int) -> int:
     if node.op not in OUT_ATTR or node.attrs.get("groups", 1) != 1:
         return 0
     out = graph.tensors[node.output]
-    if out.dtype not in DTYPES or not out.shape[-1].is_static:
+    if out.dtype not in HALF_DTYPES or not out.shape[-1].is_static:
         return 0
     extra = -out.shape[-1].value % align
     if out.shape[-1].value % 2 == 0 and extra:

@@ -30,8 +30,8 @@ from ait_build.codegen.kernel import make_kernel
 from ait_build.codegen.op_geometry import conv_geometry, conv_kernel_params
 from ait_build.codegen.tuning import Config, Tunable
 from ait_build.ir.dims import Dim
+from ait_build.ir.dtypes import HALF_DTYPES
 
-DTYPES = ("float16", "bfloat16")
 CHANNEL_VECTOR = 8  # channels per 16-byte vector: the kernel moves whole vectors
 MAX_GROUP_WIDTH = 128  # output channels per group: one group's accumulators per warp row tile
 # a block's filters stay in shared memory for the whole call (with the halo and the staged
@@ -89,7 +89,7 @@ def takes(dtype: str, groups: int, cv: int, ov: int, win: dict) -> tuple:
     channel vectors per merged group, each block's filters within shared memory): how many
     groups it merges into one and into how many blocks of outputs it splits one; () where it
     does not run it."""
-    if dtype not in DTYPES or groups == 1 or cv % groups or ov % groups or groups == cv == ov:
+    if dtype not in HALF_DTYPES or groups == 1 or cv % groups or ov % groups or groups == cv == ov:
         return ()
     m = merge(groups, cv // groups, ov // groups)
     if not m:
